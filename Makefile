@@ -1,0 +1,45 @@
+# Parley's tasks. `make test` is the README's test command; `.ci/run` runs it
+# after installing what is missing.
+
+GO ?= go
+
+.PHONY: all build generate lint breaking vet test test-go run clean
+
+all: build
+
+build:
+	$(GO) build -o bin/parley ./server/cmd/parley
+
+## generate: rewrite gen/ and clients/ts/src/gen from proto/ (local plugins only)
+generate: clients/ts/node_modules
+	$(GO) tool buf generate
+
+clients/ts/node_modules: clients/ts/package.json
+	cd clients/ts && npm ci --no-audit --no-fund
+	@touch $@
+
+## lint: buf lint on the protos
+lint:
+	$(GO) tool buf lint
+
+## breaking: buf breaking against the previous commit (skipped when it has no protos)
+breaking:
+	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:proto 2>/dev/null; then \
+		$(GO) tool buf breaking --against '.git#ref=HEAD~1,subdir=proto'; \
+	else echo "buf breaking: no previous commit with protos, skipped"; fi
+
+vet:
+	$(GO) vet ./...
+
+## test: every test (unit, conformance suites, end-to-end against the real binary)
+test: test-go
+
+test-go:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## run: the embedded default, on http://127.0.0.1:8080
+run:
+	$(GO) run ./server/cmd/parley serve --insecure-cookies
+
+clean:
+	rm -rf bin parley-data

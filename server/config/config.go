@@ -1,0 +1,146 @@
+// Package config reads Parley's settings from flags, PARLEY_* environment
+// variables and an optional YAML file, in that order of precedence, over the
+// embedded defaults that let a fresh clone run with nothing else installed.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Serve holds the settings of `parley serve` and of the subcommands that open
+// the same stores (migrate, admin).
+type Serve struct {
+	// Listen is the address the gateway listens on.
+	Listen string
+	// DataDir holds everything of the embedded mode: the SQLite database and blobs.
+	DataDir string
+	// WebOrigins are the browser origins allowed to call with credentials (CORS, CSRF).
+	WebOrigins []string
+	// InsecureCookies drops the Secure attribute from cookies, for plain-HTTP development.
+	InsecureCookies bool
+	// MaxBodyBytes bounds every request body; larger ones are refused unread.
+	MaxBodyBytes int64
+	// ShutdownGrace is how long open streams may run on after SIGTERM.
+	ShutdownGrace time.Duration
+	// Workers are the worker addresses (host:port); none means one in-process sim worker.
+	Workers []string
+	// SimTimeScale scales the in-process sim worker's delays (1 real pace, 0 none).
+	SimTimeScale float64
+	// OTLPEndpoint turns tracing on, exporting spans over OTLP/HTTP to it.
+	OTLPEndpoint string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+}
+
+// ServeFlags registers the serve settings on fs with their defaults and
+// returns the value they fill.
+func ServeFlags(fs *flag.FlagSet) *Serve {
+	c := &Serve{}
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.DataDir, "data-dir", "parley-data", "directory of the embedded store")
+	fs.Func("web-origins", "comma-separated browser origins allowed to call with credentials", listSetter(&c.WebOrigins))
+	fs.BoolVar(&c.InsecureCookies, "insecure-cookies", false, "omit the Secure cookie attribute (plain-HTTP development only)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 32<<20, "largest request body accepted")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long open streams may finish after SIGTERM")
+	fs.Func("workers", "comma-separated worker addresses (none: one in-process sim worker)", listSetter(&c.Workers))
+	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "time scale of the in-process sim worker (0 = no waiting)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return c
+}
+
+func listSetter(dst *[]string) func(string) error {
+	return func(s string) error {
+		*dst = nil
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				*dst = append(*dst, part)
+			}
+		}
+		return nil
+	}
+}
+
+// Parse parses args into fs, then fills every flag not given on the command
+// line from the environment (PARLEY_ plus the flag name in upper case with
+// dashes as underscores), then from the YAML file named by the "config" flag
+// or PARLEY_CONFIG (keys are flag names). Precedence: flag, env, file, default.
+func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	var file string
+	if fs.Lookup("config") == nil {
+		fs.StringVar(&file, "config", "", "YAML file of settings (keys are flag names)")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["config"] {
+		if v := getenv(EnvName("config")); v != "" {
+			file = v
+		}
+	}
+	fileValues := map[string]any{}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if err := yaml.Unmarshal(data, &fileValues); err != nil {
+			return fmt.Errorf("config: %s: %w", file, err)
+		}
+		for key := range fileValues {
+			if fs.Lookup(key) == nil {
+				return fmt.Errorf("config: %s: unknown setting %q", file, key)
+			}
+		}
+	}
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "config" {
+			return
+		}
+		if v, ok := lookupEnv(getenv, f.Name); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("config: %s: %w", EnvName(f.Name), err))
+			}
+			return
+		}
+		if v, ok := fileValues[f.Name]; ok {
+			if err := f.Value.Set(yamlScalar(v)); err != nil {
+				errs = append(errs, fmt.Errorf("config: %s: %s: %w", file, f.Name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(EnvName(name))
+	return v, v != ""
+}
+
+// EnvName is the environment variable that sets the flag name.
+func EnvName(flagName string) string {
+	return "PARLEY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func yamlScalar(v any) string {
+	switch v := v.(type) {
+	case []any:
+		parts := make([]string, len(v))
+		for i, p := range v {
+			parts[i] = fmt.Sprint(p)
+		}
+		return strings.Join(parts, ",")
+	default:
+		return fmt.Sprint(v)
+	}
+}

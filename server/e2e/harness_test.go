@@ -1,0 +1,171 @@
+// Package e2e tests the real parley binary over real HTTP: it builds the
+// binary once, starts it on a free port with a temporary data directory, and
+// talks to it with the generated clients and plain HTTP.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var parleyBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "parley-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	parleyBin = filepath.Join(dir, "parley")
+	build := exec.Command("go", "build", "-o", parleyBin, "../cmd/parley")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building parley:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one running parley process.
+type server struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	BaseURL string
+	DataDir string
+	Ready   time.Duration // from start to the "listening on" line
+
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan struct{}
+	err  error
+}
+
+var listeningRE = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-z]+)`)
+
+// startServer runs `parley serve` on a free loopback port with a temporary
+// data dir (unless args give one) and waits until it logs "listening on".
+func startServer(t *testing.T, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, done: make(chan struct{})}
+	hasDataDir := false
+	for _, a := range args {
+		if strings.HasPrefix(a, "--data-dir") {
+			hasDataDir = true
+		}
+	}
+	if !hasDataDir {
+		s.DataDir = t.TempDir()
+		args = append([]string{"--data-dir", s.DataDir}, args...)
+	}
+	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--insecure-cookies", "--sim-time-scale", "0"}, args...)
+	s.cmd = exec.Command(parleyBin, full...)
+	s.cmd.Env = append(os.Environ(), "PARLEY_LOG_LEVEL=debug")
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stdout = io.Discard
+	start := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs.WriteString(line + "\n")
+			s.mu.Unlock()
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case ready <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(s.kill)
+	select {
+	case url := <-ready:
+		s.BaseURL = url
+		s.Ready = time.Since(start)
+	case <-s.done:
+		t.Fatalf("parley exited before listening: %v\n%s", s.err, s.Logs())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("parley not listening after 15 s\n%s", s.Logs())
+	}
+	return s
+}
+
+// Logs returns everything the process has logged so far.
+func (s *server) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+// Signal sends sig to the process.
+func (s *server) Signal(sig syscall.Signal) {
+	_ = s.cmd.Process.Signal(sig)
+}
+
+// Wait waits for the process to exit and returns its exit code.
+func (s *server) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-s.done:
+		return s.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("still running after %v", timeout)
+	}
+}
+
+func (s *server) kill() {
+	select {
+	case <-s.done:
+	default:
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	if s.t.Failed() {
+		s.t.Logf("server logs:\n%s", s.Logs())
+	}
+}
+
+// h1Client speaks HTTP/1.1 (Connect and gRPC-Web work over it).
+func h1Client() *http.Client {
+	return &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: false, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}}
+}
+
+// h2cClient speaks cleartext HTTP/2, as gRPC needs.
+func h2cClient() *http.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{Protocols: &p, DialContext: (&net.Dialer{}).DialContext}}
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Conversation is the metadata of one web-chat conversation. Its messages are
+// kept by Messages.
+type Conversation struct {
+	// ID is the caller-made UUIDv7.
+	ID string
+	// UserID is the owner.
+	UserID string
+	// Title is shown in the conversation list; empty until set.
+	Title string
+	// Model is the model the conversation uses by default.
+	Model string
+	// Archived hides the conversation from the default list.
+	Archived bool
+	// CreatedAt is when the conversation was made.
+	CreatedAt time.Time
+	// UpdatedAt is the last activity; lists are ordered by it.
+	UpdatedAt time.Time
+}
+
+// ArchiveFilter selects conversations by their Archived flag.
+type ArchiveFilter int
+
+const (
+	// ArchiveActive lists conversations that are not archived.
+	ArchiveActive ArchiveFilter = iota
+	// ArchiveArchived lists archived conversations only.
+	ArchiveArchived
+	// ArchiveAll lists both.
+	ArchiveAll
+)
+
+// ConversationFilter narrows Conversations.List.
+type ConversationFilter struct {
+	// Archived selects by the archived flag; the zero value lists active
+	// conversations.
+	Archived ArchiveFilter
+}
+
+// ConversationPatch lists the fields Update changes; nil fields are kept.
+type ConversationPatch struct {
+	// Title, if set, replaces the title.
+	Title *string
+	// Archived, if set, replaces the archived flag.
+	Archived *bool
+}
+
+// Conversations stores conversation metadata. Every method is scoped to a
+// user: another user's conversation is reported as ErrNotFound.
+type Conversations interface {
+	// Create stores c. It returns ErrConflict if the ID exists, ErrNotFound
+	// if the user does not.
+	Create(ctx context.Context, c Conversation) error
+	// Get returns the user's conversation, or ErrNotFound.
+	Get(ctx context.Context, userID, id string) (Conversation, error)
+	// List returns the user's conversations, most recently updated first
+	// (ties broken by ID, descending).
+	List(ctx context.Context, userID string, filter ConversationFilter, page PageRequest) ([]Conversation, string, error)
+	// Update applies patch, moves UpdatedAt to now (never backwards) and
+	// returns the result, or ErrNotFound.
+	Update(ctx context.Context, userID, id string, patch ConversationPatch, now time.Time) (Conversation, error)
+	// Touch records activity: UpdatedAt becomes now (never moving backwards),
+	// and if the title is empty it becomes titleIfEmpty. It returns
+	// ErrNotFound if the conversation is not the user's.
+	Touch(ctx context.Context, userID, id string, now time.Time, titleIfEmpty string) error
+	// Delete removes the user's conversation, or returns ErrNotFound. Its
+	// messages live in Messages, which may be another backend: the caller
+	// deletes them with Messages.DeleteConversation.
+	Delete(ctx context.Context, userID, id string) error
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Balance is a user's money, in nano-USD.
+type Balance struct {
+	// AvailableNanos can be reserved or spent; never negative.
+	AvailableNanos int64
+	// ReservedNanos is held by unsettled reservations.
+	ReservedNanos int64
+}
+
+// Adjustment is a manual change to a balance: a top-up, a refund or a
+// correction.
+type Adjustment struct {
+	// UserID is the account.
+	UserID string
+	// DeltaNanos is added to the available balance; negative to deduct.
+	DeltaNanos int64
+	// Reason is recorded with the adjustment.
+	Reason string
+	// At is when it happened.
+	At time.Time
+}
+
+// Reservation holds money for one request until it is settled or expires.
+type Reservation struct {
+	// ID is the caller-made reservation ID (the request ID works).
+	ID string
+	// UserID is the account charged.
+	UserID string
+	// AmountNanos is the most the request may cost; must be positive.
+	AmountNanos int64
+	// CreatedAt is when it was made.
+	CreatedAt time.Time
+	// ExpiresAt is when ReleaseExpired may return the money to the user, if
+	// the request never settled (for example, its gateway died).
+	ExpiresAt time.Time
+}
+
+// Settlement is the outcome of settling a reservation.
+type Settlement struct {
+	// ChargedNanos is what the user paid.
+	ChargedNanos int64
+	// RefundedNanos is what was returned to the available balance.
+	RefundedNanos int64
+	// Late is true when the sweeper had already released the reservation:
+	// the charge was then taken from the available balance, at most what it
+	// holds, and nothing was refunded.
+	Late bool
+}
+
+// Ledger keeps balances and reservations. The available balance never goes
+// below zero, whatever the concurrency, and money is conserved: available +
+// reserved + charged changes only through Adjust.
+type Ledger interface {
+	// Account returns a user's balance; a user without an account has a
+	// zero balance (not ErrNotFound).
+	Account(ctx context.Context, userID string) (Balance, error)
+	// Adjust adds a.DeltaNanos to the available balance, creating the account
+	// if needed, and returns the new available balance. A deduction past zero
+	// fails with *InsufficientFundsError and changes nothing. It returns
+	// ErrNotFound if the user does not exist.
+	Adjust(ctx context.Context, a Adjustment) (int64, error)
+	// Reserve moves r.AmountNanos from available to reserved, atomically and
+	// only if available covers it; otherwise it fails with
+	// *InsufficientFundsError. It returns the balance afterwards, or
+	// ErrConflict if the reservation ID exists.
+	Reserve(ctx context.Context, r Reservation) (Balance, error)
+	// Settle charges min(costNanos, amount) and returns the rest of the
+	// reservation to available. It is idempotent: a second call returns the
+	// first call's Settlement and changes nothing. Settling a reservation the
+	// sweeper released charges min(costNanos, amount, available) from the
+	// available balance (Settlement.Late). Unknown IDs give ErrNotFound.
+	Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time) (Settlement, error)
+	// ReleaseExpired returns every unsettled reservation expired at now
+	// (ExpiresAt <= now) to its available balance in full, and returns how
+	// many it released.
+	ReleaseExpired(ctx context.Context, now time.Time) (int64, error)
+}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Take asks a Limiter for N units from the bucket named Key.
+type Take struct {
+	// Key names the bucket, e.g. "tier:free:model:x:input_tokens:user:u1".
+	// A bucket's parameters are those of the latest call that names it.
+	Key string
+	// Limit is the bucket's capacity and the amount refilled per Window;
+	// must be positive.
+	Limit int64
+	// Window is the refill period; must be positive.
+	Window time.Duration
+	// N is the amount to take; zero only reads the state.
+	N int64
+}
+
+// LimitState describes one bucket.
+type LimitState struct {
+	// Remaining is how many whole units could be taken now.
+	Remaining int64
+	// ResetAt is when the bucket will be full again if nothing more is taken;
+	// it is now (or earlier) when the bucket is full.
+	ResetAt time.Time
+}
+
+// Decision is the outcome of Limiter.Take.
+type Decision struct {
+	// Allowed is true when every take was granted; takes are all or nothing.
+	Allowed bool
+	// Denied is the index of the first refused take, or -1 if allowed.
+	Denied int
+	// RetryAfter is how long until the whole request would be allowed, if
+	// nothing else is taken meanwhile; 0 when allowed or Impossible.
+	RetryAfter time.Duration
+	// Impossible is true when a refused take asks for more than its Limit,
+	// so no amount of waiting helps.
+	Impossible bool
+	// States has one entry per take, after the decision.
+	States []LimitState
+}
+
+// Limiter is a set of token buckets, each refilled continuously at
+// Limit/Window up to Limit. Implementations are exact: a bucket drained at t
+// holds k units again at exactly t + k·Window/Limit (rounded up to the
+// nanosecond). In process it is store/memlimit; at scale, one Redis script.
+type Limiter interface {
+	// Take takes every take's N from its bucket, or none of them. It returns
+	// ErrInvalidArgument for a non-positive Limit or Window or a negative N.
+	Take(ctx context.Context, now time.Time, takes []Take) (Decision, error)
+	// Refund gives n units back to a bucket, capped at its capacity (for
+	// example, reserved output tokens that were not generated).
+	Refund(ctx context.Context, now time.Time, key string, limit int64, window time.Duration, n int64) (LimitState, error)
+	// Peek returns a bucket's state without taking anything.
+	Peek(ctx context.Context, now time.Time, key string, limit int64, window time.Duration) (LimitState, error)
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type conversations struct{ db *DB }
+
+const convCols = `id, user_id, title, model, archived, created_at, updated_at`
+
+type convScan struct {
+	c                store.Conversation
+	created, updated int64
+}
+
+func (s *convScan) dest() []any {
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated}
+}
+
+func (s *convScan) conv() store.Conversation {
+	c := s.c
+	c.CreatedAt, c.UpdatedAt = fromTS(s.created), fromTS(s.updated)
+	return c
+}
+
+func (c conversations) Create(ctx context.Context, v store.Conversation) error {
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt))
+	return err
+}
+
+func (c conversations) Get(ctx context.Context, userID, id string) (store.Conversation, error) {
+	var s convScan
+	err := c.db.r.QueryRowContext(ctx, `SELECT `+convCols+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID).Scan(s.dest()...)
+	if err != nil {
+		return store.Conversation{}, notFound(err, "conversation")
+	}
+	return s.conv(), nil
+}
+
+func (c conversations) List(ctx context.Context, userID string, f store.ConversationFilter, p store.PageRequest) ([]store.Conversation, string, error) {
+	limit := p.Limit()
+	q := `SELECT ` + convCols + ` FROM conversations WHERE user_id = ?`
+	args := []any{userID}
+	switch f.Archived {
+	case store.ArchiveActive:
+		q += ` AND archived = 0`
+	case store.ArchiveArchived:
+		q += ` AND archived = 1`
+	case store.ArchiveAll:
+	default:
+		return nil, "", fmt.Errorf("%w: unknown archive filter %d", store.ErrInvalidArgument, f.Archived)
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (updated_at, id) < (?, ?)`
+		args = append(args, at, id)
+	}
+	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := c.db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []store.Conversation
+	for rows.Next() {
+		var s convScan
+		if err := rows.Scan(s.dest()...); err != nil {
+			return nil, "", err
+		}
+		out = append(out, s.conv())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	out, next := page(out, limit, func(v store.Conversation) (int64, string) { return ts(v.UpdatedAt), v.ID })
+	return out, next, nil
+}
+
+func (c conversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
+	var title, archived any
+	if patch.Title != nil {
+		title = *patch.Title
+	}
+	if patch.Archived != nil {
+		archived = boolInt(*patch.Archived)
+	}
+	var s convScan
+	err := c.db.w.QueryRowContext(ctx, `UPDATE conversations
+		SET title = coalesce(?, title), archived = coalesce(?, archived), updated_at = max(updated_at, ?)
+		WHERE id = ? AND user_id = ? RETURNING `+convCols,
+		title, archived, ts(now), id, userID).Scan(s.dest()...)
+	if err != nil {
+		return store.Conversation{}, notFound(err, "conversation")
+	}
+	return s.conv(), nil
+}
+
+func (c conversations) Touch(ctx context.Context, userID, id string, now time.Time, titleIfEmpty string) error {
+	res, err := c.db.exec(ctx, `UPDATE conversations
+		SET updated_at = max(updated_at, ?), title = CASE WHEN title = '' THEN ? ELSE title END
+		WHERE id = ? AND user_id = ?`, ts(now), titleIfEmpty, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(res, "conversation")
+}
+
+func (c conversations) Delete(ctx context.Context, userID, id string) error {
+	res, err := c.db.exec(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(res, "conversation")
+}

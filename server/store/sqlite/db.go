@@ -1,0 +1,264 @@
+// Package sqlite is the embedded backend of every store interface, over
+// modernc.org/sqlite (pure Go, no cgo).
+//
+// One *sql.DB with a single connection does all writes, so writers queue in Go
+// instead of spinning on SQLITE_BUSY, and each write transaction starts with
+// BEGIN IMMEDIATE. A second pool of read-only connections serves reads
+// concurrently thanks to WAL mode. The schema is a set of migrations embedded
+// in the binary and applied in order by Migrate (Open calls it).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// BusyTimeout is how long a connection waits for a lock held by another
+// process before failing.
+const BusyTimeout = 5 * time.Second
+
+// DB is an open embedded database. It is safe for concurrent use.
+type DB struct {
+	w *sql.DB // the single writer connection
+	r *sql.DB // read-only connections
+}
+
+var _ store.Pinger = (*DB)(nil)
+
+// Open opens (creating if needed) the database file at path, configures WAL,
+// the busy timeout and foreign keys, and applies pending migrations.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("sqlite: invalid database path %q", path)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(BusyTimeout.Milliseconds(), 10))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", "NORMAL")
+
+	wq := url.Values{}
+	for k, v := range q {
+		wq[k] = v
+	}
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open writer: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// Connect the writer first so the file exists and is in WAL mode before
+	// the readers open it.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: connect %s: %w", path, err)
+	}
+
+	rq := url.Values{}
+	for k, v := range q {
+		rq[k] = v
+	}
+	rq.Set("_query_only", "1")
+	r, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open readers: %w", err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+
+	db := &DB{w: w, r: r}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes all connections.
+func (db *DB) Close() error {
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+// Ping checks that the database answers, for /readyz.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// Store returns the store interfaces backed by db.
+func (db *DB) Store() store.Store {
+	return store.Store{
+		Accounts:      accounts{db},
+		Conversations: conversations{db},
+		Messages:      messages{db},
+		Ledger:        ledger{db},
+		Usage:         usage{db},
+		Attachments:   attachments{db},
+		Audit:         audit{db},
+	}
+}
+
+// Migrate applies the embedded migrations that are not yet recorded in
+// schema_migrations, each in its own transaction, in file-name order. It is
+// safe to run concurrently from several processes.
+func (db *DB) Migrate(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		version, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return fmt.Errorf("sqlite: migration %s: name must start with a number and '_'", base)
+		}
+		body, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = db.write(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				version, base, time.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE on the single writer
+// connection) and commits it if fn returns nil.
+func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// exec runs one write statement outside an explicit transaction.
+func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := db.w.ExecContext(ctx, query, args...)
+	return res, mapErr(err)
+}
+
+// mapErr translates constraint violations into store errors.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %v", store.ErrConflict, err)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("%w: referenced record does not exist: %v", store.ErrNotFound, err)
+		}
+	}
+	return err
+}
+
+// notFound turns sql.ErrNoRows into store.ErrNotFound.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, what)
+	}
+	return err
+}
+
+// ts encodes a time as unix nanoseconds.
+func ts(t time.Time) int64 { return t.UnixNano() }
+
+// nullTS encodes a time, or NULL for the zero time.
+func nullTS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+// fromTS decodes unix nanoseconds as a UTC time.
+func fromTS(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// fromNullTS decodes a nullable time; NULL is the zero time.
+func fromNullTS(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromTS(n.Int64)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rowsAffected returns ErrNotFound when a statement touched no row.
+func affectedOne(res sql.Result, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, what)
+	}
+	return nil
+}

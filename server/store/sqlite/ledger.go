@@ -1,0 +1,180 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+// ledger keeps balances in billing_accounts and holds in reservations. Every
+// change is a conditional UPDATE inside one write transaction: the condition
+// (available >= amount, status = 'held') is evaluated by SQLite on the row it
+// changes, never by Go on a value read earlier.
+type ledger struct{ db *DB }
+
+func (l ledger) Account(ctx context.Context, userID string) (store.Balance, error) {
+	var b store.Balance
+	err := l.db.r.QueryRowContext(ctx, `SELECT available_nanos, reserved_nanos FROM billing_accounts WHERE user_id = ?`, userID).
+		Scan(&b.AvailableNanos, &b.ReservedNanos)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Balance{}, nil
+	}
+	return b, err
+}
+
+// availableTx reads the available balance inside tx, for error reports only.
+func availableTx(ctx context.Context, tx *sql.Tx, userID string) (int64, error) {
+	var avail int64
+	err := tx.QueryRowContext(ctx, `SELECT available_nanos FROM billing_accounts WHERE user_id = ?`, userID).Scan(&avail)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return avail, err
+}
+
+func (l ledger) Adjust(ctx context.Context, a store.Adjustment) (int64, error) {
+	var avail int64
+	err := l.db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos)
+			VALUES (?, 0, 0) ON CONFLICT (user_id) DO NOTHING`, a.UserID); err != nil {
+			return err
+		}
+		// The bound keeps the sum in int64: SQLite would otherwise turn an
+		// overflow into a REAL (which the STRICT table then refuses).
+		err := tx.QueryRowContext(ctx, `UPDATE billing_accounts SET available_nanos = available_nanos + ?1
+			WHERE user_id = ?2 AND available_nanos + ?1 >= 0 AND (?1 <= 0 OR available_nanos <= 9223372036854775807 - ?1)
+			RETURNING available_nanos`, a.DeltaNanos, a.UserID).Scan(&avail)
+		if errors.Is(err, sql.ErrNoRows) {
+			cur, rerr := availableTx(ctx, tx, a.UserID)
+			if rerr != nil {
+				return rerr
+			}
+			if a.DeltaNanos > 0 {
+				return fmt.Errorf("%w: balance would overflow", store.ErrInvalidArgument)
+			}
+			return &store.InsufficientFundsError{AvailableNanos: cur, RequiredNanos: -a.DeltaNanos}
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO ledger_adjustments (user_id, delta_nanos, reason, at) VALUES (?, ?, ?, ?)`,
+			a.UserID, a.DeltaNanos, a.Reason, ts(a.At))
+		return err
+	})
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return avail, nil
+}
+
+func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance, error) {
+	if r.AmountNanos <= 0 {
+		return store.Balance{}, fmt.Errorf("%w: reservation amount %d is not positive", store.ErrInvalidArgument, r.AmountNanos)
+	}
+	var b store.Balance
+	err := l.db.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE billing_accounts
+			SET available_nanos = available_nanos - ?1, reserved_nanos = reserved_nanos + ?1
+			WHERE user_id = ?2 AND available_nanos >= ?1
+			RETURNING available_nanos, reserved_nanos`, r.AmountNanos, r.UserID).Scan(&b.AvailableNanos, &b.ReservedNanos)
+		if errors.Is(err, sql.ErrNoRows) {
+			cur, rerr := availableTx(ctx, tx, r.UserID)
+			if rerr != nil {
+				return rerr
+			}
+			return &store.InsufficientFundsError{AvailableNanos: cur, RequiredNanos: r.AmountNanos}
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO reservations (id, user_id, amount_nanos, status, created_at, expires_at)
+			VALUES (?, ?, ?, 'held', ?, ?)`, r.ID, r.UserID, r.AmountNanos, ts(r.CreatedAt), ts(r.ExpiresAt))
+		return err
+	})
+	if err != nil {
+		return store.Balance{}, mapErr(err)
+	}
+	return b, nil
+}
+
+func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time) (store.Settlement, error) {
+	if costNanos < 0 {
+		return store.Settlement{}, fmt.Errorf("%w: negative cost %d", store.ErrInvalidArgument, costNanos)
+	}
+	var s store.Settlement
+	err := l.db.write(ctx, func(tx *sql.Tx) error {
+		// The normal case: close a held reservation.
+		var userID string
+		var amount int64
+		err := tx.QueryRowContext(ctx, `UPDATE reservations
+			SET status = 'settled', charged_nanos = min(?1, amount_nanos), refunded_nanos = amount_nanos - min(?1, amount_nanos), closed_at = ?2
+			WHERE id = ?3 AND status = 'held'
+			RETURNING user_id, amount_nanos, charged_nanos, refunded_nanos`, costNanos, ts(now), reservationID).
+			Scan(&userID, &amount, &s.ChargedNanos, &s.RefundedNanos)
+		if err == nil {
+			res, err := tx.ExecContext(ctx, `UPDATE billing_accounts
+				SET reserved_nanos = reserved_nanos - ?1, available_nanos = available_nanos + ?2
+				WHERE user_id = ?3`, amount, s.RefundedNanos, userID)
+			if err != nil {
+				return err
+			}
+			return affectedOne(res, "billing account")
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+
+		// A released reservation: charge what the balance allows, once.
+		err = tx.QueryRowContext(ctx, `UPDATE reservations
+			SET status = 'settled', late = 1, refunded_nanos = 0, closed_at = ?2,
+			    charged_nanos = min(?1, amount_nanos, (SELECT available_nanos FROM billing_accounts b WHERE b.user_id = reservations.user_id))
+			WHERE id = ?3 AND status = 'released'
+			RETURNING user_id, charged_nanos`, costNanos, ts(now), reservationID).Scan(&userID, &s.ChargedNanos)
+		if err == nil {
+			s.Late = true
+			res, err := tx.ExecContext(ctx, `UPDATE billing_accounts SET available_nanos = available_nanos - ?1
+				WHERE user_id = ?2 AND available_nanos >= ?1`, s.ChargedNanos, userID)
+			if err != nil {
+				return err
+			}
+			return affectedOne(res, "billing account")
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+
+		// Already settled: report the first settlement.
+		err = tx.QueryRowContext(ctx, `SELECT charged_nanos, refunded_nanos, late FROM reservations WHERE id = ? AND status = 'settled'`,
+			reservationID).Scan(&s.ChargedNanos, &s.RefundedNanos, &s.Late)
+		return notFound(err, "reservation")
+	})
+	if err != nil {
+		return store.Settlement{}, mapErr(err)
+	}
+	return s, nil
+}
+
+func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := l.db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE billing_accounts AS b
+			SET available_nanos = b.available_nanos + x.total, reserved_nanos = b.reserved_nanos - x.total
+			FROM (SELECT user_id, sum(amount_nanos) AS total FROM reservations
+			      WHERE status = 'held' AND expires_at <= ?1 GROUP BY user_id) AS x
+			WHERE b.user_id = x.user_id`, ts(now)); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE reservations SET status = 'released', closed_at = ?1
+			WHERE status = 'held' AND expires_at <= ?1`, ts(now))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, mapErr(err)
+}

@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type messages struct{ db *DB }
+
+func (m messages) Append(ctx context.Context, msg store.Message) error {
+	parts := msg.Parts
+	if parts == nil {
+		parts = []store.Part{}
+	}
+	js, err := json.Marshal(parts)
+	if err != nil {
+		return fmt.Errorf("sqlite: encode message parts: %w", err)
+	}
+	_, err = m.db.exec(ctx, `INSERT INTO messages (id, conversation_id, role, parts, model, tokens, finish_reason, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		msg.ID, msg.ConversationID, msg.Role, string(js), msg.Model, msg.Tokens, msg.FinishReason, ts(msg.CreatedAt))
+	return err
+}
+
+func (m messages) List(ctx context.Context, conversationID string, p store.PageRequest) ([]store.Message, string, error) {
+	limit := p.Limit()
+	q := `SELECT id, conversation_id, role, parts, model, tokens, finish_reason, created_at FROM messages WHERE conversation_id = ?`
+	args := []any{conversationID}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (created_at, id) > (?, ?)`
+		args = append(args, at, id)
+	}
+	q += ` ORDER BY created_at, id LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := m.db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		var msg store.Message
+		var parts string
+		var created int64
+		if err := rows.Scan(&msg.ID, &msg.ConversationID, &msg.Role, &parts, &msg.Model, &msg.Tokens, &msg.FinishReason, &created); err != nil {
+			return nil, "", err
+		}
+		if err := json.Unmarshal([]byte(parts), &msg.Parts); err != nil {
+			return nil, "", fmt.Errorf("sqlite: decode parts of message %s: %w", msg.ID, err)
+		}
+		msg.CreatedAt = fromTS(created)
+		out = append(out, msg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	out, next := page(out, limit, func(v store.Message) (int64, string) { return ts(v.CreatedAt), v.ID })
+	return out, next, nil
+}
+
+func (m messages) DeleteConversation(ctx context.Context, conversationID string) error {
+	_, err := m.db.exec(ctx, `DELETE FROM messages WHERE conversation_id = ?`, conversationID)
+	return err
+}

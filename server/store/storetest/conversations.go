@@ -1,0 +1,240 @@
+package storetest
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func mustConv(t *testing.T, s store.Store, userID string, at time.Time) store.Conversation {
+	t.Helper()
+	c := store.Conversation{ID: newID(), UserID: userID, Model: "sim-small", CreatedAt: at, UpdatedAt: at}
+	noErr(t, s.Conversations.Create(t.Context(), c), "Create conversation")
+	return c
+}
+
+// TestConversations is the conformance suite for store.Conversations.
+func TestConversations(t *testing.T, newStore NewStore) {
+	t.Run("CRUD", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "c@example.com")
+		c := store.Conversation{ID: newID(), UserID: u.ID, Title: "", Model: "sim-small", CreatedAt: t0, UpdatedAt: t0}
+		noErr(t, s.Conversations.Create(ctx, c), "Create")
+		wantErr(t, s.Conversations.Create(ctx, c), store.ErrConflict, "Create duplicate ID")
+		orphan := c
+		orphan.ID, orphan.UserID = newID(), newID()
+		wantErr(t, s.Conversations.Create(ctx, orphan), store.ErrNotFound, "Create for unknown user")
+
+		got, err := s.Conversations.Get(ctx, u.ID, c.ID)
+		noErr(t, err, "Get")
+		if got.ID != c.ID || got.UserID != u.ID || got.Model != c.Model || got.Title != "" || got.Archived {
+			t.Fatalf("Get = %+v", got)
+		}
+		sameTime(t, got.CreatedAt, t0, "CreatedAt")
+		sameTime(t, got.UpdatedAt, t0, "UpdatedAt")
+
+		// Touch sets an empty title once and moves UpdatedAt forward only.
+		noErr(t, s.Conversations.Touch(ctx, u.ID, c.ID, t0.Add(time.Minute), "First question"), "Touch")
+		noErr(t, s.Conversations.Touch(ctx, u.ID, c.ID, t0.Add(time.Second), "Ignored"), "Touch older")
+		got, err = s.Conversations.Get(ctx, u.ID, c.ID)
+		noErr(t, err, "Get after Touch")
+		if got.Title != "First question" {
+			t.Fatalf("title after Touch = %q", got.Title)
+		}
+		sameTime(t, got.UpdatedAt, t0.Add(time.Minute), "UpdatedAt after Touch")
+
+		got, err = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Title: ptr("Renamed")}, t0.Add(2*time.Minute))
+		noErr(t, err, "Update title")
+		if got.Title != "Renamed" || got.Archived {
+			t.Fatalf("Update title = %+v", got)
+		}
+		sameTime(t, got.UpdatedAt, t0.Add(2*time.Minute), "UpdatedAt after Update")
+		got, err = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Archived: ptr(true)}, t0.Add(3*time.Minute))
+		noErr(t, err, "Update archived")
+		if got.Title != "Renamed" || !got.Archived {
+			t.Fatalf("Update archived = %+v", got)
+		}
+		got, err = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Title: ptr("")}, t0.Add(4*time.Minute))
+		noErr(t, err, "Update empty title")
+		if got.Title != "" || !got.Archived {
+			t.Fatalf("Update to empty title = %+v", got)
+		}
+
+		noErr(t, s.Conversations.Delete(ctx, u.ID, c.ID), "Delete")
+		_, err = s.Conversations.Get(ctx, u.ID, c.ID)
+		wantErr(t, err, store.ErrNotFound, "Get after Delete")
+		wantErr(t, s.Conversations.Delete(ctx, u.ID, c.ID), store.ErrNotFound, "Delete twice")
+		_, err = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Title: ptr("x")}, t0)
+		wantErr(t, err, store.ErrNotFound, "Update deleted")
+		wantErr(t, s.Conversations.Touch(ctx, u.ID, c.ID, t0, "x"), store.ErrNotFound, "Touch deleted")
+	})
+
+	t.Run("CrossUser", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		a := mustUser(t, s, "a@example.com")
+		b := mustUser(t, s, "b@example.com")
+		c := mustConv(t, s, a.ID, t0)
+
+		_, err := s.Conversations.Get(ctx, b.ID, c.ID)
+		wantErr(t, err, store.ErrNotFound, "B Get A's")
+		_, err = s.Conversations.Update(ctx, b.ID, c.ID, store.ConversationPatch{Title: ptr("pwned"), Archived: ptr(true)}, t0.Add(time.Hour))
+		wantErr(t, err, store.ErrNotFound, "B Update A's")
+		wantErr(t, s.Conversations.Touch(ctx, b.ID, c.ID, t0.Add(time.Hour), "pwned"), store.ErrNotFound, "B Touch A's")
+		wantErr(t, s.Conversations.Delete(ctx, b.ID, c.ID), store.ErrNotFound, "B Delete A's")
+		bl, _, err := s.Conversations.List(ctx, b.ID, store.ConversationFilter{Archived: store.ArchiveAll}, store.PageRequest{})
+		noErr(t, err, "B List")
+		if len(bl) != 0 {
+			t.Fatalf("B lists %d conversations", len(bl))
+		}
+
+		got, err := s.Conversations.Get(ctx, a.ID, c.ID)
+		noErr(t, err, "A Get own")
+		if got.Title != "" || got.Archived || !got.UpdatedAt.Equal(t0) {
+			t.Fatalf("A's conversation changed by B: %+v", got)
+		}
+	})
+
+	t.Run("Pagination", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "p@example.com")
+		other := mustUser(t, s, "other@example.com")
+		mustConv(t, s, other.ID, t0.Add(time.Hour))
+		const n = 250
+		var want []store.Conversation
+		for i := range n {
+			// Groups of three share UpdatedAt, so the ID tie-break matters.
+			c := store.Conversation{ID: newID(), UserID: u.ID, Model: "m", Title: fmt.Sprint(i), Archived: i%5 == 0,
+				CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(i/3) * time.Millisecond)}
+			noErr(t, s.Conversations.Create(ctx, c), "Create")
+			want = append(want, c)
+		}
+		slices.SortFunc(want, func(x, y store.Conversation) int {
+			if c := y.UpdatedAt.Compare(x.UpdatedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(y.ID, x.ID)
+		})
+		for _, tc := range []struct {
+			filter store.ArchiveFilter
+			keep   func(store.Conversation) bool
+		}{
+			{store.ArchiveAll, func(store.Conversation) bool { return true }},
+			{store.ArchiveActive, func(c store.Conversation) bool { return !c.Archived }},
+			{store.ArchiveArchived, func(c store.Conversation) bool { return c.Archived }},
+		} {
+			for _, size := range []int{1, 17, 50, 250, 1000} {
+				if size == 1 && tc.filter != store.ArchiveAll {
+					continue
+				}
+				list := func(p store.PageRequest) ([]store.Conversation, string, error) {
+					return s.Conversations.List(ctx, u.ID, store.ConversationFilter{Archived: tc.filter}, p)
+				}
+				got := collect(t, size, list)
+				exp := slices.DeleteFunc(slices.Clone(want), func(c store.Conversation) bool { return !tc.keep(c) })
+				if len(got) != len(exp) {
+					t.Fatalf("filter %d size %d: listed %d, want %d", tc.filter, size, len(got), len(exp))
+				}
+				for i := range got {
+					if got[i].ID != exp[i].ID {
+						t.Fatalf("filter %d size %d: item %d is %s (title %s), want %s (title %s)",
+							tc.filter, size, i, got[i].ID, got[i].Title, exp[i].ID, exp[i].Title)
+					}
+				}
+			}
+		}
+		checkBadCursors(t, func(p store.PageRequest) ([]store.Conversation, string, error) {
+			return s.Conversations.List(ctx, u.ID, store.ConversationFilter{}, p)
+		})
+
+		// Touching the oldest brings it to the top.
+		oldest := want[len(want)-1]
+		noErr(t, s.Conversations.Touch(ctx, u.ID, oldest.ID, t0.Add(time.Hour), ""), "Touch oldest")
+		first, next, err := s.Conversations.List(ctx, u.ID, store.ConversationFilter{Archived: store.ArchiveAll}, store.PageRequest{Size: 1})
+		noErr(t, err, "List first")
+		if len(first) != 1 || first[0].ID != oldest.ID || next == "" {
+			t.Fatalf("after Touch the first conversation is %+v", first)
+		}
+	})
+}
+
+// TestMessages is the conformance suite for store.Messages.
+func TestMessages(t *testing.T, newStore NewStore) {
+	t.Run("AppendList", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		conv, other := newID(), newID()
+		m1 := store.Message{ID: newID(), ConversationID: conv, Role: "user",
+			Parts: []store.Part{{Text: "Describe this"}, {AttachmentID: newID()}}, Tokens: 12, CreatedAt: t0}
+		m2 := store.Message{ID: newID(), ConversationID: conv, Role: "assistant", Parts: []store.Part{{Text: "A cat. «ünïcödé» 🐈"}},
+			Model: "sim-small", Tokens: 40, FinishReason: "stop", CreatedAt: t0.Add(time.Second)}
+		noErr(t, s.Messages.Append(ctx, m2), "Append m2")
+		noErr(t, s.Messages.Append(ctx, m1), "Append m1")
+		noErr(t, s.Messages.Append(ctx, m1), "Append m1 again (no-op)")
+		noErr(t, s.Messages.Append(ctx, store.Message{ID: newID(), ConversationID: other, Role: "user", CreatedAt: t0}), "Append other")
+
+		got, next, err := s.Messages.List(ctx, conv, store.PageRequest{})
+		noErr(t, err, "List")
+		if next != "" || len(got) != 2 {
+			t.Fatalf("List = %d messages, next %q", len(got), next)
+		}
+		for i, want := range []store.Message{m1, m2} {
+			g := got[i]
+			sameTime(t, g.CreatedAt, want.CreatedAt, "CreatedAt")
+			if g.ID != want.ID || g.ConversationID != conv || g.Role != want.Role || g.Model != want.Model ||
+				g.Tokens != want.Tokens || g.FinishReason != want.FinishReason || !slices.Equal(g.Parts, want.Parts) {
+				t.Fatalf("message %d = %+v, want %+v", i, g, want)
+			}
+		}
+
+		noErr(t, s.Messages.DeleteConversation(ctx, conv), "DeleteConversation")
+		got, _, err = s.Messages.List(ctx, conv, store.PageRequest{})
+		noErr(t, err, "List after delete")
+		if len(got) != 0 {
+			t.Fatalf("%d messages left after DeleteConversation", len(got))
+		}
+		got, _, err = s.Messages.List(ctx, other, store.PageRequest{})
+		noErr(t, err, "List other")
+		if len(got) != 1 {
+			t.Fatalf("other conversation has %d messages, want 1", len(got))
+		}
+		noErr(t, s.Messages.DeleteConversation(ctx, newID()), "DeleteConversation unknown")
+	})
+
+	t.Run("Pagination", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		conv := newID()
+		const n = 120
+		var want []store.Message
+		for i := range n {
+			m := store.Message{ID: newID(), ConversationID: conv, Role: "user", Parts: []store.Part{{Text: fmt.Sprint(i)}},
+				CreatedAt: t0.Add(time.Duration(i/4) * time.Microsecond)}
+			want = append(want, m)
+		}
+		// Append out of order: the store orders by CreatedAt, then ID.
+		for i := range want {
+			noErr(t, s.Messages.Append(ctx, want[(i*7)%n]), "Append")
+		}
+		slices.SortFunc(want, func(x, y store.Message) int {
+			if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.ID, y.ID)
+		})
+		list := func(p store.PageRequest) ([]store.Message, string, error) { return s.Messages.List(ctx, conv, p) }
+		got := collect(t, 25, list)
+		if len(got) != n {
+			t.Fatalf("listed %d messages, want %d", len(got), n)
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID {
+				t.Fatalf("message %d is %s, want %s", i, got[i].ID, want[i].ID)
+			}
+		}
+		checkBadCursors(t, list)
+	})
+}

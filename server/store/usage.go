@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Channel names where a request came from.
+const (
+	// ChannelAPI is the bearer-key API channel.
+	ChannelAPI = "api"
+	// ChannelWeb is the cookie-authenticated web channel.
+	ChannelWeb = "web"
+)
+
+// UsageRecord is what one request consumed and cost.
+type UsageRecord struct {
+	// RequestID identifies the request; Record is idempotent on it.
+	RequestID string
+	// UserID is the account.
+	UserID string
+	// APIKeyID is the key used, empty on the web channel.
+	APIKeyID string
+	// Channel is ChannelAPI or ChannelWeb.
+	Channel string
+	// Model is the model used.
+	Model string
+	// PromptTokens is the input token count.
+	PromptTokens int64
+	// CompletionTokens is the output token count.
+	CompletionTokens int64
+	// CachedTokens is the part of PromptTokens served from a prefix cache.
+	CachedTokens int64
+	// Estimated is true when the counts were made by the gateway's tokenizer
+	// rather than reported by the worker.
+	Estimated bool
+	// CostNanos is what the user was charged, in nano-USD.
+	CostNanos int64
+	// FinishReason is why generation ended.
+	FinishReason string
+	// CreatedAt is when the request finished.
+	CreatedAt time.Time
+}
+
+// Usage stores usage records (ClickHouse at scale, written in batches).
+type Usage interface {
+	// Record stores a batch of records. Records whose RequestID is already
+	// stored are skipped, so a batch can be retried whole.
+	Record(ctx context.Context, records []UsageRecord) error
+	// List returns a user's records, newest first.
+	List(ctx context.Context, userID string, page PageRequest) ([]UsageRecord, string, error)
+}
