@@ -1,0 +1,145 @@
+// Package apierr is Parley's one way of making and reading API errors:
+// Connect codes with typed details (which field, when to retry, which limit,
+// how much balance), so every surface — Connect, gRPC, gRPC-Web, SSE and the
+// OpenAI-compatible endpoint — reports the same error the same way.
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+)
+
+// RetryAfterHeader is set (in whole seconds, rounded up) on errors that carry
+// a retry delay, as HTTP clients and the OpenAI SDKs expect.
+const RetryAfterHeader = "Retry-After"
+
+// InvalidArgument reports a bad field: field is its JSON path as the client
+// sent it (e.g. "messages[2].content"), reason says why in words.
+func InvalidArgument(field, reason string) *connect.Error {
+	err := connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: %s", field, reason))
+	withDetail(err, &parleyv1.FieldViolation{Field: field, Description: reason})
+	return err
+}
+
+// NotFound reports that what (e.g. "conversation") does not exist or is not
+// the caller's: the two are indistinguishable on purpose.
+func NotFound(what string) *connect.Error {
+	return connect.NewError(connect.CodeNotFound, fmt.Errorf("%s not found", what))
+}
+
+// Unauthenticated reports missing or invalid credentials.
+func Unauthenticated(msg string) *connect.Error {
+	return connect.NewError(connect.CodeUnauthenticated, errors.New(msg))
+}
+
+// PermissionDenied reports credentials that are valid but not enough.
+func PermissionDenied(msg string) *connect.Error {
+	return connect.NewError(connect.CodePermissionDenied, errors.New(msg))
+}
+
+// FailedPrecondition reports a request the current state does not allow.
+func FailedPrecondition(msg string) *connect.Error {
+	return connect.NewError(connect.CodeFailedPrecondition, errors.New(msg))
+}
+
+// ResourceExhausted reports a limit or throttle hit; the client may retry
+// after retryAfter (zero: not by waiting).
+func ResourceExhausted(msg string, retryAfter time.Duration) *connect.Error {
+	err := connect.NewError(connect.CodeResourceExhausted, errors.New(msg))
+	SetRetryAfter(err, retryAfter)
+	return err
+}
+
+// LimitExceeded reports a tier limit hit, with the limit's state.
+func LimitExceeded(msg string, limit *parleyv1.LimitStatus, retryAfter time.Duration) *connect.Error {
+	err := ResourceExhausted(msg, retryAfter)
+	withDetail(err, &parleyv1.LimitExceeded{Limit: limit})
+	return err
+}
+
+// InsufficientBalance reports a balance short of what a request needs.
+func InsufficientBalance(availableNanos, requiredNanos int64) *connect.Error {
+	err := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+		"insufficient balance: available %s, required %s", USD(availableNanos), USD(requiredNanos)))
+	withDetail(err, &parleyv1.InsufficientBalance{AvailableNanos: availableNanos, RequiredNanos: requiredNanos})
+	return err
+}
+
+// Unavailable reports overload or no worker; the client should retry after retryAfter.
+func Unavailable(msg string, retryAfter time.Duration) *connect.Error {
+	err := connect.NewError(connect.CodeUnavailable, errors.New(msg))
+	SetRetryAfter(err, retryAfter)
+	return err
+}
+
+// Internal reports a server fault without leaking its cause to the client.
+func Internal() *connect.Error {
+	return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+}
+
+// SetRetryAfter attaches a RetryInfo detail and the Retry-After header.
+func SetRetryAfter(err *connect.Error, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	withDetail(err, &parleyv1.RetryInfo{RetryDelay: durationpb.New(d)})
+	err.Meta().Set(RetryAfterHeader, strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
+}
+
+// RetryAfter returns the retry delay err carries, if any.
+func RetryAfter(err error) (time.Duration, bool) {
+	var info parleyv1.RetryInfo
+	if Detail(err, &info) {
+		return info.GetRetryDelay().AsDuration(), true
+	}
+	return 0, false
+}
+
+// Detail fills msg with the first detail of err of msg's type.
+func Detail(err error, msg proto.Message) bool {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return false
+	}
+	name := string(msg.ProtoReflect().Descriptor().FullName())
+	for _, d := range ce.Details() {
+		if d.Type() != name {
+			continue
+		}
+		v, derr := d.Value()
+		if derr != nil {
+			return false
+		}
+		proto.Merge(msg, v)
+		return true
+	}
+	return false
+}
+
+func withDetail(err *connect.Error, msg proto.Message) {
+	if d, derr := connect.NewErrorDetail(msg); derr == nil {
+		err.AddDetail(d)
+	}
+}
+
+// USD formats nano-USD as dollars for messages, e.g. "$0.000125".
+func USD(nanos int64) string {
+	sign := ""
+	if nanos < 0 {
+		sign, nanos = "-", -nanos
+	}
+	s := fmt.Sprintf("%s$%d.%09d", sign, nanos/1e9, nanos%1e9)
+	for s[len(s)-1] == '0' && s[len(s)-2] != '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
