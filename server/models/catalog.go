@@ -1,0 +1,169 @@
+// Package models is the catalog of models the gateway offers: their limits,
+// prices and the web tiers' allowances. It is configuration, read once at
+// start; every surface (ListModels, billing, limits, the chat core) reads the
+// same catalog.
+package models
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+// Model is one model as offered to users.
+type Model struct {
+	// ID is the name clients ask for.
+	ID string `yaml:"id"`
+	// DisplayName is shown in pickers.
+	DisplayName string `yaml:"display_name"`
+	// Description says what it is; simulated models say so.
+	Description string `yaml:"description"`
+	// Simulated marks models served by the sim engine.
+	Simulated bool `yaml:"simulated"`
+	// ContextWindow bounds prompt plus completion, in tokens.
+	ContextWindow int64 `yaml:"context_window"`
+	// MaxOutputTokens is the fixed completion bound, and the default one.
+	MaxOutputTokens int64 `yaml:"max_output_tokens"`
+	// InputPriceNanosPerMillion is the price of a million prompt tokens, in nano-USD.
+	InputPriceNanosPerMillion int64 `yaml:"input_price_nanos_per_million"`
+	// OutputPriceNanosPerMillion is the price of a million completion tokens, in nano-USD.
+	OutputPriceNanosPerMillion int64 `yaml:"output_price_nanos_per_million"`
+	// Modalities are the input kinds accepted: text, image, document.
+	Modalities []string `yaml:"modalities"`
+	// TierLimits are the web channel's allowances per tier.
+	TierLimits map[store.Tier]TierLimit `yaml:"tier_limits"`
+}
+
+// TierLimit is one tier's allowance on one model per window.
+type TierLimit struct {
+	// Requests per window.
+	Requests int64 `yaml:"requests"`
+	// InputTokens per window.
+	InputTokens int64 `yaml:"input_tokens"`
+	// OutputTokens per window.
+	OutputTokens int64 `yaml:"output_tokens"`
+	// Window is the period over which the allowances refill.
+	Window time.Duration `yaml:"window"`
+}
+
+// Cost is the price in nano-USD of the given tokens, each part rounded up
+// to a whole nano-USD so no request is free by rounding.
+func (m *Model) Cost(promptTokens, completionTokens int64) int64 {
+	return priceOf(promptTokens, m.InputPriceNanosPerMillion) + priceOf(completionTokens, m.OutputPriceNanosPerMillion)
+}
+
+func priceOf(tokens, nanosPerMillion int64) int64 {
+	if tokens <= 0 || nanosPerMillion <= 0 {
+		return 0
+	}
+	return (tokens*nanosPerMillion + 999_999) / 1_000_000
+}
+
+// Accepts reports whether the model takes inputs of the modality.
+func (m *Model) Accepts(modality string) bool { return slices.Contains(m.Modalities, modality) }
+
+// Catalog is the set of models offered, in a fixed order.
+type Catalog struct {
+	models []*Model
+	byID   map[string]*Model
+}
+
+// Lookup returns the model named id.
+func (c *Catalog) Lookup(id string) (*Model, bool) {
+	m, ok := c.byID[id]
+	return m, ok
+}
+
+// All returns every model, in catalog order.
+func (c *Catalog) All() []*Model { return c.models }
+
+// New makes a catalog, checking every model's settings.
+func New(models []*Model) (*Catalog, error) {
+	c := &Catalog{byID: map[string]*Model{}}
+	for i, m := range models {
+		where := fmt.Sprintf("models[%d] (%s)", i, m.ID)
+		switch {
+		case m.ID == "":
+			return nil, fmt.Errorf("models[%d]: id is required", i)
+		case c.byID[m.ID] != nil:
+			return nil, fmt.Errorf("%s: duplicate id", where)
+		case m.ContextWindow <= 0 || m.MaxOutputTokens <= 0 || m.MaxOutputTokens >= m.ContextWindow:
+			return nil, fmt.Errorf("%s: need 0 < max_output_tokens < context_window", where)
+		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0:
+			return nil, fmt.Errorf("%s: prices must not be negative", where)
+		}
+		if len(m.Modalities) == 0 {
+			m.Modalities = []string{"text"}
+		}
+		for tier, l := range m.TierLimits {
+			if !tier.Valid() || l.Window <= 0 || l.Requests <= 0 || l.InputTokens <= 0 || l.OutputTokens <= 0 {
+				return nil, fmt.Errorf("%s: tier_limits[%s]: need a known tier and positive limits and window", where, tier)
+			}
+		}
+		c.models = append(c.models, m)
+		c.byID[m.ID] = m
+	}
+	if len(c.models) == 0 {
+		return nil, errors.New("models: the catalog is empty")
+	}
+	return c, nil
+}
+
+// Load reads a catalog from a YAML file ({models: [...]}), or returns the
+// default catalog when path is empty.
+func Load(path string) (*Catalog, error) {
+	if path == "" {
+		return New(Defaults())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	var file struct {
+		Models []*Model `yaml:"models"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("models: %s: %w", path, err)
+	}
+	return New(file.Models)
+}
+
+// Defaults is the embedded catalog: the sim engine's models, priced like
+// small and large hosted models so billing is exercised realistically.
+func Defaults() []*Model {
+	limits := func(scale int64) map[store.Tier]TierLimit {
+		const window = 3 * time.Hour
+		return map[store.Tier]TierLimit{
+			store.TierFree: {Requests: 20 * scale, InputTokens: 100_000 * scale, OutputTokens: 20_000 * scale, Window: window},
+			store.TierPlus: {Requests: 100 * scale, InputTokens: 500_000 * scale, OutputTokens: 100_000 * scale, Window: window},
+			store.TierPro:  {Requests: 500 * scale, InputTokens: 2_500_000 * scale, OutputTokens: 500_000 * scale, Window: window},
+			store.TierMax:  {Requests: 2000 * scale, InputTokens: 10_000_000 * scale, OutputTokens: 2_000_000 * scale, Window: window},
+		}
+	}
+	return []*Model{
+		{
+			ID: "sim-small", DisplayName: "Sim Small (simulated)",
+			Description:   "A simulated model served by Parley's built-in sim engine: deterministic text, no real inference.",
+			Simulated:     true,
+			ContextWindow: 16_384, MaxOutputTokens: 1024,
+			InputPriceNanosPerMillion: 150_000_000, OutputPriceNanosPerMillion: 600_000_000,
+			Modalities: []string{"text", "image", "document"},
+			TierLimits: limits(2),
+		},
+		{
+			ID: "sim-large", DisplayName: "Sim Large (simulated)",
+			Description:   "A larger simulated model served by Parley's built-in sim engine: deterministic text, no real inference.",
+			Simulated:     true,
+			ContextWindow: 131_072, MaxOutputTokens: 4096,
+			InputPriceNanosPerMillion: 2_500_000_000, OutputPriceNanosPerMillion: 10_000_000_000,
+			Modalities: []string{"text", "image", "document"},
+			TierLimits: limits(1),
+		},
+	}
+}

@@ -1,0 +1,46 @@
+package models
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCostRoundsUpPerPart(t *testing.T) {
+	m := &Model{InputPriceNanosPerMillion: 150_000_000, OutputPriceNanosPerMillion: 600_000_000}
+	// 1 input token costs 150 nano-USD exactly; 3 output tokens cost 1800.
+	if got := m.Cost(1, 3); got != 150+1800 {
+		t.Fatalf("cost %d", got)
+	}
+	cheap := &Model{InputPriceNanosPerMillion: 1, OutputPriceNanosPerMillion: 1}
+	if got := cheap.Cost(1, 1); got != 2 {
+		t.Fatalf("fractions must round up, got %d", got)
+	}
+	if got := m.Cost(0, 0); got != 0 {
+		t.Fatalf("nothing costs nothing, got %d", got)
+	}
+}
+
+func TestDefaultsAndFile(t *testing.T) {
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Lookup("sim-small"); !ok {
+		t.Fatal("default catalog lacks sim-small")
+	}
+	path := filepath.Join(t.TempDir(), "models.yaml")
+	_ = os.WriteFile(path, []byte("models:\n- id: m\n  context_window: 100\n  max_output_tokens: 200\n"), 0o600)
+	if _, err := Load(path); err == nil {
+		t.Fatal("max_output_tokens ≥ context_window accepted")
+	}
+	_ = os.WriteFile(path, []byte("models:\n- id: m\n  context_window: 1000\n  max_output_tokens: 200\n  tier_limits:\n    free: {requests: 1, input_tokens: 10, output_tokens: 10, window: 1h}\n"), 0o600)
+	c, err = Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := c.Lookup("m")
+	if m.TierLimits["free"].Window.Hours() != 1 || !m.Accepts("text") || m.Accepts("image") {
+		t.Fatalf("parsed %+v", m)
+	}
+}

@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"hash/fnv"
+	"math"
+	"strings"
+
+	"github.com/parleyhq/parley/server/tokenize"
+)
+
+// render walks messages the way a chat template lays them out — a role tag,
+// the content, a newline, and finally the assistant's tag — handing text
+// runs and images to the callbacks in order. It is the one layout behind
+// both PromptIDs (the sim's prompt) and PromptTokens (the gateway's count),
+// so the two always agree.
+func render(msgs []ChatMessage, text func(string), image func(*Image)) {
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 {
+			text(b.String())
+			b.Reset()
+		}
+	}
+	for _, m := range msgs {
+		b.WriteString("<|" + m.Role + "|>\n")
+		for _, p := range m.Parts {
+			switch {
+			case p.Image != nil:
+				flush()
+				image(p.Image)
+			case p.Document != nil:
+				b.WriteString("<document name=\"" + p.Document.Filename + "\">\n")
+				b.WriteString(p.Document.Text)
+				b.WriteString("\n</document>\n")
+			default:
+				b.WriteString(p.Text)
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("<|assistant|>\n")
+	flush()
+}
+
+// PromptIDs returns the prompt's tokens. An image stands for ImageTokens
+// placeholder tokens (negative ids) derived from its bytes, so identical
+// images share a cached prefix.
+func PromptIDs(tok *tokenize.Tokenizer, msgs []ChatMessage) []int {
+	var ids []int
+	render(msgs,
+		func(s string) { ids = append(ids, tok.Encode(s)...) },
+		func(img *Image) {
+			h := fnv.New64a()
+			_, _ = h.Write(img.Data)
+			base := h.Sum64()
+			for i := range ImageTokens(img.Width, img.Height) {
+				ids = append(ids, -1-int((base^uint64(i)*0x9E3779B97F4A7C15)>>2))
+			}
+		})
+	return ids
+}
+
+// PromptTokens counts the prompt's tokens, as PromptIDs would, without
+// building the ids.
+func PromptTokens(tok *tokenize.Tokenizer, msgs []ChatMessage) int {
+	n := 0
+	render(msgs,
+		func(s string) { n += tok.Count(s) },
+		func(img *Image) { n += ImageTokens(img.Width, img.Height) })
+	return n
+}
+
+// ImageTokens returns the prompt tokens of an image by OpenAI's high-detail
+// formula: fit within 2048×2048, scale the short side down to 768, then 170 per
+// 512×512 tile plus 85. An image of unknown size counts as 1024×1024 (765).
+func ImageTokens(width, height int) int {
+	w, h := float64(width), float64(height)
+	if w <= 0 || h <= 0 {
+		w, h = 1024, 1024
+	}
+	if m := max(w, h); m > 2048 {
+		w, h = w*2048/m, h*2048/m
+	}
+	if s := min(w, h); s > 768 {
+		w, h = w*768/s, h*768/s
+	}
+	tiles := math.Ceil(w/512) * math.Ceil(h/512)
+	return 85 + 170*int(tiles)
+}
