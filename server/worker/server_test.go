@@ -1,0 +1,222 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// fakeEngine is an Engine whose generations the test scripts.
+type fakeEngine struct {
+	generate func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error)
+
+	mu      sync.Mutex
+	load    worker.LoadReport
+	changed chan struct{}
+}
+
+func newFakeEngine() *fakeEngine {
+	return &fakeEngine{changed: make(chan struct{}), load: worker.LoadReport{Models: []string{"m1"}, MaxBatch: 8}}
+}
+
+func (f *fakeEngine) Models() []worker.ModelInfo {
+	return []worker.ModelInfo{{ID: "m1", DisplayName: "Model one", ContextWindow: 1000, MaxOutputTokens: 100}}
+}
+
+func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
+	return f.generate(ctx, req, emit)
+}
+
+func (f *fakeEngine) Load() worker.LoadReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.load
+}
+
+func (f *fakeEngine) LoadChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+func (f *fakeEngine) setRunning(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.load.Running = n
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// serveWorker serves engine over h2c and dials it.
+func serveWorker(t *testing.T, engine worker.Engine) (*httptest.Server, *worker.Remote) {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle((&worker.Service{Engine: engine, EngineName: "fake", ID: "w1", Heartbeat: 50 * time.Millisecond}).Handler())
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	r := worker.Dial(worker.H2CClient(), srv.URL, worker.WithBackoff(10*time.Millisecond, 50*time.Millisecond), worker.WithIdleTimeout(time.Second))
+	t.Cleanup(r.Close)
+	return srv, r
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestGenerateRoundTrip(t *testing.T) {
+	eng := newFakeEngine()
+	eng.generate = func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
+		if req.Model != "m1" || req.MaxTokens != 10 || len(req.Messages) != 1 || req.Messages[0].Parts[1].Document.Text != "doc text" {
+			return worker.Result{}, errors.New("request mangled on the wire")
+		}
+		for _, d := range []string{"Hello", ",", " world"} {
+			if err := emit(d, 1); err != nil {
+				return worker.Result{FinishReason: worker.FinishCancelled}, nil
+			}
+		}
+		return worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 4}}, nil
+	}
+	_, remote := serveWorker(t, eng)
+	var got string
+	res, err := remote.Generate(context.Background(), worker.Request{
+		ID: "r1", Model: "m1", MaxTokens: 10,
+		Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hi"}, {Document: &worker.Document{Filename: "a.pdf", Text: "doc text"}}}}},
+	}, func(text string, tokens int) error { got += text; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "Hello, world" {
+		t.Errorf("text = %q", got)
+	}
+	want := worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 4}}
+	if res != want {
+		t.Errorf("result = %+v, want %+v", res, want)
+	}
+	waitFor(t, "models", func() bool { return len(remote.Models()) == 1 })
+	if m := remote.Models()[0]; m.ID != "m1" || m.MaxOutputTokens != 100 {
+		t.Errorf("models = %+v", remote.Models())
+	}
+	if remote.WorkerID() != "w1" {
+		t.Errorf("worker id = %q", remote.WorkerID())
+	}
+}
+
+func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
+	cases := []struct {
+		err      error
+		sentinel error
+	}{
+		{worker.ErrUnknownModel, worker.ErrUnknownModel},
+		{worker.ErrInvalidRequest, worker.ErrInvalidRequest},
+		{&worker.UpstreamError{Status: 400, Message: "bad"}, worker.ErrInvalidRequest},
+		{&worker.UpstreamError{Status: 429}, worker.ErrOverloaded},
+		{worker.ErrUpstreamTimeout, worker.ErrUpstreamTimeout},
+	}
+	eng := newFakeEngine()
+	var mu sync.Mutex
+	var next error
+	eng.generate = func(context.Context, worker.Request, func(string, int) error) (worker.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return worker.Result{}, next
+	}
+	_, remote := serveWorker(t, eng)
+	for _, c := range cases {
+		mu.Lock()
+		next = c.err
+		mu.Unlock()
+		_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(string, int) error { return nil })
+		if !errors.Is(err, c.sentinel) {
+			t.Errorf("%v came back as %v, want it to match %v", c.err, err, c.sentinel)
+		}
+	}
+	mu.Lock()
+	next = &worker.UpstreamError{Status: 502}
+	mu.Unlock()
+	_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(string, int) error { return nil })
+	if err == nil || worker.CallerFault(err) || errors.Is(err, worker.ErrOverloaded) {
+		t.Errorf("502 came back as %v, want a worker fault", err)
+	}
+}
+
+func TestGenerateCancelReachesEngine(t *testing.T) {
+	eng := newFakeEngine()
+	stopped := make(chan struct{})
+	eng.generate = func(ctx context.Context, _ worker.Request, emit func(string, int) error) (worker.Result, error) {
+		_ = emit("a", 1)
+		<-ctx.Done()
+		close(stopped)
+		return worker.Result{FinishReason: worker.FinishCancelled}, nil
+	}
+	_, remote := serveWorker(t, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := remote.Generate(ctx, worker.Request{Model: "m1"}, func(string, int) error { cancel(); return nil })
+	if err != nil || res.FinishReason != worker.FinishCancelled {
+		t.Fatalf("got %+v, %v; want cancelled", res, err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+		t.Fatal("the engine's generation was not cancelled")
+	}
+}
+
+func TestWorkerGoneMidStream(t *testing.T) {
+	eng := newFakeEngine()
+	eng.generate = func(ctx context.Context, _ worker.Request, emit func(string, int) error) (worker.Result, error) {
+		_ = emit("one two", 2)
+		<-ctx.Done()
+		return worker.Result{FinishReason: worker.FinishCancelled}, nil
+	}
+	srv, remote := serveWorker(t, eng)
+	res, err := remote.Generate(context.Background(), worker.Request{Model: "m1", Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hello there"}}}}},
+		func(string, int) error { srv.CloseClientConnections(); return nil })
+	if err != nil {
+		t.Fatalf("error after the first delta: %v; want a result", err)
+	}
+	if res.FinishReason != worker.FinishError || res.Err == nil {
+		t.Errorf("result = %+v, want finish error", res)
+	}
+	if res.Usage.CompletionTokens != 2 || res.Usage.PromptTokens == 0 || !res.Usage.Estimated {
+		t.Errorf("usage = %+v, want 2 completion tokens and an estimated prompt", res.Usage)
+	}
+}
+
+func TestLoadStreamFollowsAndReconnects(t *testing.T) {
+	eng := newFakeEngine()
+	srv, remote := serveWorker(t, eng)
+	waitFor(t, "live", remote.Live)
+	eng.setRunning(3)
+	waitFor(t, "running 3", func() bool { return remote.Load().Running == 3 })
+	if got := remote.Load(); got.MaxBatch != 8 || len(got.Models) != 1 {
+		t.Errorf("load = %+v", got)
+	}
+
+	changed := remote.LoadChanged()
+	srv.CloseClientConnections()
+	waitFor(t, "the break noticed", func() bool { return remote.LastError() != nil })
+	select {
+	case <-changed:
+	default:
+		t.Error("LoadChanged not closed when the stream broke")
+	}
+	// The server still listens: the client reconnects on its own.
+	waitFor(t, "live again", remote.Live)
+}
