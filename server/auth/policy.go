@@ -1,0 +1,89 @@
+package auth
+
+import (
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+
+	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
+)
+
+// Access is what a procedure requires of its caller.
+type Access int
+
+// The access levels. The zero value is not one of them, so a procedure
+// missing from Policy is denied.
+const (
+	// AccessPublic needs no credentials.
+	AccessPublic Access = iota + 1
+	// AccessSession needs a browser session (the cookie); API keys are refused.
+	AccessSession
+	// AccessAny needs a session or an API key.
+	AccessAny
+	// AccessAdmin needs a session or an API key of an admin user.
+	AccessAdmin
+)
+
+// String returns the level's name for errors and logs.
+func (a Access) String() string {
+	switch a {
+	case AccessPublic:
+		return "public"
+	case AccessSession:
+		return "session"
+	case AccessAny:
+		return "any"
+	case AccessAdmin:
+		return "admin"
+	}
+	return "deny"
+}
+
+// Policy is the one table of who may call what, by Connect procedure. A
+// procedure not listed is refused with permission_denied.
+var Policy = map[string]Access{
+	parleyv1connect.AuthServiceSignUpProcedure: AccessPublic,
+	parleyv1connect.AuthServiceLoginProcedure:  AccessPublic,
+	parleyv1connect.AuthServiceLogoutProcedure: AccessAny,
+	parleyv1connect.AuthServiceGetMeProcedure:  AccessAny,
+
+	parleyv1connect.ApiKeyServiceCreateApiKeyProcedure: AccessSession,
+	parleyv1connect.ApiKeyServiceListApiKeysProcedure:  AccessSession,
+	parleyv1connect.ApiKeyServiceRevokeApiKeyProcedure: AccessSession,
+
+	parleyv1connect.ModelServiceListModelsProcedure: AccessAny,
+
+	parleyv1connect.ChatServiceCompleteProcedure:       AccessAny,
+	parleyv1connect.ChatServiceCompleteStreamProcedure: AccessAny,
+
+	parleyv1connect.ConversationServiceCreateConversationProcedure: AccessAny,
+	parleyv1connect.ConversationServiceListConversationsProcedure:  AccessAny,
+	parleyv1connect.ConversationServiceGetConversationProcedure:    AccessAny,
+	parleyv1connect.ConversationServiceListMessagesProcedure:       AccessAny,
+	parleyv1connect.ConversationServiceUpdateConversationProcedure: AccessAny,
+	parleyv1connect.ConversationServiceDeleteConversationProcedure: AccessAny,
+	parleyv1connect.ConversationServiceSendMessageProcedure:        AccessAny,
+	parleyv1connect.ConversationServiceStreamGenerationProcedure:   AccessAny,
+	parleyv1connect.ConversationServiceCancelGenerationProcedure:   AccessAny,
+
+	parleyv1connect.AttachmentServiceCreateUploadProcedure:     AccessAny,
+	parleyv1connect.AttachmentServiceCompleteUploadProcedure:   AccessAny,
+	parleyv1connect.AttachmentServiceGetAttachmentProcedure:    AccessAny,
+	parleyv1connect.AttachmentServiceDeleteAttachmentProcedure: AccessAny,
+
+	parleyv1connect.BillingServiceGetBalanceProcedure: AccessAny,
+	parleyv1connect.BillingServiceListUsageProcedure:  AccessAny,
+	parleyv1connect.BillingServiceGetLimitsProcedure:  AccessAny,
+
+	parleyv1connect.AdminServiceSetUserTierProcedure:   AccessAdmin,
+	parleyv1connect.AdminServiceAdjustBalanceProcedure: AccessAdmin,
+	parleyv1connect.AdminServiceListWorkersProcedure:   AccessAdmin,
+
+	"/" + grpchealth.HealthV1ServiceName + "/Check":                       AccessPublic,
+	"/" + grpchealth.HealthV1ServiceName + "/Watch":                       AccessPublic,
+	"/" + grpcreflect.ReflectV1ServiceName + "/ServerReflectionInfo":      AccessPublic,
+	"/" + grpcreflect.ReflectV1AlphaServiceName + "/ServerReflectionInfo": AccessPublic,
+}
+
+// accessOf returns the access a procedure requires; 0 (deny) when unknown.
+func accessOf(spec connect.Spec) Access { return Policy[spec.Procedure] }
