@@ -1,0 +1,104 @@
+// Package billing is the API channel's usage-based billing over the Ledger:
+// hold the most a request can cost before it is scheduled, settle the actual
+// cost after, and sweep holds that a crashed gateway left behind.
+package billing
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/store"
+)
+
+// Billing holds and settles money for requests.
+type Billing struct {
+	ledger  store.Ledger
+	now     func() time.Time
+	holdTTL time.Duration
+	logger  *slog.Logger
+}
+
+// New returns billing over ledger. holdTTL is how long a hold lives unsettled
+// before the sweeper releases it: longer than the longest generation.
+func New(ledger store.Ledger, now func() time.Time, holdTTL time.Duration, logger *slog.Logger) *Billing {
+	return &Billing{ledger: ledger, now: now, holdTTL: holdTTL, logger: logger}
+}
+
+// Hold is money reserved for one request.
+type Hold struct {
+	// ID is the reservation's id.
+	ID string
+	// AmountNanos is the amount held.
+	AmountNanos int64
+}
+
+// Reserve holds amount from the user's balance, atomically: if the balance
+// does not cover it, nothing is held and the error is resource_exhausted
+// with the balance and the amount required.
+func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64) (Hold, error) {
+	now := b.now()
+	h := Hold{ID: uuid.Must(uuid.NewV7()).String(), AmountNanos: amountNanos}
+	_, err := b.ledger.Reserve(ctx, store.Reservation{
+		ID: h.ID, UserID: userID, AmountNanos: amountNanos, CreatedAt: now, ExpiresAt: now.Add(b.holdTTL),
+	})
+	var short *store.InsufficientFundsError
+	if errors.As(err, &short) {
+		return Hold{}, apierr.InsufficientBalance(short.AvailableNanos, short.RequiredNanos)
+	}
+	if err != nil {
+		return Hold{}, err
+	}
+	return h, nil
+}
+
+// Settle charges cost against the hold (at most the amount held) and
+// returns the rest to the balance. It runs to the end even when ctx is
+// cancelled — a client that went away is still charged for what it used —
+// and is idempotent, so a retry never charges twice.
+func (b *Billing) Settle(ctx context.Context, h Hold, costNanos int64) (store.Settlement, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var s store.Settlement
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if s, err = b.ledger.Settle(ctx, h.ID, costNanos, b.now()); err == nil {
+			if s.Late {
+				b.logger.WarnContext(ctx, "settled after the hold was swept", "reservation", h.ID, "charged_nanos", s.ChargedNanos)
+			}
+			return s, nil
+		}
+		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+	}
+	b.logger.ErrorContext(ctx, "settle failed; the sweeper will release the hold", "reservation", h.ID, "cost_nanos", costNanos, "err", err)
+	return s, err
+}
+
+// Balance returns the user's available and reserved money.
+func (b *Billing) Balance(ctx context.Context, userID string) (store.Balance, error) {
+	return b.ledger.Account(ctx, userID)
+}
+
+// Sweep releases expired holds every interval until ctx is done.
+func (b *Billing) Sweep(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := b.ledger.ReleaseExpired(ctx, b.now()); err != nil {
+			if ctx.Err() == nil {
+				b.logger.Error("sweeping expired holds", "err", err)
+			}
+		} else if n > 0 {
+			b.logger.Info("released expired holds", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
