@@ -1,0 +1,21 @@
+// Package scheduler places generations on workers, inside every gateway (there
+// is no central scheduler: each gateway schedules from the load its workers
+// push). It reads as a pipeline, after the Gateway API Inference Extension:
+//
+//   - filters drop unfit workers: not serving the model, not connected, ejected
+//     after failures, tried already, or full (filter.go);
+//   - scorers rate the rest in [0,1]: prefix affinity by rendezvous hashing of
+//     the job's affinity key, and spare capacity (score.go);
+//   - a picker chooses: the highest weighted score, guarded as SGLang's
+//     cache-aware router is — when the affinity target is loaded past an absolute
+//     and a relative bound over the least loaded worker, the job spills to the
+//     less loaded of two random workers instead (pick.go).
+//
+// When every worker is full a job waits in a bounded per-model queue ordered by
+// priority (tier), then arrival; past the bound or the wait it is refused with
+// unavailable and a retry-after (queue.go). A worker that fails before the first
+// token is ejected with exponential back-off and the job retried on another, at
+// most twice; after the first token the failure ends the generation
+// (scheduler.go). Workers come from AddWorker and from addresses and DNS names
+// re-resolved periodically (registry.go).
+package scheduler

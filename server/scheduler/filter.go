@@ -1,0 +1,50 @@
+package scheduler
+
+// filter drops the candidates unfit for a job, compacting cands in place and
+// returning what is left. Filters run in order over the whole list, as the
+// Gateway API Inference Extension's do.
+type filter func(j *pickJob, cands []candidate) []candidate
+
+// servesModel keeps the workers that serve the job's model.
+func servesModel(j *pickJob, cands []candidate) []candidate {
+	out := cands[:0]
+	for _, c := range cands {
+		for _, id := range c.m.models {
+			if id == j.model {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// healthy keeps the workers connected, not ejected, and not already tried by
+// this job.
+func healthy(j *pickJob, cands []candidate) []candidate {
+	out := cands[:0]
+next:
+	for _, c := range cands {
+		if !c.m.live || j.now < c.m.ejectedUntil {
+			continue
+		}
+		for _, t := range j.tried[:j.ntried] {
+			if t == c.m {
+				continue next
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// hasCapacity keeps the workers with a free slot (or worker queue place).
+func hasCapacity(_ *pickJob, cands []candidate) []candidate {
+	out := cands[:0]
+	for _, c := range cands {
+		if c.load < c.capacity {
+			out = append(out, c)
+		}
+	}
+	return out
+}

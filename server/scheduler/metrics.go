@@ -1,0 +1,54 @@
+package scheduler
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the scheduler's Prometheus families.
+type metrics struct {
+	queueDepth *prometheus.GaugeVec
+	queueWait  prometheus.Histogram
+	picks      [numReasons]prometheus.Counter
+	ejections  *prometheus.CounterVec
+	rejections *prometheus.CounterVec
+	retries    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	picks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_scheduler_picks_total",
+		Help: "Workers picked for a generation, by reason: affinity, spill (affinity target too loaded), least_loaded, round_robin.",
+	}, []string{"reason"})
+	m := &metrics{
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "parley_scheduler_queue_depth",
+			Help: "Generations waiting in the gateway queue for a worker, by model.",
+		}, []string{"model"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_scheduler_queue_wait_seconds",
+			Help:    "Time generations waited in the gateway queue before a worker took them.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+		}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_scheduler_ejections_total",
+			Help: "Workers taken out of rotation after a failed generation, by worker address.",
+		}, []string{"worker"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_scheduler_rejections_total",
+			Help: "Generations refused with unavailable, by reason: queue_full, queue_timeout, no_worker, failed.",
+		}, []string{"reason"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_scheduler_retries_total",
+			Help: "Generations retried on another worker after one failed before the first token.",
+		}),
+	}
+	for r := range numReasons {
+		m.picks[r] = picks.WithLabelValues(reasonNames[r])
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,422 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// maxAttempts bounds the workers one job is tried on: the first and two retries.
+const maxAttempts = 3
+
+// Priorities of the web tiers, higher first; the API channel's is configured
+// among them.
+const (
+	PriorityFree = 0
+	PriorityPlus = 1
+	PriorityPro  = 2
+	PriorityMax  = 3
+)
+
+// Config sets up a Scheduler. Zero fields take the defaults documented on them.
+type Config struct {
+	// Workers are worker addresses, host:port; a host that is a DNS name is
+	// re-resolved every ResolveInterval and each of its addresses is a worker (a
+	// Kubernetes headless service).
+	Workers []string
+	// ResolveInterval is how often DNS names are re-resolved (default 10 s).
+	ResolveInterval time.Duration
+	// Resolve looks up a host's addresses (default net.DefaultResolver.LookupHost).
+	Resolve func(ctx context.Context, host string) ([]string, error)
+	// Dial reaches the worker at addr, host:port (default worker.Dial over h2c).
+	Dial func(addr string) worker.Engine
+	// HTTPClient is the default Dial's client (default worker.H2CClient()).
+	HTTPClient *http.Client
+	// GatewayID names this gateway in workers' logs.
+	GatewayID string
+
+	// Policy is the scheduling profile (default PolicyAffinity).
+	Policy Policy
+	// BalanceAbs and BalanceRel bound affinity: the affinity target is passed
+	// over when its load (sequences running and waiting) exceeds the least loaded
+	// worker's by more than BalanceAbs and by a factor of more than BalanceRel
+	// (defaults 4 and 1.5).
+	BalanceAbs int
+	BalanceRel float64
+	// DefaultCapacity is the slots of a worker that reports no batch size
+	// (default 64).
+	DefaultCapacity int
+	// WorkerQueue is how many jobs past its batch a worker is sent before they
+	// wait in the gateway's queue instead, where priority orders them
+	// (default 0: the gateway holds them all).
+	WorkerQueue int
+
+	// QueueLimit bounds each model's gateway queue (default 256).
+	QueueLimit int
+	// MaxQueueWait is the longest a job waits for a worker (default 30 s).
+	MaxQueueWait time.Duration
+	// RetryAfter is the delay suggested to refused clients (default 2 s).
+	RetryAfter time.Duration
+	// MaxRetries bounds the retries of a job whose worker failed before the
+	// first token (default 2, the most allowed).
+	MaxRetries int
+	// EjectBase and EjectMax bound the exponential ejection back-off: a worker
+	// that failed n times in a row is out for EjectBase×2^(n−1), at most EjectMax
+	// (defaults 1 s and 1 min).
+	EjectBase, EjectMax time.Duration
+
+	// Registerer receives the scheduler's metrics (none when nil).
+	Registerer prometheus.Registerer
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.ResolveInterval <= 0 {
+		c.ResolveInterval = 10 * time.Second
+	}
+	if c.Resolve == nil {
+		c.Resolve = net.DefaultResolver.LookupHost
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = worker.H2CClient()
+	}
+	if c.BalanceAbs <= 0 {
+		c.BalanceAbs = 4
+	}
+	if c.BalanceRel <= 0 {
+		c.BalanceRel = 1.5
+	}
+	if c.DefaultCapacity <= 0 {
+		c.DefaultCapacity = 64
+	}
+	if c.QueueLimit <= 0 {
+		c.QueueLimit = 256
+	}
+	if c.MaxQueueWait <= 0 {
+		c.MaxQueueWait = 30 * time.Second
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = 2 * time.Second
+	}
+	if c.MaxRetries <= 0 || c.MaxRetries > maxAttempts-1 {
+		c.MaxRetries = maxAttempts - 1
+	}
+	if c.EjectBase <= 0 {
+		c.EjectBase = time.Second
+	}
+	if c.EjectMax <= 0 {
+		c.EjectMax = time.Minute
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Job is one generation to place: the request, its priority (higher first:
+// PriorityMax > PriorityPro > PriorityPlus > PriorityFree, the API's from
+// configuration) and its affinity key (the conversation id on the web, a hash
+// of the prompt's first ~1,000 tokens on the API; empty: no affinity).
+type Job struct {
+	Request     worker.Request
+	Priority    int
+	AffinityKey string
+}
+
+// Scheduler places generations on workers. It is safe for concurrent use.
+type Scheduler struct {
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	members []*member
+	pipe    *pipeline
+	queues  map[string]*queue
+	seq     uint64
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New returns a scheduler over the workers cfg names, resolving their names
+// once before it returns (a name that does not resolve yet is retried every
+// ResolveInterval). Close stops it.
+func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	targets, err := parseTargets(cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	pipe, err := newPipeline(cfg.Policy, cfg.BalanceAbs, cfg.BalanceRel)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Dial == nil {
+		client := cfg.HTTPClient
+		cfg.Dial = func(addr string) worker.Engine {
+			return worker.Dial(client, "http://"+addr, worker.WithGatewayID(cfg.GatewayID), worker.WithDialLogger(logger))
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Scheduler{cfg: cfg, logger: logger, metrics: m, pipe: pipe, queues: map[string]*queue{}, stop: stop}
+	if len(targets) > 0 {
+		s.resolve(ctx, targets)
+		s.wg.Add(1)
+		go s.resolveLoop(ctx, targets)
+	}
+	return s, nil
+}
+
+// Close stops following the workers and closes the connections to those the
+// scheduler dialed; generations in flight run on.
+func (s *Scheduler) Close() {
+	s.stop()
+	s.wg.Wait()
+	s.mu.Lock()
+	members := s.members
+	s.members = nil
+	s.mu.Unlock()
+	for _, m := range members {
+		m.close()
+	}
+}
+
+// AddWorker adds an engine under name (an in-process sim worker, or one the
+// caller dialed); it is never removed by re-resolution.
+func (s *Scheduler) AddWorker(name string, e worker.Engine) {
+	s.add(&member{name: name, engine: e})
+}
+
+// Generate places job on a worker and streams its deltas to emit. It waits in
+// the model's queue when every worker is full, and retries on another worker
+// (at most twice) one that fails before the first token, ejecting it for a
+// while. It returns an error only when the generation never started: the
+// caller's error (worker.ErrInvalidRequest), the context's, or an
+// apierr.Unavailable with a retry-after when no worker could take it. Once
+// started, how the generation ended is in the Result: a worker failing midway
+// gives FinishError and the usage so far.
+func (s *Scheduler) Generate(ctx context.Context, job Job, emit func(text string, tokens int) error) (worker.Result, error) {
+	j := &pickJob{model: job.Request.Model}
+	if job.AffinityKey != "" {
+		j.key, j.hasKey = hashString(job.AffinityKey), true
+	}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		m, err := s.acquire(ctx, j, job.Priority)
+		if err != nil {
+			if lastErr != nil && ctx.Err() == nil {
+				s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", j.model, "err", lastErr)
+			}
+			return worker.Result{}, err
+		}
+		started := false
+		res, err := m.engine.Generate(ctx, job.Request, func(text string, tokens int) error {
+			started = true
+			return emit(text, tokens)
+		})
+		if err == nil && (started || res.FinishReason != worker.FinishError) {
+			s.release(m, res.FinishReason != worker.FinishError, res.Err)
+			return res, nil
+		}
+		if err == nil {
+			err = res.Err
+			if err == nil {
+				err = errors.New("worker: generation failed before its first token")
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			s.release(m, true, nil)
+			return worker.Result{}, context.Cause(ctx)
+		case worker.CallerFault(err):
+			s.release(m, true, nil)
+			return worker.Result{}, err
+		case errors.Is(err, worker.ErrOverloaded), errors.Is(err, worker.ErrUnknownModel):
+			// Busy or stale about its models: try another, but it is not broken.
+			s.release(m, true, nil)
+		default:
+			s.release(m, false, err)
+		}
+		lastErr = err
+		j.tried[j.ntried] = m
+		j.ntried++
+		if attempt >= s.cfg.MaxRetries {
+			s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", j.model, "attempts", attempt+1, "err", err)
+			s.metrics.rejections.WithLabelValues("failed").Inc()
+			return worker.Result{}, apierr.Unavailable("no worker could run the generation", s.cfg.RetryAfter)
+		}
+		s.metrics.retries.Inc()
+	}
+}
+
+// acquire reserves a worker for j: at once if one is fit, else after waiting
+// in the model's queue.
+func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*member, error) {
+	s.mu.Lock()
+	j.now = s.cfg.Now().UnixNano()
+	if m := s.pickLocked(j); m != nil {
+		s.mu.Unlock()
+		return m, nil
+	}
+	if !s.mayServeLocked(j.model) {
+		s.mu.Unlock()
+		s.metrics.rejections.WithLabelValues("no_worker").Inc()
+		return nil, apierr.Unavailable(fmt.Sprintf("no worker serves model %q", j.model), s.cfg.RetryAfter)
+	}
+	q := s.queues[j.model]
+	if q == nil {
+		q = &queue{}
+		s.queues[j.model] = q
+	}
+	if q.Len() >= s.cfg.QueueLimit {
+		weak := q.weakest(priority)
+		if weak == nil {
+			s.mu.Unlock()
+			s.metrics.rejections.WithLabelValues("queue_full").Inc()
+			return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
+		}
+		q.remove(weak)
+		weak.evicted = true
+		weak.ready <- nil
+	}
+	s.seq++
+	w := &waiter{job: j, priority: priority, seq: s.seq, since: s.cfg.Now(), ready: make(chan *member, 1)}
+	heap.Push(q, w)
+	s.metrics.queueDepth.WithLabelValues(j.model).Set(float64(q.Len()))
+	s.mu.Unlock()
+
+	timer := time.NewTimer(s.cfg.MaxQueueWait)
+	defer timer.Stop()
+	select {
+	case m := <-w.ready:
+		if m == nil {
+			s.metrics.rejections.WithLabelValues("queue_full").Inc()
+			return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
+		}
+		s.metrics.queueWait.Observe(s.cfg.Now().Sub(w.since).Seconds())
+		return m, nil
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	s.mu.Lock()
+	if m := w.granted; m != nil {
+		// Granted as we gave up: hand it back.
+		s.mu.Unlock()
+		s.release(m, true, nil)
+	} else if !w.evicted {
+		q.remove(w)
+		s.metrics.queueDepth.WithLabelValues(j.model).Set(float64(q.Len()))
+		s.mu.Unlock()
+	} else {
+		s.mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	s.metrics.rejections.WithLabelValues("queue_timeout").Inc()
+	return nil, apierr.Unavailable("no worker was free in time; try again shortly", s.cfg.RetryAfter)
+}
+
+// pickLocked runs the pipeline and reserves the worker it picks.
+func (s *Scheduler) pickLocked(j *pickJob) *member {
+	m, reason := s.pipe.run(j, s.members)
+	if m == nil {
+		return nil
+	}
+	m.inflight++
+	s.metrics.picks[reason].Inc()
+	return m
+}
+
+// mayServeLocked reports whether any worker serves model, or might once it
+// connects.
+func (s *Scheduler) mayServeLocked(model string) bool {
+	for _, m := range s.members {
+		if slices.Contains(m.models, model) || (!m.live && len(m.models) == 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// release returns m's slot; a failed generation ejects m for a back-off that
+// doubles with each failure in a row, a good one clears the count.
+func (s *Scheduler) release(m *member, ok bool, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.inflight--
+	if ok {
+		m.failures = 0
+	} else {
+		m.failures++
+		d := s.cfg.EjectBase << min(m.failures-1, 30)
+		if d <= 0 || d > s.cfg.EjectMax {
+			d = s.cfg.EjectMax
+		}
+		m.ejectedUntil = s.cfg.Now().Add(d).UnixNano()
+		s.metrics.ejections.WithLabelValues(m.name).Inc()
+		s.logger.Warn("worker ejected", "worker", m.name, "for", d.String(), "failures", m.failures, "err", cause)
+		time.AfterFunc(d, s.dispatch)
+	}
+	s.dispatchLocked()
+}
+
+// dispatch hands free workers to queued jobs.
+func (s *Scheduler) dispatch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dispatchLocked()
+}
+
+func (s *Scheduler) dispatchLocked() {
+	now := s.cfg.Now().UnixNano()
+	for model, q := range s.queues {
+		for q.Len() > 0 {
+			w := (*q)[0]
+			w.job.now = now
+			m := s.pickLocked(w.job)
+			if m == nil {
+				break
+			}
+			heap.Pop(q)
+			w.granted = m
+			w.ready <- m
+		}
+		s.metrics.queueDepth.WithLabelValues(model).Set(float64(q.Len()))
+	}
+}
+
+// Ready reports whether at least one worker is connected and not ejected,
+// for /readyz.
+func (s *Scheduler) Ready(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now().UnixNano()
+	for _, m := range s.members {
+		if m.live && now >= m.ejectedUntil {
+			return nil
+		}
+	}
+	return errors.New("scheduler: no worker ready")
+}
