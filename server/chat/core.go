@@ -1,0 +1,318 @@
+// Package chat is the one path every generation takes, API or web
+// (DESIGN.md §4): authenticate, admit, build context, schedule, stream,
+// settle. Every surface — ChatService, the OpenAI-compatible endpoint,
+// ConversationService — calls it; none has logic of its own.
+package chat
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/scheduler"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/tokenize"
+	"github.com/parleyhq/parley/server/usage"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// Router places a generation on a worker and streams its deltas: the
+// scheduler.
+type Router interface {
+	Generate(ctx context.Context, job scheduler.Job, emit func(text string, tokens int) error) (worker.Result, error)
+}
+
+// Core runs generations.
+type Core struct {
+	Models  *models.Catalog
+	Tokens  *tokenize.Tokenizer
+	Billing *billing.Billing
+	Router  Router
+	Usage   *usage.Sink
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// APIPriority is the API channel's scheduling priority among the web
+	// tiers (see Priority).
+	APIPriority int
+	// MaxPromptBytes bounds a prompt's text before it is tokenized, so a huge
+	// body costs no tokenizer time.
+	MaxPromptBytes int
+
+	// The web channel's parts: tier limits, stored conversations, and the
+	// hub of generations in progress.
+	Limits        *limits.Limits
+	Conversations store.Conversations
+	Messages      store.Messages
+	Live          *Live
+	// Background is the context web generations run under (they outlive
+	// their requests); cancelling it stops them all, e.g. at shutdown.
+	Background context.Context
+}
+
+// Request is one generation as the surfaces hand it to the core.
+type Request struct {
+	// Model is the catalog id.
+	Model string
+	// Messages are the conversation to continue, oldest first.
+	Messages []worker.ChatMessage
+	// MaxOutputTokens bounds the completion; zero means the model's maximum.
+	MaxOutputTokens int64
+	// Temperature, TopP, Stop and Seed are passed to the engine.
+	Temperature, TopP *float64
+	Stop              []string
+	Seed              *int64
+}
+
+// Outcome is how a generation ended.
+type Outcome struct {
+	RequestID    string
+	Model        string
+	FinishReason worker.FinishReason
+	Usage        worker.Usage
+	CostNanos    int64
+	// Err is the cause of an error finish (not sent to clients verbatim).
+	Err error
+}
+
+// Emit receives a generation's events in order; an error stops the
+// generation (the client went away).
+type Emit func(*parleyv1.GenerationEvent) error
+
+// Complete runs one API-channel generation: billed by usage. The caller is
+// the authenticated principal in ctx. Events go to emit: started, deltas,
+// finished. An error returned before any event means nothing was charged;
+// once started, the generation always ends with a finished event (unless the
+// client is gone) and is settled, whatever happens to ctx.
+func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, error) {
+	// Authenticate: the interceptor or middleware has put the principal in ctx.
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, apierr.Unauthenticated("no credentials")
+	}
+
+	// Validate against the model.
+	m, maxOut, promptTokens, err := c.validate(req)
+	if err != nil {
+		return nil, err
+	}
+
+	// Admit: hold the most this request can cost.
+	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(promptTokens), maxOut))
+	if err != nil {
+		return nil, err
+	}
+
+	// Schedule and stream.
+	requestID := uuid.Must(uuid.NewV7()).String()
+	job := scheduler.Job{
+		Request: worker.Request{
+			ID: requestID, Model: m.ID, Messages: req.Messages, MaxTokens: int(maxOut),
+			Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
+		},
+		Priority:    c.APIPriority,
+		AffinityKey: promptAffinity(req.Messages),
+	}
+	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID}}
+	out, err := c.stream(ctx, job, ev, false)
+	if err != nil {
+		// Nothing was generated: release the whole hold.
+		_, _ = c.Billing.Settle(ctx, hold, 0)
+		return nil, err
+	}
+
+	// Settle: charge what was used, return the rest, record the usage.
+	out.CostNanos = m.Cost(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
+	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos); err == nil {
+		out.CostNanos = s.ChargedNanos
+	}
+	c.Usage.Record(store.UsageRecord{
+		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
+		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
+		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
+		CostNanos: out.CostNanos, FinishReason: string(out.FinishReason), CreatedAt: c.Now(),
+	})
+	_ = ev.finish(out)
+	return out, nil
+}
+
+// validate checks a request against its model and counts its prompt.
+func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
+	m, ok := c.Models.Lookup(req.Model)
+	if req.Model == "" {
+		return nil, 0, 0, apierr.InvalidArgument("model", "is required")
+	}
+	if !ok {
+		return nil, 0, 0, apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", req.Model))
+	}
+	maxOut := req.MaxOutputTokens
+	switch {
+	case maxOut == 0:
+		maxOut = m.MaxOutputTokens
+	case maxOut < 0:
+		return nil, 0, 0, apierr.InvalidArgument("max_output_tokens", "must be positive")
+	case maxOut > m.MaxOutputTokens:
+		return nil, 0, 0, apierr.InvalidArgument("max_output_tokens", fmt.Sprintf("%d is over %s's maximum of %d", maxOut, m.ID, m.MaxOutputTokens))
+	}
+	if len(req.Messages) == 0 {
+		return nil, 0, 0, apierr.InvalidArgument("messages", "must not be empty")
+	}
+	size := 0
+	for i, msg := range req.Messages {
+		switch msg.Role {
+		case "system", "user", "assistant":
+		default:
+			return nil, 0, 0, apierr.InvalidArgument(fmt.Sprintf("messages[%d].role", i), "must be system, user or assistant")
+		}
+		if len(msg.Parts) == 0 {
+			return nil, 0, 0, apierr.InvalidArgument(fmt.Sprintf("messages[%d].parts", i), "must not be empty")
+		}
+		for j, part := range msg.Parts {
+			field := fmt.Sprintf("messages[%d].parts[%d]", i, j)
+			switch {
+			case part.Image != nil:
+				if !m.Accepts("image") {
+					return nil, 0, 0, apierr.InvalidArgument(field, m.ID+" does not accept images")
+				}
+			case part.Document != nil:
+				if !m.Accepts("document") {
+					return nil, 0, 0, apierr.InvalidArgument(field, m.ID+" does not accept documents")
+				}
+				size += len(part.Document.Text)
+			default:
+				if !utf8.ValidString(part.Text) {
+					return nil, 0, 0, apierr.InvalidArgument(field+".text", "is not valid UTF-8")
+				}
+				size += len(part.Text)
+			}
+		}
+	}
+	if c.MaxPromptBytes > 0 && size > c.MaxPromptBytes {
+		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf("the prompt's text is %d bytes, over the limit of %d", size, c.MaxPromptBytes))
+	}
+	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 2) {
+		return nil, 0, 0, apierr.InvalidArgument("temperature", "must be between 0 and 2")
+	}
+	if req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1) {
+		return nil, 0, 0, apierr.InvalidArgument("top_p", "must be in (0, 1]")
+	}
+	if len(req.Stop) > 4 {
+		return nil, 0, 0, apierr.InvalidArgument("stop", "at most 4 stop sequences")
+	}
+	promptTokens := worker.PromptTokens(c.Tokens, req.Messages)
+	if int64(promptTokens)+maxOut > m.ContextWindow {
+		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf(
+			"the prompt is %d tokens; with max_output_tokens %d it exceeds %s's context window of %d", promptTokens, maxOut, m.ID, m.ContextWindow))
+	}
+	return m, maxOut, promptTokens, nil
+}
+
+// stream schedules job and relays its deltas as events. The started event
+// goes first: at once when eager (the web channel, whose client waits for
+// the ids), else just before the first delta, so a request refused by the
+// scheduler (overload, no worker) is still a plain error the surface can
+// answer with a status. An error is returned only when nothing was started
+// (nothing to charge).
+func (c *Core) stream(ctx context.Context, job scheduler.Job, ev *events, eager bool) (*Outcome, error) {
+	if eager {
+		if err := ev.start(); err != nil {
+			return nil, err
+		}
+	}
+	res, err := c.Router.Generate(ctx, job, ev.delta)
+	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
+	switch {
+	case err != nil && !ev.sent:
+		return nil, err
+	case err != nil:
+		out.FinishReason, out.Err = worker.FinishError, err
+	case res.Err != nil && res.FinishReason == worker.FinishError:
+		c.Logger.WarnContext(ctx, "generation failed midway", "request", job.Request.ID, "err", res.Err)
+	}
+	return out, nil
+}
+
+// events numbers and sends one generation's events.
+type events struct {
+	emit    Emit
+	seq     uint64
+	started *parleyv1.GenerationStarted
+	sent    bool
+}
+
+func (e *events) send(ev *parleyv1.GenerationEvent) error {
+	e.seq++
+	ev.Seq = e.seq
+	return e.emit(ev)
+}
+
+// start sends the started event once.
+func (e *events) start() error {
+	if e.sent {
+		return nil
+	}
+	e.sent = true
+	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Started{Started: e.started}})
+}
+
+// delta sends one piece of text (after started).
+func (e *events) delta(text string, _ int) error {
+	if err := e.start(); err != nil {
+		return err
+	}
+	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Delta{Delta: &parleyv1.GenerationDelta{Text: text}}})
+}
+
+// finish sends the last event of a generation (after started).
+func (e *events) finish(out *Outcome) error {
+	if err := e.start(); err != nil {
+		return err
+	}
+	fin := &parleyv1.GenerationFinished{
+		FinishReason: FinishReasonToProto(out.FinishReason),
+		Usage:        UsageToProto(out.Usage),
+		CostNanos:    out.CostNanos,
+	}
+	if out.FinishReason == worker.FinishError {
+		fin.ErrorMessage = "the generation failed on the worker"
+	}
+	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Finished{Finished: fin}})
+}
+
+// promptAffinity keys the API channel's prefix affinity: a hash of the
+// prompt's first few thousand bytes (about the first thousand tokens), so
+// requests sharing a long prefix (a system prompt, a few-shot preamble)
+// land where that prefix is cached.
+func promptAffinity(msgs []worker.ChatMessage) string {
+	const budget = 4096
+	h := fnv.New64a()
+	n := 0
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			t := p.Text
+			if p.Document != nil {
+				t = p.Document.Text
+			}
+			if len(t) > budget-n {
+				t = t[:budget-n]
+			}
+			_, _ = h.Write([]byte(m.Role))
+			_, _ = h.Write([]byte(t))
+			if n += len(t); n >= budget {
+				return strconv.FormatUint(h.Sum64(), 36)
+			}
+		}
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
+}

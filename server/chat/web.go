@@ -1,0 +1,313 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/scheduler"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// MaxMessageBytes bounds one user message's text on the web channel.
+const MaxMessageBytes = 256 << 10
+
+// maxHistory bounds how many stored messages are read to build a context.
+const maxHistory = 10_000
+
+// SendRequest is one web message: a new user turn in a conversation.
+type SendRequest struct {
+	// ConversationID is empty to start a new conversation.
+	ConversationID string
+	// Model is the catalog id; empty means the conversation's, or the first.
+	Model string
+	// Parts are the user's message.
+	Parts []store.Part
+	// MaxOutputTokens caps the answer; zero means the model's maximum.
+	MaxOutputTokens int64
+}
+
+// Send runs one web-channel generation: limited by tier, persisted, and
+// outliving the connection. It validates, admits against the tier limits,
+// stores the user message, starts the generation in the background and
+// returns it for the caller to follow. Nothing is stored for a refused
+// message.
+func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, error) {
+	// Authenticate.
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, "", apierr.Unauthenticated("no credentials")
+	}
+
+	// Validate the message and find the conversation.
+	text, err := validateParts(req.Parts)
+	if err != nil {
+		return nil, "", err
+	}
+	now := c.Now()
+	conv := store.Conversation{ID: req.ConversationID, UserID: p.UserID, CreatedAt: now, UpdatedAt: now}
+	isNew := conv.ID == ""
+	if isNew {
+		conv.ID = uuid.Must(uuid.NewV7()).String()
+	} else if conv, err = c.Conversations.Get(ctx, p.UserID, req.ConversationID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, "", apierr.InvalidArgument("conversation_id", "no such conversation")
+		}
+		return nil, "", apierr.Internal()
+	}
+	modelID := req.Model
+	if modelID == "" {
+		modelID = conv.Model
+	}
+	if modelID == "" {
+		modelID = c.Models.All()[0].ID
+	}
+	m, ok := c.Models.Lookup(modelID)
+	if !ok {
+		return nil, "", apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", modelID))
+	}
+	conv.Model = m.ID
+	maxOut := req.MaxOutputTokens
+	if maxOut == 0 || maxOut > m.MaxOutputTokens {
+		maxOut = m.MaxOutputTokens
+	}
+	if maxOut < 0 {
+		return nil, "", apierr.InvalidArgument("max_output_tokens", "must be positive")
+	}
+
+	// One generation at a time per conversation.
+	genCtx, cancel := context.WithCancel(context.WithoutCancel(c.background(ctx)))
+	gen, err := c.Live.Start(conv.ID, cancel)
+	if err != nil {
+		cancel()
+		return nil, "", err
+	}
+	abandon := func() { cancel(); c.Live.Abandon(conv.ID, gen) }
+
+	// Build the context: the stored history plus the new message, cut to
+	// the model's window (the newest turns kept).
+	userMsg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "user", Parts: req.Parts, CreatedAt: now}
+	var history []store.Message
+	if !isNew {
+		if history, err = c.history(ctx, conv.ID); err != nil {
+			abandon()
+			return nil, "", err
+		}
+	}
+	msgs, promptTokens, err := c.fitContext(m, maxOut, append(history, userMsg))
+	if err != nil {
+		abandon()
+		return nil, "", err
+	}
+	userMsg.Tokens = int64(c.Tokens.Count(text))
+
+	// Admit against the tier's limits.
+	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, int64(promptTokens), maxOut)
+	if err != nil {
+		abandon()
+		return nil, "", err
+	}
+
+	// Persist the user message before generating.
+	if isNew {
+		conv.Title = titleFrom(text)
+		if err := c.Conversations.Create(ctx, conv); err != nil {
+			abandon()
+			c.Limits.Settle(ctx, grant, 0)
+			return nil, "", apierr.Internal()
+		}
+	}
+	if err := c.Messages.Append(ctx, userMsg); err != nil {
+		abandon()
+		c.Limits.Settle(ctx, grant, 0)
+		return nil, "", apierr.Internal()
+	}
+	_ = c.Conversations.Touch(ctx, p.UserID, conv.ID, now, titleFrom(text))
+
+	// Generate in the background: the connection may go, the answer stays.
+	requestID := uuid.Must(uuid.NewV7()).String()
+	assistantID := uuid.Must(uuid.NewV7()).String()
+	job := scheduler.Job{
+		Request:     worker.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(maxOut)},
+		Priority:    Priority(p.Tier),
+		AffinityKey: conv.ID,
+	}
+	ev := &events{emit: func(e *parleyv1.GenerationEvent) error { gen.Publish(e); return nil }, started: &parleyv1.GenerationStarted{
+		RequestId: requestID, ConversationId: conv.ID, MessageId: assistantID, Model: m.ID, UserMessageId: userMsg.ID,
+	}}
+	go c.runWeb(genCtx, p, conv, m, job, assistantID, grant, gen, ev)
+	return gen, conv.ID, nil
+}
+
+// runWeb streams one web generation into its live log, then stores the
+// answer — whole, or partial with its finish reason when cancelled or
+// failed — and settles the limits.
+func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, assistantID string, grant limits.Grant, gen *Generation, ev *events) {
+	defer c.Live.Finish(conv.ID, gen)
+	var answer strings.Builder
+	emit := ev.emit
+	ev.emit = func(e *parleyv1.GenerationEvent) error {
+		if d := e.GetDelta(); d != nil {
+			answer.WriteString(d.GetText())
+		}
+		return emit(e)
+	}
+	out, err := c.stream(ctx, job, ev, true)
+	if err != nil { // only if the started event could not be sent: not possible here
+		out = &Outcome{RequestID: job.Request.ID, Model: m.ID, FinishReason: worker.FinishError, Err: err}
+	}
+	if ctx.Err() != nil && out.FinishReason != worker.FinishStop && out.FinishReason != worker.FinishLength {
+		out.FinishReason = worker.FinishCancelled
+	}
+	done := context.WithoutCancel(ctx)
+	now := c.Now()
+	if err := c.Messages.Append(done, store.Message{
+		ID: assistantID, ConversationID: conv.ID, Role: "assistant", Parts: []store.Part{{Text: answer.String()}},
+		Model: m.ID, Tokens: int64(out.Usage.CompletionTokens), FinishReason: string(out.FinishReason), CreatedAt: now,
+	}); err != nil {
+		c.Logger.ErrorContext(done, "storing the answer", "conversation", conv.ID, "err", err)
+	}
+	_ = c.Conversations.Touch(done, p.UserID, conv.ID, now, "")
+	c.Limits.Settle(done, grant, int64(out.Usage.CompletionTokens))
+	c.Usage.Record(store.UsageRecord{
+		RequestID: job.Request.ID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "web", Model: m.ID,
+		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
+		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
+		FinishReason: string(out.FinishReason), CreatedAt: now,
+	})
+	_ = ev.finish(out)
+}
+
+// history reads a conversation's stored messages, oldest first.
+func (c *Core) history(ctx context.Context, conversationID string) ([]store.Message, error) {
+	var all []store.Message
+	cursor := ""
+	for {
+		page, next, err := c.Messages.List(ctx, conversationID, store.PageRequest{Size: 1000, Cursor: cursor})
+		if err != nil {
+			return nil, apierr.Internal()
+		}
+		all = append(all, page...)
+		if next == "" || len(all) >= maxHistory {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+// fitContext turns stored messages into the prompt, dropping the oldest
+// turns (never a system message, never the newest) until the prompt and the
+// answer fit the model's window.
+func (c *Core) fitContext(m *models.Model, maxOut int64, stored []store.Message) ([]worker.ChatMessage, int, error) {
+	msgs := make([]worker.ChatMessage, 0, len(stored))
+	for _, s := range stored {
+		if s.Role == "assistant" && s.FinishReason == string(worker.FinishError) && partsText(s.Parts) == "" {
+			continue // a failed answer with nothing in it adds nothing
+		}
+		msgs = append(msgs, worker.ChatMessage{Role: s.Role, Parts: toWorkerParts(s.Parts)})
+	}
+	budget := int(m.ContextWindow - maxOut)
+	n := worker.PromptTokens(c.Tokens, msgs)
+	for n > budget {
+		drop := -1
+		for i := 0; i < len(msgs)-1; i++ {
+			if msgs[i].Role != "system" {
+				drop = i
+				break
+			}
+		}
+		if drop < 0 {
+			return nil, 0, apierr.InvalidArgument("parts", fmt.Sprintf(
+				"the message is %d tokens; with the answer's %d it does not fit %s's context window of %d", n, maxOut, m.ID, m.ContextWindow))
+		}
+		msgs = append(msgs[:drop], msgs[drop+1:]...)
+		n = worker.PromptTokens(c.Tokens, msgs)
+	}
+	return msgs, n, nil
+}
+
+// Priority is the scheduling priority of a web tier.
+func Priority(t store.Tier) int {
+	switch t {
+	case store.TierMax:
+		return scheduler.PriorityMax
+	case store.TierPro:
+		return scheduler.PriorityPro
+	case store.TierPlus:
+		return scheduler.PriorityPlus
+	}
+	return scheduler.PriorityFree
+}
+
+func (c *Core) background(ctx context.Context) context.Context {
+	if c.Background != nil {
+		return c.Background
+	}
+	return ctx
+}
+
+func validateParts(parts []store.Part) (string, error) {
+	if len(parts) == 0 {
+		return "", apierr.InvalidArgument("parts", "must not be empty")
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		switch {
+		case p.AttachmentID != "":
+			return "", apierr.InvalidArgument(fmt.Sprintf("parts[%d].attachment_id", i), "attachments are not available on this server yet")
+		case !utf8.ValidString(p.Text):
+			return "", apierr.InvalidArgument(fmt.Sprintf("parts[%d].text", i), "is not valid UTF-8")
+		}
+		b.WriteString(p.Text)
+	}
+	text := b.String()
+	switch {
+	case strings.TrimSpace(text) == "":
+		return "", apierr.InvalidArgument("parts", "the message is empty")
+	case len(text) > MaxMessageBytes:
+		return "", apierr.InvalidArgument("parts", fmt.Sprintf("the message is %d bytes, over the limit of %d", len(text), MaxMessageBytes))
+	}
+	return text, nil
+}
+
+func toWorkerParts(parts []store.Part) []worker.Part {
+	out := make([]worker.Part, 0, len(parts))
+	for _, p := range parts {
+		if p.Text != "" {
+			out = append(out, worker.Part{Text: p.Text})
+		}
+	}
+	return out
+}
+
+func partsText(parts []store.Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// titleFrom makes a conversation title from its first message: the first
+// line, at most 60 characters.
+func titleFrom(text string) string {
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	if utf8.RuneCountInString(text) > 60 {
+		r := []rune(text)
+		text = strings.TrimSpace(string(r[:57])) + "…"
+	}
+	return text
+}

@@ -1,0 +1,126 @@
+// Package limits is the web channel's tier limits: per tier and model, a
+// number of requests, input tokens and output tokens per window, taken
+// atomically in one Limiter call before scheduling. Output is taken at the
+// request's max_output_tokens and the unused part given back after.
+package limits
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/store"
+)
+
+// Limits admits web generations against the tiers' allowances.
+type Limits struct {
+	limiter store.Limiter
+	now     func() time.Time
+}
+
+// New returns limits over limiter with the clock now.
+func New(limiter store.Limiter, now func() time.Time) *Limits {
+	return &Limits{limiter: limiter, now: now}
+}
+
+// Grant is what one admitted request took; Settle gives back the unused output.
+type Grant struct {
+	key       string
+	limit     models.TierLimit
+	OutputMax int64
+}
+
+// kinds in the order of a Take.
+var kinds = [3]parleyv1.LimitKind{
+	parleyv1.LimitKind_LIMIT_KIND_REQUESTS,
+	parleyv1.LimitKind_LIMIT_KIND_INPUT_TOKENS,
+	parleyv1.LimitKind_LIMIT_KIND_OUTPUT_TOKENS,
+}
+
+func key(userID, model string, kind parleyv1.LimitKind) string {
+	return fmt.Sprintf("lim:%s:%s:%d", userID, model, kind)
+}
+
+func amount(l models.TierLimit, kind parleyv1.LimitKind) int64 {
+	switch kind {
+	case parleyv1.LimitKind_LIMIT_KIND_REQUESTS:
+		return l.Requests
+	case parleyv1.LimitKind_LIMIT_KIND_INPUT_TOKENS:
+		return l.InputTokens
+	}
+	return l.OutputTokens
+}
+
+// Admit takes one request, inputTokens and maxOutput from the user's
+// allowance on m, all or nothing. Over a limit it answers
+// resource_exhausted naming the limit, with its state and when to retry.
+func (l *Limits) Admit(ctx context.Context, userID string, tier store.Tier, m *models.Model, inputTokens, maxOutput int64) (Grant, error) {
+	lim, ok := m.TierLimits[tier]
+	if !ok {
+		return Grant{}, apierr.PermissionDenied(fmt.Sprintf("the %s tier has no access to %s", tier, m.ID))
+	}
+	n := [3]int64{1, inputTokens, maxOutput}
+	takes := make([]store.Take, 3)
+	for i, kind := range kinds {
+		takes[i] = store.Take{Key: key(userID, m.ID, kind), Limit: amount(lim, kind), Window: lim.Window, N: n[i]}
+	}
+	now := l.now()
+	d, err := l.limiter.Take(ctx, now, takes)
+	if err != nil {
+		return Grant{}, apierr.Unavailable("limits are unavailable", 2*time.Second)
+	}
+	if !d.Allowed {
+		kind := kinds[d.Denied]
+		st := d.States[d.Denied]
+		status := l.status(m.ID, kind, lim, st)
+		name := map[parleyv1.LimitKind]string{kinds[0]: "requests", kinds[1]: "input tokens", kinds[2]: "output tokens"}[kind]
+		if d.Impossible {
+			return Grant{}, apierr.LimitExceeded(fmt.Sprintf("this request needs %d %s but the %s tier allows %d per %v on %s",
+				n[d.Denied], name, tier, amount(lim, kind), lim.Window, m.ID), status, 0)
+		}
+		return Grant{}, apierr.LimitExceeded(fmt.Sprintf("%s tier limit on %s reached: %d %s per %v; retry in %v",
+			tier, m.ID, amount(lim, kind), name, lim.Window, d.RetryAfter.Round(time.Second)), status, d.RetryAfter)
+	}
+	return Grant{key: key(userID, m.ID, kinds[2]), limit: lim, OutputMax: maxOutput}, nil
+}
+
+// Settle gives back the output tokens a request held but did not use.
+func (l *Limits) Settle(ctx context.Context, g Grant, usedOutput int64) {
+	if unused := g.OutputMax - usedOutput; unused > 0 && g.key != "" {
+		_, _ = l.limiter.Refund(context.WithoutCancel(ctx), l.now(), g.key, g.limit.OutputTokens, g.limit.Window, unused)
+	}
+}
+
+// Status reports each limit of the user's tier on each model (or one model).
+func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms []*models.Model) ([]*parleyv1.LimitStatus, error) {
+	var out []*parleyv1.LimitStatus
+	now := l.now()
+	for _, m := range ms {
+		lim, ok := m.TierLimits[tier]
+		if !ok {
+			continue
+		}
+		for _, kind := range kinds {
+			st, err := l.limiter.Peek(ctx, now, key(userID, m.ID, kind), amount(lim, kind), lim.Window)
+			if err != nil {
+				return nil, apierr.Unavailable("limits are unavailable", 2*time.Second)
+			}
+			out = append(out, l.status(m.ID, kind, lim, st))
+		}
+	}
+	return out, nil
+}
+
+func (l *Limits) status(model string, kind parleyv1.LimitKind, lim models.TierLimit, st store.LimitState) *parleyv1.LimitStatus {
+	total := amount(lim, kind)
+	return &parleyv1.LimitStatus{
+		Model: model, Kind: kind, Limit: total, Used: total - st.Remaining, Remaining: st.Remaining,
+		Window: durationpb.New(lim.Window), ResetsAt: timestamppb.New(st.ResetAt),
+	}
+}
