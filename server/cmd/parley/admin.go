@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/memlimit"
 )
 
 const adminUsage = `usage: parley admin <task> [flags]
@@ -59,7 +60,11 @@ func admin(ctx context.Context, args []string, stdout io.Writer) error {
 			return nil
 		}
 	case "create-key":
-		return errors.New("create-key: not available yet (the API keys issue)")
+		ttl := fs.Duration("ttl", auth.MaxAPIKeyTTL, "how long the key lives (at most 720h)")
+		name := fs.String("name", "admin", "a name to recognise the key by")
+		run = func(ctx context.Context, s *stores, u store.User) error {
+			return createKey(ctx, s, stdout, u, *name, *ttl)
+		}
 	default:
 		return fmt.Errorf("unknown task %q\n%s", task, adminUsage)
 	}
@@ -113,5 +118,23 @@ func createUser(ctx context.Context, s *stores, stdout io.Writer, email, passwor
 		return err
 	}
 	fmt.Fprintf(stdout, "created user %s (%s, tier %s, admin %v)\n", u.ID, u.Email, u.Tier, u.Admin)
+	return nil
+}
+
+func createKey(ctx context.Context, s *stores, stdout io.Writer, u store.User, name string, ttl time.Duration) error {
+	if name == "" || len(name) > 100 {
+		return errors.New("--name: give 1–100 characters")
+	}
+	if ttl <= 0 || ttl > auth.MaxAPIKeyTTL {
+		return errors.New("--ttl: must be positive and at most 720h (30 days)")
+	}
+	authn := auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{})
+	p := auth.Principal{UserID: u.ID, Email: u.Email, Tier: u.Tier, Admin: u.Admin}
+	k, secret, err := authn.CreateAPIKey(ctx, p, name, ttl, auth.Client{IP: "cli", UserAgent: "parley admin"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "created API key %s (%s) for %s, expires %s\n", k.ID, k.Prefix, u.Email, k.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintln(stdout, secret)
 	return nil
 }
