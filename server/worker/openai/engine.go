@@ -1,0 +1,429 @@
+// Package openai is the worker engine that forwards generations to an
+// OpenAI-compatible inference server (vLLM, SGLang, llama.cpp server, Ollama,
+// TGI): streamed chat completions with usage requested, cancellation that closes
+// the upstream request at once, typed errors for the upstream's refusals, and
+// load read from the server's Prometheus metrics where it has them.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/server/tokenize"
+	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/sse"
+)
+
+// Config sets up an Engine. Zero fields take the defaults documented on them.
+type Config struct {
+	// BaseURL is the upstream's OpenAI base URL, with /v1, as the OpenAI SDKs
+	// take it (e.g. http://vllm:8000/v1).
+	BaseURL string
+	// APIKey is sent as a bearer token when set.
+	APIKey string
+	// Models are the model ids served; empty: those the upstream lists at
+	// {BaseURL}/models when the engine starts.
+	Models []string
+	// ContextWindow and MaxOutputTokens describe every model (defaults 32768 and
+	// 4096); the gateway's catalog has the last word.
+	ContextWindow, MaxOutputTokens int
+	// MaxBatch is the upstream's sequence slots as reported to the scheduler (0:
+	// unknown, the scheduler's default applies).
+	MaxBatch int
+	// HTTPClient reaches the upstream (default: a client without an overall
+	// timeout, which would cut long streams).
+	HTTPClient *http.Client
+	// FirstByteTimeout bounds the wait for the response and its first event;
+	// IdleTimeout the wait between events (defaults 60 s and 30 s).
+	FirstByteTimeout, IdleTimeout time.Duration
+	// MetricsURL is the upstream's Prometheus endpoint (default: BaseURL without
+	// /v1, plus /metrics; "-" turns polling off).
+	MetricsURL string
+	// MetricsInterval is how often it is read (default 1 s).
+	MetricsInterval time.Duration
+	// Logger receives upstream failures (default: discarded).
+	Logger *slog.Logger
+}
+
+// Engine forwards generations to an OpenAI-compatible server. It implements
+// worker.Engine and is safe for concurrent use; Close stops its metrics
+// polling.
+type Engine struct {
+	cfg    Config
+	tok    *tokenize.Tokenizer
+	models []worker.ModelInfo
+
+	mu       sync.Mutex
+	inFlight int
+	upstream *upstreamLoad // nil until metrics are read
+	changed  chan struct{}
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+var _ worker.Engine = (*Engine)(nil)
+
+// New returns an engine for cfg, asking the upstream for its models when cfg
+// names none.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.BaseURL == "" {
+		return nil, errors.New("openai: no upstream URL")
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.ContextWindow <= 0 {
+		cfg.ContextWindow = 32768
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = 4096
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.FirstByteTimeout <= 0 {
+		cfg.FirstByteTimeout = 60 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.MetricsURL == "" {
+		cfg.MetricsURL = strings.TrimSuffix(cfg.BaseURL, "/v1") + "/metrics"
+	}
+	if cfg.MetricsInterval <= 0 {
+		cfg.MetricsInterval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{cfg: cfg, tok: tokenize.Default(), changed: make(chan struct{}), done: make(chan struct{})}
+	ids := cfg.Models
+	if len(ids) == 0 {
+		var err error
+		if ids, err = e.listModels(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		e.models = append(e.models, worker.ModelInfo{
+			ID: id, DisplayName: id, Description: "Served by an OpenAI-compatible inference server.",
+			ContextWindow: cfg.ContextWindow, MaxOutputTokens: cfg.MaxOutputTokens,
+		})
+	}
+	pollCtx, stop := context.WithCancel(context.Background())
+	e.stop = stop
+	if cfg.MetricsURL == "-" {
+		close(e.done)
+	} else {
+		go e.pollMetrics(pollCtx)
+	}
+	return e, nil
+}
+
+// Close stops polling the upstream's metrics.
+func (e *Engine) Close() {
+	e.stop()
+	<-e.done
+}
+
+// Models lists the models served.
+func (e *Engine) Models() []worker.ModelInfo { return slices.Clone(e.models) }
+
+func (e *Engine) listModels(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.FirstByteTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cfg.BaseURL+"/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	e.authorize(req)
+	resp, err := e.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("openai: listing models: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("openai: listing models: %w", upstreamError(resp))
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
+		return nil, fmt.Errorf("openai: listing models: %w", err)
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("openai: the upstream lists no models")
+	}
+	return ids, nil
+}
+
+func (e *Engine) authorize(req *http.Request) {
+	if e.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
+	}
+}
+
+// Generate streams one chat completion from the upstream. Refusals before the
+// stream begins are *worker.UpstreamError (matching ErrInvalidRequest,
+// ErrUnknownModel or ErrOverloaded by status) or ErrUpstreamTimeout; a failure
+// after the first delta ends the Result in FinishError. Cancelling ctx, or emit
+// failing, closes the upstream request at once.
+func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(text string, tokens int) error) (worker.Result, error) {
+	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
+		return worker.Result{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
+	}
+	if len(req.Messages) == 0 || req.MaxTokens < 0 {
+		return worker.Result{}, fmt.Errorf("%w: no messages or a negative max_tokens", worker.ErrInvalidRequest)
+	}
+	body, err := json.Marshal(e.chatRequest(req))
+	if err != nil {
+		return worker.Result{}, fmt.Errorf("%w: %v", worker.ErrInvalidRequest, err)
+	}
+	e.addInFlight(1)
+	defer e.addInFlight(-1)
+
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchdog := time.AfterFunc(e.cfg.FirstByteTimeout, func() { cancel(worker.ErrUpstreamTimeout) })
+	defer watchdog.Stop()
+	httpReq, err := http.NewRequestWithContext(callCtx, http.MethodPost, e.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return worker.Result{}, err
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Accept", "text/event-stream")
+	e.authorize(httpReq)
+	resp, err := e.cfg.HTTPClient.Do(httpReq)
+	if err != nil {
+		return worker.Result{}, e.failure(ctx, callCtx, err)
+	}
+	defer resp.Body.Close() // also what closes the upstream request on an early return
+	if resp.StatusCode != http.StatusOK {
+		return worker.Result{}, upstreamError(resp)
+	}
+
+	var (
+		usage      *sse.ChunkUsage
+		finish     string
+		completion int
+		started    bool
+		done       bool
+		streamErr  error
+	)
+	dec := sse.NewDecoder(resp.Body)
+	for !done && streamErr == nil {
+		ev, err := dec.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) || finish == "" {
+				streamErr = err
+			}
+			break
+		}
+		watchdog.Reset(e.cfg.IdleTimeout)
+		data := strings.TrimSpace(ev.Data)
+		if data == "[DONE]" {
+			done = true
+			break
+		}
+		if strings.HasPrefix(data, `{"error"`) {
+			var er sse.ErrorResponse
+			_ = json.Unmarshal([]byte(data), &er)
+			streamErr = &worker.UpstreamError{Status: http.StatusInternalServerError, Message: er.Error.Message}
+			break
+		}
+		var chunk sse.ChatCompletionChunk
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			streamErr = fmt.Errorf("openai: bad chunk: %w", err)
+			break
+		}
+		if chunk.Usage != nil {
+			usage = chunk.Usage
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if ch.Delta != nil && ch.Delta.Content != "" {
+				n := e.tok.Count(ch.Delta.Content)
+				completion += n
+				started = true
+				if err := emit(ch.Delta.Content, n); err != nil {
+					cancel(err)
+					return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+				}
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: context.Cause(ctx)}, nil
+	}
+	if streamErr == nil && finish == "" {
+		streamErr = errors.New("openai: the upstream stream ended without a finish reason")
+	}
+	if streamErr != nil {
+		err := e.failure(ctx, callCtx, streamErr)
+		if !started {
+			return worker.Result{}, err
+		}
+		e.cfg.Logger.Warn("upstream failed mid-stream", "request", req.ID, "err", err)
+		return worker.Result{FinishReason: worker.FinishError, Usage: e.estimate(req, completion), Err: err}, nil
+	}
+	res := worker.Result{FinishReason: worker.FinishStop, Usage: e.estimate(req, completion)}
+	if finish == "length" {
+		res.FinishReason = worker.FinishLength
+	}
+	if usage != nil {
+		res.Usage = worker.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens}
+		if usage.PromptTokensDetails != nil {
+			res.Usage.CachedTokens = usage.PromptTokensDetails.CachedTokens
+		}
+	}
+	return res, nil
+}
+
+// failure names why the call to the upstream failed: its timeout, or err.
+func (e *Engine) failure(ctx, callCtx context.Context, err error) error {
+	if ctx.Err() == nil && errors.Is(context.Cause(callCtx), worker.ErrUpstreamTimeout) {
+		return fmt.Errorf("%w after %v", worker.ErrUpstreamTimeout, e.cfg.FirstByteTimeout)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	var ue *worker.UpstreamError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return fmt.Errorf("openai: upstream: %w", err)
+}
+
+// estimate is the usage when the upstream reports none: the prompt counted by
+// the tokenizer, the completion as streamed.
+func (e *Engine) estimate(req worker.Request, completion int) worker.Usage {
+	return worker.Usage{PromptTokens: worker.EstimatePromptTokens(req.Messages), CompletionTokens: completion, Estimated: true}
+}
+
+// upstreamError reads a refusal's status, message and Retry-After.
+func upstreamError(resp *http.Response) *worker.UpstreamError {
+	ue := &worker.UpstreamError{Status: resp.StatusCode}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var er sse.ErrorResponse
+	if json.Unmarshal(data, &er) == nil && er.Error.Message != "" {
+		ue.Message = er.Error.Message
+	} else {
+		ue.Message = strings.TrimSpace(string(data))
+		if len(ue.Message) > 200 {
+			ue.Message = ue.Message[:200]
+		}
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		ue.RetryAfter = time.Duration(s) * time.Second
+	}
+	return ue
+}
+
+// chatRequest is the body of POST /chat/completions.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+}
+
+// chatMessage's Content is a string when the message is all text (which every
+// server accepts), else a list of content parts.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+type contentPart struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+func (e *Engine) chatRequest(req worker.Request) chatRequest {
+	out := chatRequest{
+		Model: req.Model, Stream: true, MaxTokens: req.MaxTokens,
+		Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
+	}
+	out.StreamOptions.IncludeUsage = true
+	for _, m := range req.Messages {
+		parts := make([]contentPart, 0, len(m.Parts))
+		allText := true
+		for _, p := range m.Parts {
+			switch {
+			case p.Image != nil:
+				allText = false
+				parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{
+					URL: "data:" + p.Image.MimeType + ";base64," + base64.StdEncoding.EncodeToString(p.Image.Data)}})
+			case p.Document != nil:
+				parts = append(parts, contentPart{Type: "text", Text: "<document name=\"" + p.Document.Filename + "\">\n" +
+					p.Document.Text + "\n</document>"})
+			default:
+				parts = append(parts, contentPart{Type: "text", Text: p.Text})
+			}
+		}
+		if allText {
+			texts := make([]string, len(parts))
+			for i, p := range parts {
+				texts[i] = p.Text
+			}
+			out.Messages = append(out.Messages, chatMessage{Role: m.Role, Content: strings.Join(texts, "\n")})
+		} else {
+			out.Messages = append(out.Messages, chatMessage{Role: m.Role, Content: parts})
+		}
+	}
+	return out
+}
+
+func (e *Engine) addInFlight(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inFlight += n
+	e.notifyLocked()
+}
+
+func (e *Engine) notifyLocked() {
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// LoadChanged is closed on the next change of the in-flight count or of the
+// upstream's metrics.
+func (e *Engine) LoadChanged() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}

@@ -1,0 +1,345 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/worker/openai"
+)
+
+// fakeUpstream is an OpenAI-compatible server the test scripts.
+type fakeUpstream struct {
+	*httptest.Server
+	mu      sync.Mutex
+	bodies  []map[string]any
+	chat    http.HandlerFunc
+	metrics string // served at /metrics; "" → 404
+}
+
+func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
+	u := &fakeUpstream{chat: chat}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		u.mu.Lock()
+		u.bodies = append(u.bodies, body)
+		u.mu.Unlock()
+		u.chat(w, r)
+	})
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"llama-3-8b","object":"model"}]}`)
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.metrics == "" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, u.metrics)
+	})
+	u.Server = httptest.NewServer(mux)
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *fakeUpstream) lastBody() map[string]any {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.bodies[len(u.bodies)-1]
+}
+
+// stream writes chunks as SSE events, flushing each.
+func stream(w http.ResponseWriter, events ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+		w.(http.Flusher).Flush()
+	}
+}
+
+func delta(text string) string {
+	return fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","model":"llama-3-8b","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`, text)
+}
+
+func finish(reason string) string {
+	return fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","model":"llama-3-8b","choices":[{"index":0,"delta":{},"finish_reason":%q}]}`, reason)
+}
+
+const usageChunk = `{"id":"c1","object":"chat.completion.chunk","model":"llama-3-8b","choices":[],"usage":{"prompt_tokens":42,"completion_tokens":3,"total_tokens":45,"prompt_tokens_details":{"cached_tokens":32}}}`
+
+func newEngine(t *testing.T, u *fakeUpstream, cfg openai.Config) *openai.Engine {
+	t.Helper()
+	cfg.BaseURL = u.URL + "/v1"
+	if cfg.MetricsInterval == 0 {
+		cfg.MetricsInterval = 10 * time.Millisecond
+	}
+	e, err := openai.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func request(parts ...worker.Part) worker.Request {
+	if len(parts) == 0 {
+		parts = []worker.Part{{Text: "Say hello."}}
+	}
+	return worker.Request{ID: "r1", Model: "llama-3-8b", MaxTokens: 16, Messages: []worker.ChatMessage{
+		{Role: "system", Parts: []worker.Part{{Text: "Be brief."}}},
+		{Role: "user", Parts: parts},
+	}}
+}
+
+func collect(text *strings.Builder) func(string, int) error {
+	return func(s string, _ int) error { text.WriteString(s); return nil }
+}
+
+func TestDeltasAndUsage(t *testing.T) {
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		stream(w, delta("Hello"), delta(","), delta(" world"), finish("length"), usageChunk, "[DONE]")
+	})
+	e := newEngine(t, u, openai.Config{APIKey: "sk-test"})
+	if ms := e.Models(); len(ms) != 1 || ms[0].ID != "llama-3-8b" {
+		t.Fatalf("models from /v1/models = %+v", ms)
+	}
+	var text strings.Builder
+	res, err := e.Generate(context.Background(), request(
+		worker.Part{Text: "Describe this."},
+		worker.Part{Image: &worker.Image{Data: []byte("PNGDATA"), MimeType: "image/png"}},
+		worker.Part{Document: &worker.Document{Filename: "notes.txt", Text: "the notes"}},
+	), collect(&text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text.String() != "Hello, world" {
+		t.Errorf("text = %q", text.String())
+	}
+	want := worker.Result{FinishReason: worker.FinishLength, Usage: worker.Usage{PromptTokens: 42, CompletionTokens: 3, CachedTokens: 32}}
+	if res != want {
+		t.Errorf("result = %+v, want %+v", res, want)
+	}
+	body := u.lastBody()
+	if body["stream"] != true || body["stream_options"].(map[string]any)["include_usage"] != true || body["max_tokens"] != float64(16) {
+		t.Errorf("request body = %v", body)
+	}
+	msgs := body["messages"].([]any)
+	if sys := msgs[0].(map[string]any); sys["content"] != "Be brief." {
+		t.Errorf("text-only message = %v, want a plain string", sys)
+	}
+	parts := msgs[1].(map[string]any)["content"].([]any)
+	img := parts[1].(map[string]any)
+	if img["type"] != "image_url" || img["image_url"].(map[string]any)["url"] != "data:image/png;base64,UE5HREFUQQ==" {
+		t.Errorf("image part = %v", img)
+	}
+	if doc := parts[2].(map[string]any); doc["type"] != "text" || !strings.Contains(doc["text"].(string), "the notes") {
+		t.Errorf("document part = %v", doc)
+	}
+}
+
+func TestNoUsageIsEstimated(t *testing.T) {
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		stream(w, delta("Hello"), delta(" there, friend"), finish("stop"), "[DONE]")
+	})
+	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
+	res, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinishReason != worker.FinishStop || !res.Usage.Estimated || res.Usage.PromptTokens < 5 || res.Usage.CompletionTokens != 4 {
+		t.Errorf("result = %+v, want stop with estimated usage (4 completion tokens)", res)
+	}
+}
+
+func TestUpstreamRefusals(t *testing.T) {
+	cases := []struct {
+		status   int
+		body     string
+		sentinel error
+	}{
+		{400, `{"error":{"message":"max_tokens is too large","type":"invalid_request_error","code":400}}`, worker.ErrInvalidRequest},
+		{404, `{"error":{"message":"model not found","type":"not_found"}}`, worker.ErrUnknownModel},
+		{429, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`, worker.ErrOverloaded},
+		{500, `Internal Server Error`, nil},
+		{503, `{"error":{"message":"engine dead"}}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.status), func(t *testing.T) {
+			u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "7")
+				w.WriteHeader(c.status)
+				fmt.Fprint(w, c.body)
+			})
+			e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
+			_, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+			var ue *worker.UpstreamError
+			if !errors.As(err, &ue) || ue.Status != c.status || ue.Message == "" {
+				t.Fatalf("err = %v, want an UpstreamError with status %d and a message", err, c.status)
+			}
+			if c.sentinel != nil && !errors.Is(err, c.sentinel) {
+				t.Errorf("%v does not match %v", err, c.sentinel)
+			}
+			if c.sentinel == nil && (worker.CallerFault(err) || errors.Is(err, worker.ErrOverloaded)) {
+				t.Errorf("%v taken for the caller's fault or overload", err)
+			}
+			if c.status == 429 && ue.RetryAfter != 7*time.Second {
+				t.Errorf("retry-after = %v", ue.RetryAfter)
+			}
+		})
+	}
+}
+
+func TestSlowUpstream(t *testing.T) {
+	t.Run("no response", func(t *testing.T) {
+		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		})
+		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, FirstByteTimeout: 50 * time.Millisecond})
+		start := time.Now()
+		_, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+		if !errors.Is(err, worker.ErrUpstreamTimeout) {
+			t.Fatalf("err = %v, want ErrUpstreamTimeout", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("took %v", d)
+		}
+	})
+	t.Run("stalls midway", func(t *testing.T) {
+		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			stream(w, delta("Hello"))
+			<-r.Context().Done()
+		})
+		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, IdleTimeout: 50 * time.Millisecond})
+		res, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FinishReason != worker.FinishError || !errors.Is(res.Err, worker.ErrUpstreamTimeout) || res.Usage.CompletionTokens != 1 {
+			t.Errorf("result = %+v, want finish error by timeout with the usage so far", res)
+		}
+	})
+}
+
+func TestCancellationClosesUpstream(t *testing.T) {
+	upstreamDone := make(chan time.Time, 1)
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		stream(w, delta("Hello"))
+		<-r.Context().Done()
+		upstreamDone <- time.Now()
+	})
+	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelledAt := make(chan time.Time, 1)
+	resc := make(chan worker.Result, 1)
+	go func() {
+		res, _ := e.Generate(ctx, request(), func(string, int) error {
+			cancelledAt <- time.Now()
+			cancel()
+			return nil
+		})
+		resc <- res
+	}()
+	select {
+	case at := <-upstreamDone:
+		if d := at.Sub(<-cancelledAt); d > 100*time.Millisecond {
+			t.Errorf("upstream saw the cancellation after %v, want under 100 ms", d)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the upstream request was not closed")
+	}
+	if res := <-resc; res.FinishReason != worker.FinishCancelled || res.Usage.CompletionTokens != 1 {
+		t.Errorf("result = %+v, want cancelled with the usage so far", res)
+	}
+
+	// An emit failure (the client went away) closes it too.
+	_, _ = e.Generate(context.Background(), request(), func(string, int) error { return io.ErrClosedPipe })
+	select {
+	case <-upstreamDone:
+	case <-time.After(time.Second):
+		t.Fatal("the upstream request was not closed after emit failed")
+	}
+}
+
+func TestLoadFromMetrics(t *testing.T) {
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	u.metrics = `# HELP vllm:num_requests_running Number of requests running.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="llama-3-8b"} 5.0
+vllm:num_requests_waiting{model_name="llama-3-8b"} 2.0
+vllm:gpu_cache_usage_perc{model_name="llama-3-8b"} 0.25
+vllm:other_thing 99
+`
+	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, MaxBatch: 64})
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Load().Running != 5 && time.Now().Before(deadline) {
+		<-e.LoadChanged()
+	}
+	got := e.Load()
+	if got.Running != 5 || got.Waiting != 2 || got.KVUsedTokens*4 != got.KVCapacityTokens || got.MaxBatch != 64 {
+		t.Errorf("vLLM load = %+v", got)
+	}
+
+	u2 := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	u2.metrics = "sglang:num_running_reqs{model_name=\"m\"} 3\nsglang:num_queue_reqs{model_name=\"m\"} 4\nsglang:token_usage{model_name=\"m\"} 0.5\n"
+	e2 := newEngine(t, u2, openai.Config{Models: []string{"m"}})
+	deadline = time.Now().Add(5 * time.Second)
+	for e2.Load().Running != 3 && time.Now().Before(deadline) {
+		<-e2.LoadChanged()
+	}
+	if got := e2.Load(); got.Running != 3 || got.Waiting != 4 || got.KVUsedTokens*2 != got.KVCapacityTokens {
+		t.Errorf("SGLang load = %+v", got)
+	}
+}
+
+func TestLoadWithoutMetricsCountsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		stream(w, delta("a"))
+		<-release
+		stream(w, finish("stop"), "[DONE]")
+	})
+	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
+	started := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var once sync.Once
+			_, _ = e.Generate(context.Background(), request(), func(string, int) error { once.Do(func() { started <- struct{}{} }); return nil })
+		}()
+	}
+	<-started
+	<-started
+	if got := e.Load(); got.Running != 2 || got.InFlight != 2 {
+		t.Errorf("load = %+v, want 2 in flight", got)
+	}
+	close(release)
+	wg.Wait()
+	if got := e.Load(); got.InFlight != 0 {
+		t.Errorf("load after = %+v", got)
+	}
+}
+
+func TestUnknownModel(t *testing.T) {
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
+	if _, err := e.Generate(context.Background(), worker.Request{Model: "gpt-9", Messages: request().Messages}, nil); !errors.Is(err, worker.ErrUnknownModel) {
+		t.Errorf("err = %v", err)
+	}
+}
