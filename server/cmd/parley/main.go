@@ -41,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, args[1:], stderr)
+	case "worker":
+		err = runWorker(ctx, args[1:], stderr)
 	case "migrate":
 		err = migrate(ctx, args[1:], stdout)
 	case "admin":
