@@ -127,9 +127,13 @@ func (f *fixture) signUp(t testing.TB, email string) (store.User, string) {
 	return u, s.Token
 }
 
-func cookie(token string) map[string]string { return map[string]string{"Cookie": auth.CookieName + "=" + token} }
+func cookie(token string) map[string]string {
+	return map[string]string{"Cookie": auth.CookieName + "=" + token}
+}
 
-func bearer(secret string) map[string]string { return map[string]string{"Authorization": "Bearer " + secret} }
+func bearer(secret string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + secret}
+}
 
 func TestExpiredSessionIsUnauthenticated(t *testing.T) {
 	f := newFixture(t, auth.Config{})

@@ -45,13 +45,13 @@ type Config struct {
 
 // Report is a run's result.
 type Report struct {
-	Requests, Errors  int
-	Elapsed           time.Duration
-	RequestsPerSecond float64
-	TokensPerSecond   float64
-	TTFTp50, TTFTp99  time.Duration
+	Requests, Errors   int
+	Elapsed            time.Duration
+	RequestsPerSecond  float64
+	TokensPerSecond    float64
+	TTFTp50, TTFTp99   time.Duration
 	TotalP50, TotalP99 time.Duration
-	FirstError        string
+	FirstError         string
 }
 
 // String renders the report for a person.

@@ -6,6 +6,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -76,6 +77,18 @@ func (b *Billing) Settle(ctx context.Context, h Hold, costNanos int64) (store.Se
 	}
 	b.logger.ErrorContext(ctx, "settle failed; the sweeper will release the hold", "reservation", h.ID, "cost_nanos", costNanos, "err", err)
 	return s, err
+}
+
+// Adjust changes a user's balance by delta (a top-up, or a deduction that
+// may not take it below zero) and returns the new available balance.
+func (b *Billing) Adjust(ctx context.Context, userID string, deltaNanos int64, reason string) (int64, error) {
+	balance, err := b.ledger.Adjust(ctx, store.Adjustment{UserID: userID, DeltaNanos: deltaNanos, Reason: reason, At: b.now()})
+	var short *store.InsufficientFundsError
+	if errors.As(err, &short) {
+		return 0, apierr.FailedPrecondition(fmt.Sprintf("the balance is %s; deducting %s would take it below zero",
+			apierr.USD(short.AvailableNanos), apierr.USD(-deltaNanos)))
+	}
+	return balance, err
 }
 
 // Balance returns the user's available and reserved money.

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -59,6 +60,8 @@ type Core struct {
 	// Background is the context web generations run under (they outlive
 	// their requests); cancelling it stops them all, e.g. at shutdown.
 	Background context.Context
+
+	running sync.WaitGroup // web generations in progress
 }
 
 // Request is one generation as the surfaces hand it to the core.

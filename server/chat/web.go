@@ -145,7 +145,11 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 	ev := &events{emit: func(e *parleyv1.GenerationEvent) error { gen.Publish(e); return nil }, started: &parleyv1.GenerationStarted{
 		RequestId: requestID, ConversationId: conv.ID, MessageId: assistantID, Model: m.ID, UserMessageId: userMsg.ID,
 	}}
-	go c.runWeb(genCtx, p, conv, m, job, assistantID, grant, gen, ev)
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		c.runWeb(genCtx, p, conv, m, job, assistantID, grant, gen, ev)
+	}()
 	return gen, conv.ID, nil
 }
 
@@ -248,6 +252,10 @@ func Priority(t store.Tier) int {
 	}
 	return scheduler.PriorityFree
 }
+
+// Wait blocks until every web generation has ended and been stored (after
+// Background is cancelled, at shutdown).
+func (c *Core) Wait() { c.running.Wait() }
 
 func (c *Core) background(ctx context.Context) context.Context {
 	if c.Background != nil {

@@ -37,6 +37,9 @@ type Serve struct {
 	OTLPEndpoint string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// Secret (hex) signs page tokens and blob URLs; every gateway sharing
+	// stores needs the same one. Empty: a key kept in the data directory.
+	Secret string
 }
 
 // ServeFlags registers the serve settings on fs with their defaults and
@@ -53,6 +56,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "time scale of the in-process sim worker (0 = no waiting)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.Secret, "secret", "", "hex key signing page tokens and blob URLs (scale mode: the same on every gateway)")
 	return c
 }
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 )
 
-const usage = `usage: parley <command> [flags]
+const usageText = `usage: parley <command> [flags]
 
 commands:
   serve     run the gateway (embedded default: SQLite and one in-process sim worker)
@@ -34,7 +34,7 @@ func main() {
 // run dispatches to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText)
 		return 2
 	}
 	var err error
@@ -50,10 +50,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usageText)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "parley: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "parley: unknown command %q\n\n%s", args[0], usageText)
 		return 2
 	}
 	if err != nil {

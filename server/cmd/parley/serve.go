@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -15,9 +16,21 @@ import (
 	"connectrpc.com/otelconnect"
 
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
+	"github.com/parleyhq/parley/server/api"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
+	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/obs"
+	"github.com/parleyhq/parley/server/scheduler"
+	"github.com/parleyhq/parley/server/store/memlimit"
+	"github.com/parleyhq/parley/server/tokenize"
+	"github.com/parleyhq/parley/server/usage"
+	"github.com/parleyhq/parley/server/worker/sim"
+	"github.com/parleyhq/parley/sse"
 )
 
 // serve runs the gateway until ctx is done. It reads as the wiring diagram
@@ -25,6 +38,14 @@ import (
 func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := config.ServeFlags(fs)
+	loginRate := fs.Int64("login-rate", auth.DefaultLoginRate, "Login and SignUp attempts allowed per minute per client IP and per email")
+	modelsFile := fs.String("models-file", "", "YAML catalog of models (default: the embedded sim models)")
+	holdTTL := fs.Duration("hold-ttl", 15*time.Minute, "how long an unsettled billing hold lives before the sweeper releases it")
+	sweepEvery := fs.Duration("sweep-interval", 30*time.Second, "how often expired billing holds are released")
+	apiPriority := fs.Int("api-priority", scheduler.PriorityPro, "scheduling priority of API requests among the web tiers (0 free … 3 max)")
+	pingEvery := fs.Duration("ping-interval", 10*time.Second, "keep-alive comment interval on quiet SSE streams")
+	queueLimit := fs.Int("queue-limit", 256, "requests per model that may wait for a worker before new ones are refused")
+	maxQueueWait := fs.Duration("max-queue-wait", 30*time.Second, "longest a request waits for a worker")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -43,13 +64,68 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 	defer stores.Close()
 
-	// Connect options shared by every service: metrics, tracing, message size.
+	// Authentication: sessions, API keys, the pre-auth limiter, the audit log.
+	authn := auth.New(stores.Accounts, stores.Audit, memlimit.New(0), time.Now, auth.Config{
+		InsecureCookies: cfg.InsecureCookies,
+		WebOrigins:      cfg.WebOrigins,
+		LoginRate:       *loginRate,
+		Logger:          logger,
+	})
+	// Runs until the server has drained, so the last API key uses are written.
+	authCtx, stopAuth := context.WithCancel(context.Background())
+	authDone := make(chan struct{})
+	go func() { authn.Run(authCtx); close(authDone) }()
+	defer func() { stopAuth(); <-authDone }()
+	secret, err := stores.Secret(cfg)
+	if err != nil {
+		return err
+	}
+	pages := api.PageTokens{Key: secret}
+
+	// Models, the scheduler and its workers (none given: one in-process sim).
+	catalog, err := models.Load(*modelsFile)
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Config{
+		Workers: cfg.Workers, Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
+	}, logger)
+	if err != nil {
+		return err
+	}
+	defer sched.Close()
+	if len(cfg.Workers) == 0 {
+		var ids []string
+		for _, m := range catalog.All() {
+			ids = append(ids, m.ID)
+		}
+		sched.AddWorker("in-process", sim.New(sim.Config{Models: ids, TimeScale: cfg.SimTimeScale}))
+	}
+
+	// The generation core: billing and limits, history, usage, live generations.
+	bill := billing.New(stores.Ledger, time.Now, *holdTTL, logger)
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	defer stopSweep()
+	go bill.Sweep(sweepCtx, *sweepEvery)
+	usageSink := usage.NewSink(stores.Usage, metrics.Registry, logger, 500, 100_000, time.Second)
+	defer usageSink.Close()
+	tierLimits := limits.New(memlimit.New(time.Minute), time.Now)
+	generations, stopGenerations := context.WithCancel(context.Background())
+	core := &chat.Core{
+		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched, Usage: usageSink,
+		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: 8 << 20,
+		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
+		Live: chat.NewLive(5 * time.Minute), Background: generations,
+	}
+	defer func() { stopGenerations(); core.Wait() }()
+
+	// Connect options shared by every service: metrics, tracing, auth, message size.
 	otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
 	if err != nil {
 		return err
 	}
 	handlerOpts := []connect.HandlerOption{
-		connect.WithInterceptors(metrics.Interceptor(), otelInterceptor),
+		connect.WithInterceptors(metrics.Interceptor(), otelInterceptor, authn.Interceptor()),
 		connect.WithReadMaxBytes(int(cfg.MaxBodyBytes)),
 	}
 
@@ -65,14 +141,16 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		parleyv1connect.BillingServiceName,
 		parleyv1connect.AdminServiceName,
 	}
-	mux.Handle(parleyv1connect.NewAuthServiceHandler(parleyv1connect.UnimplementedAuthServiceHandler{}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewApiKeyServiceHandler(parleyv1connect.UnimplementedApiKeyServiceHandler{}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewModelServiceHandler(parleyv1connect.UnimplementedModelServiceHandler{}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewChatServiceHandler(parleyv1connect.UnimplementedChatServiceHandler{}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewConversationServiceHandler(parleyv1connect.UnimplementedConversationServiceHandler{}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewAuthServiceHandler(&api.AuthHandler{Auth: authn}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewApiKeyServiceHandler(&api.ApiKeyHandler{Auth: authn, Pages: pages}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewModelServiceHandler(&api.ModelHandler{Catalog: catalog}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewChatServiceHandler(&api.ChatHandler{Core: core}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewConversationServiceHandler(&api.ConversationHandler{Core: core, Pages: pages}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(parleyv1connect.UnimplementedAttachmentServiceHandler{}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewBillingServiceHandler(parleyv1connect.UnimplementedBillingServiceHandler{}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewAdminServiceHandler(parleyv1connect.UnimplementedAdminServiceHandler{}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewBillingServiceHandler(&api.BillingHandler{
+		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
+	}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{Auth: authn, Billing: bill, Scheduler: sched}, handlerOpts...))
 
 	// Health and reflection over gRPC, gRPC-Web and Connect.
 	health := grpchealth.NewStaticChecker(services...)
@@ -81,15 +159,29 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle(grpcreflect.NewHandlerV1(reflector, handlerOpts...))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, handlerOpts...))
 
+	// The SSE form of every server-streaming RPC, over the same handlers.
+	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: *pingEvery}))
+
+	// The OpenAI-compatible surface, over the same core.
+	openai := &api.OpenAIHandler{Core: core, Catalog: catalog, PingInterval: *pingEvery}
+	v1 := authn.Middleware(auth.AccessAny, func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
+		api.WriteOpenAIError(w, r, err)
+	})
+	mux.Handle("POST /v1/chat/completions", metrics.HTTP("openai_chat_completions", v1(http.HandlerFunc(openai.ChatCompletions))))
+	mux.Handle("GET /v1/models", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Models))))
+
 	// Plain HTTP endpoints.
+	checks := stores.Checks()
+	checks["workers"] = sched.Ready
 	mux.Handle("GET /healthz", metrics.HTTP("healthz", gateway.Healthz()))
-	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(stores.Checks())))
+	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
 		gateway.CORS(cfg.WebOrigins),
 		gateway.BodyLimit(cfg.MaxBodyBytes),
+		auth.RecordOrigin,
 	)
 
 	ln, err := net.Listen("tcp", cfg.Listen)

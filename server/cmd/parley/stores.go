@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +19,7 @@ import (
 // the embedded SQLite database unless a scale backend is configured.
 type stores struct {
 	store.Store
-	checks map[string]gateway.Check
+	checks  map[string]gateway.Check
 	closers []func() error
 }
 
@@ -45,4 +48,29 @@ func (s *stores) Close() {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		_ = s.closers[i]()
 	}
+}
+
+// Secret returns the key that signs page tokens and blob URLs: --secret
+// (hex, shared by every gateway in scale mode) or, embedded, a random key
+// kept in the data directory so tokens survive restarts.
+func (s *stores) Secret(cfg *config.Serve) ([]byte, error) {
+	if cfg.Secret != "" {
+		k, err := hex.DecodeString(cfg.Secret)
+		if err != nil || len(k) < 16 {
+			return nil, errors.New("--secret: give at least 32 hex digits")
+		}
+		return k, nil
+	}
+	path := filepath.Join(cfg.DataDir, "secret.key")
+	if k, err := os.ReadFile(path); err == nil && len(k) == 32 {
+		return k, nil
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, k, 0o600); err != nil {
+		return nil, fmt.Errorf("secret: %w", err)
+	}
+	return k, nil
 }

@@ -1,0 +1,133 @@
+package api
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/scheduler"
+	"github.com/parleyhq/parley/server/store"
+)
+
+// AdminHandler serves AdminService. The auth layer has already refused
+// callers who are not admins.
+type AdminHandler struct {
+	parleyv1connect.UnimplementedAdminServiceHandler
+	Auth      *auth.Authenticator
+	Billing   *billing.Billing
+	Scheduler *scheduler.Scheduler
+}
+
+// AdjustBalance adds to (or, negative, deducts from) a user's balance; it
+// never takes the balance below zero.
+func (h *AdminHandler) AdjustBalance(ctx context.Context, req *connect.Request[parleyv1.AdjustBalanceRequest]) (*connect.Response[parleyv1.AdjustBalanceResponse], error) {
+	if req.Msg.GetDeltaNanos() == 0 {
+		return nil, apierr.InvalidArgument("delta_nanos", "must not be zero")
+	}
+	reason := req.Msg.GetReason()
+	if len(reason) > 500 {
+		return nil, apierr.InvalidArgument("reason", "at most 500 bytes")
+	}
+	userID, err := h.userID(ctx, req.Msg.GetUserId(), req.Msg.GetEmail())
+	if err != nil {
+		return nil, err
+	}
+	p, _ := auth.FromContext(ctx)
+	if reason == "" {
+		reason = "admin adjustment by " + p.Email
+	}
+	balance, err := h.Billing.Adjust(ctx, userID, req.Msg.GetDeltaNanos(), reason)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.AdjustBalanceResponse{BalanceNanos: balance}), nil
+}
+
+// ListWorkers shows every worker this gateway schedules onto, by address.
+func (h *AdminHandler) ListWorkers(context.Context, *connect.Request[parleyv1.ListWorkersRequest]) (*connect.Response[parleyv1.ListWorkersResponse], error) {
+	res := &parleyv1.ListWorkersResponse{}
+	for _, w := range h.Scheduler.Workers() {
+		pw := &parleyv1.Worker{
+			Address: w.Address, WorkerId: w.WorkerID, Models: w.Models, ConsecutiveFailures: int32(w.ConsecutiveFailures),
+			Load: &parleyv1.WorkerLoad{
+				Running: int32(w.Load.Running), Waiting: int32(w.Load.Waiting), MaxBatch: int32(w.Load.MaxBatch),
+				KvUsedTokens: w.Load.KVUsedTokens, KvCapacityTokens: w.Load.KVCapacityTokens,
+			},
+		}
+		switch w.State {
+		case scheduler.StateReady:
+			pw.State = parleyv1.WorkerState_WORKER_STATE_READY
+		case scheduler.StateEjected:
+			pw.State = parleyv1.WorkerState_WORKER_STATE_EJECTED
+			pw.EjectedUntil = timestamppb.New(w.EjectedUntil)
+		case scheduler.StateConnecting:
+			pw.State = parleyv1.WorkerState_WORKER_STATE_CONNECTING
+		}
+		res.Workers = append(res.Workers, pw)
+	}
+	slices.SortFunc(res.Workers, func(a, b *parleyv1.Worker) int { return strings.Compare(a.Address, b.Address) })
+	return connect.NewResponse(res), nil
+}
+
+// SetUserTier changes a user's tier; it is audited.
+func (h *AdminHandler) SetUserTier(ctx context.Context, req *connect.Request[parleyv1.SetUserTierRequest]) (*connect.Response[parleyv1.SetUserTierResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	tier, ok := TierFromProto(req.Msg.GetTier())
+	if !ok {
+		return nil, apierr.InvalidArgument("tier", "must be one of TIER_FREE, TIER_PLUS, TIER_PRO, TIER_MAX")
+	}
+	userID, err := h.userID(ctx, req.Msg.GetUserId(), req.Msg.GetEmail())
+	if err != nil {
+		return nil, err
+	}
+	u, err := h.Auth.SetUserTier(ctx, p, userID, tier, clientOf(req))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.SetUserTierResponse{User: UserToProto(u)}), nil
+}
+
+// userID resolves the "exactly one of user_id and email" of admin requests.
+func (h *AdminHandler) userID(ctx context.Context, id, email string) (string, error) {
+	switch {
+	case id != "" && email != "":
+		return "", apierr.InvalidArgument("user_id", "give user_id or email, not both")
+	case id != "":
+		return id, nil
+	case email == "":
+		return "", apierr.InvalidArgument("user_id", "give user_id or email")
+	}
+	norm, err := validEmail(email)
+	if err != nil {
+		return "", err
+	}
+	u, err := h.Auth.UserByEmail(ctx, norm)
+	if err != nil {
+		return "", err
+	}
+	return u.ID, nil
+}
+
+// TierFromProto maps the API's tier to the store's; false for unspecified
+// or unknown values.
+func TierFromProto(t parleyv1.Tier) (store.Tier, bool) {
+	switch t {
+	case parleyv1.Tier_TIER_FREE:
+		return store.TierFree, true
+	case parleyv1.Tier_TIER_PLUS:
+		return store.TierPlus, true
+	case parleyv1.Tier_TIER_PRO:
+		return store.TierPro, true
+	case parleyv1.Tier_TIER_MAX:
+		return store.TierMax, true
+	}
+	return "", false
+}

@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// BillingHandler serves BillingService.
+type BillingHandler struct {
+	parleyv1connect.UnimplementedBillingServiceHandler
+	Billing *billing.Billing
+	Usage   store.Usage
+	Pages   PageTokens
+	Limits  *limits.Limits
+	Catalog *models.Catalog
+}
+
+// GetLimits reports the caller's tier limits, their use and when they reset.
+func (h *BillingHandler) GetLimits(ctx context.Context, req *connect.Request[parleyv1.GetLimitsRequest]) (*connect.Response[parleyv1.GetLimitsResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	ms := h.Catalog.All()
+	if id := req.Msg.GetModel(); id != "" {
+		m, ok := h.Catalog.Lookup(id)
+		if !ok {
+			return nil, apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", id))
+		}
+		ms = []*models.Model{m}
+	}
+	st, err := h.Limits.Status(ctx, p.UserID, p.Tier, ms)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.GetLimitsResponse{Tier: TierToProto(p.Tier), Limits: st}), nil
+}
+
+// GetBalance returns the caller's available and reserved money.
+func (h *BillingHandler) GetBalance(ctx context.Context, _ *connect.Request[parleyv1.GetBalanceRequest]) (*connect.Response[parleyv1.GetBalanceResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	b, err := h.Billing.Balance(ctx, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.GetBalanceResponse{BalanceNanos: b.AvailableNanos, ReservedNanos: b.ReservedNanos}), nil
+}
+
+// ListUsage pages through the caller's usage records, newest first.
+func (h *BillingHandler) ListUsage(ctx context.Context, req *connect.Request[parleyv1.ListUsageRequest]) (*connect.Response[parleyv1.ListUsageResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	size, err := PageSize(req.Msg.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	cursor, err := h.Pages.Open(p.UserID, "usage", req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	records, next, err := h.Usage.List(ctx, p.UserID, store.PageRequest{Size: size, Cursor: cursor})
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	res := &parleyv1.ListUsageResponse{NextPageToken: h.Pages.Seal(p.UserID, "usage", next)}
+	for _, r := range records {
+		channel := parleyv1.AuthChannel_AUTH_CHANNEL_SESSION
+		if r.APIKeyID != "" {
+			channel = parleyv1.AuthChannel_AUTH_CHANNEL_API_KEY
+		}
+		res.UsageRecords = append(res.UsageRecords, &parleyv1.UsageRecord{
+			RequestId: r.RequestID, Model: r.Model, CostNanos: r.CostNanos, ApiKeyId: r.APIKeyID, Channel: channel,
+			FinishReason: chat.FinishReasonToProto(worker.FinishReason(r.FinishReason)),
+			Usage: &parleyv1.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+				CachedTokens: r.CachedTokens, Estimated: r.Estimated},
+			CreatedAt: timestamppb.New(r.CreatedAt),
+		})
+	}
+	return connect.NewResponse(res), nil
+}

@@ -1,0 +1,264 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// ConversationHandler serves ConversationService: the web channel.
+type ConversationHandler struct {
+	Core  *chat.Core
+	Pages PageTokens
+}
+
+const maxTitle = 200
+
+// CreateConversation starts an empty conversation.
+func (h *ConversationHandler) CreateConversation(ctx context.Context, req *connect.Request[parleyv1.CreateConversationRequest]) (*connect.Response[parleyv1.CreateConversationResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	title, err := checkTitle(req.Msg.GetTitle())
+	if err != nil {
+		return nil, err
+	}
+	model := req.Msg.GetModel()
+	if model == "" {
+		model = h.Core.Models.All()[0].ID
+	} else if _, ok := h.Core.Models.Lookup(model); !ok {
+		return nil, apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", model))
+	}
+	now := h.Core.Now()
+	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, CreatedAt: now, UpdatedAt: now}
+	if err := h.Core.Conversations.Create(ctx, c); err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.CreateConversationResponse{Conversation: h.toProto(c)}), nil
+}
+
+// ListConversations pages through the caller's conversations, newest activity first.
+func (h *ConversationHandler) ListConversations(ctx context.Context, req *connect.Request[parleyv1.ListConversationsRequest]) (*connect.Response[parleyv1.ListConversationsResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	size, err := PageSize(req.Msg.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	filter := store.ConversationFilter{}
+	list := "conversations:" + req.Msg.GetArchived().String()
+	switch req.Msg.GetArchived() {
+	case parleyv1.ArchivedFilter_ARCHIVED_FILTER_UNSPECIFIED, parleyv1.ArchivedFilter_ARCHIVED_FILTER_ACTIVE:
+		filter.Archived = store.ArchiveActive
+		list = "conversations:active"
+	case parleyv1.ArchivedFilter_ARCHIVED_FILTER_ARCHIVED:
+		filter.Archived = store.ArchiveArchived
+	case parleyv1.ArchivedFilter_ARCHIVED_FILTER_ALL:
+		filter.Archived = store.ArchiveAll
+	default:
+		return nil, apierr.InvalidArgument("archived", "unknown filter")
+	}
+	cursor, err := h.Pages.Open(p.UserID, list, req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	convs, next, err := h.Core.Conversations.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	res := &parleyv1.ListConversationsResponse{NextPageToken: h.Pages.Seal(p.UserID, list, next)}
+	for _, c := range convs {
+		res.Conversations = append(res.Conversations, h.toProto(c))
+	}
+	return connect.NewResponse(res), nil
+}
+
+// GetConversation returns one of the caller's conversations.
+func (h *ConversationHandler) GetConversation(ctx context.Context, req *connect.Request[parleyv1.GetConversationRequest]) (*connect.Response[parleyv1.GetConversationResponse], error) {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.GetConversationResponse{Conversation: h.toProto(c)}), nil
+}
+
+// ListMessages pages through a conversation's messages, oldest first.
+func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Request[parleyv1.ListMessagesRequest]) (*connect.Response[parleyv1.ListMessagesResponse], error) {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	size, err := PageSize(req.Msg.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	list := "messages:" + c.ID
+	cursor, err := h.Pages.Open(c.UserID, list, req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	msgs, next, err := h.Core.Messages.List(ctx, c.ID, store.PageRequest{Size: size, Cursor: cursor})
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	res := &parleyv1.ListMessagesResponse{NextPageToken: h.Pages.Seal(c.UserID, list, next)}
+	for _, m := range msgs {
+		pm := &parleyv1.ConversationMessage{
+			MessageId: m.ID, ConversationId: m.ConversationID, Model: m.Model, Tokens: m.Tokens,
+			FinishReason: chat.FinishReasonToProto(worker.FinishReason(m.FinishReason)), CreatedAt: timestamppb.New(m.CreatedAt),
+		}
+		switch m.Role {
+		case "user":
+			pm.Role = parleyv1.Role_ROLE_USER
+		case "assistant":
+			pm.Role = parleyv1.Role_ROLE_ASSISTANT
+		case "system":
+			pm.Role = parleyv1.Role_ROLE_SYSTEM
+		}
+		for _, part := range m.Parts {
+			if part.AttachmentID != "" {
+				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_AttachmentId{AttachmentId: part.AttachmentID}})
+			} else {
+				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Text{Text: part.Text}})
+			}
+		}
+		res.Messages = append(res.Messages, pm)
+	}
+	return connect.NewResponse(res), nil
+}
+
+// UpdateConversation renames or (un)archives a conversation.
+func (h *ConversationHandler) UpdateConversation(ctx context.Context, req *connect.Request[parleyv1.UpdateConversationRequest]) (*connect.Response[parleyv1.UpdateConversationResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	var patch store.ConversationPatch
+	if req.Msg.Title != nil {
+		title, err := checkTitle(req.Msg.GetTitle())
+		if err != nil {
+			return nil, err
+		}
+		patch.Title = &title
+	}
+	patch.Archived = req.Msg.Archived
+	if patch.Title == nil && patch.Archived == nil {
+		return nil, apierr.InvalidArgument("title", "give a title or archived to change")
+	}
+	if req.Msg.GetConversationId() == "" {
+		return nil, apierr.InvalidArgument("conversation_id", "is required")
+	}
+	c, err := h.Core.Conversations.Update(ctx, p.UserID, req.Msg.GetConversationId(), patch, h.Core.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("conversation")
+	} else if err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.UpdateConversationResponse{Conversation: h.toProto(c)}), nil
+}
+
+// DeleteConversation deletes a conversation and its messages, stopping a
+// generation in progress.
+func (h *ConversationHandler) DeleteConversation(ctx context.Context, req *connect.Request[parleyv1.DeleteConversationRequest]) (*connect.Response[parleyv1.DeleteConversationResponse], error) {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	h.Core.Live.Cancel(c.ID)
+	if err := h.Core.Conversations.Delete(ctx, c.UserID, c.ID); err != nil {
+		return nil, apierr.Internal()
+	}
+	if err := h.Core.Messages.DeleteConversation(ctx, c.ID); err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.DeleteConversationResponse{}), nil
+}
+
+// SendMessage adds the caller's message and streams the answer. The answer
+// outlives this call: if the client goes away it runs on and is stored, and
+// StreamGeneration picks it up again.
+func (h *ConversationHandler) SendMessage(ctx context.Context, req *connect.Request[parleyv1.SendMessageRequest], stream *connect.ServerStream[parleyv1.SendMessageResponse]) error {
+	parts := make([]store.Part, 0, len(req.Msg.GetParts()))
+	for i, part := range req.Msg.GetParts() {
+		switch k := part.GetKind().(type) {
+		case *parleyv1.Part_Text:
+			parts = append(parts, store.Part{Text: k.Text})
+		case *parleyv1.Part_AttachmentId:
+			parts = append(parts, store.Part{AttachmentID: k.AttachmentId})
+		default:
+			return apierr.InvalidArgument(fmt.Sprintf("parts[%d]", i), "must be text or attachment_id on the web channel")
+		}
+	}
+	gen, _, err := h.Core.Send(ctx, chat.SendRequest{
+		ConversationID: req.Msg.GetConversationId(), Model: req.Msg.GetModel(), Parts: parts, MaxOutputTokens: req.Msg.GetMaxOutputTokens(),
+	})
+	if err != nil {
+		return err
+	}
+	return gen.Follow(ctx, 0, func(ev *parleyv1.GenerationEvent) error {
+		return stream.Send(&parleyv1.SendMessageResponse{Event: ev})
+	})
+}
+
+// StreamGeneration replays a generation's events after after_seq and follows
+// it live to the end.
+func (h *ConversationHandler) StreamGeneration(ctx context.Context, req *connect.Request[parleyv1.StreamGenerationRequest], stream *connect.ServerStream[parleyv1.StreamGenerationResponse]) error {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return err
+	}
+	gen, ok := h.Core.Live.Get(c.ID)
+	if !ok {
+		return apierr.NotFound("generation")
+	}
+	return gen.Follow(ctx, req.Msg.GetAfterSeq(), func(ev *parleyv1.GenerationEvent) error {
+		return stream.Send(&parleyv1.StreamGenerationResponse{Event: ev})
+	})
+}
+
+// CancelGeneration stops the conversation's generation, from any connection.
+func (h *ConversationHandler) CancelGeneration(ctx context.Context, req *connect.Request[parleyv1.CancelGenerationRequest]) (*connect.Response[parleyv1.CancelGenerationResponse], error) {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.CancelGenerationResponse{Cancelled: h.Core.Live.Cancel(c.ID)}), nil
+}
+
+// own returns the caller's conversation id, or not_found for anyone else's.
+func (h *ConversationHandler) own(ctx context.Context, id string) (store.Conversation, error) {
+	p, _ := auth.FromContext(ctx)
+	if id == "" {
+		return store.Conversation{}, apierr.InvalidArgument("conversation_id", "is required")
+	}
+	c, err := h.Core.Conversations.Get(ctx, p.UserID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return c, apierr.NotFound("conversation")
+	} else if err != nil {
+		return c, apierr.Internal()
+	}
+	return c, nil
+}
+
+func (h *ConversationHandler) toProto(c store.Conversation) *parleyv1.Conversation {
+	return &parleyv1.Conversation{
+		ConversationId: c.ID, Title: c.Title, Model: c.Model, Archived: c.Archived,
+		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt),
+		Generating: h.Core.Live.Running(c.ID),
+	}
+}
+
+func checkTitle(t string) (string, error) {
+	t = strings.TrimSpace(t)
+	if !utf8.ValidString(t) || utf8.RuneCountInString(t) > maxTitle {
+		return "", apierr.InvalidArgument("title", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxTitle))
+	}
+	return t, nil
+}

@@ -1,0 +1,6 @@
+// Package api holds the Connect handlers of the public services. They are
+// thin adapters: decode the request, validate it (apierr.InvalidArgument
+// naming the field), call the core package that owns the behaviour (auth,
+// chat, billing…), and map the result to the response message. The caller is
+// authenticated before a handler runs: auth.FromContext gives the Principal.
+package api
