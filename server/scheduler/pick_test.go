@@ -8,10 +8,17 @@ import (
 // pickBench is a scheduler over n idle-ish workers serving two models, and
 // affinity keys to pick with.
 func pickBench(t testing.TB, n int, policy Policy) (*Scheduler, []*pickJob) {
+	return pickBenchLoaded(t, n, policy, func(i int) int { return i % 7 })
+}
+
+// pickBenchLoaded is pickBench with worker i reporting running(i) sequences.
+// The load is set before the workers are added: their reports arrive on
+// their own goroutines and would overwrite a later change.
+func pickBenchLoaded(t testing.TB, n int, policy Policy, running func(int) int) (*Scheduler, []*pickJob) {
 	ws := make([]*fakeEngine, n)
 	for i := range ws {
 		ws[i] = newFake(32, "m", "m2")
-		ws[i].load.Running = i % 7
+		ws[i].load.Running = running(i)
 	}
 	s, err := New(Config{Policy: policy}, nil)
 	if err != nil {
@@ -57,12 +64,7 @@ func TestPickDoesNotAllocate(t *testing.T) {
 }
 
 func TestRendezvousMovesOnlyTheLostWorkersKeys(t *testing.T) {
-	s, jobs := pickBench(t, 16, PolicyAffinity)
-	s.mu.Lock()
-	for _, m := range s.members {
-		m.report.Running = 0 // no spills: affinity alone decides
-	}
-	s.mu.Unlock()
+	s, jobs := pickBenchLoaded(t, 16, PolicyAffinity, func(int) int { return 0 }) // no spills: affinity alone decides
 	before := make([]*member, len(jobs))
 	for i, j := range jobs {
 		before[i] = s.pickOnce(j)
