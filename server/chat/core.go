@@ -201,8 +201,15 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 			}
 		}
 	}
-	if c.MaxPromptBytes > 0 && size > c.MaxPromptBytes {
-		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf("the prompt's text is %d bytes, over the limit of %d", size, c.MaxPromptBytes))
+	// No token is longer than 16 bytes on average over a window's worth of
+	// text, so a prompt past 16 bytes per token of the window cannot fit:
+	// refuse it by size, before spending tokenizer time on it.
+	limit := int(16 * m.ContextWindow)
+	if c.MaxPromptBytes > 0 {
+		limit = min(limit, c.MaxPromptBytes)
+	}
+	if size > limit {
+		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf("the prompt's text is %d bytes, over %s's limit of %d", size, m.ID, limit))
 	}
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 2) {
 		return nil, 0, 0, apierr.InvalidArgument("temperature", "must be between 0 and 2")

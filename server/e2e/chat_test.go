@@ -299,3 +299,5 @@ func TestBalanceHoldsUnderConcurrency(t *testing.T) {
 func nanosToUSD(n int64) string {
 	return fmt.Sprintf("%d.%09d", n/1e9, n%1e9)
 }
+
+func detailOf(err error, msg *parleyv1.FieldViolation) bool { return apierr.Detail(err, msg) }

@@ -1,6 +1,9 @@
 package tokenize
 
-import "math"
+import (
+	"container/heap"
+	"math"
+)
 
 // stackParts bounds the pieces merged without a heap allocation; longer pieces
 // (long runs of spaces or punctuation) are rare.
@@ -36,6 +39,9 @@ func (t *Tokenizer) appendPiece(ids []int, piece string) []int {
 // boundaries (the last entry is len(piece)): repeatedly join the adjacent pair with
 // the lowest rank, leftmost first.
 func (t *Tokenizer) merge(piece string, parts []part) []part {
+	if len(piece) > largePiece {
+		return t.mergeLarge(piece, parts)
+	}
 	for i := 0; i <= len(piece); i++ {
 		parts = append(parts, part{start: i, rank: math.MaxInt})
 	}
@@ -67,4 +73,92 @@ func (t *Tokenizer) merge(piece string, parts []part) []part {
 		parts = append(parts[:at+1], parts[at+2:]...)
 	}
 	return parts
+}
+
+// largePiece is the length above which merge switches from the quadratic
+// scan (fastest for the short pieces of ordinary text) to a heap: a long run
+// without spaces — an attacker's 5 MB of letters — would otherwise cost
+// O(n²) CPU.
+const largePiece = 256
+
+// mergeLarge is merge in O(n log n): a doubly linked list of boundaries and a
+// min-heap of (rank, position) with stale entries skipped. The lowest rank,
+// leftmost first, is merged at each step, as in merge, so the result is the same.
+func (t *Tokenizer) mergeLarge(piece string, parts []part) []part {
+	n := len(piece)
+	next := make([]int, n+1)
+	prev := make([]int, n+1)
+	rank := make([]int, n+1)
+	for i := 0; i <= n; i++ {
+		next[i], prev[i], rank[i] = i+1, i-1, math.MaxInt
+	}
+	pairRank := func(i int) int {
+		j := next[i]
+		if j > n {
+			return math.MaxInt
+		}
+		k := next[j]
+		if k > n {
+			return math.MaxInt
+		}
+		if r, ok := t.ranks[piece[i:k]]; ok {
+			return r
+		}
+		return math.MaxInt
+	}
+	h := &mergeHeap{}
+	for i := 0; i < n; i++ {
+		if rank[i] = pairRank(i); rank[i] != math.MaxInt {
+			*h = append(*h, mergeItem{rank[i], i})
+		}
+	}
+	heap.Init(h)
+	alive := make([]bool, n+1)
+	for i := range alive {
+		alive[i] = true
+	}
+	for h.Len() > 0 {
+		it := heap.Pop(h).(mergeItem)
+		i := it.pos
+		if !alive[i] || rank[i] != it.rank {
+			continue // stale
+		}
+		// Merge i with its successor: drop the boundary next[i].
+		j := next[i]
+		alive[j] = false
+		next[i] = next[j]
+		if next[j] <= n {
+			prev[next[j]] = i
+		}
+		if rank[i] = pairRank(i); rank[i] != math.MaxInt {
+			heap.Push(h, mergeItem{rank[i], i})
+		}
+		if p := prev[i]; p >= 0 {
+			if rank[p] = pairRank(p); rank[p] != math.MaxInt {
+				heap.Push(h, mergeItem{rank[p], p})
+			}
+		}
+	}
+	for i := 0; i <= n; i = next[i] {
+		parts = append(parts, part{start: i, rank: math.MaxInt})
+	}
+	return parts
+}
+
+type mergeItem struct{ rank, pos int }
+
+// mergeHeap orders merges by rank, then leftmost.
+type mergeHeap []mergeItem
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(a, b int) bool {
+	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].pos < h[b].pos
+}
+func (h mergeHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeItem)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"testing"
 	"unicode/utf8"
 
@@ -202,4 +203,44 @@ func BenchmarkTiktokenGo(b *testing.B) {
 	for b.Loop() {
 		enc.Encode(s, nil, nil)
 	}
+}
+
+// TestLongPiecesMatchTiktoken checks the heap merge used for long runs
+// without spaces against the library, on pieces just past the switch and
+// far past it.
+func TestLongPiecesMatchTiktoken(t *testing.T) {
+	tok, enc := Default(), reference(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	letters := []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789éü日本")
+	for _, n := range []int{largePiece + 1, 300, 1000, 3000} {
+		for range 5 {
+			r := make([]rune, n)
+			for i := range r {
+				r[i] = letters[rng.IntN(len(letters))]
+			}
+			s := string(r)
+			if got, want := tok.Encode(s), enc.Encode(s, nil, nil); !slices.Equal(got, want) {
+				t.Fatalf("Encode of a %d-rune piece differs from tiktoken", n)
+			}
+		}
+	}
+	s := strings.Repeat("ab", 2000) + strings.Repeat(".", 700)
+	if got, want := tok.Encode(s), enc.Encode(s, nil, nil); !slices.Equal(got, want) {
+		t.Fatal("Encode of a repetitive run differs from tiktoken")
+	}
+}
+
+// TestHugePieceIsNotQuadratic: 5 MB without a space tokenizes in well under
+// a second (the quadratic merge took minutes).
+func TestHugePieceIsNotQuadratic(t *testing.T) {
+	b := make([]byte, 5<<20)
+	for i := range b {
+		b[i] = 'a' + byte(i*7%26)
+	}
+	start := time.Now()
+	n := Default().Count(string(b))
+	if d := time.Since(start); d > 5*time.Second || n == 0 {
+		t.Fatalf("%d tokens in %v", n, d)
+	}
+	t.Logf("5 MB without spaces: %d tokens in %v", n, time.Since(start))
 }
