@@ -1,0 +1,73 @@
+// The generated TypeScript client over gRPC-Web, with the browser's cookies.
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
+import { durationMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { AuthService } from "../../ts/src/gen/parley/v1/auth_pb";
+import { ApiKeyService } from "../../ts/src/gen/parley/v1/api_key_pb";
+import { ModelService } from "../../ts/src/gen/parley/v1/model_pb";
+import { ConversationService } from "../../ts/src/gen/parley/v1/conversation_pb";
+import { BillingService, LimitKind } from "../../ts/src/gen/parley/v1/billing_pb";
+import { AttachmentService } from "../../ts/src/gen/parley/v1/attachment_pb";
+import { LimitExceededSchema, RetryInfoSchema, FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
+import { Tier } from "../../ts/src/gen/parley/v1/common_pb";
+
+const transport = createGrpcWebTransport({
+  baseUrl: location.origin,
+  fetch: (input, init) => fetch(input, { ...init, credentials: "include" }),
+});
+
+export const auth = createClient(AuthService, transport);
+export const keys = createClient(ApiKeyService, transport);
+export const models = createClient(ModelService, transport);
+export const convs = createClient(ConversationService, transport);
+export const billing = createClient(BillingService, transport);
+export const attachments = createClient(AttachmentService, transport);
+
+export { Code, ConnectError, LimitKind, Tier, timestampMs, durationMs };
+
+/** "in 3 min", "in 45 s", "in 2 h 5 min". */
+export function until(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.ceil(s / 60);
+  if (m < 60) return `${m} min`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+const kindName: Record<number, string> = {
+  [LimitKind.REQUESTS]: "requests",
+  [LimitKind.INPUT_TOKENS]: "input tokens",
+  [LimitKind.OUTPUT_TOKENS]: "output tokens",
+};
+export const limitKindName = (k: LimitKind) => kindName[k] ?? "usage";
+export const tierName = (t: Tier) => (Tier[t] ?? "unknown").toLowerCase().replace(/^\w/, (c) => c.toUpperCase());
+
+/** A sentence for people from any error, with the time to wait where there is one. */
+export function describe(err: unknown): string {
+  const e = ConnectError.from(err);
+  const retry = e.findDetails(RetryInfoSchema)[0];
+  const wait = retry?.retryDelay ? ` Try again in ${until(durationMs(retry.retryDelay))}.` : "";
+  switch (e.code) {
+    case Code.ResourceExhausted: {
+      const lim = e.findDetails(LimitExceededSchema)[0]?.limit;
+      if (lim) {
+        const reset = lim.resetsAt ? ` It resets in ${until(timestampMs(lim.resetsAt) - Date.now())}.` : wait;
+        return `You have reached your limit of ${lim.limit.toLocaleString()} ${limitKindName(lim.kind)} on ${lim.model}.${reset}`;
+      }
+      return `Limit reached: ${e.rawMessage}.${wait}`;
+    }
+    case Code.Unavailable:
+      return `Parley is overloaded right now.${wait || " Try again in a moment."}`;
+    case Code.Unauthenticated:
+      return e.rawMessage || "Please log in.";
+    case Code.InvalidArgument: {
+      const f = e.findDetails(FieldViolationSchema)[0];
+      return f ? `${f.field}: ${f.description}` : e.rawMessage;
+    }
+    case Code.Unknown:
+    case Code.Internal:
+      return `Something went wrong: ${e.rawMessage || "network error"}.`;
+    default:
+      return e.rawMessage || e.message;
+  }
+}

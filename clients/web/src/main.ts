@@ -1,0 +1,649 @@
+// Parley's browser chat app: plain TypeScript and the DOM, no framework.
+import "./style.css";
+import type { Conversation, ConversationMessage } from "../../ts/src/gen/parley/v1/conversation_pb";
+import type { GenerationEvent, Part } from "../../ts/src/gen/parley/v1/common_pb";
+import { FinishReason, Role } from "../../ts/src/gen/parley/v1/common_pb";
+import type { Model } from "../../ts/src/gen/parley/v1/model_pb";
+import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
+import { ArchivedFilter } from "../../ts/src/gen/parley/v1/conversation_pb";
+import {
+  auth, billing, Code, ConnectError, convs, describe, keys, limitKindName, models, tierName, timestampMs, until, attachments,
+} from "./api";
+import { render, StreamingMarkdown } from "./markdown";
+import { upload } from "./upload";
+
+// ---------- DOM helpers ----------
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, unknown> = {}, ...kids: (Node | string | null | false | undefined)[]) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v as EventListener);
+    else if (v !== undefined && v !== false) el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of kids) if (c) el.append(c);
+  return el;
+}
+const when = (ms: number) => new Date(ms).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+document.body.innerHTML = `
+<section id="auth" class="auth" hidden>
+  <form id="auth-form" class="card">
+    <h1>Parley</h1>
+    <p class="muted" id="auth-sub">Create an account to start chatting.</p>
+    <label>Email <input name="email" type="email" required autocomplete="username"></label>
+    <label>Password <input name="password" type="password" required minlength="10" autocomplete="current-password"></label>
+    <label id="name-row">Name <input name="display_name" autocomplete="name"></label>
+    <button type="submit" id="auth-submit" class="primary">Sign up</button>
+    <p class="error" id="auth-error" role="alert"></p>
+    <button type="button" class="link" id="auth-toggle">Have an account? Log in</button>
+  </form>
+</section>
+<div id="main" class="main" hidden>
+  <aside id="sidebar">
+    <div class="side-top"><a id="new-chat" class="button primary" href="#/">+ New chat</a></div>
+    <ul id="conv-list"></ul>
+    <div id="conv-sentinel"></div>
+    <button id="conv-more" class="link" hidden>Load more</button>
+    <label class="archived"><input type="checkbox" id="show-archived"> Show archived</label>
+  </aside>
+  <div id="scrim"></div>
+  <div id="chat">
+    <header>
+      <button id="menu" aria-label="Conversations">☰</button>
+      <select id="model" aria-label="Model"></select>
+      <span class="spacer"></span>
+      <button id="limits-btn">Limits</button>
+      <a id="keys-btn" class="button" href="#/keys">API keys</a>
+      <span id="me" class="muted"></span>
+      <button id="logout">Log out</button>
+    </header>
+    <div id="banner" class="banner" role="alert" hidden></div>
+    <main id="messages"></main>
+    <section id="keys-page" hidden>
+      <h2>API keys</h2>
+      <p class="muted">Keys authenticate programs (<code>Authorization: Bearer …</code>) on the developer API, billed per token.</p>
+      <form id="key-form" class="row">
+        <input name="name" required maxlength="100" placeholder="Key name">
+        <label>Expires in <input name="days" type="number" min="1" max="30" value="30" required> days</label>
+        <button class="primary">Create key</button>
+      </form>
+      <div id="key-secret" class="secret" hidden>
+        <p><strong>Copy this secret now.</strong> It will not be shown again.</p>
+        <div class="row"><code id="secret-value"></code><button id="copy-secret" type="button">Copy</button></div>
+      </div>
+      <p class="error" id="keys-error" role="alert"></p>
+      <div class="table"><table><thead><tr><th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th></th></tr></thead><tbody id="key-rows"></tbody></table></div>
+    </section>
+    <form id="composer">
+      <div id="pending"></div>
+      <div class="row">
+        <label class="attach button" title="Attach images or documents">📎<input type="file" id="file" multiple hidden accept="image/*,.pdf,.docx,.pptx,.txt,.md,.csv"></label>
+        <textarea id="input" rows="1" placeholder="Message Parley — Enter to send, Shift+Enter for a new line"></textarea>
+        <button type="submit" id="send" class="primary">Send</button>
+        <button type="button" id="stop" hidden>Stop</button>
+      </div>
+    </form>
+  </div>
+</div>
+<dialog id="limits"><form method="dialog"><h2>Limits</h2><div id="limits-body"></div><button>Close</button></form></dialog>`;
+
+// ---------- state ----------
+let me: User | undefined;
+let modelList: Model[] = [];
+let currentId = ""; // the open conversation; "" is a new chat
+let listToken: string | undefined = "";
+let listLoading = false;
+
+interface Gen {
+  convId: string;
+  abort: AbortController;
+  lastSeq: bigint;
+  view?: AssistantView;
+  pendingCancel: boolean;
+  finished: boolean;
+}
+let gen: Gen | undefined;
+
+const messagesEl = $("messages");
+const input = $<HTMLTextAreaElement>("input");
+const modelSel = $<HTMLSelectElement>("model");
+
+function banner(msg: string) {
+  const b = $("banner");
+  b.textContent = msg;
+  b.hidden = !msg;
+}
+function fail(err: unknown) {
+  if (ConnectError.from(err).code === Code.Unauthenticated) return showAuth();
+  banner(describe(err));
+}
+
+// ---------- auth ----------
+let signingUp = true;
+function showAuth() {
+  me = undefined;
+  $("main").hidden = true;
+  $("auth").hidden = false;
+}
+$("auth-toggle").onclick = () => {
+  signingUp = !signingUp;
+  $("auth-submit").textContent = signingUp ? "Sign up" : "Log in";
+  $("auth-toggle").textContent = signingUp ? "Have an account? Log in" : "New here? Sign up";
+  $("auth-sub").textContent = signingUp ? "Create an account to start chatting." : "Welcome back.";
+  $("name-row").hidden = !signingUp;
+  $("auth-error").textContent = "";
+};
+$<HTMLFormElement>("auth-form").onsubmit = async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target as HTMLFormElement);
+  const email = String(f.get("email")), password = String(f.get("password"));
+  try {
+    const r = signingUp
+      ? await auth.signUp({ email, password, displayName: String(f.get("display_name") ?? "") })
+      : await auth.login({ email, password });
+    start(r.user!);
+  } catch (err) {
+    const c = ConnectError.from(err);
+    $("auth-error").textContent = c.code === Code.AlreadyExists ? "That email already has an account: log in instead." : describe(err);
+  }
+};
+$("logout").onclick = async () => {
+  try { await auth.logout({}); } catch { /* the session is gone either way */ }
+  location.hash = "";
+  showAuth();
+};
+
+async function start(user: User) {
+  me = user;
+  $("auth").hidden = true;
+  $("main").hidden = false;
+  $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
+  await Promise.all([loadModels(), reloadList()]);
+  route();
+}
+
+// ---------- models ----------
+async function loadModels() {
+  try {
+    modelList = (await models.listModels({})).models;
+  } catch (err) { return fail(err); }
+  const saved = localStorage.getItem("parley.model");
+  modelSel.replaceChildren(...modelList.map((m) => {
+    const name = m.displayName || m.id;
+    const label = m.simulated && !/simulated/i.test(name) ? `${name} (simulated)` : name;
+    return h("option", { value: m.id, title: m.description }, label);
+  }));
+  if (saved && modelList.some((m) => m.id === saved)) modelSel.value = saved;
+}
+modelSel.onchange = () => localStorage.setItem("parley.model", modelSel.value);
+
+// ---------- conversation list ----------
+const listEl = $("conv-list");
+async function reloadList() {
+  listToken = "";
+  listEl.textContent = "";
+  await loadMore();
+}
+async function loadMore() {
+  if (listLoading || listToken === undefined) return;
+  listLoading = true;
+  try {
+    const archived = $<HTMLInputElement>("show-archived").checked ? ArchivedFilter.ARCHIVED : ArchivedFilter.ACTIVE;
+    const r = await convs.listConversations({ pageSize: 30, pageToken: listToken, archived });
+    for (const c of r.conversations) listEl.append(convItem(c));
+    listToken = r.nextPageToken || undefined;
+  } catch (err) { fail(err); } finally { listLoading = false; }
+  $("conv-more").hidden = listToken === undefined;
+  markActive();
+}
+$("conv-more").onclick = loadMore;
+$("show-archived").onchange = reloadList;
+new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && loadMore(), { root: $("sidebar") }).observe($("conv-sentinel"));
+
+function convItem(c: Conversation): HTMLLIElement {
+  const li = h("li", { "data-id": c.conversationId });
+  const title = h("a", { href: `#/c/${c.conversationId}`, class: "title" }, c.title || "New chat");
+  const menu = h("div", { class: "menu", hidden: true },
+    h("button", { type: "button", class: "rename", onclick: () => rename(li, c) }, "Rename"),
+    h("button", { type: "button", class: "archive", onclick: () => archive(li, c) }, c.archived ? "Unarchive" : "Archive"),
+    h("button", { type: "button", class: "delete danger", onclick: () => remove(li, c) }, "Delete"));
+  const more = h("button", { type: "button", class: "more", "aria-label": "More", onclick: () => { menu.hidden = !menu.hidden; } }, "⋯");
+  li.append(title, more, menu);
+  return li;
+}
+function upsertItem(c: Conversation) {
+  listEl.querySelector(`[data-id="${c.conversationId}"]`)?.remove();
+  listEl.prepend(convItem(c));
+  markActive();
+}
+function markActive() {
+  for (const li of listEl.children) li.classList.toggle("active", (li as HTMLElement).dataset.id === currentId);
+}
+function rename(li: HTMLLIElement, c: Conversation) {
+  const field = h("input", { class: "rename-input", value: c.title, maxlength: 200 }) as HTMLInputElement;
+  const a = li.querySelector(".title")!;
+  a.replaceWith(field);
+  field.focus();
+  field.select();
+  let done = false;
+  const finish = async (save: boolean) => {
+    if (done) return;
+    done = true;
+    const t = field.value.trim();
+    if (save && t && t !== c.title) {
+      try {
+        const r = await convs.updateConversation({ conversationId: c.conversationId, title: t });
+        c = r.conversation!;
+      } catch (err) { fail(err); }
+    }
+    li.replaceWith(convItem(c));
+    markActive();
+  };
+  field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
+  field.onblur = () => finish(true);
+}
+async function archive(li: HTMLLIElement, c: Conversation) {
+  try {
+    await convs.updateConversation({ conversationId: c.conversationId, archived: !c.archived });
+    li.remove();
+    if (c.conversationId === currentId) location.hash = "#/";
+  } catch (err) { fail(err); }
+}
+async function remove(li: HTMLLIElement, c: Conversation) {
+  if (!confirm(`Delete “${c.title || "New chat"}” and all its messages?`)) return;
+  try {
+    await convs.deleteConversation({ conversationId: c.conversationId });
+    li.remove();
+    if (c.conversationId === currentId) location.hash = "#/";
+  } catch (err) { fail(err); }
+}
+
+// ---------- routing ----------
+let ignoreHash = "";
+window.addEventListener("hashchange", () => {
+  if (location.hash === ignoreHash) { ignoreHash = ""; return; }
+  route();
+});
+function route() {
+  if (!me) return;
+  $("sidebar").classList.remove("open");
+  const hash = location.hash;
+  const onKeys = hash === "#/keys";
+  $("keys-page").hidden = !onKeys;
+  messagesEl.hidden = onKeys;
+  $("composer").hidden = onKeys;
+  if (onKeys) return showKeys();
+  const m = /^#\/c\/(.+)$/.exec(hash);
+  openConversation(m ? decodeURIComponent(m[1]) : "");
+}
+
+// ---------- messages ----------
+interface AssistantView { el: HTMLElement; md: StreamingMarkdown; }
+
+function nearBottom() { return messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight < 80; }
+function toBottom() { messagesEl.scrollTop = messagesEl.scrollHeight; }
+
+function partsView(parts: Part[]): Node[] {
+  const out: Node[] = [];
+  for (const p of parts) {
+    if (p.kind.case === "text") out.push(h("div", { class: "text" }, p.kind.value));
+    else if (p.kind.case === "attachmentId") out.push(attachmentChip(p.kind.value));
+    else if (p.kind.case === "image") out.push(h("span", { class: "chip" }, "🖼 image"));
+    else if (p.kind.case === "document") out.push(h("span", { class: "chip" }, `📄 ${p.kind.value.filename || "document"}`));
+  }
+  return out;
+}
+function attachmentChip(id: string): HTMLElement {
+  const chip = h("span", { class: "chip" }, "📎 attachment");
+  attachments.getAttachment({ attachmentId: id }).then((r) => {
+    const a = r.attachment!;
+    if (a.mimeType.startsWith("image/") && r.downloadUrl) chip.replaceChildren(h("img", { src: r.downloadUrl, alt: a.filename, class: "thumb" }));
+    else chip.textContent = `📎 ${a.filename}`;
+  }, () => { chip.textContent = "📎 attachment (unavailable)"; });
+  return chip;
+}
+function userView(parts: Part[]) {
+  const el = h("div", { class: "msg user" }, ...partsView(parts));
+  messagesEl.append(el);
+  return el;
+}
+function assistantView(model: string, id = ""): AssistantView {
+  const body = h("div", { class: "md" });
+  const el = h("div", { class: "msg assistant", "data-id": id }, h("div", { class: "who" }, model ? `${model}` : "assistant"), body);
+  messagesEl.append(el);
+  const md = new StreamingMarkdown(body);
+  md.onFlush = () => { if (stick) toBottom(); };
+  return { el, md };
+}
+let stick = true;
+messagesEl.addEventListener("scroll", () => { stick = nearBottom(); });
+
+function note(v: AssistantView, reason: FinishReason, msg = "") {
+  const text = reason === FinishReason.CANCELLED ? "Stopped."
+    : reason === FinishReason.LENGTH ? "The answer reached its length limit."
+    : reason === FinishReason.ERROR ? `The answer failed: ${msg || "error"}.` : "";
+  v.el.querySelector(".note")?.remove();
+  if (text) v.el.append(h("div", { class: `note${reason === FinishReason.ERROR ? " error" : ""}` }, text));
+  v.el.classList.remove("streaming");
+}
+
+messagesEl.addEventListener("click", (e) => {
+  const b = (e.target as HTMLElement).closest(".copy");
+  if (!b) return;
+  navigator.clipboard?.writeText(b.closest(".code")!.querySelector("code")!.textContent ?? "");
+  b.textContent = "Copied";
+  setTimeout(() => (b.textContent = "Copy"), 1500);
+});
+
+async function openConversation(id: string) {
+  if (gen && gen.convId !== id) { gen.abort.abort(); gen = undefined; setBusy(false); }
+  if (gen && gen.convId === id && id) return; // already showing it live
+  currentId = id;
+  markActive();
+  banner("");
+  messagesEl.textContent = "";
+  stick = true;
+  if (!id) {
+    messagesEl.append(h("div", { class: "empty" }, h("h2", {}, "What can I help with?"), h("p", { class: "muted" }, "Models marked simulated are Parley's built-in GPU simulation, not real models.")));
+    input.focus();
+    return;
+  }
+  try {
+    const [c, msgs] = await Promise.all([convs.getConversation({ conversationId: id }), allMessages(id)]);
+    if (currentId !== id) return;
+    const conv = c.conversation!;
+    if (modelList.some((m) => m.id === conv.model)) modelSel.value = conv.model;
+    let list = msgs;
+    if (conv.generating && list.length && list[list.length - 1].role === Role.ASSISTANT && list[list.length - 1].finishReason === FinishReason.UNSPECIFIED) {
+      list = list.slice(0, -1); // the live answer is replayed below
+    }
+    for (const m of list) showStored(m);
+    toBottom();
+    if (conv.generating) follow(id);
+  } catch (err) {
+    if (ConnectError.from(err).code === Code.NotFound) { banner("That conversation does not exist (or was deleted)."); return; }
+    fail(err);
+  }
+  input.focus();
+}
+async function allMessages(id: string): Promise<ConversationMessage[]> {
+  const out: ConversationMessage[] = [];
+  let pageToken = "";
+  do {
+    const r = await convs.listMessages({ conversationId: id, pageSize: 200, pageToken });
+    out.push(...r.messages);
+    pageToken = r.nextPageToken;
+  } while (pageToken);
+  return out;
+}
+function showStored(m: ConversationMessage) {
+  if (m.role === Role.USER) { userView(m.parts); return; }
+  if (m.role !== Role.ASSISTANT) return;
+  const v = assistantView(m.model, m.messageId);
+  const text = m.parts.map((p) => (p.kind.case === "text" ? p.kind.value : "")).join("");
+  v.el.querySelector(".md")!.innerHTML = render(text);
+  note(v, m.finishReason);
+}
+
+// ---------- generating ----------
+function setBusy(busy: boolean) {
+  $("send").hidden = busy;
+  $("stop").hidden = !busy;
+}
+
+async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }>) {
+  for await (const r of stream) {
+    const ev = r.event;
+    if (!ev || ev.seq <= g.lastSeq) continue;
+    g.lastSeq = ev.seq;
+    switch (ev.kind.case) {
+      case "started": {
+        const s = ev.kind.value;
+        if (!g.convId) {
+          g.convId = s.conversationId;
+          currentId = s.conversationId;
+          ignoreHash = `#/c/${s.conversationId}`;
+          location.hash = ignoreHash;
+          convs.getConversation({ conversationId: s.conversationId }).then((c) => upsertItem(c.conversation!), () => {});
+        }
+        if (!g.view) g.view = assistantView(s.model, s.messageId);
+        g.view.el.classList.add("streaming");
+        if (g.pendingCancel) stop();
+        break;
+      }
+      case "delta":
+        g.view ??= assistantView("");
+        g.view.md.append(ev.kind.value.text);
+        break;
+      case "finished": {
+        const f = ev.kind.value;
+        g.finished = true;
+        g.view ??= assistantView("");
+        g.view.md.finish();
+        note(g.view, f.finishReason, f.errorMessage);
+        break;
+      }
+    }
+  }
+}
+
+/** Runs a stream to its end, resuming with StreamGeneration if the network drops. */
+async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEvent }>) {
+  gen = g;
+  setBusy(true);
+  let attempt = 0;
+  let next = first;
+  try {
+    while (true) {
+      try {
+        await consume(g, next());
+        if (g.finished || !g.convId) break;
+      } catch (err) {
+        if (g.abort.signal.aborted) return;
+        const code = ConnectError.from(err).code;
+        const transient = code === Code.Unknown || code === Code.Unavailable || code === Code.Canceled || code === Code.Internal;
+        if (!g.convId || g.lastSeq === 0n || !transient || attempt >= 5) {
+          if (g.view) note(g.view, FinishReason.ERROR, describe(err));
+          throw err;
+        }
+      }
+      if (attempt++ >= 5) break;
+      await new Promise((r) => setTimeout(r, 300 * attempt));
+      next = () => convs.streamGeneration({ conversationId: g.convId, afterSeq: g.lastSeq }, { signal: g.abort.signal });
+    }
+  } finally {
+    if (gen === g) { gen = undefined; setBusy(false); }
+  }
+  if (g.convId) convs.getConversation({ conversationId: g.convId }).then((c) => upsertItem(c.conversation!), () => {});
+}
+
+function follow(id: string) {
+  const g: Gen = { convId: id, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
+  drive(g, () => convs.streamGeneration({ conversationId: id, afterSeq: 0n }, { signal: g.abort.signal })).catch((err) => {
+    if (ConnectError.from(err).code !== Code.NotFound) fail(err); // not_found: it just ended
+  });
+}
+
+async function send() {
+  if (gen) return;
+  const text = input.value.trim();
+  if (pendingUploads.some((p) => !p.id)) { banner("Wait for the uploads to finish."); return; }
+  if (!text && !pendingUploads.length) return;
+  banner("");
+  const parts: Part[] = pendingUploads.map((p) => ({ kind: { case: "attachmentId", value: p.id! } }) as Part);
+  if (text) parts.push({ kind: { case: "text", value: text } } as Part);
+  if (!currentId) messagesEl.textContent = "";
+  const mine = userView(parts);
+  const saved = input.value;
+  input.value = "";
+  autosize();
+  const sentUploads = pendingUploads;
+  pendingUploads = [];
+  $("pending").textContent = "";
+  stick = true;
+  toBottom();
+  const g: Gen = { convId: currentId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
+  try {
+    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts }, { signal: g.abort.signal }));
+  } catch (err) {
+    if (g.lastSeq === 0n) {
+      // Refused: nothing was stored. Put the message back.
+      mine.remove();
+      input.value = saved;
+      pendingUploads = sentUploads;
+      renderPending();
+      autosize();
+    }
+    fail(err);
+  }
+}
+
+async function stop() {
+  const g = gen;
+  if (!g) return;
+  if (!g.convId) { g.pendingCancel = true; return; }
+  try { await convs.cancelGeneration({ conversationId: g.convId }); } catch (err) { fail(err); }
+}
+
+$<HTMLFormElement>("composer").onsubmit = (e) => { e.preventDefault(); send(); };
+$("stop").onclick = stop;
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = Math.min(input.scrollHeight, 200) + "px";
+}
+input.addEventListener("input", autosize);
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && gen) { e.preventDefault(); stop(); }
+});
+$("menu").onclick = () => $("sidebar").classList.toggle("open");
+$("scrim").onclick = () => $("sidebar").classList.remove("open");
+
+// ---------- attachments ----------
+interface Pending { name: string; id?: string; bar: HTMLProgressElement; el: HTMLElement; }
+let pendingUploads: Pending[] = [];
+function renderPending() { $("pending").replaceChildren(...pendingUploads.map((p) => p.el)); }
+async function addFiles(files: FileList | File[]) {
+  for (const file of Array.from(files)) {
+    const bar = h("progress", { max: 1, value: 0 }) as HTMLProgressElement;
+    const p: Pending = { name: file.name, bar, el: h("span", { class: "chip upload" }) };
+    p.el.append(file.name, bar, h("button", { type: "button", class: "link", "aria-label": "Remove", onclick: () => { pendingUploads = pendingUploads.filter((x) => x !== p); renderPending(); } }, "×"));
+    pendingUploads.push(p);
+    renderPending();
+    try {
+      const r = await upload(file, (f) => { bar.value = f; });
+      p.id = r.id;
+      p.el.classList.add("ready");
+    } catch (err) {
+      pendingUploads = pendingUploads.filter((x) => x !== p);
+      renderPending();
+      banner(ConnectError.from(err).code === Code.Unimplemented ? "Attachments are not available on this server yet." : `${file.name}: ${describe(err)}`);
+    }
+  }
+}
+$<HTMLInputElement>("file").onchange = (e) => { const t = e.target as HTMLInputElement; if (t.files) addFiles(t.files); t.value = ""; };
+$("chat").addEventListener("dragover", (e) => { e.preventDefault(); $("chat").classList.add("drop"); });
+$("chat").addEventListener("dragleave", () => $("chat").classList.remove("drop"));
+$("chat").addEventListener("drop", (e) => {
+  e.preventDefault();
+  $("chat").classList.remove("drop");
+  if (e.dataTransfer?.files.length) addFiles(e.dataTransfer.files);
+});
+
+// ---------- limits ----------
+$("limits-btn").onclick = async () => {
+  const body = $("limits-body");
+  body.textContent = "Loading…";
+  ($("limits") as HTMLDialogElement).showModal();
+  try {
+    const r = await billing.getLimits({ model: modelSel.value });
+    const now = Date.now();
+    body.replaceChildren(
+      h("p", { class: "muted" }, `${tierName(r.tier)} tier · ${modelSel.value}`),
+      h("table", {}, h("tbody", {}, ...r.limits.map((l) => {
+        const pct = l.limit > 0n ? Number((l.used * 100n) / l.limit) : 0;
+        const reset = l.resetsAt && timestampMs(l.resetsAt) > now ? `resets in ${until(timestampMs(l.resetsAt) - now)}` : "full";
+        return h("tr", {},
+          h("th", {}, limitKindName(l.kind)),
+          h("td", {}, h("meter", { min: 0, max: 100, value: pct, high: 80 }), ` ${l.used.toLocaleString()} / ${l.limit.toLocaleString()}`),
+          h("td", { class: "muted" }, reset));
+      }))));
+  } catch (err) { body.textContent = describe(err); }
+};
+
+// ---------- API keys ----------
+async function showKeys() {
+  if (gen) { gen.abort.abort(); gen = undefined; setBusy(false); }
+  currentId = "";
+  markActive();
+  $("keys-error").textContent = "";
+  try {
+    const r = await keys.listApiKeys({ pageSize: 200 });
+    const now = Date.now();
+    $("key-rows").replaceChildren(...r.apiKeys.map((k) => {
+      const revoked = !!k.revokedAt;
+      const expired = k.expiresAt && timestampMs(k.expiresAt) < now;
+      const status = revoked ? "revoked" : expired ? "expired" : "";
+      return h("tr", { "data-id": k.keyId, class: status },
+        h("td", {}, k.name), h("td", {}, h("code", {}, `${k.prefix}…`)),
+        h("td", {}, k.createdAt ? when(timestampMs(k.createdAt)) : ""),
+        h("td", {}, k.expiresAt ? when(timestampMs(k.expiresAt)) : ""),
+        h("td", {}, k.lastUsedAt ? when(timestampMs(k.lastUsedAt)) : "never"),
+        h("td", {}, status ? h("span", { class: "muted status" }, status) : h("button", { type: "button", class: "revoke danger", onclick: () => revoke(k.keyId, k.name) }, "Revoke")));
+    }));
+  } catch (err) { $("keys-error").textContent = describe(err); }
+}
+async function revoke(id: string, name: string) {
+  if (!confirm(`Revoke the key “${name}”? Programs using it stop working within seconds.`)) return;
+  try { await keys.revokeApiKey({ keyId: id }); } catch (err) { $("keys-error").textContent = describe(err); }
+  showKeys();
+}
+$<HTMLFormElement>("key-form").onsubmit = async (e) => {
+  e.preventDefault();
+  const form = e.target as HTMLFormElement;
+  const f = new FormData(form);
+  const days = Math.min(30, Math.max(1, Number(f.get("days")) || 30));
+  try {
+    const r = await keys.createApiKey({ name: String(f.get("name")), ttl: { seconds: BigInt(days * 86400) } });
+    $("secret-value").textContent = r.secret;
+    $("key-secret").hidden = false;
+    form.reset();
+    showKeys();
+  } catch (err) { $("keys-error").textContent = describe(err); }
+};
+$("copy-secret").onclick = async () => {
+  try {
+    await navigator.clipboard.writeText($("secret-value").textContent ?? "");
+    $("copy-secret").textContent = "Copied";
+  } catch {
+    getSelection()?.selectAllChildren($("secret-value")); // select it for a manual copy
+  }
+};
+
+// ---------- rendering benchmark (used by the end-to-end tests) ----------
+// Feeds n synthetic tokens through the same renderer as a live answer.
+(window as unknown as Record<string, unknown>).parleyBench = (n: number, perTick: number) => new Promise<void>((done) => {
+  const words = ["the", "rabbit", "`hole`", "**very**", "deep", "well,", "and", "_Alice_", "fell."];
+  const v = assistantView("bench");
+  let i = 0;
+  const t = setInterval(() => {
+    for (let k = 0; k < perTick && i < n; k++, i++) {
+      let tok = " " + words[i % words.length];
+      if (i % 120 === 119) tok += "\n\n";
+      if (i % 600 === 300) tok += "\n\n```go\nfunc main() {\n";
+      if (i % 600 > 300 && i % 600 < 400 && i % 10 === 0) tok += "\n";
+      if (i % 600 === 400) tok += "\n}\n```\n\n";
+      if (i % 600 === 450) tok += "\n\n- a list item\n- another";
+      v.md.append(tok);
+    }
+    if (i >= n) { clearInterval(t); v.md.finish(); done(); }
+  }, 4);
+});
+
+// ---------- start ----------
+auth.getMe({}).then((r) => start(r.user!), (err) => {
+  if (ConnectError.from(err).code !== Code.Unauthenticated) $("auth-error").textContent = describe(err);
+  showAuth();
+});
