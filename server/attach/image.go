@@ -1,0 +1,166 @@
+package attach
+
+import (
+	"bytes"
+	"image"
+	"image/draw"
+	_ "image/gif" // registered for image.Decode: the first frame only
+	"image/jpeg"
+	"image/png"
+
+	xdraw "golang.org/x/image/draw"
+	_ "golang.org/x/image/webp" // registered for image.Decode
+)
+
+// Limits bound what is accepted. The zero value of a field takes its
+// default (DefaultLimits).
+type Limits struct {
+	// ImageBytes bounds an image file (default 20 MB).
+	ImageBytes int64
+	// DocumentBytes bounds a document file (default 512 MB).
+	DocumentBytes int64
+	// UserBytes bounds what one user stores in all (default 25 GB).
+	UserBytes int64
+	// MaxPixels bounds an image's area, read from its header before
+	// decoding (default 50 megapixels).
+	MaxPixels int64
+	// FitSide is the box an image is resized to fit (default 1024).
+	FitSide int
+	// TextBytes is the budget of a document's text; longer text is cut
+	// with a marker (default 512 KiB).
+	TextBytes int
+	// UnzipBytes bounds the bytes decompressed from a DOCX or PPTX
+	// (default 128 MiB).
+	UnzipBytes int64
+	// UnzipRatio bounds a zipped part's uncompressed to compressed size
+	// (default 100).
+	UnzipRatio int64
+}
+
+// DefaultLimits are the limits of seed 000.
+func DefaultLimits() Limits {
+	return Limits{
+		ImageBytes: 20_000_000, DocumentBytes: 512_000_000, UserBytes: 25_000_000_000,
+		MaxPixels: 50_000_000, FitSide: 1024, TextBytes: 512 << 10, UnzipBytes: 128 << 20, UnzipRatio: 100,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.ImageBytes <= 0 {
+		l.ImageBytes = d.ImageBytes
+	}
+	if l.DocumentBytes <= 0 {
+		l.DocumentBytes = d.DocumentBytes
+	}
+	if l.UserBytes <= 0 {
+		l.UserBytes = d.UserBytes
+	}
+	if l.MaxPixels <= 0 {
+		l.MaxPixels = d.MaxPixels
+	}
+	if l.FitSide <= 0 {
+		l.FitSide = d.FitSide
+	}
+	if l.TextBytes <= 0 {
+		l.TextBytes = d.TextBytes
+	}
+	if l.UnzipBytes <= 0 {
+		l.UnzipBytes = d.UnzipBytes
+	}
+	if l.UnzipRatio <= 0 {
+		l.UnzipRatio = d.UnzipRatio
+	}
+	return l
+}
+
+// MaxBytes is the size limit of a type's files.
+func (l Limits) MaxBytes(t Type) int64 {
+	if t.Kind == KindImage {
+		return l.ImageBytes
+	}
+	return l.DocumentBytes
+}
+
+// Checker checks files against Limits and prepares them for the model. A
+// decoded image can take hundreds of megabytes, so only a few are decoded
+// at once.
+type Checker struct {
+	limits Limits
+	decode chan struct{}
+}
+
+// NewChecker makes a Checker; zero fields of limits take their defaults.
+func NewChecker(limits Limits) *Checker {
+	return &Checker{limits: limits.withDefaults(), decode: make(chan struct{}, 2)}
+}
+
+// Limits returns the limits in force.
+func (c *Checker) Limits() Limits { return c.limits }
+
+// Image is an image prepared for the model.
+type Image struct {
+	// Width and Height are the original's size.
+	Width, Height int
+	// Data is the image re-encoded at its fitted size, as MIME.
+	Data []byte
+	MIME string
+	// FitWidth and FitHeight are the size of Data.
+	FitWidth, FitHeight int
+}
+
+// Image checks an image of type t and prepares it: the size is read from
+// the header and an image over MaxPixels refused undecoded; otherwise it is
+// decoded (a GIF's first frame), resized to fit FitSide×FitSide with
+// Catmull-Rom, and re-encoded (JPEG when opaque, else PNG), which also drops
+// its metadata.
+func (c *Checker) Image(data []byte, t Type) (*Image, error) {
+	if int64(len(data)) > c.limits.ImageBytes {
+		return nil, refuse("the image is %d bytes, over the limit of %d", len(data), c.limits.ImageBytes)
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil || "image/"+format != t.MIME {
+		return nil, refuse("the %s is damaged or unreadable", t.Name)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > c.limits.MaxPixels {
+		return nil, refuse("the image is %d×%d pixels, over the limit of %d pixels", cfg.Width, cfg.Height, c.limits.MaxPixels)
+	}
+	c.decode <- struct{}{}
+	defer func() { <-c.decode }()
+	src, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, refuse("the %s is damaged or unreadable", t.Name)
+	}
+	b := src.Bounds()
+	w, h := fit(b.Dx(), b.Dy(), c.limits.FitSide)
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	if w == b.Dx() && h == b.Dy() {
+		draw.Draw(dst, dst.Bounds(), src, b.Min, draw.Src)
+	} else {
+		xdraw.CatmullRom.Scale(dst, dst.Bounds(), src, b, xdraw.Src, nil)
+	}
+	var out bytes.Buffer
+	img := &Image{Width: cfg.Width, Height: cfg.Height, FitWidth: w, FitHeight: h}
+	if dst.Opaque() {
+		img.MIME, err = "image/jpeg", jpeg.Encode(&out, dst, &jpeg.Options{Quality: 85})
+	} else {
+		img.MIME, err = "image/png", (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, dst)
+	}
+	if err != nil {
+		return nil, err
+	}
+	img.Data = out.Bytes()
+	return img, nil
+}
+
+// fit scales w×h down, keeping its aspect, to fit side×side; a smaller
+// image is not enlarged.
+func fit(w, h, side int) (int, int) {
+	if w <= side && h <= side {
+		return w, h
+	}
+	if w >= h {
+		return side, max(1, (h*side+w/2)/w)
+	}
+	return max(1, (w*side+h/2)/h), side
+}

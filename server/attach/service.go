@@ -1,0 +1,270 @@
+package attach
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/blob"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// Service runs the attachment lifecycle: an upload is registered against
+// the user's quota, its bytes go straight to blob storage by signed URL,
+// and on completion they are checked and prepared once; messages then use
+// the prepared form (the fitted image, the document's text), which is kept
+// beside the original under key + ".prepared".
+type Service struct {
+	Store   store.Attachments
+	Blobs   blob.Blobs
+	Checker *Checker
+	// URLExpiry is how long upload and download URLs live (at most
+	// blob.MaxURLExpiry).
+	URLExpiry time.Duration
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// UploadRequest is what a client declares about a file before sending it.
+type UploadRequest struct {
+	Filename, MIME string
+	Size           int64
+	SHA256         string
+}
+
+func blobKey(a store.Attachment) string     { return "attachments/" + a.UserID + "/" + a.ID }
+func preparedKey(a store.Attachment) string { return blobKey(a) + ".prepared" }
+
+// CreateUpload registers an upload (status uploading), counting its size
+// against the user's quota atomically, and returns where to send the bytes.
+func (s *Service) CreateUpload(ctx context.Context, userID string, req UploadRequest) (store.Attachment, blob.Upload, error) {
+	if s == nil {
+		return store.Attachment{}, blob.Upload{}, unavailable()
+	}
+	lim := s.Checker.Limits()
+	switch {
+	case req.Filename == "" || len(req.Filename) > 255:
+		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("filename", "must be 1 to 255 bytes")
+	case !utf8.ValidString(req.Filename) || strings.ContainsAny(req.Filename, "/\\\x00"):
+		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("filename", "must be valid UTF-8 without directories")
+	}
+	t, ok := Lookup(req.MIME)
+	if !ok {
+		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("mime_type", fmt.Sprintf("%q is not accepted; accepted types: %s", req.MIME, accepted()))
+	}
+	if max := lim.MaxBytes(t); req.Size < 1 || req.Size > max {
+		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("size_bytes", fmt.Sprintf("%d is outside 1 to %d bytes, the limit for a %s", req.Size, max, t.Name))
+	}
+	sum := strings.ToLower(req.SHA256)
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("sha256", "must be 64 hex digits")
+	}
+	a := store.Attachment{
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Filename: req.Filename, MimeType: t.MIME,
+		SizeBytes: req.Size, SHA256: sum, Status: store.AttachmentUploading, CreatedAt: s.Now(),
+	}
+	if err := s.Store.Create(ctx, a, lim.UserBytes); errors.Is(err, store.ErrQuotaExceeded) {
+		return store.Attachment{}, blob.Upload{}, apierr.ResourceExhausted(fmt.Sprintf(
+			"storing %d more bytes would pass your attachment quota of %d bytes; delete attachments to make room", req.Size, lim.UserBytes), 0)
+	} else if err != nil {
+		return store.Attachment{}, blob.Upload{}, s.internal(ctx, "creating an attachment", err)
+	}
+	up, err := s.Blobs.SignedUploadURL(ctx, blobKey(a), a.SizeBytes, a.MimeType, s.URLExpiry)
+	if err != nil {
+		_ = s.Store.Delete(ctx, userID, a.ID)
+		return store.Attachment{}, blob.Upload{}, s.internal(ctx, "signing an upload URL", err)
+	}
+	return a, up, nil
+}
+
+// Complete checks an upload — its size, its SHA-256, its real type and
+// content — and marks it ready with its prepared form stored, or failed
+// with the reason (its bytes deleted). An attachment no longer uploading
+// is returned as it is.
+func (s *Service) Complete(ctx context.Context, userID, id string) (store.Attachment, error) {
+	a, err := s.Get(ctx, userID, id)
+	if err != nil || a.Status != store.AttachmentUploading {
+		return a, err
+	}
+	obj, err := s.Blobs.Get(ctx, blobKey(a))
+	if errors.Is(err, blob.ErrNotFound) {
+		return a, apierr.FailedPrecondition("nothing has been uploaded yet: PUT the bytes to the upload URL first")
+	} else if err != nil {
+		return a, s.internal(ctx, "opening an upload", err)
+	}
+	res, prepared, err := s.check(a, obj)
+	obj.Close()
+	if err != nil {
+		var r *Refusal
+		if !errors.As(err, &r) {
+			return a, s.internal(ctx, "checking an upload", err)
+		}
+		res = store.AttachmentResult{Status: store.AttachmentFailed, FailureReason: r.Reason}
+	} else if err := s.Blobs.Put(ctx, preparedKey(a), bytes.NewReader(prepared), int64(len(prepared))); err != nil {
+		return a, s.internal(ctx, "storing a prepared attachment", err)
+	}
+	done, err := s.Store.SetStatus(ctx, a.ID, res)
+	if errors.Is(err, store.ErrConflict) { // completed meanwhile by another call
+		return s.Get(ctx, userID, id)
+	} else if err != nil {
+		return a, s.internal(ctx, "completing an attachment", err)
+	}
+	if done.Status == store.AttachmentFailed {
+		s.deleteBlobs(ctx, done)
+	}
+	return done, nil
+}
+
+// check verifies an upload against its declaration and prepares it.
+func (s *Service) check(a store.Attachment, obj blob.Object) (store.AttachmentResult, []byte, error) {
+	if obj.Size() != a.SizeBytes {
+		return store.AttachmentResult{}, nil, refuse("the upload is %d bytes, not the declared %d", obj.Size(), a.SizeBytes)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(obj, 0, obj.Size())); err != nil {
+		return store.AttachmentResult{}, nil, err
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != a.SHA256 {
+		return store.AttachmentResult{}, nil, refuse("the upload's SHA-256 is %s, not the declared %s", sum, a.SHA256)
+	}
+	declared, _ := Lookup(a.MimeType)
+	t, err := Detect(obj, obj.Size(), declared, s.Checker.Limits())
+	if err != nil {
+		return store.AttachmentResult{}, nil, err
+	}
+	res := store.AttachmentResult{Status: store.AttachmentReady, MimeType: t.MIME}
+	if t.Kind == KindImage {
+		data := make([]byte, obj.Size()) // at most ImageBytes: checked at CreateUpload
+		if _, err := obj.ReadAt(data, 0); err != nil && err != io.EOF {
+			return res, nil, err
+		}
+		img, err := s.Checker.Image(data, t)
+		if err != nil {
+			return res, nil, err
+		}
+		res.Width, res.Height = img.Width, img.Height
+		return res, img.Data, nil
+	}
+	text, err := s.Checker.Text(obj, obj.Size(), t)
+	return res, []byte(text), err
+}
+
+// Get returns the caller's attachment, or not_found.
+func (s *Service) Get(ctx context.Context, userID, id string) (store.Attachment, error) {
+	if s == nil {
+		return store.Attachment{}, unavailable()
+	}
+	if id == "" {
+		return store.Attachment{}, apierr.InvalidArgument("attachment_id", "is required")
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return store.Attachment{}, apierr.NotFound("attachment")
+	}
+	a, err := s.Store.Get(ctx, userID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return a, apierr.NotFound("attachment")
+	} else if err != nil {
+		return a, s.internal(ctx, "reading an attachment", err)
+	}
+	return a, nil
+}
+
+// DownloadURL returns a short-lived URL of a ready attachment's original
+// bytes ("" for one not ready).
+func (s *Service) DownloadURL(ctx context.Context, a store.Attachment) (string, time.Time, error) {
+	if a.Status != store.AttachmentReady {
+		return "", time.Time{}, nil
+	}
+	u, exp, err := s.Blobs.SignedDownloadURL(ctx, blobKey(a), a.MimeType, s.URLExpiry)
+	if err != nil {
+		return "", time.Time{}, s.internal(ctx, "signing a download URL", err)
+	}
+	return u, exp, nil
+}
+
+// Delete removes the caller's attachment: its bytes, its prepared form and
+// its record.
+func (s *Service) Delete(ctx context.Context, userID, id string) error {
+	a, err := s.Get(ctx, userID, id)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.Delete(ctx, userID, a.ID); errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("attachment")
+	} else if err != nil {
+		return s.internal(ctx, "deleting an attachment", err)
+	}
+	s.deleteBlobs(ctx, a)
+	return nil
+}
+
+func (s *Service) deleteBlobs(ctx context.Context, a store.Attachment) {
+	for _, key := range []string{blobKey(a), preparedKey(a)} {
+		if err := s.Blobs.Delete(ctx, key); err != nil {
+			s.Logger.WarnContext(ctx, "deleting an attachment's blob", "key", key, "err", err)
+		}
+	}
+}
+
+// Part returns what the model receives of the caller's ready attachment:
+// the fitted image or the document's text. Another user's attachment, or a
+// deleted one, is not_found; one not ready is failed_precondition.
+func (s *Service) Part(ctx context.Context, userID, id string) (worker.Part, error) {
+	a, err := s.Get(ctx, userID, id)
+	if err != nil {
+		return worker.Part{}, err
+	}
+	if a.Status != store.AttachmentReady {
+		return worker.Part{}, apierr.FailedPrecondition(fmt.Sprintf("attachment %s is %s, not ready", a.ID, a.Status))
+	}
+	obj, err := s.Blobs.Get(ctx, preparedKey(a))
+	if errors.Is(err, blob.ErrNotFound) {
+		return worker.Part{}, apierr.NotFound("attachment")
+	} else if err != nil {
+		return worker.Part{}, s.internal(ctx, "opening a prepared attachment", err)
+	}
+	defer obj.Close()
+	data, err := io.ReadAll(io.LimitReader(obj, max(s.Checker.Limits().ImageBytes, int64(s.Checker.Limits().TextBytes)+1024)))
+	if err != nil {
+		return worker.Part{}, s.internal(ctx, "reading a prepared attachment", err)
+	}
+	if strings.HasPrefix(a.MimeType, "image/") {
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return worker.Part{}, s.internal(ctx, "reading a prepared image", err)
+		}
+		return worker.Part{Image: &worker.Image{Data: data, MimeType: "image/" + format, Width: cfg.Width, Height: cfg.Height}}, nil
+	}
+	return worker.Part{Document: &worker.Document{Filename: a.Filename, MimeType: a.MimeType, Text: string(data)}}, nil
+}
+
+// Inline returns the Checker for parts given inline; on a server without
+// attachments, one with the default limits.
+func (s *Service) Inline() *Checker {
+	if s == nil || s.Checker == nil {
+		return NewChecker(Limits{})
+	}
+	return s.Checker
+}
+
+func (s *Service) internal(ctx context.Context, what string, err error) error {
+	s.Logger.ErrorContext(ctx, what, "err", err)
+	return apierr.Internal()
+}
+
+func unavailable() error {
+	return apierr.FailedPrecondition("attachments are not available on this server")
+}
