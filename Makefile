@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build generate lint breaking vet test test-go run clean
+.PHONY: all build generate lint breaking vet test test-go test-scale services services-down run clean
 
 all: build
 
@@ -36,6 +36,18 @@ test: test-go
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-scale: start the real servers (scripts/services.sh) and run every test,
+## the scale backends' conformance suites included
+test-scale:
+	scripts/services.sh up
+	eval "$$(scripts/services.sh env)" && $(GO) test -race -count=1 -timeout 20m ./...
+
+## services / services-down: the scale-mode servers on loopback ports
+services:
+	scripts/services.sh up
+services-down:
+	scripts/services.sh down
 
 ## run: the embedded default, on http://127.0.0.1:8080
 run:
