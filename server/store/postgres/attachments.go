@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type attachments struct{ db *DB }
+
+const attCols = `id, user_id, filename, mime_type, size_bytes, sha256, status, failure_reason, width, height, created_at, expires_at`
+
+type attScan struct {
+	a       store.Attachment
+	created int64
+	expires *int64
+}
+
+func (s *attScan) dest() []any {
+	return []any{&s.a.ID, &s.a.UserID, &s.a.Filename, &s.a.MimeType, &s.a.SizeBytes, &s.a.SHA256, (*string)(&s.a.Status),
+		&s.a.FailureReason, &s.a.Width, &s.a.Height, &s.created, &s.expires}
+}
+
+func (s *attScan) att() store.Attachment {
+	a := s.a
+	a.CreatedAt, a.ExpiresAt = fromTS(s.created), fromNullTS(s.expires)
+	return a
+}
+
+func (at attachments) Create(ctx context.Context, a store.Attachment, quotaBytes int64) error {
+	if a.SizeBytes < 0 {
+		return fmt.Errorf("%w: negative attachment size", store.ErrInvalidArgument)
+	}
+	if a.Status == "" {
+		a.Status = store.AttachmentUploading
+	}
+	var inserted bool
+	err := pgx.BeginFunc(ctx, at.db.pool, func(tx pgx.Tx) error {
+		// The user's row lock serialises quota checks of one user across
+		// every gateway; READ COMMITTED alone would let two inserts both
+		// see the same sum.
+		// (An unknown user locks nothing; the insert's foreign key refuses
+		// it after the quota check.)
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, a.UserID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO attachments (`+attCols+`)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+			WHERE $5 <= $13::bigint AND $5 + (SELECT coalesce(sum(size_bytes), 0) FROM attachments
+			                          WHERE user_id = $2 AND status <> 'failed') <= $13::bigint`,
+			a.ID, a.UserID, a.Filename, a.MimeType, a.SizeBytes, a.SHA256, string(a.Status), a.FailureReason,
+			a.Width, a.Height, ts(a.CreatedAt), nullTS(a.ExpiresAt), quotaBytes)
+		inserted = tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil {
+		return mapErr(err)
+	}
+	if !inserted {
+		return fmt.Errorf("%w: %d more bytes would pass the quota of %d", store.ErrQuotaExceeded, a.SizeBytes, quotaBytes)
+	}
+	return nil
+}
+
+func (at attachments) Get(ctx context.Context, userID, id string) (store.Attachment, error) {
+	var s attScan
+	err := at.db.pool.QueryRow(ctx, `SELECT `+attCols+` FROM attachments WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
+	if err != nil {
+		return store.Attachment{}, notFound(err, "attachment")
+	}
+	return s.att(), nil
+}
+
+func (at attachments) SetStatus(ctx context.Context, id string, r store.AttachmentResult) (store.Attachment, error) {
+	if r.Status != store.AttachmentReady && r.Status != store.AttachmentFailed {
+		return store.Attachment{}, fmt.Errorf("%w: attachment status %q is not ready or failed", store.ErrInvalidArgument, r.Status)
+	}
+	var s attScan
+	err := at.db.pool.QueryRow(ctx, `UPDATE attachments
+		SET status = $1, failure_reason = $2, width = $3, height = $4, mime_type = CASE WHEN $5 = '' THEN mime_type ELSE $5 END
+		WHERE id = $6 AND status = 'uploading' RETURNING `+attCols,
+		string(r.Status), r.FailureReason, r.Width, r.Height, r.MimeType, id).Scan(s.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var status string
+		err := at.db.pool.QueryRow(ctx, `SELECT status FROM attachments WHERE id = $1`, id).Scan(&status)
+		if err != nil {
+			return store.Attachment{}, notFound(err, "attachment")
+		}
+		return store.Attachment{}, fmt.Errorf("%w: attachment is %s, not uploading", store.ErrConflict, status)
+	}
+	if err != nil {
+		return store.Attachment{}, mapErr(err)
+	}
+	return s.att(), nil
+}
+
+func (at attachments) Delete(ctx context.Context, userID, id string) error {
+	tag, err := at.db.exec(ctx, `DELETE FROM attachments WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(tag, "attachment")
+}

@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type conversations struct{ db *DB }
+
+const convCols = `id, user_id, title, model, archived, created_at, updated_at`
+
+type convScan struct {
+	c                store.Conversation
+	created, updated int64
+}
+
+func (s *convScan) dest() []any {
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated}
+}
+
+func (s *convScan) conv() store.Conversation {
+	c := s.c
+	c.CreatedAt, c.UpdatedAt = fromTS(s.created), fromTS(s.updated)
+	return c
+}
+
+func (c conversations) Create(ctx context.Context, v store.Conversation) error {
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt))
+	return err
+}
+
+func (c conversations) Get(ctx context.Context, userID, id string) (store.Conversation, error) {
+	var s convScan
+	err := c.db.pool.QueryRow(ctx, `SELECT `+convCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
+	if err != nil {
+		return store.Conversation{}, notFound(err, "conversation")
+	}
+	return s.conv(), nil
+}
+
+func (c conversations) List(ctx context.Context, userID string, f store.ConversationFilter, p store.PageRequest) ([]store.Conversation, string, error) {
+	limit := p.Limit()
+	q := `SELECT ` + convCols + ` FROM conversations WHERE user_id = $1`
+	args := []any{userID}
+	switch f.Archived {
+	case store.ArchiveActive:
+		q += ` AND NOT archived`
+	case store.ArchiveArchived:
+		q += ` AND archived`
+	case store.ArchiveAll:
+	default:
+		return nil, "", fmt.Errorf("%w: unknown archive filter %d", store.ErrInvalidArgument, f.Archived)
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (updated_at, id) < ($2, $3)`
+		args = append(args, at, id)
+	}
+	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT %d`, limit+1)
+	rows, err := c.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := collectRows(rows, func(r pgx.Rows) (store.Conversation, error) {
+		var s convScan
+		err := r.Scan(s.dest()...)
+		return s.conv(), err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out, next := page(out, limit, func(v store.Conversation) (int64, string) { return ts(v.UpdatedAt), v.ID })
+	return out, next, nil
+}
+
+func (c conversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
+	var s convScan
+	err := c.db.pool.QueryRow(ctx, `UPDATE conversations
+		SET title = coalesce($1, title), archived = coalesce($2, archived), updated_at = greatest(updated_at, $3)
+		WHERE id = $4 AND user_id = $5 RETURNING `+convCols,
+		patch.Title, patch.Archived, ts(now), id, userID).Scan(s.dest()...)
+	if err != nil {
+		return store.Conversation{}, notFound(err, "conversation")
+	}
+	return s.conv(), nil
+}
+
+func (c conversations) Touch(ctx context.Context, userID, id string, now time.Time, titleIfEmpty string) error {
+	tag, err := c.db.exec(ctx, `UPDATE conversations
+		SET updated_at = greatest(updated_at, $1), title = CASE WHEN title = '' THEN $2 ELSE title END
+		WHERE id = $3 AND user_id = $4`, ts(now), titleIfEmpty, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(tag, "conversation")
+}
+
+func (c conversations) Delete(ctx context.Context, userID, id string) error {
+	tag, err := c.db.exec(ctx, `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(tag, "conversation")
+}

@@ -1,0 +1,261 @@
+// Package postgres is the scale-mode backend of the relational store
+// interfaces (Accounts, Conversations, Ledger, Usage, Attachments, Audit, and
+// Messages for a PostgreSQL-only deployment) over pgx/v5 and pgxpool.
+//
+// Every operation that must be atomic is one statement: Reserve and Settle are
+// single conditional UPDATE … RETURNING statements (with data-modifying CTEs
+// for the second table), evaluated by PostgreSQL on the row it locks, so
+// several gateways sharing the database can never overshoot a balance. The
+// schema is a set of embedded migrations applied by Migrate (`parley
+// migrate`, and at `parley serve` start), serialised across processes by an
+// advisory lock.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationLock is the advisory lock key that serialises Migrate across
+// processes ("parley" in ASCII).
+const migrationLock = 0x7061726c6579
+
+// DB is an open PostgreSQL store. It is safe for concurrent use.
+type DB struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Pinger = (*DB)(nil)
+
+// Options tune Open.
+type Options struct {
+	// Schema, if set, is created if missing and used as the search_path of
+	// every connection (tests use one schema each).
+	Schema string
+	// MaxConns caps the pool; zero keeps pgxpool's default (max(4, CPUs)) or
+	// the URL's pool_max_conns.
+	MaxConns int32
+}
+
+// Open connects to the database at url (postgres://…), checks that it answers
+// and returns the store. It does not migrate: call Migrate.
+func Open(ctx context.Context, url string, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.Schema != "" {
+		if !validIdent(opts.Schema) {
+			return nil, fmt.Errorf("postgres: invalid schema name %q", opts.Schema)
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+		// Create the schema on a plain connection first.
+		conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+		if err != nil {
+			return nil, fmt.Errorf("postgres: connect: %w", err)
+		}
+		_, err = conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+opts.Schema)
+		conn.Close(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: create schema: %w", err)
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db := &DB{pool: pool}
+	if err := db.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func validIdent(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// DropSchema drops a schema made with Options.Schema and everything in it
+// (tests).
+func (db *DB) DropSchema(ctx context.Context, schema string) error {
+	if !validIdent(schema) {
+		return fmt.Errorf("postgres: invalid schema name %q", schema)
+	}
+	_, err := db.pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
+	return err
+}
+
+// Close closes the pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers, for /readyz.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Store returns the store interfaces backed by db. Limiter-free: rate limits
+// live in Redis.
+func (db *DB) Store() store.Store {
+	return store.Store{
+		Accounts:      accounts{db},
+		Conversations: conversations{db},
+		Messages:      messages{db},
+		Ledger:        ledger{db},
+		Usage:         usage{db},
+		Attachments:   attachments{db},
+		Audit:         audit{db},
+	}
+}
+
+// Migrate applies the embedded migrations not yet recorded in
+// schema_migrations, in file-name order, each in its own transaction. An
+// advisory lock makes concurrent calls from several processes safe.
+func (db *DB) Migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("postgres: migrate: lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) }()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at BIGINT  NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("postgres: create schema_migrations: %w", err)
+	}
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		version, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return fmt.Errorf("postgres: migration %s: name must start with a number and '_'", base)
+		}
+		body, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			// Simple protocol: a migration holds several statements.
+			if _, err := tx.Exec(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+				version, base, time.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// mapErr translates constraint violations into store errors.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%w: %v", store.ErrConflict, err)
+		case "23503": // foreign_key_violation
+			return fmt.Errorf("%w: referenced record does not exist: %v", store.ErrNotFound, err)
+		case "22003": // numeric_value_out_of_range
+			return fmt.Errorf("%w: %v", store.ErrInvalidArgument, err)
+		}
+	}
+	return err
+}
+
+// notFound turns pgx.ErrNoRows into store.ErrNotFound.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, what)
+	}
+	return mapErr(err)
+}
+
+func affectedOne(tag pgconn.CommandTag, what string) error {
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, what)
+	}
+	return nil
+}
+
+// exec runs one statement and maps its error.
+func (db *DB) exec(ctx context.Context, q string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := db.pool.Exec(ctx, q, args...)
+	return tag, mapErr(err)
+}
+
+func ts(t time.Time) int64 { return t.UnixNano() }
+
+func nullTS(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+func fromTS(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func fromNullTS(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return fromTS(*n)
+}

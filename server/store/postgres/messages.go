@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type messages struct{ db *DB }
+
+func (m messages) Append(ctx context.Context, msg store.Message) error {
+	parts := msg.Parts
+	if parts == nil {
+		parts = []store.Part{}
+	}
+	js, err := json.Marshal(parts)
+	if err != nil {
+		return fmt.Errorf("postgres: encode message parts: %w", err)
+	}
+	_, err = m.db.exec(ctx, `INSERT INTO messages (id, conversation_id, role, parts, model, tokens, finish_reason, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+		msg.ID, msg.ConversationID, msg.Role, string(js), msg.Model, msg.Tokens, msg.FinishReason, ts(msg.CreatedAt))
+	return err
+}
+
+func (m messages) List(ctx context.Context, conversationID string, p store.PageRequest) ([]store.Message, string, error) {
+	limit := p.Limit()
+	q := `SELECT id, conversation_id, role, parts, model, tokens, finish_reason, created_at FROM messages WHERE conversation_id = $1`
+	args := []any{conversationID}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (created_at, id) > ($2, $3)`
+		args = append(args, at, id)
+	}
+	q += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, limit+1)
+	rows, err := m.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := collectRows(rows, func(r pgx.Rows) (store.Message, error) {
+		var msg store.Message
+		var parts string
+		var created int64
+		if err := r.Scan(&msg.ID, &msg.ConversationID, &msg.Role, &parts, &msg.Model, &msg.Tokens, &msg.FinishReason, &created); err != nil {
+			return msg, err
+		}
+		if err := json.Unmarshal([]byte(parts), &msg.Parts); err != nil {
+			return msg, fmt.Errorf("postgres: decode parts of message %s: %w", msg.ID, err)
+		}
+		msg.CreatedAt = fromTS(created)
+		return msg, nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out, next := page(out, limit, func(v store.Message) (int64, string) { return ts(v.CreatedAt), v.ID })
+	return out, next, nil
+}
+
+func (m messages) DeleteConversation(ctx context.Context, conversationID string) error {
+	_, err := m.db.exec(ctx, `DELETE FROM messages WHERE conversation_id = $1`, conversationID)
+	return err
+}

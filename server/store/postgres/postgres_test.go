@@ -1,0 +1,71 @@
+package postgres_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/postgres"
+	"github.com/parleyhq/parley/server/store/storetest"
+)
+
+// EnvURL names the test database; the suites skip when it is unset
+// (scripts/services.sh env sets it, and CI runs them).
+const EnvURL = "PARLEY_TEST_POSTGRES_URL"
+
+// open returns a migrated store in a fresh schema of its own, dropped when
+// the test ends.
+func open(t testing.TB) *postgres.DB {
+	t.Helper()
+	url := os.Getenv(EnvURL)
+	if url == "" {
+		t.Skipf("%s not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvURL)
+	}
+	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	db, err := postgres.Open(t.Context(), url, postgres.Options{Schema: schema, MaxConns: 8})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = db.DropSchema(t.Context(), schema)
+		db.Close()
+	})
+	if err := db.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return db
+}
+
+func newStore(t *testing.T) store.Store { return open(t).Store() }
+
+func TestAccounts(t *testing.T)      { t.Parallel(); storetest.TestAccounts(t, newStore) }
+func TestConversations(t *testing.T) { t.Parallel(); storetest.TestConversations(t, newStore) }
+func TestMessages(t *testing.T)      { t.Parallel(); storetest.TestMessages(t, newStore) }
+func TestLedger(t *testing.T)        { t.Parallel(); storetest.TestLedger(t, newStore) }
+func TestUsage(t *testing.T)         { t.Parallel(); storetest.TestUsage(t, newStore) }
+func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
+func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	for i := range 2 {
+		if err := db.Migrate(t.Context()); err != nil {
+			t.Fatalf("Migrate again (%d): %v", i, err)
+		}
+	}
+	if err := db.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+}
+
+func TestOpenRejectsBadSchema(t *testing.T) {
+	t.Parallel()
+	if _, err := postgres.Open(t.Context(), "postgres://127.0.0.1:1/x", postgres.Options{Schema: "a; DROP"}); err == nil {
+		t.Fatal(fmt.Sprint("Open accepted a bad schema name"))
+	}
+}

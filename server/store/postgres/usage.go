@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type usage struct{ db *DB }
+
+// Record inserts the batch in one statement (arrays unnested server-side);
+// rows whose request ID exists are skipped.
+func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	n := len(records)
+	var (
+		reqID, userID, keyID, channel, model, finish = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		prompt, completion, cached, cost, created    = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		estimated                                    = make([]bool, n)
+	)
+	for i, r := range records {
+		reqID[i], userID[i], keyID[i], channel[i], model[i], finish[i] = r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model, r.FinishReason
+		prompt[i], completion[i], cached[i], cost[i], created[i] = r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.CostNanos, ts(r.CreatedAt)
+		estimated[i] = r.Estimated
+	}
+	_, err := u.db.exec(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[])
+		ON CONFLICT (request_id) DO NOTHING`,
+		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created)
+	return err
+}
+
+func (u usage) List(ctx context.Context, userID string, p store.PageRequest) ([]store.UsageRecord, string, error) {
+	limit := p.Limit()
+	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
+		estimated, cost_nanos, finish_reason, created_at FROM usage_records WHERE user_id = $1`
+	args := []any{userID}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (created_at, request_id) < ($2, $3)`
+		args = append(args, at, id)
+	}
+	q += fmt.Sprintf(` ORDER BY created_at DESC, request_id DESC LIMIT %d`, limit+1)
+	rows, err := u.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := collectRows(rows, func(row pgx.Rows) (store.UsageRecord, error) {
+		var r store.UsageRecord
+		var created int64
+		err := row.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
+			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created)
+		r.CreatedAt = fromTS(created)
+		return r, err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out, next := page(out, limit, func(v store.UsageRecord) (int64, string) { return ts(v.CreatedAt), v.RequestID })
+	return out, next, nil
+}
