@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/server/store/memlimit"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
+	"github.com/parleyhq/parley/server/webapp"
 	"github.com/parleyhq/parley/server/worker/sim"
 	"github.com/parleyhq/parley/sse"
 )
@@ -46,6 +48,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	pingEvery := fs.Duration("ping-interval", 10*time.Second, "keep-alive comment interval on quiet SSE streams")
 	queueLimit := fs.Int("queue-limit", 256, "requests per model that may wait for a worker before new ones are refused")
 	maxQueueWait := fs.Duration("max-queue-wait", 30*time.Second, "longest a request waits for a worker")
+	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -127,6 +130,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	handlerOpts := []connect.HandlerOption{
 		connect.WithInterceptors(metrics.Interceptor(), otelInterceptor, authn.Interceptor()),
 		connect.WithReadMaxBytes(int(cfg.MaxBodyBytes)),
+		// A streamed delta is a few bytes: gzip per message would cost more
+		// CPU than the whole rest of the request path.
+		connect.WithCompressMinBytes(4096),
 	}
 
 	// Services.
@@ -177,12 +183,25 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
 
+	// The browser chat app, embedded; registered at "/" so every API route wins.
+	mux.Handle("/", webapp.New())
+
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
 		gateway.CORS(cfg.WebOrigins),
 		gateway.BodyLimit(cfg.MaxBodyBytes),
 		auth.RecordOrigin,
 	)
+
+	if *debugListen != "" {
+		go func() {
+			dbg := http.NewServeMux()
+			dbg.HandleFunc("/debug/pprof/", pprof.Index)
+			dbg.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			dbg.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			logger.Warn("profiling endpoint on", "addr", *debugListen, "err", http.ListenAndServe(*debugListen, dbg))
+		}()
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

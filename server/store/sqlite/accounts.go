@@ -196,7 +196,7 @@ func (a accounts) TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Tim
 	if len(lastUsed) == 0 {
 		return nil
 	}
-	return mapErr(a.db.write(ctx, func(tx *sql.Tx) error {
+	return mapErr(a.db.write(ctx, func(tx *txn) error {
 		st, err := tx.PrepareContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, ?1), ?1) WHERE id = ?2`)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -39,6 +40,8 @@ const BusyTimeout = 5 * time.Second
 type DB struct {
 	w *sql.DB // the single writer connection
 	r *sql.DB // read-only connections
+
+	stmts sync.Map // query text → *sql.Stmt prepared on w
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -151,7 +154,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = db.write(ctx, func(tx *sql.Tx) error {
+		err = db.write(ctx, func(tx *txn) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
 				return err
@@ -159,7 +162,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 			if n > 0 {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			if _, err := tx.Tx.ExecContext(ctx, string(body)); err != nil { // several statements: not preparable
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
@@ -175,11 +178,17 @@ func (db *DB) Migrate(ctx context.Context) error {
 
 // write runs fn in a write transaction (BEGIN IMMEDIATE on the single writer
 // connection) and commits it if fn returns nil.
-func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+func (db *DB) write(ctx context.Context, fn func(tx *txn) error) (err error) {
+	sqlTx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	tx := &txn{Tx: sqlTx, db: db}
+	defer func() {
+		if len(tx.unprepared) > 0 {
+			db.prepare(context.WithoutCancel(ctx), tx.unprepared)
+		}
+	}()
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback()
@@ -261,4 +270,55 @@ func affectedOne(res sql.Result, what string) error {
 		return fmt.Errorf("%w: %s", store.ErrNotFound, what)
 	}
 	return nil
+}
+
+// txn is a write transaction whose statements are prepared once per query
+// text and reused: SQLite's parser was a large share of the hot path's CPU
+// (every request holds and settles money).
+type txn struct {
+	*sql.Tx
+	db         *DB
+	unprepared []string
+}
+
+// stmt returns the transaction's handle on the prepared statement of query,
+// or nil the first time a query is seen: it cannot be prepared now, while the
+// transaction holds the only writer connection, so it is noted and prepared
+// once the transaction is over.
+func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
+	if s, ok := t.db.stmts.Load(query); ok {
+		return t.Tx.StmtContext(ctx, s.(*sql.Stmt))
+	}
+	t.unprepared = append(t.unprepared, query)
+	return nil
+}
+
+// prepare prepares the queries first seen in a finished transaction.
+func (db *DB) prepare(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		if _, ok := db.stmts.Load(q); ok {
+			continue
+		}
+		if s, err := db.w.PrepareContext(ctx, q); err == nil {
+			if _, loaded := db.stmts.LoadOrStore(q, s); loaded {
+				_ = s.Close()
+			}
+		}
+	}
+}
+
+// ExecContext runs a prepared statement in the transaction.
+func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a prepared single-row query in the transaction.
+func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
 }

@@ -27,7 +27,7 @@ func (l ledger) Account(ctx context.Context, userID string) (store.Balance, erro
 }
 
 // availableTx reads the available balance inside tx, for error reports only.
-func availableTx(ctx context.Context, tx *sql.Tx, userID string) (int64, error) {
+func availableTx(ctx context.Context, tx *txn, userID string) (int64, error) {
 	var avail int64
 	err := tx.QueryRowContext(ctx, `SELECT available_nanos FROM billing_accounts WHERE user_id = ?`, userID).Scan(&avail)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -38,7 +38,7 @@ func availableTx(ctx context.Context, tx *sql.Tx, userID string) (int64, error) 
 
 func (l ledger) Adjust(ctx context.Context, a store.Adjustment) (int64, error) {
 	var avail int64
-	err := l.db.write(ctx, func(tx *sql.Tx) error {
+	err := l.db.write(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos)
 			VALUES (?, 0, 0) ON CONFLICT (user_id) DO NOTHING`, a.UserID); err != nil {
 			return err
@@ -76,7 +76,7 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 		return store.Balance{}, fmt.Errorf("%w: reservation amount %d is not positive", store.ErrInvalidArgument, r.AmountNanos)
 	}
 	var b store.Balance
-	err := l.db.write(ctx, func(tx *sql.Tx) error {
+	err := l.db.write(ctx, func(tx *txn) error {
 		err := tx.QueryRowContext(ctx, `UPDATE billing_accounts
 			SET available_nanos = available_nanos - ?1, reserved_nanos = reserved_nanos + ?1
 			WHERE user_id = ?2 AND available_nanos >= ?1
@@ -106,7 +106,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		return store.Settlement{}, fmt.Errorf("%w: negative cost %d", store.ErrInvalidArgument, costNanos)
 	}
 	var s store.Settlement
-	err := l.db.write(ctx, func(tx *sql.Tx) error {
+	err := l.db.write(ctx, func(tx *txn) error {
 		// The normal case: close a held reservation.
 		var userID string
 		var amount int64
@@ -160,7 +160,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 
 func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error) {
 	var n int64
-	err := l.db.write(ctx, func(tx *sql.Tx) error {
+	err := l.db.write(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE billing_accounts AS b
 			SET available_nanos = b.available_nanos + x.total, reserved_nanos = b.reserved_nanos - x.total
 			FROM (SELECT user_id, sum(amount_nanos) AS total FROM reservations

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -13,7 +12,7 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	if len(records) == 0 {
 		return nil
 	}
-	return mapErr(u.db.write(ctx, func(tx *sql.Tx) error {
+	return mapErr(u.db.write(ctx, func(tx *txn) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
 			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`)
