@@ -30,7 +30,6 @@ import (
 	"github.com/parleyhq/parley/server/store/memlimit"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
-	"github.com/parleyhq/parley/server/webapp"
 	"github.com/parleyhq/parley/server/worker/sim"
 	"github.com/parleyhq/parley/sse"
 )
@@ -182,9 +181,6 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle("GET /healthz", metrics.HTTP("healthz", gateway.Healthz()))
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
-
-	// The browser chat app, embedded; registered at "/" so every API route wins.
-	mux.Handle("/", webapp.New())
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
