@@ -35,6 +35,8 @@ type clients struct {
 	Auth  parleyv1connect.AuthServiceClient
 	Keys  parleyv1connect.ApiKeyServiceClient
 	Admin parleyv1connect.AdminServiceClient
+	Conv  parleyv1connect.ConversationServiceClient
+	Bill  parleyv1connect.BillingServiceClient
 }
 
 // clients returns the service clients of s over p, authenticated with c.
@@ -45,6 +47,8 @@ func (s *server) clients(p protocol, c cred) clients {
 		Auth:  parleyv1connect.NewAuthServiceClient(hc, s.BaseURL, p.opts...),
 		Keys:  parleyv1connect.NewApiKeyServiceClient(hc, s.BaseURL, p.opts...),
 		Admin: parleyv1connect.NewAdminServiceClient(hc, s.BaseURL, p.opts...),
+		Conv:  parleyv1connect.NewConversationServiceClient(hc, s.BaseURL, p.opts...),
+		Bill:  parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
 	}
 }
 
@@ -79,6 +83,9 @@ type account struct {
 	Cookie          string // the Session_id value
 	Key             string // an API key secret
 	KeyID           string
+	// ConversationID is a conversation of the account's, with one exchange
+	// in it, when a test made one.
+	ConversationID string
 }
 
 // sessionCookie returns the Session_id value a response set.
