@@ -1,0 +1,123 @@
+package limits
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/memlimit"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+var model = &models.Model{ID: "m", TierLimits: map[store.Tier]models.TierLimit{
+	store.TierFree: {Requests: 4, InputTokens: 1000, OutputTokens: 100, Window: time.Hour},
+}}
+
+func newLimits() (*Limits, *clock) {
+	c := &clock{now: time.Unix(1_800_000_000, 0)}
+	return New(memlimit.New(time.Minute), c.Now), c
+}
+
+func TestExactAtTheBoundaryAndRefill(t *testing.T) {
+	l, c := newLimits()
+	ctx := context.Background()
+	for i := range 4 {
+		if _, err := l.Admit(ctx, "u", store.TierFree, model, 10, 10); err != nil {
+			t.Fatalf("request %d refused: %v", i+1, err)
+		}
+	}
+	_, err := l.Admit(ctx, "u", store.TierFree, model, 10, 10)
+	var le parleyv1.LimitExceeded
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !apierr.Detail(err, &le) || le.GetLimit().GetKind() != parleyv1.LimitKind_LIMIT_KIND_REQUESTS {
+		t.Fatalf("fifth request: %v", err)
+	}
+	d, ok := apierr.RetryAfter(err)
+	if !ok || d != 15*time.Minute { // one request comes back every hour/4
+		t.Fatalf("retry after %v", d)
+	}
+	c.Advance(15*time.Minute - time.Nanosecond)
+	if _, err := l.Admit(ctx, "u", store.TierFree, model, 10, 10); err == nil {
+		t.Fatal("admitted a nanosecond early")
+	}
+	c.Advance(time.Nanosecond)
+	if _, err := l.Admit(ctx, "u", store.TierFree, model, 10, 10); err != nil {
+		t.Fatalf("not refilled after 15 min: %v", err)
+	}
+	// Another user, another bucket.
+	if _, err := l.Admit(ctx, "v", store.TierFree, model, 10, 10); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnusedOutputIsReturned(t *testing.T) {
+	l, _ := newLimits()
+	ctx := context.Background()
+	g, err := l.Admit(ctx, "u", store.TierFree, model, 10, 100) // holds all 100 output tokens
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Admit(ctx, "u", store.TierFree, model, 10, 1); err == nil {
+		t.Fatal("output held at max_output_tokens should leave none")
+	}
+	l.Settle(ctx, g, 30) // used 30: 70 come back
+	st, _ := l.Status(ctx, "u", store.TierFree, []*models.Model{model})
+	for _, s := range st {
+		if s.GetKind() == parleyv1.LimitKind_LIMIT_KIND_OUTPUT_TOKENS && (s.GetUsed() != 30 || s.GetRemaining() != 70) {
+			t.Fatalf("output after settle: %v", s)
+		}
+	}
+	if _, err := l.Admit(ctx, "u", store.TierFree, model, 10, 70); err != nil {
+		t.Fatalf("refunded output not usable: %v", err)
+	}
+}
+
+func TestImpossibleRequestIsNotRetryable(t *testing.T) {
+	l, _ := newLimits()
+	_, err := l.Admit(context.Background(), "u", store.TierFree, model, 5000, 10)
+	if _, ok := apierr.RetryAfter(err); connect.CodeOf(err) != connect.CodeResourceExhausted || ok {
+		t.Fatalf("%v", err)
+	}
+	if _, err := l.Admit(context.Background(), "u", store.TierMax, model, 1, 1); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("a tier without limits on the model: %v", err)
+	}
+}
+
+func TestConcurrentAdmitsCannotOvershoot(t *testing.T) {
+	l, _ := newLimits()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Admit(context.Background(), "u", store.TierFree, model, 1, 1); err == nil {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 4 {
+		t.Fatalf("%d admitted, want 4", ok)
+	}
+}
