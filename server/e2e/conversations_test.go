@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -358,7 +359,7 @@ func TestSendMessageAsSSE(t *testing.T) {
 	}
 	dec := sse.NewDecoder(res.Body)
 	var ids []string
-	var last string
+	var first, last string
 	for {
 		ev, err := dec.Next()
 		if err != nil {
@@ -367,12 +368,46 @@ func TestSendMessageAsSSE(t *testing.T) {
 		if ev.Event == "error" {
 			t.Fatalf("error event %s", ev.Data)
 		}
+		if first == "" {
+			first = ev.Data
+		}
 		ids = append(ids, ev.ID)
 		last = ev.Data
 	}
 	if len(ids) < 3 || ids[0] != "1" || !strings.Contains(last, `"finished"`) {
 		t.Fatalf("ids %v, last %s", ids, last)
 	}
+	// Last-Event-ID resumes through StreamGeneration: the replay starts after it.
+	var convID struct {
+		Event struct {
+			Started struct {
+				ConversationID string `json:"conversationId"`
+			} `json:"started"`
+		} `json:"event"`
+	}
+	_ = json.Unmarshal([]byte(first), &convID)
+	req, _ = http.NewRequest("POST", s.BaseURL+"/sse/parley.v1.ConversationService/StreamGeneration",
+		strings.NewReader(`{"conversationId":"`+convID.Event.Started.ConversationID+`"}`))
+	req.Header.Set("Cookie", "Session_id="+a.Cookie)
+	req.Header.Set("Last-Event-ID", "2")
+	resumed, err := h1Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdec := sse.NewDecoder(resumed.Body)
+	var rids []string
+	for {
+		ev, err := rdec.Next()
+		if err != nil {
+			break
+		}
+		rids = append(rids, ev.ID)
+	}
+	resumed.Body.Close()
+	if len(rids) != len(ids)-2 || rids[0] != "3" {
+		t.Fatalf("resumed ids %v after 2, first stream had %v", rids, ids)
+	}
+
 	// CSRF holds on the SSE surface too.
 	req, _ = http.NewRequest("POST", s.BaseURL+"/sse/parley.v1.ConversationService/SendMessage", strings.NewReader(`{"parts":[{"text":"hello"}]}`))
 	req.Header.Set("Cookie", "Session_id="+a.Cookie)
