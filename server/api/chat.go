@@ -9,6 +9,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/worker"
 )
@@ -21,7 +22,7 @@ type ChatHandler struct {
 // Complete runs a generation and answers with the whole completion.
 func (h *ChatHandler) Complete(ctx context.Context, req *connect.Request[parleyv1.CompleteRequest]) (*connect.Response[parleyv1.CompleteResponse], error) {
 	m := req.Msg
-	r, err := chatRequest(m.GetModel(), m.GetMessages(), m.GetMaxOutputTokens(), m.Temperature, m.TopP, m.GetStop(), m.Seed)
+	r, err := h.chatRequest(ctx, m.GetModel(), m.GetMessages(), m.GetMaxOutputTokens(), m.Temperature, m.TopP, m.GetStop(), m.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (h *ChatHandler) Complete(ctx context.Context, req *connect.Request[parleyv
 // A client that goes away cancels the generation at once.
 func (h *ChatHandler) CompleteStream(ctx context.Context, req *connect.Request[parleyv1.CompleteStreamRequest], stream *connect.ServerStream[parleyv1.CompleteStreamResponse]) error {
 	m := req.Msg
-	r, err := chatRequest(m.GetModel(), m.GetMessages(), m.GetMaxOutputTokens(), m.Temperature, m.TopP, m.GetStop(), m.Seed)
+	r, err := h.chatRequest(ctx, m.GetModel(), m.GetMessages(), m.GetMaxOutputTokens(), m.Temperature, m.TopP, m.GetStop(), m.Seed)
 	if err != nil {
 		return err
 	}
@@ -62,10 +63,10 @@ func (h *ChatHandler) CompleteStream(ctx context.Context, req *connect.Request[p
 }
 
 // chatRequest turns the API's fields into the core's request.
-func chatRequest(model string, msgs []*parleyv1.Message, maxOut int64, temperature, topP *float64, stop []string, seed *int64) (chat.Request, error) {
+func (h *ChatHandler) chatRequest(ctx context.Context, model string, msgs []*parleyv1.Message, maxOut int64, temperature, topP *float64, stop []string, seed *int64) (chat.Request, error) {
 	r := chat.Request{Model: model, MaxOutputTokens: maxOut, Temperature: temperature, TopP: topP, Stop: stop, Seed: seed}
 	for i, m := range msgs {
-		cm, err := chatMessage(fmt.Sprintf("messages[%d]", i), m)
+		cm, err := h.chatMessage(ctx, fmt.Sprintf("messages[%d]", i), m)
 		if err != nil {
 			return chat.Request{}, err
 		}
@@ -74,7 +75,7 @@ func chatRequest(model string, msgs []*parleyv1.Message, maxOut int64, temperatu
 	return r, nil
 }
 
-func chatMessage(field string, m *parleyv1.Message) (worker.ChatMessage, error) {
+func (h *ChatHandler) chatMessage(ctx context.Context, field string, m *parleyv1.Message) (worker.ChatMessage, error) {
 	cm := worker.ChatMessage{Role: roleName(m.GetRole())}
 	if cm.Role == "" {
 		return cm, apierr.InvalidArgument(field+".role", "must be ROLE_SYSTEM, ROLE_USER or ROLE_ASSISTANT")
@@ -85,19 +86,24 @@ func chatMessage(field string, m *parleyv1.Message) (worker.ChatMessage, error) 
 		case *parleyv1.Part_Text:
 			cm.Parts = append(cm.Parts, worker.Part{Text: k.Text})
 		case *parleyv1.Part_Image:
-			img, err := chat.InlineImage(pf+".image", k.Image.GetData(), k.Image.GetMimeType())
+			img, err := h.Core.Attachments.Inline().InlineImage(pf+".image", k.Image.GetData(), k.Image.GetMimeType())
 			if err != nil {
 				return cm, err
 			}
 			cm.Parts = append(cm.Parts, worker.Part{Image: img})
 		case *parleyv1.Part_Document:
-			doc, err := chat.InlineDocument(pf+".document", k.Document.GetData(), k.Document.GetMimeType(), k.Document.GetFilename())
+			doc, err := h.Core.Attachments.Inline().InlineDocument(pf+".document", k.Document.GetData(), k.Document.GetMimeType(), k.Document.GetFilename())
 			if err != nil {
 				return cm, err
 			}
 			cm.Parts = append(cm.Parts, worker.Part{Document: doc})
 		case *parleyv1.Part_AttachmentId:
-			return cm, apierr.InvalidArgument(pf+".attachment_id", "attachments are not available on this server yet")
+			p, _ := auth.FromContext(ctx)
+			part, err := h.Core.Attachments.Part(ctx, p.UserID, k.AttachmentId)
+			if err != nil {
+				return cm, err
+			}
+			cm.Parts = append(cm.Parts, part)
 		default:
 			return cm, apierr.InvalidArgument(pf, "is empty: set text, attachment_id, image or document")
 		}

@@ -19,6 +19,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/worker"
@@ -88,7 +89,7 @@ func (h *OpenAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) 
 		WriteOpenAIError(w, r, err)
 		return
 	}
-	creq, err := req.toChat()
+	creq, err := req.toChat(h.Core.Attachments.Inline())
 	if err != nil {
 		WriteOpenAIError(w, r, err)
 		return
@@ -166,7 +167,7 @@ func (h *OpenAIHandler) parse(r *http.Request) (*openAIRequest, error) {
 }
 
 // toChat maps the OpenAI request onto the core's request.
-func (req *openAIRequest) toChat() (chat.Request, error) {
+func (req *openAIRequest) toChat(inline *attach.Checker) (chat.Request, error) {
 	cr := chat.Request{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed}
 	switch {
 	case req.MaxCompletionTokens != nil:
@@ -228,7 +229,7 @@ func (req *openAIRequest) toChat() (chat.Request, error) {
 					if err != nil {
 						return cr, apierr.InvalidArgument(pf+".image_url.url", err.Error())
 					}
-					img, cerr := chat.InlineImage(pf+".image_url", data, mime)
+					img, cerr := inline.InlineImage(pf+".image_url", data, mime)
 					if cerr != nil {
 						return cr, cerr
 					}

@@ -18,6 +18,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/limits"
@@ -57,6 +58,9 @@ type Core struct {
 	Conversations store.Conversations
 	Messages      store.Messages
 	Live          *Live
+	// Attachments resolves parts that name an uploaded attachment and
+	// checks inline ones (nil: attachments are not available).
+	Attachments *attach.Service
 	// Background is the context web generations run under (they outlive
 	// their requests); cancelling it stops them all, e.g. at shutdown.
 	Background context.Context

@@ -104,7 +104,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 			return nil, "", err
 		}
 	}
-	msgs, promptTokens, err := c.fitContext(m, maxOut, append(history, userMsg))
+	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, maxOut, append(history, userMsg))
 	if err != nil {
 		abandon()
 		return nil, "", err
@@ -212,13 +212,17 @@ func (c *Core) history(ctx context.Context, conversationID string) ([]store.Mess
 // fitContext turns stored messages into the prompt, dropping the oldest
 // turns (never a system message, never the newest) until the prompt and the
 // answer fit the model's window.
-func (c *Core) fitContext(m *models.Model, maxOut int64, stored []store.Message) ([]worker.ChatMessage, int, error) {
+func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, maxOut int64, stored []store.Message) ([]worker.ChatMessage, int, error) {
 	msgs := make([]worker.ChatMessage, 0, len(stored))
-	for _, s := range stored {
+	for i, s := range stored {
 		if s.Role == "assistant" && s.FinishReason == string(worker.FinishError) && partsText(s.Parts) == "" {
 			continue // a failed answer with nothing in it adds nothing
 		}
-		msgs = append(msgs, worker.ChatMessage{Role: s.Role, Parts: toWorkerParts(s.Parts)})
+		parts, err := c.workerParts(ctx, userID, m, s.Parts, i == len(stored)-1)
+		if err != nil {
+			return nil, 0, err
+		}
+		msgs = append(msgs, worker.ChatMessage{Role: s.Role, Parts: parts})
 	}
 	budget := int(m.ContextWindow - maxOut)
 	n := worker.PromptTokens(c.Tokens, msgs)
@@ -269,10 +273,13 @@ func validateParts(parts []store.Part) (string, error) {
 		return "", apierr.InvalidArgument("parts", "must not be empty")
 	}
 	var b strings.Builder
+	attached := false
 	for i, p := range parts {
 		switch {
+		case p.AttachmentID != "" && p.Text != "":
+			return "", apierr.InvalidArgument(fmt.Sprintf("parts[%d]", i), "set text or attachment_id, not both")
 		case p.AttachmentID != "":
-			return "", apierr.InvalidArgument(fmt.Sprintf("parts[%d].attachment_id", i), "attachments are not available on this server yet")
+			attached = true
 		case !utf8.ValidString(p.Text):
 			return "", apierr.InvalidArgument(fmt.Sprintf("parts[%d].text", i), "is not valid UTF-8")
 		}
@@ -280,7 +287,7 @@ func validateParts(parts []store.Part) (string, error) {
 	}
 	text := b.String()
 	switch {
-	case strings.TrimSpace(text) == "":
+	case strings.TrimSpace(text) == "" && !attached:
 		return "", apierr.InvalidArgument("parts", "the message is empty")
 	case len(text) > MaxMessageBytes:
 		return "", apierr.InvalidArgument("parts", fmt.Sprintf("the message is %d bytes, over the limit of %d", len(text), MaxMessageBytes))
@@ -288,14 +295,38 @@ func validateParts(parts []store.Part) (string, error) {
 	return text, nil
 }
 
-func toWorkerParts(parts []store.Part) []worker.Part {
+// workerParts turns stored parts into what the model receives, loading
+// each attachment's prepared form (the fitted image, the document's text).
+// In the newest message (strict) an attachment that cannot be used is the
+// caller's error; in the history one since deleted is noted as gone.
+func (c *Core) workerParts(ctx context.Context, userID string, m *models.Model, parts []store.Part, strict bool) ([]worker.Part, error) {
 	out := make([]worker.Part, 0, len(parts))
-	for _, p := range parts {
-		if p.Text != "" {
+	for i, p := range parts {
+		switch {
+		case p.AttachmentID != "":
+			wp, err := c.Attachments.Part(ctx, userID, p.AttachmentID)
+			if err != nil && strict {
+				return nil, err
+			} else if err != nil {
+				out = append(out, worker.Part{Text: "[an attachment that is no longer available]"})
+				continue
+			}
+			if kind := modality(wp); strict && !m.Accepts(kind) {
+				return nil, apierr.InvalidArgument(fmt.Sprintf("parts[%d].attachment_id", i), fmt.Sprintf("%s does not accept %ss", m.ID, kind))
+			}
+			out = append(out, wp)
+		case p.Text != "":
 			out = append(out, worker.Part{Text: p.Text})
 		}
 	}
-	return out
+	return out, nil
+}
+
+func modality(p worker.Part) string {
+	if p.Image != nil {
+		return "image"
+	}
+	return "document"
 }
 
 func partsText(parts []store.Part) string {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"time"
 
 	"connectrpc.com/connect"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	"github.com/parleyhq/parley/server/api"
+	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/blob"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
@@ -47,6 +50,12 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	pingEvery := fs.Duration("ping-interval", 10*time.Second, "keep-alive comment interval on quiet SSE streams")
 	queueLimit := fs.Int("queue-limit", 256, "requests per model that may wait for a worker before new ones are refused")
 	maxQueueWait := fs.Duration("max-queue-wait", 30*time.Second, "longest a request waits for a worker")
+	defaults := attach.DefaultLimits()
+	imageBytes := fs.Int64("attachment-image-bytes", defaults.ImageBytes, "largest image attachment, in bytes")
+	documentBytes := fs.Int64("attachment-document-bytes", defaults.DocumentBytes, "largest document attachment, in bytes")
+	quotaBytes := fs.Int64("attachment-quota-bytes", defaults.UserBytes, "attachment storage per user, in bytes")
+	blobURLExpiry := fs.Duration("blob-url-expiry", blob.MaxURLExpiry, "how long signed upload and download URLs live (at most 15m)")
+	blobBaseURL := fs.String("blob-base-url", "", "absolute base of signed blob URLs (empty: relative to the gateway)")
 	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
@@ -84,6 +93,17 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 	pages := api.PageTokens{Key: secret}
 
+	// Attachments: blobs in the data directory behind signed URLs, checked
+	// and prepared once when an upload completes.
+	blobs, err := blob.NewLocal(filepath.Join(cfg.DataDir, "blobs"), secret, *blobBaseURL, time.Now)
+	if err != nil {
+		return err
+	}
+	attachments := &attach.Service{
+		Store: stores.Attachments, Blobs: blobs, URLExpiry: *blobURLExpiry, Now: time.Now, Logger: logger,
+		Checker: attach.NewChecker(attach.Limits{ImageBytes: *imageBytes, DocumentBytes: *documentBytes, UserBytes: *quotaBytes}),
+	}
+
 	// Models, the scheduler and its workers (none given: one in-process sim).
 	catalog, err := models.Load(*modelsFile)
 	if err != nil {
@@ -117,7 +137,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched, Usage: usageSink,
 		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: 8 << 20,
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
-		Live: chat.NewLive(5 * time.Minute), Background: generations,
+		Live: chat.NewLive(5 * time.Minute), Background: generations, Attachments: attachments,
 	}
 	defer func() { stopGenerations(); core.Wait() }()
 
@@ -151,7 +171,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle(parleyv1connect.NewModelServiceHandler(&api.ModelHandler{Catalog: catalog}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewChatServiceHandler(&api.ChatHandler{Core: core}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewConversationServiceHandler(&api.ConversationHandler{Core: core, Pages: pages}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(parleyv1connect.UnimplementedAttachmentServiceHandler{}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(&api.AttachmentHandler{Attachments: attachments}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(&api.BillingHandler{
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 	}, handlerOpts...))
@@ -181,11 +201,12 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle("GET /healthz", metrics.HTTP("healthz", gateway.Healthz()))
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
+	mux.Handle(blob.Prefix, metrics.HTTP("blob", blobs)) // signed URLs: the URL is the credential
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
 		gateway.CORS(cfg.WebOrigins),
-		gateway.BodyLimit(cfg.MaxBodyBytes),
+		gateway.Except(blob.Prefix, gateway.BodyLimit(cfg.MaxBodyBytes)), // an upload URL bounds its own length
 		auth.RecordOrigin,
 	)
 
