@@ -1,0 +1,223 @@
+// Package clickhouse is the scale-mode store.Usage: usage records in a
+// ClickHouse MergeTree table ordered by (user_id, created_at), partitioned by
+// month, written in batches (the caller, server/usage's Sink, batches by size
+// and time off the request path) over the native protocol.
+//
+// The driver is pinned at clickhouse-go/v2 v2.25.0 on purpose (go.mod): the
+// ClickHouse that Debian ships (18.16) is what our machines and CI run, and
+// from v2.27 on the driver sends batches as `INSERT … FORMAT Native`, which
+// 18.16 refuses; its HTTP mode also fails at ping there. Only types 18.16
+// knows are used (String, Int64, UInt8): no DateTime64, Bool, Map,
+// LowCardinality or async_insert.
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+// schema creates the table. ReplacingMergeTree on a key that includes the
+// request ID folds a retried batch's rows together on merge; Record also
+// skips IDs already stored, so reads never see a duplicate.
+const schema = `CREATE TABLE IF NOT EXISTS usage_records (
+	user_id           String,
+	created_at        Int64,
+	request_id        String,
+	api_key_id        String,
+	channel           String,
+	model             String,
+	prompt_tokens     Int64,
+	completion_tokens Int64,
+	cached_tokens     Int64,
+	estimated         UInt8,
+	cost_nanos        Int64,
+	finish_reason     String
+) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
+ORDER BY (user_id, created_at, request_id)`
+
+// DB is an open ClickHouse usage store.
+type DB struct {
+	conn driver.Conn
+}
+
+var (
+	_ store.Usage  = (*DB)(nil)
+	_ store.Pinger = (*DB)(nil)
+)
+
+// Open connects to url (clickhouse://host:9000/database?username=…&password=…),
+// checks that the server answers and creates the table if needed.
+func Open(ctx context.Context, url string) (*DB, error) {
+	opts, err := ch.ParseDSN(url)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	db := &DB{conn: conn}
+	if err := db.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Migrate creates the table if it does not exist.
+func (db *DB) Migrate(ctx context.Context) error {
+	if err := db.conn.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("clickhouse: create usage_records: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the server answers, for /readyz.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("clickhouse: ping: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connections.
+func (db *DB) Close() error { return db.conn.Close() }
+
+// Exec runs one statement (tests create and drop databases with it).
+func (db *DB) Exec(ctx context.Context, q string) error { return db.conn.Exec(ctx, q) }
+
+// Record implements store.Usage: one INSERT of every record whose request ID
+// is not stored yet.
+func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	// Skip IDs already stored (a retried batch) and repeats within the batch.
+	ids := make([]string, 0, len(records))
+	seen := make(map[string]bool, len(records))
+	for _, r := range records {
+		if !seen[r.RequestID] {
+			seen[r.RequestID] = true
+			ids = append(ids, r.RequestID)
+		}
+	}
+	have := map[string]bool{}
+	users := map[string]bool{}
+	for _, r := range records {
+		users[r.UserID] = true
+	}
+	userList := make([]string, 0, len(users))
+	for u := range users {
+		userList = append(userList, u)
+	}
+	args := make([]any, 0, len(userList)+len(ids))
+	for _, u := range userList {
+		args = append(args, u)
+	}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := db.conn.Query(ctx, `SELECT request_id FROM usage_records WHERE user_id IN (`+placeholders(len(userList))+
+		`) AND request_id IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("clickhouse: usage lookup: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		have[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+
+	batch, err := db.conn.PrepareBatch(ctx, `INSERT INTO usage_records`)
+	if err != nil {
+		return fmt.Errorf("clickhouse: usage insert: %w", err)
+	}
+	n := 0
+	for _, r := range records {
+		if have[r.RequestID] {
+			continue
+		}
+		have[r.RequestID] = true
+		var est uint8
+		if r.Estimated {
+			est = 1
+		}
+		if err := batch.Append(r.UserID, r.CreatedAt.UnixNano(), r.RequestID, r.APIKeyID, r.Channel, r.Model,
+			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("clickhouse: usage append: %w", err)
+		}
+		n++
+	}
+	if n == 0 {
+		return batch.Abort()
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("clickhouse: usage send: %w", err)
+	}
+	return nil
+}
+
+// placeholders returns "?, ?, …" for n values (18.16 takes no array in IN).
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// List implements store.Usage: a user's records, newest first.
+func (db *DB) List(ctx context.Context, userID string, p store.PageRequest) ([]store.UsageRecord, string, error) {
+	limit := p.Limit()
+	var q strings.Builder
+	q.WriteString(`SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
+		estimated, cost_nanos, finish_reason, created_at FROM usage_records FINAL WHERE user_id = ?`)
+	args := []any{userID}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		q.WriteString(` AND (created_at < ? OR (created_at = ? AND request_id < ?))`)
+		args = append(args, at, at, id)
+	}
+	fmt.Fprintf(&q, ` ORDER BY created_at DESC, request_id DESC LIMIT %d`, limit+1)
+	rows, err := db.conn.Query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("clickhouse: usage list: %w", err)
+	}
+	defer rows.Close()
+	var out []store.UsageRecord
+	for rows.Next() {
+		var r store.UsageRecord
+		var created int64
+		var est uint8
+		if err := rows.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
+			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created); err != nil {
+			return nil, "", err
+		}
+		r.Estimated = est != 0
+		r.CreatedAt = fromTS(created)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	out, next := page(out, limit, func(v store.UsageRecord) (int64, string) { return v.CreatedAt.UnixNano(), v.RequestID })
+	return out, next, nil
+}
