@@ -40,6 +40,18 @@ type Serve struct {
 	// Secret (hex) signs page tokens and blob URLs; every gateway sharing
 	// stores needs the same one. Empty: a key kept in the data directory.
 	Secret string
+
+	// PostgresURL (postgres://…) moves the relational stores (accounts,
+	// conversations, messages, ledger, usage, attachments, audit) from the
+	// embedded SQLite database to PostgreSQL. Each scale backend below is
+	// chosen on its own.
+	PostgresURL string
+	// RedisURL (redis://…) moves the rate limiter into Redis, shared by
+	// every gateway.
+	RedisURL string
+	// ClickHouseURL (clickhouse://host:9000/db) moves usage records into
+	// ClickHouse.
+	ClickHouseURL string
 }
 
 // ServeFlags registers the serve settings on fs with their defaults and
@@ -57,6 +69,9 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.Secret, "secret", "", "hex key signing page tokens and blob URLs (scale mode: the same on every gateway)")
+	fs.StringVar(&c.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite)")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process)")
+	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
 	return c
 }
 

@@ -30,7 +30,6 @@ import (
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/scheduler"
-	"github.com/parleyhq/parley/server/store/memlimit"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
 	"github.com/parleyhq/parley/server/worker/sim"
@@ -76,7 +75,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	defer stores.Close()
 
 	// Authentication: sessions, API keys, the pre-auth limiter, the audit log.
-	authn := auth.New(stores.Accounts, stores.Audit, memlimit.New(0), time.Now, auth.Config{
+	authn := auth.New(stores.Accounts, stores.Audit, stores.Limiter, time.Now, auth.Config{
 		InsecureCookies: cfg.InsecureCookies,
 		WebOrigins:      cfg.WebOrigins,
 		LoginRate:       *loginRate,
@@ -131,7 +130,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	go bill.Sweep(sweepCtx, *sweepEvery)
 	usageSink := usage.NewSink(stores.Usage, metrics.Registry, logger, 500, 100_000, time.Second)
 	defer usageSink.Close()
-	tierLimits := limits.New(memlimit.New(time.Minute), time.Now)
+	tierLimits := limits.New(stores.Limiter, time.Now)
 	generations, stopGenerations := context.WithCancel(context.Background())
 	core := &chat.Core{
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched, Usage: usageSink,

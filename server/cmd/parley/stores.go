@@ -8,34 +8,81 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/clickhouse"
+	"github.com/parleyhq/parley/server/store/memlimit"
+	"github.com/parleyhq/parley/server/store/postgres"
+	redisstore "github.com/parleyhq/parley/server/store/redis"
 	"github.com/parleyhq/parley/server/store/sqlite"
 )
 
-// stores is the set of backends the process runs on, chosen from the config:
-// the embedded SQLite database unless a scale backend is configured.
+// stores is the set of backends the process runs on, chosen from the config,
+// each on its own: the embedded SQLite database and in-process limiter unless
+// a scale backend is configured (--postgres-url for the relational stores,
+// --redis-url for the limiter, --clickhouse-url for usage records).
 type stores struct {
 	store.Store
+	// Limiter holds the tier limits and the login throttle: in process, or
+	// in Redis so that every gateway shares them.
+	Limiter store.Limiter
 	checks  map[string]gateway.Check
 	closers []func() error
 }
 
-// openStores opens (and migrates, in embedded mode) every configured store.
-func openStores(ctx context.Context, cfg *config.Serve) (*stores, error) {
+// openStores opens and migrates every configured store.
+func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "parley.db"))
-	if err != nil {
-		return nil, err
+	s := &stores{checks: map[string]gateway.Check{}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if cfg.PostgresURL != "" {
+		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{})
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, pg.Close)
+		if err := pg.Migrate(ctx); err != nil {
+			return nil, err
+		}
+		s.Store = pg.Store()
+		s.checks["postgres"] = pg.Ping
+	} else {
+		db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "parley.db"))
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, db.Close)
+		s.Store = db.Store()
+		s.checks["sqlite"] = db.Ping
 	}
-	s := &stores{
-		Store:   db.Store(),
-		checks:  map[string]gateway.Check{"sqlite": db.Ping},
-		closers: []func() error{db.Close},
+	if cfg.RedisURL != "" {
+		rdb, err := redisstore.Open(ctx, cfg.RedisURL)
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, rdb.Close)
+		s.Limiter = redisstore.NewLimiter(rdb, "")
+		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
+	} else {
+		s.Limiter = memlimit.New(time.Minute)
+	}
+	if cfg.ClickHouseURL != "" {
+		chdb, err := clickhouse.Open(ctx, cfg.ClickHouseURL)
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, chdb.Close)
+		s.Usage = chdb
+		s.checks["clickhouse"] = chdb.Ping
 	}
 	return s, nil
 }
