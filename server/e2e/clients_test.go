@@ -32,11 +32,13 @@ type cred struct {
 
 // clients are the generated clients of the services, sending one cred.
 type clients struct {
-	Auth  parleyv1connect.AuthServiceClient
-	Keys  parleyv1connect.ApiKeyServiceClient
-	Admin parleyv1connect.AdminServiceClient
-	Conv  parleyv1connect.ConversationServiceClient
-	Bill  parleyv1connect.BillingServiceClient
+	Auth   parleyv1connect.AuthServiceClient
+	Keys   parleyv1connect.ApiKeyServiceClient
+	Admin  parleyv1connect.AdminServiceClient
+	Conv   parleyv1connect.ConversationServiceClient
+	Bill   parleyv1connect.BillingServiceClient
+	Chat   parleyv1connect.ChatServiceClient
+	Attach parleyv1connect.AttachmentServiceClient
 }
 
 // clients returns the service clients of s over p, authenticated with c.
@@ -44,11 +46,13 @@ func (s *server) clients(p protocol, c cred) clients {
 	hc := p.client()
 	hc.Transport = credTransport{base: hc.Transport, c: c}
 	return clients{
-		Auth:  parleyv1connect.NewAuthServiceClient(hc, s.BaseURL, p.opts...),
-		Keys:  parleyv1connect.NewApiKeyServiceClient(hc, s.BaseURL, p.opts...),
-		Admin: parleyv1connect.NewAdminServiceClient(hc, s.BaseURL, p.opts...),
-		Conv:  parleyv1connect.NewConversationServiceClient(hc, s.BaseURL, p.opts...),
-		Bill:  parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
+		Auth:   parleyv1connect.NewAuthServiceClient(hc, s.BaseURL, p.opts...),
+		Keys:   parleyv1connect.NewApiKeyServiceClient(hc, s.BaseURL, p.opts...),
+		Admin:  parleyv1connect.NewAdminServiceClient(hc, s.BaseURL, p.opts...),
+		Conv:   parleyv1connect.NewConversationServiceClient(hc, s.BaseURL, p.opts...),
+		Bill:   parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
+		Chat:   parleyv1connect.NewChatServiceClient(hc, s.BaseURL, p.opts...),
+		Attach: parleyv1connect.NewAttachmentServiceClient(hc, s.BaseURL, p.opts...),
 	}
 }
 
@@ -86,6 +90,9 @@ type account struct {
 	// ConversationID is a conversation of the account's, with one exchange
 	// in it, when a test made one.
 	ConversationID string
+	// AttachmentID is a ready attachment of the account's, where a test
+	// made one.
+	AttachmentID string
 }
 
 // sessionCookie returns the Session_id value a response set.

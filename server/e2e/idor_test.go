@@ -230,6 +230,7 @@ func TestIDOR(t *testing.T) {
 	b := s.newAccount(t, "b@example.com")
 	asB := s.as(protocols[0], b, "session")
 	b.ConversationID = victimConversation(t, asB)
+	b.AttachmentID = victimAttachment(t, s, b)
 	for _, p := range protocols {
 		for _, channel := range []string{"session", "key"} {
 			for _, tc := range idorCases {
