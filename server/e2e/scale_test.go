@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+)
+
+// scaleMode points every parley process this test starts (gateways and
+// `parley admin`) at shared scale backends through PARLEY_* variables: a
+// fresh PostgreSQL database, Redis, ClickHouse when available, and one
+// secret. It skips unless scripts/services.sh's env is set.
+func scaleMode(t *testing.T) {
+	t.Helper()
+	pgURL, redisURL := os.Getenv("PARLEY_TEST_POSTGRES_URL"), os.Getenv("PARLEY_TEST_REDIS_URL")
+	if pgURL == "" || redisURL == "" {
+		t.Skip("PARLEY_TEST_POSTGRES_URL and PARLEY_TEST_REDIS_URL not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")")
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		conn.Close(ctx)
+	})
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	t.Setenv("PARLEY_POSTGRES_URL", u.String())
+	t.Setenv("PARLEY_REDIS_URL", redisURL)
+	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
+	if ch := os.Getenv("PARLEY_TEST_CLICKHOUSE_URL"); ch != "" {
+		t.Setenv("PARLEY_CLICKHOUSE_URL", ch)
+	}
+}
+
+// Two gateways share PostgreSQL: concurrent API requests spread over both
+// serve exactly what the balance covers, never more.
+func TestScaleTwoGatewaysShareTheBalance(t *testing.T) {
+	scaleMode(t)
+	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
+	ctx := ctxTimeout(t, 90*time.Second)
+	msgs := userText("Tell me about the rabbit, at length, please.")
+	probe := gw[0].newAccount(t, "probe@example.com")
+	gw[0].topup(t, probe, "1")
+	pres, err := gw[1].api(protocols[0], cred{bearer: probe.Key}).Chat.Complete(ctx, connect.NewRequest(&parleyv1.CompleteRequest{Model: "sim-small", Messages: msgs, MaxOutputTokens: 6}))
+	if err != nil || pres.Msg.GetFinishReason() != parleyv1.FinishReason_FINISH_REASON_LENGTH {
+		t.Fatalf("probe (key made on gateway 0, used on gateway 1): %v %v", err, pres)
+	}
+	cost := pres.Msg.GetCostNanos() // max_output reached, so cost == hold
+
+	const covered, requests = 30, 120
+	a := gw[1].newAccount(t, "shared-balance@example.com")
+	gw[0].topup(t, a, nanosToUSD(covered*cost+cost-1))
+	clients := []apiClients{gw[0].api(protocols[0], cred{bearer: a.Key}), gw[1].api(protocols[0], cred{bearer: a.Key})}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, short := [2]int{}, 0
+	start := make(chan struct{})
+	for i := range requests {
+		wg.Go(func() {
+			<-start
+			_, err := clients[i%2].Chat.Complete(ctx, connect.NewRequest(&parleyv1.CompleteRequest{Model: "sim-small", Messages: msgs, MaxOutputTokens: 6}))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok[i%2]++
+			case apierr.Detail(err, &parleyv1.InsufficientBalance{}):
+				short++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	// (Which gateway wins the last units is a race; half the requests went
+	// to each.)
+	t.Logf("served %d on gateway 0, %d on gateway 1; %d refused", ok[0], ok[1], short)
+	if ok[0]+ok[1] != covered || short != requests-covered {
+		t.Fatalf("served %d+%d, refused %d for balance; want %d served in all", ok[0], ok[1], short, covered)
+	}
+	for i, c := range clients {
+		bal, err := c.Billing.GetBalance(ctx, connect.NewRequest(&parleyv1.GetBalanceRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bal.Msg.GetReservedNanos() != 0 || bal.Msg.GetBalanceNanos() != cost-1 {
+			t.Fatalf("gateway %d sees balance %v, want %d available and nothing reserved", i, bal.Msg, cost-1)
+		}
+	}
+}
+
+// Two gateways share Redis: a tier's request limit holds across both.
+func TestScaleTwoGatewaysShareTierLimits(t *testing.T) {
+	scaleMode(t)
+	file := filepath.Join(t.TempDir(), "models.yaml")
+	const limit, requests = 5, 16
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`models:
+- id: tiny
+  display_name: Tiny (simulated)
+  simulated: true
+  context_window: 4096
+  max_output_tokens: 10
+  tier_limits:
+    free: {requests: %d, input_tokens: 100000, output_tokens: 1000, window: 1h}
+`, limit)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string{}, fastAuth...), "--models-file", file)
+	gw := []*server{startServer(t, args...), startServer(t, args...)}
+	a := gw[0].newAccount(t, "shared-limits@example.com")
+	ctx := ctxTimeout(t, 60*time.Second)
+	// The session made on gateway 0 works on gateway 1 (PostgreSQL).
+	clients := []apiClients{gw[0].api(protocols[0], cred{cookie: a.Cookie}), gw[1].api(protocols[0], cred{cookie: a.Cookie})}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, limited := [2]int{}, 0
+	for i := range requests {
+		wg.Go(func() {
+			stream, err := clients[i%2].Conv.SendMessage(ctx, connect.NewRequest(&parleyv1.SendMessageRequest{Model: "tiny", Parts: textPart(fmt.Sprintf("hi %d", i))}))
+			if err == nil {
+				for stream.Receive() {
+				}
+				err = stream.Err()
+				stream.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var le parleyv1.LimitExceeded
+			switch {
+			case err == nil:
+				ok[i%2]++
+			case connect.CodeOf(err) == connect.CodeResourceExhausted && apierr.Detail(err, &le):
+				limited++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok[0]+ok[1] != limit || limited != requests-limit {
+		t.Fatalf("served %d+%d, limited %d; want %d served in all", ok[0], ok[1], limited, limit)
+	}
+	for i, c := range clients {
+		lim, err := c.Billing.GetLimits(ctx, connect.NewRequest(&parleyv1.GetLimitsRequest{Model: "tiny"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lim.Msg.GetLimits() {
+			if l.GetKind() == parleyv1.LimitKind_LIMIT_KIND_REQUESTS && (l.GetUsed() != limit || l.GetRemaining() != 0) {
+				t.Fatalf("gateway %d reports requests %v", i, l)
+			}
+		}
+	}
+}
