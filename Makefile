@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build generate lint breaking vet test test-go test-scale services services-down run clean
+.PHONY: all build generate lint breaking vet test test-go test-scale services services-down run clean web web-check
 
 all: build
 
@@ -17,6 +17,20 @@ generate: clients/ts/node_modules
 clients/ts/node_modules: clients/ts/package.json
 	cd clients/ts && npm ci --no-audit --no-fund
 	@touch $@
+
+## web: rebuild the browser app into server/webapp/dist (committed; the binary embeds it)
+web: clients/web/node_modules
+	cd clients/web && npm run build
+
+clients/web/node_modules: clients/web/package.json
+	cd clients/web && npm ci --no-audit --no-fund
+	@touch $@
+
+## web-check: fail if the committed server/webapp/dist is not what `make web` builds
+web-check: web
+	@if [ -n "$$(git status --porcelain -- server/webapp/dist)" ]; then \
+		git status --porcelain -- server/webapp/dist; \
+		echo "server/webapp/dist is stale: run 'make web' and commit" >&2; exit 1; fi
 
 ## lint: buf lint on the protos
 lint:

@@ -79,7 +79,7 @@ func TestRawGRPCWebReachesHealth(t *testing.T) {
 
 func TestHealthzReadyzMetrics(t *testing.T) {
 	s := startServer(t)
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/nope": 404} {
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/nope.json": 404, "/": 200, "/c/some-route": 200} {
 		res, err := http.Get(s.BaseURL + path)
 		if err != nil {
 			t.Fatal(err)

@@ -77,7 +77,7 @@ document.body.innerHTML = `
     <form id="composer">
       <div id="pending"></div>
       <div class="row">
-        <label class="attach button" title="Attach images or documents">📎<input type="file" id="file" multiple hidden accept="image/*,.pdf,.docx,.pptx,.txt,.md,.csv"></label>
+        <label class="attach button" title="Attach images or documents" aria-label="Attach"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg><input type="file" id="file" multiple hidden accept="image/*,.pdf,.docx,.pptx,.txt,.md,.csv"></label>
         <textarea id="input" rows="1" placeholder="Message Parley — Enter to send, Shift+Enter for a new line"></textarea>
         <button type="submit" id="send" class="primary">Send</button>
         <button type="button" id="stop" hidden>Stop</button>
@@ -185,7 +185,7 @@ async function reloadList() {
   await loadMore();
 }
 async function loadMore() {
-  if (listLoading || listToken === undefined) return;
+  if (!me || listLoading || listToken === undefined) return;
   listLoading = true;
   try {
     const archived = $<HTMLInputElement>("show-archived").checked ? ArchivedFilter.ARCHIVED : ArchivedFilter.ACTIVE;
@@ -288,18 +288,18 @@ function partsView(parts: Part[]): Node[] {
   for (const p of parts) {
     if (p.kind.case === "text") out.push(h("div", { class: "text" }, p.kind.value));
     else if (p.kind.case === "attachmentId") out.push(attachmentChip(p.kind.value));
-    else if (p.kind.case === "image") out.push(h("span", { class: "chip" }, "🖼 image"));
-    else if (p.kind.case === "document") out.push(h("span", { class: "chip" }, `📄 ${p.kind.value.filename || "document"}`));
+    else if (p.kind.case === "image") out.push(h("span", { class: "chip" }, "image"));
+    else if (p.kind.case === "document") out.push(h("span", { class: "chip" }, p.kind.value.filename || "document"));
   }
   return out;
 }
 function attachmentChip(id: string): HTMLElement {
-  const chip = h("span", { class: "chip" }, "📎 attachment");
+  const chip = h("span", { class: "chip" }, "attachment");
   attachments.getAttachment({ attachmentId: id }).then((r) => {
     const a = r.attachment!;
     if (a.mimeType.startsWith("image/") && r.downloadUrl) chip.replaceChildren(h("img", { src: r.downloadUrl, alt: a.filename, class: "thumb" }));
-    else chip.textContent = `📎 ${a.filename}`;
-  }, () => { chip.textContent = "📎 attachment (unavailable)"; });
+    else chip.textContent = a.filename;
+  }, () => { chip.textContent = "attachment (unavailable)"; });
   return chip;
 }
 function userView(parts: Part[]) {

@@ -32,6 +32,7 @@ import (
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
+	"github.com/parleyhq/parley/server/webapp"
 	"github.com/parleyhq/parley/server/worker/sim"
 	"github.com/parleyhq/parley/sse"
 )
@@ -201,6 +202,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
 	mux.Handle(blob.Prefix, metrics.HTTP("blob", blobs)) // signed URLs: the URL is the credential
+
+	// The browser chat app, embedded; registered at "/" so every API route wins.
+	mux.Handle("/", webapp.New())
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,

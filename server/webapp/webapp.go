@@ -1,0 +1,151 @@
+// Package webapp serves Parley's browser chat app from files embedded in the
+// binary. The files are the committed build output of clients/web (`make web`
+// rebuilds them), so a fresh clone serves the app with Go alone.
+//
+// Files under /assets/ carry a content hash in their names and are cached for
+// a year; index.html is revalidated on every load. Any other GET path that
+// names no file and no extension is a route of the app and gets index.html.
+// Compressible files are sent gzipped to clients that accept it.
+package webapp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed all:dist
+var dist embed.FS
+
+// file is one embedded file, ready to send.
+type file struct {
+	body, gz    []byte
+	contentType string
+	etag        string
+}
+
+// Handler serves the embedded app.
+type Handler struct {
+	once  sync.Once
+	files map[string]*file
+	err   error
+}
+
+// New returns the handler of the embedded build.
+func New() *Handler { return &Handler{} }
+
+func (h *Handler) load() {
+	sub, err := fs.Sub(dist, "dist")
+	if err != nil {
+		h.err = err
+		return
+	}
+	h.files = map[string]*file{}
+	h.err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(sub, p)
+		if err != nil {
+			return err
+		}
+		ct := mime.TypeByExtension(path.Ext(p))
+		if ct == "" {
+			ct = http.DetectContentType(body)
+		}
+		f := &file{body: body, contentType: ct, etag: `"` + strconv.FormatUint(fnv64(body), 36) + `"`}
+		if compressible(ct) && len(body) > 512 {
+			var b bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+			zw.Write(body)
+			zw.Close()
+			if b.Len() < len(body) {
+				f.gz = b.Bytes()
+			}
+		}
+		h.files["/"+p] = f
+		return nil
+	})
+}
+
+func compressible(ct string) bool {
+	return strings.HasPrefix(ct, "text/") || strings.Contains(ct, "javascript") || strings.Contains(ct, "json") || strings.Contains(ct, "svg")
+}
+
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
+
+// ServeHTTP serves GET and HEAD; other methods get 404 so that unknown API
+// paths stay unknown.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.NotFound(w, r)
+		return
+	}
+	h.once.Do(h.load)
+	if h.err != nil {
+		http.Error(w, "web app unavailable: "+h.err.Error(), http.StatusInternalServerError)
+		return
+	}
+	p := path.Clean("/" + r.URL.Path)
+	f, ok := h.files[p]
+	switch {
+	case ok && p != "/index.html":
+	case path.Ext(p) == "" || p == "/index.html":
+		// The app's own routes, and the page itself.
+		f, ok = h.files["/index.html"]
+		if !ok {
+			http.Error(w, "the web app is not built: run `make web`", http.StatusNotFound)
+			return
+		}
+		p = "/index.html"
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", f.contentType)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("ETag", f.etag)
+	if strings.HasPrefix(p, "/assets/") {
+		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		hd.Set("Cache-Control", "no-cache")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+	}
+	body := f.body
+	if f.gz != nil {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			hd.Set("Content-Encoding", "gzip")
+			body = f.gz
+		}
+	}
+	// ServeContent answers If-None-Match and Range; a fixed modtime keeps it
+	// from sending Last-Modified for embedded files, which have none.
+	http.ServeContent(w, r, p, time.Time{}, bytes.NewReader(body))
+}
+
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			return !strings.Contains(strings.ReplaceAll(q, " ", ""), "q=0") || strings.Contains(q, "q=0.")
+		}
+	}
+	return false
+}
