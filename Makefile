@@ -46,10 +46,15 @@ vet:
 	$(GO) vet ./...
 
 ## test: every test (unit, conformance suites, end-to-end against the real binary)
-test: test-go
+test: test-go test-web
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-web: the web app in headless Chromium (/usr/bin/chromium) against the real binary;
+## screenshots and measurements go to test-artifacts/web/
+test-web: clients/web/node_modules
+	cd clients/web && node --test --test-concurrency=1 e2e/
 
 ## test-scale: start the real servers (scripts/services.sh) and run every test,
 ## the scale backends' conformance suites included
