@@ -23,8 +23,8 @@ import (
 )
 
 // schema creates the table. ReplacingMergeTree on a key that includes the
-// request ID folds a retried batch's rows together on merge; Record also
-// skips IDs already stored, so reads never see a duplicate.
+// request ID folds a retried batch's rows together (on merge, and at read
+// time through FINAL), so a batch can be retried whole.
 const schema = `CREATE TABLE IF NOT EXISTS usage_records (
 	user_id           String,
 	created_at        Int64,
@@ -97,54 +97,15 @@ func (db *DB) Close() error { return db.conn.Close() }
 // Exec runs one statement (tests create and drop databases with it).
 func (db *DB) Exec(ctx context.Context, q string) error { return db.conn.Exec(ctx, q) }
 
-// Record implements store.Usage: one INSERT of every record whose request ID
-// is not stored yet.
+// Record implements store.Usage: one INSERT of the batch.
 func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 	if len(records) == 0 {
 		return nil
 	}
-	// Skip IDs already stored (a retried batch) and repeats within the batch.
-	ids := make([]string, 0, len(records))
-	seen := make(map[string]bool, len(records))
-	for _, r := range records {
-		if !seen[r.RequestID] {
-			seen[r.RequestID] = true
-			ids = append(ids, r.RequestID)
-		}
-	}
-	have := map[string]bool{}
-	users := map[string]bool{}
-	for _, r := range records {
-		users[r.UserID] = true
-	}
-	userList := make([]string, 0, len(users))
-	for u := range users {
-		userList = append(userList, u)
-	}
-	args := make([]any, 0, len(userList)+len(ids))
-	for _, u := range userList {
-		args = append(args, u)
-	}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	rows, err := db.conn.Query(ctx, `SELECT request_id FROM usage_records WHERE user_id IN (`+placeholders(len(userList))+
-		`) AND request_id IN (`+placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return fmt.Errorf("clickhouse: usage lookup: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		have[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	// Repeats within the batch are dropped here; a row stored by an earlier
+	// (retried) batch is folded by ReplacingMergeTree, and List reads with
+	// FINAL, so no reader ever sees it twice. No lookup on the write path.
+	have := make(map[string]bool, len(records))
 
 	batch, err := db.conn.PrepareBatch(ctx, `INSERT INTO usage_records`)
 	if err != nil {
@@ -174,11 +135,6 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 		return fmt.Errorf("clickhouse: usage send: %w", err)
 	}
 	return nil
-}
-
-// placeholders returns "?, ?, …" for n values (18.16 takes no array in IN).
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
 // List implements store.Usage: a user's records, newest first.

@@ -70,17 +70,17 @@ func validate(key string, limit int64, window time.Duration, n int64) error {
 		return fmt.Errorf("%w: window %v for %q is not positive", store.ErrInvalidArgument, window, key)
 	case n < 0:
 		return fmt.Errorf("%w: negative amount %d for %q", store.ErrInvalidArgument, n, key)
+	case limit > MaxExact || int64(window) > MaxExact || n > MaxExact:
+		return fmt.Errorf("%w: limit %d, window %v or amount %d for %q is past the Redis limiter's 2^53 (windows up to 104 days)",
+			store.ErrInvalidArgument, limit, window, n, key)
 	}
 	return nil
 }
 
-func nowArg(now time.Time) (string, error) {
-	ns := now.UnixNano()
-	if ns < 0 {
-		return "", fmt.Errorf("%w: time %v before 1970", store.ErrInvalidArgument, now)
-	}
-	return strconv.FormatInt(ns, 10), nil
-}
+// MaxExact is the largest limit, window (in ns, about 104 days) or amount
+// the Redis limiter takes: the script keeps quantities in Lua's doubles,
+// exact up to 2^53, and does the products that pass it in big integers.
+const MaxExact = 1<<53 - 1
 
 // Take implements store.Limiter.
 func (l *Limiter) Take(ctx context.Context, now time.Time, takes []store.Take) (store.Decision, error) {
@@ -92,13 +92,9 @@ func (l *Limiter) Take(ctx context.Context, now time.Time, takes []store.Take) (
 	if len(takes) == 0 {
 		return store.Decision{Allowed: true, Denied: -1, States: []store.LimitState{}}, nil
 	}
-	nowS, err := nowArg(now)
-	if err != nil {
-		return store.Decision{}, err
-	}
 	keys := make([]string, 0, len(takes))
-	args := make([]any, 0, 3+4*len(takes))
-	args = append(args, "take", nowS, Slack.Milliseconds())
+	args := make([]any, 0, 4+4*len(takes))
+	args = append(args, "take", now.Unix(), now.Nanosecond(), Slack.Milliseconds())
 	for _, t := range takes {
 		k := l.prefix + t.Key
 		ki := -1
@@ -152,11 +148,7 @@ func (l *Limiter) Peek(ctx context.Context, now time.Time, key string, limit int
 }
 
 func (l *Limiter) one(ctx context.Context, op string, now time.Time, key string, limit int64, window time.Duration, n int64) (store.LimitState, error) {
-	nowS, err := nowArg(now)
-	if err != nil {
-		return store.LimitState{}, err
-	}
-	res, err := limiterScript.Run(ctx, l.rdb, []string{l.prefix + key}, op, nowS, Slack.Milliseconds(), 1, limit, int64(window), n).StringSlice()
+	res, err := limiterScript.Run(ctx, l.rdb, []string{l.prefix + key}, op, now.Unix(), now.Nanosecond(), Slack.Milliseconds(), 1, limit, int64(window), n).StringSlice()
 	if err != nil {
 		return store.LimitState{}, fmt.Errorf("redis limiter: %w", err)
 	}

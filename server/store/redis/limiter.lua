@@ -2,246 +2,161 @@
 -- exact to the nanosecond, one script call per Take (atomic, one round trip).
 -- The semantics are store/memlimit's, line for line.
 --
--- Lua's numbers are doubles (53 bits), while times are unix nanoseconds and
--- the refill needs elapsed·limit in 128 bits, so the arithmetic is done on
--- small non-negative big integers: arrays of base-2^24 limbs, little end
--- first. Every value crosses the script boundary as a decimal string.
+-- Lua's numbers are doubles: integers are exact below 2^53. Every stored
+-- quantity stays below that (the Go side refuses a limit or window of 2^53 or
+-- more: a window under 104 days), times are kept as (seconds, nanoseconds),
+-- and the two products that can pass 2^53 (elapsed·limit in a refill,
+-- missing·window in a wait) are divided exactly by binary long
+-- multiplication modulo the divisor (mdm). Numbers are written with %.0f,
+-- never with Lua's lossy default formatting.
 --
 -- KEYS: the distinct bucket keys of the call.
--- ARGV[1] op ("take", "refund", "peek"), ARGV[2] now, ARGV[3] slack TTL (ms),
--- then per take: key index (1-based into KEYS), limit, window (ns), n.
--- Bucket hash fields: l limit, w window, t tokens, f frac, s last refill.
+-- ARGV[1] op ("take", "refund", "peek"), ARGV[2] now (unix seconds),
+-- ARGV[3] its nanoseconds, ARGV[4] slack TTL (ms), then per take: key index
+-- (1-based into KEYS), limit, window (ns), n.
+-- Bucket hash fields: l limit, w window, t tokens, f frac, s and n the last
+-- refill (unix seconds, nanoseconds).
 
-local B = 16777216
+local MAXS = 9007199254740991 -- 2^53 - 1
 
-local function norm(a)
-  local n = #a
-  while n > 1 and a[n] == 0 do a[n] = nil; n = n - 1 end
-  return a
+-- qr returns floor(x / d) and x mod d for 0 <= x, 0 < d, both below 2^53:
+-- the floating-point quotient is off by at most one, so correct it.
+local function qr(x, d)
+  local q = math.floor(x / d)
+  local r = x - q * d
+  while r < 0 do q = q - 1; r = r + d end
+  while r >= d do q = q + 1; r = r - d end
+  return q, r
 end
 
-local function copy(a)
-  local r = {}
-  for i = 1, #a do r[i] = a[i] end
-  return r
-end
-
-local function fromdec(s)
-  local a = {0}
-  local i = 1
-  while i <= #s do
-    local chunk = string.sub(s, i, i + 5)
-    i = i + 6
-    local carry = tonumber(chunk)
-    local mul = 10 ^ #chunk
-    for j = 1, #a do
-      local v = a[j] * mul + carry
-      carry = math.floor(v / B)
-      a[j] = v - carry * B
+-- mdm returns floor(a·b / d) and a·b mod d for a, b, d below 2^53 whose
+-- quotient is below 2^53, exactly, even when a·b is not: binary long
+-- multiplication modulo d, in which every intermediate stays below d.
+local function mdm(a, b, d)
+  if a * b <= MAXS then return qr(a * b, d) end
+  local aq, ar = qr(a, d)
+  local q, r = 0, 0
+  local p = 4503599627370496 -- 2^52
+  while p > b do p = p / 2 end
+  local bb = b
+  while p >= 1 do
+    if r >= d - r then r = r - (d - r); q = q + q + 1 else r = r + r; q = q + q end
+    if bb >= p then
+      bb = bb - p
+      if r >= d - ar then r = r - (d - ar); q = q + 1 else r = r + ar end
     end
-    while carry > 0 do
-      local c2 = math.floor(carry / B)
-      a[#a + 1] = carry - c2 * B
-      carry = c2
-    end
+    p = p / 2
   end
-  return norm(a)
+  return aq * b + q, r
 end
 
-local function iszero(a) return #a == 1 and a[1] == 0 end
-
-local function todec(a)
-  if iszero(a) then return "0" end
-  local x = copy(a)
-  local parts = {}
-  while not iszero(x) do
-    local r = 0
-    for j = #x, 1, -1 do
-      local v = r * B + x[j]
-      local q = math.floor(v / 1000000)
-      r = v - q * 1000000
-      if r < 0 then q = q - 1; r = r + 1000000 elseif r >= 1000000 then q = q + 1; r = r - 1000000 end
-      x[j] = q
-    end
-    norm(x)
-    table.insert(parts, 1, string.format("%06d", r))
-  end
-  local s = table.concat(parts)
-  s = string.gsub(s, "^0+", "")
-  return s
+-- muldiv returns floor((a·b + c) / d) and the remainder, c < d.
+local function muldiv(a, b, c, d)
+  local q, r = mdm(a, b, d)
+  if r >= d - c then return q + 1, r - (d - c) end
+  return q, r + c
 end
 
-local function cmp(a, b)
-  if #a ~= #b then return #a < #b and -1 or 1 end
-  for i = #a, 1, -1 do
-    if a[i] ~= b[i] then return a[i] < b[i] and -1 or 1 end
-  end
-  return 0
+-- mulsubdivceil returns ceil((a·b - c) / d) for a·b >= c.
+local function mulsubdivceil(a, b, c, d)
+  local q, r = mdm(a, b, d)
+  local cq, cr = qr(c, d)
+  q, r = q - cq, r - cr
+  if r < 0 then q, r = q - 1, r + d end
+  if r > 0 then q = q + 1 end
+  return q
 end
 
-local function add(a, b)
-  local r, carry = {}, 0
-  for i = 1, math.max(#a, #b) do
-    local v = (a[i] or 0) + (b[i] or 0) + carry
-    if v >= B then r[i] = v - B; carry = 1 else r[i] = v; carry = 0 end
-  end
-  if carry > 0 then r[#r + 1] = carry end
-  return norm(r)
-end
+local function fmt(x) return string.format("%.0f", x) end
 
--- sub returns a - b for a >= b.
-local function sub(a, b)
-  local r, borrow = {}, 0
-  for i = 1, #a do
-    local v = a[i] - (b[i] or 0) - borrow
-    if v < 0 then r[i] = v + B; borrow = 1 else r[i] = v; borrow = 0 end
-  end
-  return norm(r)
-end
+local nowS, nowN, slack = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local function mul(a, b)
-  local r = {}
-  for i = 1, #a + #b do r[i] = 0 end
-  for i = 1, #a do
-    local carry = 0
-    local ai = a[i]
-    for j = 1, #b do
-      local v = r[i + j - 1] + ai * b[j] + carry
-      carry = math.floor(v / B)
-      r[i + j - 1] = v - carry * B
-    end
-    local k = i + #b
-    while carry > 0 do
-      local v = r[k] + carry
-      carry = math.floor(v / B)
-      r[k] = v - carry * B
-      k = k + 1
-    end
-  end
-  return norm(r)
-end
-
--- divmod returns floor(a / b) and a mod b, b > 0, by binary long division.
-local function divmod(a, b)
-  if cmp(a, b) < 0 then return {0}, copy(a) end
-  local q, r = {}, {0}
-  for i = 1, #a do q[i] = 0 end
-  for i = #a, 1, -1 do
-    local limb = a[i]
-    for bit = 23, 0, -1 do
-      local p = 2 ^ bit
-      local bv = math.floor(limb / p) % 2
-      -- r = 2r + bv
-      local carry = bv
-      for j = 1, #r do
-        local v = r[j] * 2 + carry
-        if v >= B then r[j] = v - B; carry = 1 else r[j] = v; carry = 0 end
-      end
-      if carry > 0 then r[#r + 1] = carry end
-      if cmp(r, b) >= 0 then
-        r = sub(r, b)
-        q[i] = q[i] + p
-      end
-    end
-  end
-  return norm(q), r
-end
-
-local ZERO = {0}
-
--- A bucket: limit, window, tokens, frac (< window), last; all big integers.
-local function load(key, now, limit, window, lims, wins)
-  local h = redis.call("HMGET", key, "l", "w", "t", "f", "s")
+local function load(key, limit, window)
+  local h = redis.call("HMGET", key, "l", "w", "t", "f", "s", "n")
   if not h[1] then
-    return {limit = limit, window = window, tokens = copy(limit), frac = {0}, last = now}
+    return {limit = limit, window = window, tokens = limit, frac = 0, s = nowS, n = nowN}
   end
-  local b = {limit = fromdec(h[1]), window = fromdec(h[2]), tokens = fromdec(h[3]), frac = fromdec(h[4]), last = fromdec(h[5])}
-  if h[1] ~= lims or h[2] ~= wins then
+  local b = {limit = tonumber(h[1]), window = tonumber(h[2]), tokens = tonumber(h[3]), frac = tonumber(h[4]), s = tonumber(h[5]), n = tonumber(h[6])}
+  if b.limit ~= limit or b.window ~= window then
     -- New parameters (a tier change): keep the whole units, capped.
-    b.limit, b.window, b.frac = limit, window, {0}
-    if cmp(b.tokens, limit) > 0 then b.tokens = copy(limit) end
+    b.limit, b.window, b.frac = limit, window, 0
+    if b.tokens > limit then b.tokens = limit end
   end
   return b
 end
 
-local function full(b) return cmp(b.tokens, b.limit) >= 0 end
-local function fill(b) b.tokens = copy(b.limit); b.frac = {0} end
+local function fill(b) b.tokens = b.limit; b.frac = 0 end
 
-local function refill(b, now)
-  if cmp(now, b.last) <= 0 then return end
-  local e = sub(now, b.last)
-  b.last = now
-  if full(b) or cmp(e, b.window) >= 0 then fill(b); return end
-  local q, r = divmod(add(mul(e, b.limit), b.frac), b.window)
-  if cmp(q, sub(b.limit, b.tokens)) >= 0 then fill(b); return end
-  b.tokens = add(b.tokens, q)
+-- refill adds the units accrued since the last refill. Time never moves
+-- backwards.
+local function refill(b)
+  local ds = nowS - b.s
+  local e
+  if ds > 9000000 then
+    e = MAXS -- more than any window
+  else
+    e = ds * 1000000000 + (nowN - b.n)
+  end
+  if e <= 0 then return end
+  b.s, b.n = nowS, nowN
+  if b.tokens >= b.limit or e >= b.window then fill(b); return end
+  local q, r = muldiv(e, b.limit, b.frac, b.window)
+  if q >= b.limit - b.tokens then fill(b); return end
+  b.tokens = b.tokens + q
   b.frac = r
-end
-
-local function clone(b)
-  return {limit = b.limit, window = b.window, tokens = copy(b.tokens), frac = copy(b.frac), last = b.last}
 end
 
 -- wait is how long (ns) until b holds n units, n <= limit.
 local function wait(b, n)
-  if cmp(b.tokens, n) >= 0 then return {0} end
-  local num = sub(mul(sub(n, b.tokens), b.window), b.frac)
-  local q, r = divmod(num, b.limit)
-  if not iszero(r) then q = add(q, {1}) end
-  return q
+  if b.tokens >= n then return 0 end
+  return mulsubdivceil(n - b.tokens, b.window, b.frac, b.limit)
 end
 
-local slack = tonumber(ARGV[3])
-
-local function save(key, b)
-  if full(b) then b.frac = {0} end
-  redis.call("HSET", key, "l", todec(b.limit), "w", todec(b.window), "t", todec(b.tokens), "f", todec(b.frac), "s", todec(b.last))
+local function save(key, b, resetWait)
+  if b.tokens >= b.limit then b.frac = 0 end
+  redis.call("HSET", key, "l", fmt(b.limit), "w", fmt(b.window), "t", fmt(b.tokens), "f", fmt(b.frac), "s", fmt(b.s), "n", fmt(b.n))
   -- A missing bucket behaves as a full one, so it may go once it would be
   -- full again (plus slack for clock skew between gateways).
-  local ms = tonumber(todec(wait(b, b.limit))) / 1000000
-  ms = math.min(math.ceil(ms) + slack, 315360000000)
-  redis.call("PEXPIRE", key, string.format("%d", ms))
+  redis.call("PEXPIRE", key, fmt(math.ceil(resetWait / 1000000) + slack))
 end
 
-local op, now = ARGV[1], fromdec(ARGV[2])
+local op = ARGV[1]
 
 if op == "peek" or op == "refund" then
-  local key, lims, wins, ns = KEYS[1], ARGV[5], ARGV[6], ARGV[7]
-  local b = load(key, now, fromdec(lims), fromdec(wins), lims, wins)
-  refill(b, now)
+  local key = KEYS[1]
+  local b = load(key, tonumber(ARGV[6]), tonumber(ARGV[7]))
+  refill(b)
   if op == "refund" then
-    local n = fromdec(ns)
-    if cmp(n, sub(b.limit, b.tokens)) >= 0 then fill(b) else b.tokens = add(b.tokens, n) end
-    if redis.call("EXISTS", key) == 1 then save(key, b) end
+    local n = tonumber(ARGV[8])
+    if n >= b.limit - b.tokens then fill(b) else b.tokens = b.tokens + n end
+    if redis.call("EXISTS", key) == 1 then save(key, b, wait(b, b.limit)) end
   end
-  return {todec(b.tokens), todec(wait(b, b.limit))}
+  return {fmt(b.tokens), fmt(wait(b, b.limit))}
 end
 
 -- take
-local work, byKey = {}, {}
-local idx = {}
+local work, byKey, idx = {}, {}, {}
 local allowed, denied, impossible = true, -1, false
-local ntakes = (#ARGV - 3) / 4
+local ntakes = (#ARGV - 4) / 4
 for i = 1, ntakes do
-  local base = 3 + (i - 1) * 4
-  local ki, lims, wins, ns = tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3], ARGV[base + 4]
-  local key = KEYS[ki]
+  local base = 4 + (i - 1) * 4
+  local key = KEYS[tonumber(ARGV[base + 1])]
   local e = byKey[key]
   if not e then
-    local b = load(key, now, fromdec(lims), fromdec(wins), lims, wins)
-    refill(b, now)
-    e = {key = key, orig = b, b = clone(b), need = {0}}
+    local b = load(key, tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]))
+    refill(b)
+    e = {key = key, orig = b, b = {limit = b.limit, window = b.window, tokens = b.tokens, frac = b.frac, s = b.s, n = b.n}, need = 0}
     byKey[key] = e
     work[#work + 1] = e
   end
   idx[i] = e
-  local n = fromdec(ns)
-  e.need = add(e.need, n)
+  local n = tonumber(ARGV[base + 4])
+  e.need = e.need + n
   local ok = false
-  if cmp(n, e.b.limit) > 0 or cmp(e.need, e.b.limit) > 0 then
+  if n > e.b.limit or e.need > e.b.limit then
     impossible = true
-  elseif cmp(e.b.tokens, n) >= 0 then
-    e.b.tokens = sub(e.b.tokens, n)
+  elseif e.b.tokens >= n then
+    e.b.tokens = e.b.tokens - n
     ok = true
   end
   if not ok and allowed then allowed, denied = false, i - 1 end
@@ -249,26 +164,28 @@ end
 
 local out = {}
 if not allowed then
-  local retry = {0}
+  local retry = 0
   if not impossible then
     for _, e in ipairs(work) do
       local w = wait(e.orig, e.need)
-      if cmp(w, retry) > 0 then retry = w end
+      if w > retry then retry = w end
     end
   end
-  out[1], out[2], out[3], out[4] = "0", tostring(denied), impossible and "1" or "0", todec(retry)
+  out[1], out[2], out[3], out[4] = "0", tostring(denied), impossible and "1" or "0", fmt(retry)
   for i = 1, ntakes do
     local b = idx[i].orig
-    out[#out + 1] = todec(b.tokens)
-    out[#out + 1] = todec(wait(b, b.limit))
+    out[#out + 1] = fmt(b.tokens)
+    out[#out + 1] = fmt(wait(b, b.limit))
   end
   return out
 end
-for _, e in ipairs(work) do save(e.key, e.b) end
+for _, e in ipairs(work) do
+  e.reset = wait(e.b, e.b.limit)
+  save(e.key, e.b, e.reset)
+end
 out[1], out[2], out[3], out[4] = "1", "-1", "0", "0"
 for i = 1, ntakes do
-  local b = idx[i].b
-  out[#out + 1] = todec(b.tokens)
-  out[#out + 1] = todec(wait(b, b.limit))
+  out[#out + 1] = fmt(idx[i].b.tokens)
+  out[#out + 1] = fmt(idx[i].reset)
 end
 return out

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -42,24 +43,33 @@ func newLimiter(t *testing.T) store.Limiter {
 func TestLimiter(t *testing.T) { t.Parallel(); storetest.TestLimiter(t, newLimiter) }
 
 // TestBigNumbers checks the script's arithmetic where doubles would lose
-// precision: a bucket of 10^15 units over a year, read to the nanosecond.
+// precision: a bucket of 10^15 units over 100 days, read to the nanosecond
+// (elapsed·limit is about 10^31).
 func TestBigNumbers(t *testing.T) {
 	t.Parallel()
 	l := newLimiter(t)
 	ctx := t.Context()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC)
 	const limit = int64(1_000_000_000_000_000)
-	year := 365 * 24 * time.Hour
-	d, err := l.Take(ctx, now, []store.Take{{Key: "big", Limit: limit, Window: year, N: limit - 1}})
+	w := 100 * 24 * time.Hour
+	d, err := l.Take(ctx, now, []store.Take{{Key: "big", Limit: limit, Window: w, N: limit - 1}})
 	if err != nil || !d.Allowed || d.States[0].Remaining != 1 {
 		t.Fatalf("drain: %+v %v", d, err)
 	}
-	// Full again after ceil((limit-1)·year/limit) = year - 31.536 ns → year - 31 ns.
-	if got := d.States[0].ResetAt.Sub(now); got != year-31 {
-		t.Fatalf("ResetAt in %v, want %v", got, year-31)
+	// Full again after ceil((limit-1)·w/limit) = w - 8.64 ns → w - 8 ns.
+	if got := d.States[0].ResetAt.Sub(now); got != w-8 {
+		t.Fatalf("ResetAt in %v, want %v", got, w-8)
 	}
-	st, err := l.Peek(ctx, now.Add(year/2), "big", limit, year)
+	// A third of the window later: limit/3 units accrued, to the unit.
+	st, err := l.Peek(ctx, now.Add(w/3), "big", limit, w)
+	if err != nil || st.Remaining != 1+limit/3 {
+		t.Fatalf("a third later: %+v %v (want %d)", st, err, 1+limit/3)
+	}
+	if _, err := l.Take(ctx, now, []store.Take{{Key: "k", Limit: 1 << 53, Window: time.Hour, N: 1}}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("limit 2^53: %v", err)
+	}
+	st, err = l.Peek(ctx, now.Add(w/2), "big", limit, w)
 	if err != nil || st.Remaining != limit/2+1 {
-		t.Fatalf("half a year later: %+v %v (want remaining %d)", st, err, limit/2+1)
+		t.Fatalf("half the window later: %+v %v (want remaining %d)", st, err, limit/2+1)
 	}
 }
