@@ -47,7 +47,7 @@ func NewLocal(dir string, secret []byte, baseURL string, now func() time.Time) (
 	if len(secret) < 16 {
 		return nil, errors.New("blob: the signing secret must be at least 16 bytes")
 	}
-	for _, d := range []string{dir, filepath.Join(dir, ".tmp"), filepath.Join(dir, ".spent")} {
+	for _, d := range []string{dir, filepath.Join(dir, ".tmp"), filepath.Join(dir, ".spent"), filepath.Join(dir, ".gone")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("blob: %w", err)
 		}
@@ -186,15 +186,32 @@ type file struct {
 
 func (f *file) Size() int64 { return f.size }
 
-// Delete implements Blobs.
+// Delete implements Blobs. The key stays gone: an upload URL still valid
+// for it is refused, so a deleted attachment's URL cannot store bytes that
+// no quota counts.
 func (l *Local) Delete(_ context.Context, key string) error {
 	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.gonePath(key), nil, 0o600); err != nil {
 		return err
 	}
 	if err := os.Remove(l.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
+}
+
+// gonePath is the tombstone of a deleted key, kept while URLs signed for it
+// may still be valid.
+func (l *Local) gonePath(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(l.dir, ".gone", base64.RawURLEncoding.EncodeToString(sum[:18]))
+}
+
+func (l *Local) deleted(key string) bool {
+	_, err := os.Stat(l.gonePath(key))
+	return err == nil
 }
 
 // ServeHTTP serves the signed URLs: PUT stores the one upload a URL allows,
@@ -247,6 +264,11 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string, exp
 		gateway.WriteJSONError(w, http.StatusBadRequest, fmt.Sprintf("Content-Type is %q; this URL takes %q", r.Header.Get("Content-Type"), mime))
 		return
 	}
+	if l.deleted(key) {
+		w.Header().Set("Connection", "close")
+		gateway.WriteJSONError(w, http.StatusForbidden, "this upload was deleted")
+		return
+	}
 	// Spend the URL before reading a byte: a second PUT, even a
 	// concurrent one, is refused. A failed upload gives it back.
 	spent := filepath.Join(l.dir, ".spent", strconv.FormatInt(exp, 10)+"-"+sig[:22])
@@ -268,6 +290,11 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string, exp
 			return
 		}
 		gateway.WriteJSONError(w, http.StatusBadRequest, "the upload did not complete")
+		return
+	}
+	if l.deleted(key) { // deleted while the bytes were arriving
+		os.Remove(l.path(key))
+		gateway.WriteJSONError(w, http.StatusForbidden, "this upload was deleted")
 		return
 	}
 	l.sweep(l.now())
@@ -298,7 +325,7 @@ func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, key, mime strin
 }
 
 // sweep forgets spent URLs that have expired (their signatures refuse them
-// anyway), at most once a minute.
+// anyway) and tombstones older than any URL, at most once a minute.
 func (l *Local) sweep(now time.Time) {
 	l.sweepMu.Lock()
 	defer l.sweepMu.Unlock()
@@ -306,6 +333,14 @@ func (l *Local) sweep(now time.Time) {
 		return
 	}
 	l.lastSweep = now
+	gone := filepath.Join(l.dir, ".gone")
+	if entries, err := os.ReadDir(gone); err == nil {
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > MaxURLExpiry+time.Minute {
+				os.Remove(filepath.Join(gone, e.Name()))
+			}
+		}
+	}
 	dir := filepath.Join(l.dir, ".spent")
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -191,3 +191,21 @@ func TestPutGetDelete(t *testing.T) {
 		t.Fatalf("second Delete: %v", err)
 	}
 }
+
+func TestUploadAfterDeleteRefused(t *testing.T) {
+	l, _, _ := newTestLocal(t)
+	ctx := context.Background()
+	up, err := l.SignedUploadURL(ctx, "u/1/gone", 3, "text/plain", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Delete(ctx, "u/1/gone"); err != nil {
+		t.Fatal(err)
+	}
+	if res := put(t, up.URL, "text/plain", []byte("abc")); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("PUT after Delete: %s, want 403", res.Status)
+	}
+	if _, err := l.Get(ctx, "u/1/gone"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("stored after Delete: %v", err)
+	}
+}

@@ -368,6 +368,11 @@ func TestAttachmentQuotaIsExact(t *testing.T) {
 	if _, err := create(600); err != nil {
 		t.Fatalf("after a deletion freed 600: %v", err)
 	}
+	// The deleted upload's URL, still unexpired, stores nothing outside
+	// the quota.
+	if code := s.put(t, first, bytes.Repeat([]byte("q"), 600), nil); code != http.StatusForbidden {
+		t.Fatalf("PUT to a deleted upload's URL: %d, want 403", code)
+	}
 }
 
 func TestDeleteRemovesTheBlob(t *testing.T) {
