@@ -142,12 +142,16 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	defer func() { stopGenerations(); core.Wait() }()
 
 	// Connect options shared by every service: metrics, tracing, auth, message size.
-	otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
-	if err != nil {
-		return err
+	interceptors := []connect.Interceptor{metrics.Interceptor()}
+	if cfg.OTLPEndpoint != "" { // even a no-op tracer costs a tenth of a small call
+		otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
+		if err != nil {
+			return err
+		}
+		interceptors = append(interceptors, otelInterceptor)
 	}
 	handlerOpts := []connect.HandlerOption{
-		connect.WithInterceptors(metrics.Interceptor(), otelInterceptor, authn.Interceptor()),
+		connect.WithInterceptors(append(interceptors, authn.Interceptor())...),
 		connect.WithReadMaxBytes(int(cfg.MaxBodyBytes)),
 		// A streamed delta is a few bytes: gzip per message would cost more
 		// CPU than the whole rest of the request path.
