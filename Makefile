@@ -46,10 +46,14 @@ vet:
 	$(GO) vet ./...
 
 ## test: every test (unit, conformance suites, end-to-end against the real binary)
-test: test-go test-web
+test: test-go test-web test-ts
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-ts: the TypeScript SDK (clients/ts) against the real binary
+test-ts: clients/ts/node_modules
+	cd clients/ts && npm test
 
 ## test-web: the web app in headless Chromium (/usr/bin/chromium) against the real binary;
 ## screenshots and measurements go to test-artifacts/web/
