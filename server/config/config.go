@@ -52,6 +52,10 @@ type Serve struct {
 	// ClickHouseURL (clickhouse://host:9000/db) moves usage records into
 	// ClickHouse.
 	ClickHouseURL string
+	// S3Endpoint (http://host:port or https://host) and S3Bucket move
+	// attachment blobs into S3; the credentials come from the environment
+	// (PARLEY_S3_ACCESS_KEY, PARLEY_S3_SECRET_KEY, optional PARLEY_S3_REGION).
+	S3Endpoint, S3Bucket string
 }
 
 // ServeFlags registers the serve settings on fs with their defaults and
@@ -72,6 +76,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.StringVar(&c.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite)")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process)")
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
+	fs.StringVar(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint URL for attachment blobs (empty: the data directory); keys from PARLEY_S3_ACCESS_KEY/PARLEY_S3_SECRET_KEY")
+	fs.StringVar(&c.S3Bucket, "s3-bucket", "parley", "S3 bucket for attachment blobs, created if missing")
 	return c
 }
 

@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,6 +63,57 @@ func scaleMode(t *testing.T) {
 	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
 	if ch := os.Getenv("PARLEY_TEST_CLICKHOUSE_URL"); ch != "" {
 		t.Setenv("PARLEY_CLICKHOUSE_URL", ch)
+	}
+	if ep := os.Getenv("PARLEY_TEST_S3_ENDPOINT"); ep != "" {
+		t.Setenv("PARLEY_S3_ENDPOINT", ep)
+		t.Setenv("PARLEY_S3_BUCKET", "e2e-"+name[4:24])
+		t.Setenv("PARLEY_S3_ACCESS_KEY", os.Getenv("PARLEY_TEST_S3_ACCESS_KEY"))
+		t.Setenv("PARLEY_S3_SECRET_KEY", os.Getenv("PARLEY_TEST_S3_SECRET_KEY"))
+	}
+}
+
+// An attachment uploaded through one gateway's presigned S3 URL is completed
+// and downloaded through the other: the bytes never pass through a gateway.
+func TestScaleAttachmentsThroughS3(t *testing.T) {
+	if os.Getenv("PARLEY_TEST_S3_ENDPOINT") == "" {
+		t.Skip("PARLEY_TEST_S3_ENDPOINT not set (PARLEY_SERVICES_S3=1 scripts/services.sh up)")
+	}
+	scaleMode(t)
+	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
+	a := gw[0].newAccount(t, "s3-pics@example.com")
+	img := image.NewRGBA(image.Rect(0, 0, 64, 32))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	c0, c1 := gw[0].attachments(protocols[0], cred{cookie: a.Cookie}), gw[1].attachments(protocols[0], cred{cookie: a.Cookie})
+	up := createUpload(t, c0, "pic.png", "image/png", data)
+	if !strings.HasPrefix(up.GetUploadUrl(), os.Getenv("PARLEY_TEST_S3_ENDPOINT")) {
+		t.Fatalf("upload URL %q is not the S3 server's", up.GetUploadUrl())
+	}
+	if code := gw[0].put(t, up, data, nil); code != http.StatusOK {
+		t.Fatalf("PUT to S3: %d", code)
+	}
+	at := complete(t, c1, up.GetAttachmentId())
+	if at.GetStatus() != parleyv1.AttachmentStatus_ATTACHMENT_STATUS_READY {
+		t.Fatalf("attachment %v", at)
+	}
+	got, err := c1.GetAttachment(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.GetAttachmentRequest{AttachmentId: up.GetAttachmentId()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(got.Msg.GetDownloadUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+		t.Fatalf("download from S3: %s, %d bytes", res.Status, len(body))
 	}
 }
 

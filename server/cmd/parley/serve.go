@@ -95,9 +95,13 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	// Attachments: blobs in the data directory behind signed URLs, checked
 	// and prepared once when an upload completes.
-	blobs, err := blob.NewLocal(filepath.Join(cfg.DataDir, "blobs"), secret, *blobBaseURL, time.Now)
+	localBlobs, err := blob.NewLocal(filepath.Join(cfg.DataDir, "blobs"), secret, *blobBaseURL, time.Now)
 	if err != nil {
 		return err
+	}
+	var blobs blob.Blobs = localBlobs
+	if stores.Blobs != nil {
+		blobs = stores.Blobs // S3: clients send and fetch the bytes through presigned URLs
 	}
 	attachments := &attach.Service{
 		Store: stores.Attachments, Blobs: blobs, URLExpiry: *blobURLExpiry, Now: time.Now, Logger: logger,
@@ -205,7 +209,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle("GET /healthz", metrics.HTTP("healthz", gateway.Healthz()))
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
-	mux.Handle(blob.Prefix, metrics.HTTP("blob", blobs)) // signed URLs: the URL is the credential
+	mux.Handle(blob.Prefix, metrics.HTTP("blob", localBlobs)) // signed URLs: the URL is the credential
 
 	// The browser chat app, embedded; registered at "/" so every API route wins.
 	mux.Handle("/", webapp.New())

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/parleyhq/parley/server/blob"
+	s3blob "github.com/parleyhq/parley/server/blob/s3"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/store"
@@ -29,6 +31,8 @@ type stores struct {
 	// Limiter holds the tier limits and the login throttle: in process, or
 	// in Redis so that every gateway shares them.
 	Limiter store.Limiter
+	// Blobs is the S3 blob store, or nil for the data directory's.
+	Blobs   blob.Blobs
 	checks  map[string]gateway.Check
 	closers []func() error
 }
@@ -83,6 +87,17 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.closers = append(s.closers, chdb.Close)
 		s.Usage = chdb
 		s.checks["clickhouse"] = chdb.Ping
+	}
+	if cfg.S3Endpoint != "" {
+		b, err := s3blob.Open(ctx, s3blob.Config{
+			Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: os.Getenv("PARLEY_S3_REGION"),
+			AccessKey: os.Getenv("PARLEY_S3_ACCESS_KEY"), SecretKey: os.Getenv("PARLEY_S3_SECRET_KEY"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Blobs = b
+		s.checks["s3"] = b.Ping
 	}
 	return s, nil
 }
