@@ -46,7 +46,7 @@ vet:
 	$(GO) vet ./...
 
 ## test: every test (unit, conformance suites, end-to-end against the real binary)
-test: test-go test-web test-ts
+test: test-go test-web test-ts test-python
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -54,6 +54,15 @@ test-go:
 ## test-ts: the TypeScript SDK (clients/ts) against the real binary
 test-ts: clients/ts/node_modules
 	cd clients/ts && npm test
+
+## test-python: the Python SDK (clients/python, in its own venv) against the real binary
+test-python: clients/python/.venv
+	cd clients/python && .venv/bin/python -m pytest -q
+
+clients/python/.venv: clients/python/pyproject.toml
+	python3 -m venv clients/python/.venv
+	clients/python/.venv/bin/pip install -q -e 'clients/python[dev]'
+	@touch $@
 
 ## test-web: the web app in headless Chromium (/usr/bin/chromium) against the real binary;
 ## screenshots and measurements go to test-artifacts/web/

@@ -1,0 +1,102 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from parley.v1 import auth_pb2 as _auth_pb2
+from parley.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class WorkerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKER_STATE_UNSPECIFIED: _ClassVar[WorkerState]
+    WORKER_STATE_READY: _ClassVar[WorkerState]
+    WORKER_STATE_EJECTED: _ClassVar[WorkerState]
+    WORKER_STATE_CONNECTING: _ClassVar[WorkerState]
+    WORKER_STATE_DRAINING: _ClassVar[WorkerState]
+WORKER_STATE_UNSPECIFIED: WorkerState
+WORKER_STATE_READY: WorkerState
+WORKER_STATE_EJECTED: WorkerState
+WORKER_STATE_CONNECTING: WorkerState
+WORKER_STATE_DRAINING: WorkerState
+
+class Worker(_message.Message):
+    __slots__ = ("address", "models", "state", "load", "ejected_until", "consecutive_failures", "worker_id")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FIELD_NUMBER: _ClassVar[int]
+    EJECTED_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    CONSECUTIVE_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    models: _containers.RepeatedScalarFieldContainer[str]
+    state: WorkerState
+    load: WorkerLoad
+    ejected_until: _timestamp_pb2.Timestamp
+    consecutive_failures: int
+    worker_id: str
+    def __init__(self, address: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., state: _Optional[_Union[WorkerState, str]] = ..., load: _Optional[_Union[WorkerLoad, _Mapping]] = ..., ejected_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., consecutive_failures: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class WorkerLoad(_message.Message):
+    __slots__ = ("running", "waiting", "max_batch", "kv_used_tokens", "kv_capacity_tokens")
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_FIELD_NUMBER: _ClassVar[int]
+    KV_USED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    KV_CAPACITY_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    running: int
+    waiting: int
+    max_batch: int
+    kv_used_tokens: int
+    kv_capacity_tokens: int
+    def __init__(self, running: _Optional[int] = ..., waiting: _Optional[int] = ..., max_batch: _Optional[int] = ..., kv_used_tokens: _Optional[int] = ..., kv_capacity_tokens: _Optional[int] = ...) -> None: ...
+
+class SetUserTierRequest(_message.Message):
+    __slots__ = ("user_id", "email", "tier")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    email: str
+    tier: _common_pb2.Tier
+    def __init__(self, user_id: _Optional[str] = ..., email: _Optional[str] = ..., tier: _Optional[_Union[_common_pb2.Tier, str]] = ...) -> None: ...
+
+class SetUserTierResponse(_message.Message):
+    __slots__ = ("user",)
+    USER_FIELD_NUMBER: _ClassVar[int]
+    user: _auth_pb2.User
+    def __init__(self, user: _Optional[_Union[_auth_pb2.User, _Mapping]] = ...) -> None: ...
+
+class AdjustBalanceRequest(_message.Message):
+    __slots__ = ("user_id", "email", "delta_nanos", "reason")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    DELTA_NANOS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    email: str
+    delta_nanos: int
+    reason: str
+    def __init__(self, user_id: _Optional[str] = ..., email: _Optional[str] = ..., delta_nanos: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class AdjustBalanceResponse(_message.Message):
+    __slots__ = ("balance_nanos",)
+    BALANCE_NANOS_FIELD_NUMBER: _ClassVar[int]
+    balance_nanos: int
+    def __init__(self, balance_nanos: _Optional[int] = ...) -> None: ...
+
+class ListWorkersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListWorkersResponse(_message.Message):
+    __slots__ = ("workers",)
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    workers: _containers.RepeatedCompositeFieldContainer[Worker]
+    def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...

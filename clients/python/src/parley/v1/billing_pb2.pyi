@@ -1,0 +1,106 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from parley.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class LimitKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LIMIT_KIND_UNSPECIFIED: _ClassVar[LimitKind]
+    LIMIT_KIND_REQUESTS: _ClassVar[LimitKind]
+    LIMIT_KIND_INPUT_TOKENS: _ClassVar[LimitKind]
+    LIMIT_KIND_OUTPUT_TOKENS: _ClassVar[LimitKind]
+LIMIT_KIND_UNSPECIFIED: LimitKind
+LIMIT_KIND_REQUESTS: LimitKind
+LIMIT_KIND_INPUT_TOKENS: LimitKind
+LIMIT_KIND_OUTPUT_TOKENS: LimitKind
+
+class UsageRecord(_message.Message):
+    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    COST_NANOS_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    model: str
+    usage: _common_pb2.Usage
+    cost_nanos: int
+    finish_reason: _common_pb2.FinishReason
+    channel: _common_pb2.AuthChannel
+    api_key_id: str
+    created_at: _timestamp_pb2.Timestamp
+    conversation_id: str
+    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+
+class LimitStatus(_message.Message):
+    __slots__ = ("model", "kind", "limit", "used", "remaining", "window", "resets_at")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    RESETS_AT_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    kind: LimitKind
+    limit: int
+    used: int
+    remaining: int
+    window: _duration_pb2.Duration
+    resets_at: _timestamp_pb2.Timestamp
+    def __init__(self, model: _Optional[str] = ..., kind: _Optional[_Union[LimitKind, str]] = ..., limit: _Optional[int] = ..., used: _Optional[int] = ..., remaining: _Optional[int] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., resets_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GetBalanceRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetBalanceResponse(_message.Message):
+    __slots__ = ("balance_nanos", "reserved_nanos")
+    BALANCE_NANOS_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_NANOS_FIELD_NUMBER: _ClassVar[int]
+    balance_nanos: int
+    reserved_nanos: int
+    def __init__(self, balance_nanos: _Optional[int] = ..., reserved_nanos: _Optional[int] = ...) -> None: ...
+
+class ListUsageRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListUsageResponse(_message.Message):
+    __slots__ = ("usage_records", "next_page_token")
+    USAGE_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    usage_records: _containers.RepeatedCompositeFieldContainer[UsageRecord]
+    next_page_token: str
+    def __init__(self, usage_records: _Optional[_Iterable[_Union[UsageRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetLimitsRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    def __init__(self, model: _Optional[str] = ...) -> None: ...
+
+class GetLimitsResponse(_message.Message):
+    __slots__ = ("tier", "limits")
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    tier: _common_pb2.Tier
+    limits: _containers.RepeatedCompositeFieldContainer[LimitStatus]
+    def __init__(self, tier: _Optional[_Union[_common_pb2.Tier, str]] = ..., limits: _Optional[_Iterable[_Union[LimitStatus, _Mapping]]] = ...) -> None: ...

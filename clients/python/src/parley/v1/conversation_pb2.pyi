@@ -1,0 +1,193 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from parley.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ArchivedFilter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ARCHIVED_FILTER_UNSPECIFIED: _ClassVar[ArchivedFilter]
+    ARCHIVED_FILTER_ACTIVE: _ClassVar[ArchivedFilter]
+    ARCHIVED_FILTER_ARCHIVED: _ClassVar[ArchivedFilter]
+    ARCHIVED_FILTER_ALL: _ClassVar[ArchivedFilter]
+ARCHIVED_FILTER_UNSPECIFIED: ArchivedFilter
+ARCHIVED_FILTER_ACTIVE: ArchivedFilter
+ARCHIVED_FILTER_ARCHIVED: ArchivedFilter
+ARCHIVED_FILTER_ALL: ArchivedFilter
+
+class Conversation(_message.Message):
+    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    GENERATING_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    title: str
+    model: str
+    archived: bool
+    created_at: _timestamp_pb2.Timestamp
+    updated_at: _timestamp_pb2.Timestamp
+    generating: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ...) -> None: ...
+
+class ConversationMessage(_message.Message):
+    __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    conversation_id: str
+    role: _common_pb2.Role
+    parts: _containers.RepeatedCompositeFieldContainer[_common_pb2.Part]
+    model: str
+    tokens: int
+    finish_reason: _common_pb2.FinishReason
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., role: _Optional[_Union[_common_pb2.Role, str]] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., model: _Optional[str] = ..., tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateConversationRequest(_message.Message):
+    __slots__ = ("title", "model")
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    title: str
+    model: str
+    def __init__(self, title: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
+
+class CreateConversationResponse(_message.Message):
+    __slots__ = ("conversation",)
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
+
+class ListConversationsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token", "archived")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    archived: ArchivedFilter
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., archived: _Optional[_Union[ArchivedFilter, str]] = ...) -> None: ...
+
+class ListConversationsResponse(_message.Message):
+    __slots__ = ("conversations", "next_page_token")
+    CONVERSATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    conversations: _containers.RepeatedCompositeFieldContainer[Conversation]
+    next_page_token: str
+    def __init__(self, conversations: _Optional[_Iterable[_Union[Conversation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetConversationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class GetConversationResponse(_message.Message):
+    __slots__ = ("conversation",)
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
+
+class ListMessagesRequest(_message.Message):
+    __slots__ = ("conversation_id", "page_size", "page_token")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, conversation_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListMessagesResponse(_message.Message):
+    __slots__ = ("messages", "next_page_token")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[ConversationMessage]
+    next_page_token: str
+    def __init__(self, messages: _Optional[_Iterable[_Union[ConversationMessage, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class UpdateConversationRequest(_message.Message):
+    __slots__ = ("conversation_id", "title", "archived")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    title: str
+    archived: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., archived: _Optional[bool] = ...) -> None: ...
+
+class UpdateConversationResponse(_message.Message):
+    __slots__ = ("conversation",)
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
+
+class DeleteConversationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class DeleteConversationResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SendMessageRequest(_message.Message):
+    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    model: str
+    parts: _containers.RepeatedCompositeFieldContainer[_common_pb2.Part]
+    max_output_tokens: int
+    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
+
+class SendMessageResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: _common_pb2.GenerationEvent
+    def __init__(self, event: _Optional[_Union[_common_pb2.GenerationEvent, _Mapping]] = ...) -> None: ...
+
+class StreamGenerationRequest(_message.Message):
+    __slots__ = ("conversation_id", "after_seq")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    after_seq: int
+    def __init__(self, conversation_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+
+class StreamGenerationResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: _common_pb2.GenerationEvent
+    def __init__(self, event: _Optional[_Union[_common_pb2.GenerationEvent, _Mapping]] = ...) -> None: ...
+
+class CancelGenerationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class CancelGenerationResponse(_message.Message):
+    __slots__ = ("cancelled",)
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: bool
+    def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
