@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -101,7 +102,8 @@ func (a *Authenticator) startSession(ctx context.Context, u store.User, c Client
 }
 
 // Logout ends the session that authenticated ctx, in the store and in this
-// process's cache (other gateways drop it within the cache TTL). With an API
+// process's cache (other gateways drop it when the broadcast reaches them, or
+// within the cache TTL without one). With an API
 // key it does nothing. It reports whether a session was ended.
 func (a *Authenticator) Logout(ctx context.Context, c Client) (bool, error) {
 	cred, ok := ctx.Value(credentialKey{}).(credential)
@@ -114,7 +116,7 @@ func (a *Authenticator) Logout(ctx context.Context, c Client) (bool, error) {
 	if err := a.accounts.DeleteSession(ctx, cred.digest[:]); err != nil {
 		return false, a.internal("deleting a session", err)
 	}
-	a.evict(cacheKey{ChannelSession, cred.digest})
+	a.broadcast(ctx, Eviction{Session: hex.EncodeToString(cred.digest[:])})
 	a.record(ctx, cred.entry.user.ID, store.AuditLogout, c, nil)
 	return true, nil
 }
@@ -176,7 +178,7 @@ func (a *Authenticator) RevokeAPIKey(ctx context.Context, p Principal, keyID str
 	if err != nil {
 		return store.APIKey{}, a.internal("revoking an API key", err)
 	}
-	a.evictWhere(func(e *cached) bool { return e.principal.KeyID == keyID })
+	a.broadcast(ctx, Eviction{KeyID: keyID})
 	a.record(ctx, p.UserID, store.AuditAPIKeyRevoked, c, map[string]string{"key_id": keyID})
 	// The store has no get-by-id; a user's keys are few.
 	page := store.PageRequest{Size: store.MaxPageSize}
@@ -214,7 +216,7 @@ func (a *Authenticator) SetUserTier(ctx context.Context, p Principal, userID str
 	if err != nil {
 		return store.User{}, a.internal("setting a tier", err)
 	}
-	a.evictWhere(func(e *cached) bool { return e.user.ID == userID })
+	a.broadcast(ctx, Eviction{UserID: userID})
 	a.record(ctx, userID, store.AuditTierChanged, c, map[string]string{
 		"from": string(before.Tier), "to": string(tier), "by": p.UserID,
 	})

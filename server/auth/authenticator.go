@@ -51,6 +51,9 @@ type Config struct {
 	Password PasswordParams
 	// Logger receives store failures; nil discards them.
 	Logger *slog.Logger
+	// Broadcast, if set, tells the other gateways about logouts, revoked
+	// keys and tier changes (see Eviction).
+	Broadcast Broadcaster
 }
 
 // Authenticator turns credentials into Principals and owns sign-up, login,

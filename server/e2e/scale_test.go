@@ -240,3 +240,60 @@ func TestScaleTwoGatewaysShareTierLimits(t *testing.T) {
 		}
 	}
 }
+
+// untilRefused polls call until it fails with Unauthenticated and returns how
+// long that took, failing the test after limit.
+func untilRefused(t *testing.T, what string, limit time.Duration, call func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := call()
+		if connect.CodeOf(err) == connect.CodeUnauthenticated {
+			return time.Since(start)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: still accepted after %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Logout and key revocation on one gateway take effect on the other within a
+// second (Redis pub/sub), not the credential cache's TTL.
+func TestScaleLogoutAndRevocationReachEveryGateway(t *testing.T) {
+	scaleMode(t)
+	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
+	a := gw[0].newAccount(t, "everywhere@example.com")
+	ctx := ctxTimeout(t, 30*time.Second)
+	on1 := gw[1].clients(protocols[0], cred{cookie: a.Cookie})
+	key1 := gw[1].api(protocols[0], cred{bearer: a.Key})
+	// Both credentials are now cached on gateway 1.
+	if _, err := on1.Auth.GetMe(ctx, connect.NewRequest(&parleyv1.GetMeRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := key1.Billing.GetBalance(ctx, connect.NewRequest(&parleyv1.GetBalanceRequest{})); err != nil {
+		t.Fatal(err)
+	}
+
+	on0 := gw[0].clients(protocols[0], cred{cookie: a.Cookie})
+	if _, err := on0.Keys.RevokeApiKey(ctx, connect.NewRequest(&parleyv1.RevokeApiKeyRequest{KeyId: a.KeyID})); err != nil {
+		t.Fatal(err)
+	}
+	d := untilRefused(t, "revoked key on gateway 1", time.Second, func() error {
+		_, err := key1.Billing.GetBalance(ctx, connect.NewRequest(&parleyv1.GetBalanceRequest{}))
+		return err
+	})
+	t.Logf("revocation reached gateway 1 in %v", d)
+
+	if _, err := on0.Auth.Logout(ctx, connect.NewRequest(&parleyv1.LogoutRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	d = untilRefused(t, "logged-out session on gateway 1", time.Second, func() error {
+		_, err := on1.Auth.GetMe(ctx, connect.NewRequest(&parleyv1.GetMeRequest{}))
+		return err
+	})
+	t.Logf("logout reached gateway 1 in %v", d)
+}

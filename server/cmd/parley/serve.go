@@ -81,7 +81,13 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		WebOrigins:      cfg.WebOrigins,
 		LoginRate:       *loginRate,
 		Logger:          logger,
+		Broadcast:       stores.Broadcast,
 	})
+	if stores.SubscribeEvictions != nil {
+		if err := stores.SubscribeEvictions(ctx, authn.Evict, logger); err != nil {
+			return fmt.Errorf("subscribing to credential evictions: %w", err)
+		}
+	}
 	// Runs until the server has drained, so the last API key uses are written.
 	authCtx, stopAuth := context.WithCancel(context.Background())
 	authDone := make(chan struct{})

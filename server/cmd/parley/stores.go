@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/blob"
 	s3blob "github.com/parleyhq/parley/server/blob/s3"
 	"github.com/parleyhq/parley/server/config"
@@ -31,6 +33,10 @@ type stores struct {
 	// Limiter holds the tier limits and the login throttle: in process, or
 	// in Redis so that every gateway shares them.
 	Limiter store.Limiter
+	// Broadcast and SubscribeEvictions carry logouts, key revocations and
+	// tier changes to every gateway (Redis pub/sub); nil without Redis.
+	Broadcast          auth.Broadcaster
+	SubscribeEvictions func(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error
 	// Blobs is the S3 blob store, or nil for the data directory's.
 	Blobs   blob.Blobs
 	checks  map[string]gateway.Check
@@ -76,6 +82,8 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.closers = append(s.closers, rdb.Close)
 		s.Limiter = redisstore.NewLimiter(rdb, "")
 		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
+		bc := redisstore.NewBroadcaster(rdb)
+		s.Broadcast, s.SubscribeEvictions = bc, bc.Subscribe
 	} else {
 		s.Limiter = memlimit.New(time.Minute)
 	}
