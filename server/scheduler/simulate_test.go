@@ -29,6 +29,14 @@ func TestSimulation(t *testing.T) {
 	if n := os.Getenv("PARLEY_SIMULATE_CONVERSATIONS"); n != "" {
 		fmt.Sscan(n, &conversations)
 	}
+	// PARLEY_SIMULATE_RATE: new conversations per simulated second (default
+	// 1: light load; about 20 saturates the 8 workers).
+	if r := os.Getenv("PARLEY_SIMULATE_RATE"); r != "" {
+		fmt.Sscan(r, &arrivalRate)
+	}
+	if ts := os.Getenv("PARLEY_SIMULATE_TIME_SCALE"); ts != "" {
+		fmt.Sscan(ts, &timeScale)
+	}
 	for _, p := range []scheduler.Policy{scheduler.PolicyAffinity, scheduler.PolicyRoundRobin, scheduler.PolicyLeastLoaded} {
 		r := simulate(t, p, conversations)
 		t.Logf("%-13s hit rate %5.1f%%  TTFT p50 %6.0f ms  p90 %6.0f ms  p99 %6.0f ms  %6.0f tokens/s  (%d requests, %d failed)",
@@ -41,7 +49,9 @@ type simResult struct {
 	requests, failed                     int
 }
 
-const timeScale = 0.05 // one simulated second is 50 ms
+// timeScale: one simulated second is 50 ms of real time by default
+// (PARLEY_SIMULATE_TIME_SCALE); arrivalRate: conversations per simulated second.
+var timeScale, arrivalRate = 0.05, 1.0
 
 func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResult {
 	s, err := scheduler.New(scheduler.Config{Policy: policy, MaxQueueWait: time.Minute, QueueLimit: 100000}, nil)
@@ -66,7 +76,7 @@ func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResul
 		// Skewed: most conversations are short, a few run long.
 		turns := 1 + int(rng.ExpFloat64()*3)
 		turns = min(turns, 12)
-		arrival += time.Duration(rng.ExpFloat64() * float64(time.Second) * timeScale) // one new conversation per simulated second
+		arrival += time.Duration(rng.ExpFloat64() * float64(time.Second) * timeScale / arrivalRate) // Poisson arrivals
 		at := arrival
 		seed := rng.Uint64()
 		wg.Add(1)
