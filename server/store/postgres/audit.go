@@ -13,7 +13,7 @@ type audit struct{ db *DB }
 
 func (a audit) Append(ctx context.Context, e store.AuditEvent) error {
 	_, err := a.db.exec(ctx, `INSERT INTO audit_log (id, user_id, kind, ip, user_agent, detail, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id, at) DO NOTHING`,
 		e.ID, e.UserID, e.Kind, e.IP, e.UserAgent, e.Detail, ts(e.At))
 	return err
 }

@@ -200,6 +200,20 @@ func (db *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("postgres: migration %s: %w", base, err)
 		}
 	}
+	return db.EnsurePartitions(ctx, time.Now())
+}
+
+// EnsurePartitions makes the audit log's partitions of now's month and the
+// next two (UTC), if missing. Migrate calls it; a deployment that runs for
+// months without restarting a gateway or running `parley migrate` keeps
+// working (rows go to the default partition) but should run it monthly.
+func (db *DB) EnsurePartitions(ctx context.Context, now time.Time) error {
+	m := time.Date(now.UTC().Year(), now.UTC().Month(), 1, 0, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		if _, err := db.pool.Exec(ctx, `SELECT parley_audit_partition($1)`, m.AddDate(0, i, 0)); err != nil {
+			return fmt.Errorf("postgres: audit partition %s: %w", m.AddDate(0, i, 0).Format("2006-01"), err)
+		}
+	}
 	return nil
 }
 

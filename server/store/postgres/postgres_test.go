@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -60,6 +61,38 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 	if err := db.Ping(t.Context()); err != nil {
 		t.Fatalf("Ping: %v", err)
+	}
+}
+
+// The audit log is partitioned by month: this month's event lands in this
+// month's partition, an old one in the default partition, and both list.
+func TestAuditPartitionedByMonth(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	ctx := t.Context()
+	s := db.Store()
+	now := time.Now().UTC()
+	old := time.Date(2020, 3, 4, 5, 6, 7, 8, time.UTC)
+	for _, e := range []store.AuditEvent{
+		{ID: "e-now", UserID: "u", Kind: store.AuditLogout, At: now},
+		{ID: "e-old", UserID: "u", Kind: store.AuditLogout, At: old},
+	} {
+		if err := s.Audit.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Audit.Append(ctx, e); err != nil {
+			t.Fatalf("append again: %v", err)
+		}
+	}
+	if p, err := db.AuditPartitionOf(ctx, "e-now"); err != nil || p != "audit_log_"+now.Format("200601") {
+		t.Fatalf("this month's event in %q (%v)", p, err)
+	}
+	if p, err := db.AuditPartitionOf(ctx, "e-old"); err != nil || p != "audit_log_default" {
+		t.Fatalf("old event in %q (%v)", p, err)
+	}
+	evs, _, err := s.Audit.List(ctx, "u", store.PageRequest{})
+	if err != nil || len(evs) != 2 || evs[0].ID != "e-now" {
+		t.Fatalf("List: %v %+v", err, evs)
 	}
 }
 

@@ -1,0 +1,10 @@
+package postgres
+
+import "context"
+
+// AuditPartitionOf names the audit_log partition holding the event id (tests).
+func (db *DB) AuditPartitionOf(ctx context.Context, id string) (string, error) {
+	var name string
+	err := db.pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM audit_log WHERE id = $1`, id).Scan(&name)
+	return name, err
+}
