@@ -9,9 +9,11 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -296,4 +298,101 @@ func TestScaleLogoutAndRevocationReachEveryGateway(t *testing.T) {
 		return err
 	})
 	t.Logf("logout reached gateway 1 in %v", d)
+}
+
+// privateRedis starts a redis-server of this test's own on a free port, so
+// that it can be stopped without disturbing other tests; it returns its URL
+// and functions that stop and restart it (same port, same data: none).
+func privateRedis(t *testing.T) (url string, stop, start func()) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed (scripts/services.sh up installs it)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	var cmd *exec.Cmd
+	start = func() {
+		cmd = exec.Command(bin, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--dir", dir, "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				c.Close()
+				return
+			}
+			if i > 100 {
+				t.Fatalf("redis-server not up: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	stop = func() {
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			cmd = nil
+		}
+	}
+	start()
+	t.Cleanup(stop)
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), stop, start
+}
+
+// While Redis is down the gateway answers unavailable with a retry time
+// (limits cannot be checked, so nothing is served unchecked) and /readyz
+// says so; once Redis is back it recovers by itself.
+func TestScaleRedisOutageIsUnavailableThenRecovers(t *testing.T) {
+	scaleMode(t)
+	url, stop, start := privateRedis(t)
+	t.Setenv("PARLEY_REDIS_URL", url)
+	s := startServer(t, fastAuth...)
+	a := s.newAccount(t, "outage@example.com")
+	c := s.api(protocols[0], cred{cookie: a.Cookie})
+	ctx := ctxTimeout(t, 30*time.Second)
+	limits := func() error {
+		_, err := c.Billing.GetLimits(ctx, connect.NewRequest(&parleyv1.GetLimitsRequest{Model: "sim-small"}))
+		return err
+	}
+	ready := func() int {
+		res, err := http.Get(s.BaseURL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if err := limits(); err != nil || ready() != http.StatusOK {
+		t.Fatalf("before: %v, readyz %d", err, ready())
+	}
+	stop()
+	err := limits()
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("with Redis down: %v, want unavailable", err)
+	}
+	if d, ok := apierr.RetryAfter(err); !ok || d <= 0 {
+		t.Fatalf("no retry time: %v", err)
+	}
+	if code := ready(); code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz %d with Redis down", code)
+	}
+	start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := limits()
+		if err == nil && ready() == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered 10 s after Redis came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
