@@ -396,3 +396,117 @@ func TestScaleRedisOutageIsUnavailableThenRecovers(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// privatePostgres runs a PostgreSQL cluster of this test's own on a free
+// port (as the postgres user when the test runs as root) and returns its URL
+// and functions that stop (immediately, like a crash) and restart it.
+func privatePostgres(t *testing.T) (url string, stop, start func()) {
+	t.Helper()
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		t.Skip("PostgreSQL server not installed (scripts/services.sh up installs it)")
+	}
+	bin := filepath.Dir(bins[len(bins)-1])
+	dir, err := os.MkdirTemp("", "parley-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	run := func(args ...string) {
+		t.Helper()
+		if os.Geteuid() == 0 {
+			args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
+		}
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chown", "postgres:postgres", dir).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v %s", err, out)
+		}
+	}
+	run(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-locale", "-E", "UTF8")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	start = func() {
+		run(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-w", "start",
+			"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", port, dir))
+	}
+	stop = func() { run(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop") }
+	start()
+	t.Cleanup(func() {
+		_ = exec.Command("runuser", "-u", "postgres", "--", filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop").Run()
+	})
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, start
+}
+
+// While PostgreSQL is down (killed, then restarted) the gateway answers
+// unavailable with a retry time and fails /readyz; it reconnects by itself
+// and nothing held is lost: the balance is whole afterwards.
+func TestScalePostgresOutageIsUnavailableThenRecovers(t *testing.T) {
+	scaleMode(t)
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("runuser"); err != nil {
+			t.Skip("runuser not found")
+		}
+	}
+	url, stop, start := privatePostgres(t)
+	t.Setenv("PARLEY_POSTGRES_URL", url)
+	s := startServer(t, fastAuth...)
+	a := s.newAccount(t, "pg-outage@example.com")
+	s.topup(t, a, "1")
+	c := s.api(protocols[0], cred{bearer: a.Key})
+	ctx := ctxTimeout(t, 60*time.Second)
+	balance := func() (*parleyv1.GetBalanceResponse, error) {
+		res, err := c.Billing.GetBalance(ctx, connect.NewRequest(&parleyv1.GetBalanceRequest{}))
+		if err != nil {
+			return nil, err
+		}
+		return res.Msg, nil
+	}
+	before, err := balance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	_, err = balance()
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("with PostgreSQL down: %v, want unavailable", err)
+	}
+	if d, ok := apierr.RetryAfter(err); !ok || d <= 0 {
+		t.Fatalf("no retry time: %v", err)
+	}
+	res, err := http.Get(s.BaseURL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz %d with PostgreSQL down", res.StatusCode)
+	}
+	start()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		after, err := balance()
+		if err == nil {
+			if after.GetBalanceNanos() != before.GetBalanceNanos() || after.GetReservedNanos() != 0 {
+				t.Fatalf("balance %v after the outage, %v before", after, before)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered 15 s after PostgreSQL came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

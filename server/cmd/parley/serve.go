@@ -152,7 +152,8 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	defer func() { stopGenerations(); core.Wait() }()
 
 	// Connect options shared by every service: metrics, tracing, auth, message size.
-	interceptors := []connect.Interceptor{metrics.Interceptor()}
+	// A store outage turns internal errors into unavailable + retry.
+	interceptors := []connect.Interceptor{metrics.Interceptor(), gateway.StoreOutage(stores.Checks())}
 	if cfg.OTLPEndpoint != "" { // even a no-op tracer costs a tenth of a small call
 		otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
 		if err != nil {
