@@ -279,6 +279,8 @@ func (a *Authenticator) Run(ctx context.Context) {
 	defer flush.Stop()
 	sweep := time.NewTicker(a.cfg.CacheTTL)
 	defer sweep.Stop()
+	expired := time.NewTicker(time.Hour)
+	defer expired.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -294,6 +296,13 @@ func (a *Authenticator) Run(ctx context.Context) {
 			}
 		case <-sweep.C:
 			a.sweep(a.now())
+		case <-expired.C:
+			// Expired sessions are refused anyway; this keeps the table small.
+			if n, err := a.accounts.DeleteExpiredSessions(ctx, a.now()); err != nil {
+				a.log.Error("auth: deleting expired sessions", "err", err)
+			} else if n > 0 {
+				a.log.Info("auth: deleted expired sessions", "count", n)
+			}
 		}
 	}
 }
