@@ -4,11 +4,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -61,59 +59,19 @@ var listeningRE = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-z]+)`)
 // data dir (unless args give one) and waits until it logs "listening on".
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, done: make(chan struct{})}
-	hasDataDir := false
-	for _, a := range args {
-		if strings.HasPrefix(a, "--data-dir") {
-			hasDataDir = true
-		}
+	dataDir := ""
+	if !hasFlag(args, "--data-dir") {
+		dataDir = t.TempDir()
+		args = append([]string{"--data-dir", dataDir}, args...)
 	}
-	if !hasDataDir {
-		s.DataDir = t.TempDir()
-		args = append([]string{"--data-dir", s.DataDir}, args...)
-	}
-	full := append([]string{"serve", "--listen", "127.0.0.1:0", "--insecure-cookies", "--sim-time-scale", "0"}, args...)
-	s.cmd = exec.Command(parleyBin, full...)
-	s.cmd.Env = append(os.Environ(), "PARLEY_LOG_LEVEL=debug")
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd.Stdout = io.Discard
-	start := time.Now()
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.logs.WriteString(line + "\n")
-			s.mu.Unlock()
-			if m := listeningRE.FindStringSubmatch(line); m != nil {
-				select {
-				case ready <- m[1]:
-				default:
-				}
+	s := startProcess(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--insecure-cookies", "--sim-time-scale", "0"}, args...)...)
+	s.DataDir = dataDir
+	if dataDir == "" {
+		for i, a := range args {
+			if a == "--data-dir" && i+1 < len(args) {
+				s.DataDir = args[i+1]
 			}
 		}
-	}()
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(s.kill)
-	select {
-	case url := <-ready:
-		s.BaseURL = url
-		s.Ready = time.Since(start)
-	case <-s.done:
-		t.Fatalf("parley exited before listening: %v\n%s", s.err, s.Logs())
-	case <-time.After(15 * time.Second):
-		t.Fatalf("parley not listening after 15 s\n%s", s.Logs())
 	}
 	return s
 }
