@@ -4,7 +4,9 @@
 # starts what is not running and waits until each answers.
 #
 #   scripts/services.sh up      install + start PostgreSQL, Redis, ClickHouse
-#                               (and versitygw for S3 when its binary exists)
+#                               (and versitygw for S3 when its binary exists
+#                               or PARLEY_SERVICES_S3=1; Apache Cassandra for
+#                               CQL when PARLEY_SERVICES_CQL=1 or fetched before)
 #   scripts/services.sh down    stop them (their data stays in the state dir)
 #   scripts/services.sh env     print the export lines the tests read:
 #                               eval "$(scripts/services.sh env)"
@@ -20,6 +22,9 @@ REDIS_PORT="${PARLEY_REDIS_PORT:-56379}"
 CH_PORT="${PARLEY_CH_PORT:-59000}"
 CH_HTTP_PORT="${PARLEY_CH_HTTP_PORT:-58123}"
 S3_PORT="${PARLEY_S3_PORT:-57070}"
+CQL_PORT="${PARLEY_CQL_PORT:-59042}"
+CQL_STORAGE_PORT="${PARLEY_CQL_STORAGE_PORT:-57100}"
+CASSANDRA_VERSION=5.0.2
 S3_ACCESS="parleytest"
 S3_SECRET="parleytestsecret"
 
@@ -198,6 +203,96 @@ s3_down() {
   if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
 }
 
+# ---- CQL (Apache Cassandra from Maven Central) ---------------------------------
+
+# No CQL server is packaged for Debian or npm: Apache Cassandra's jars come
+# from Maven Central (cassandra-all and its dependencies, ~64 MB) and run on
+# the JDK as org.apache.cassandra.service.CassandraDaemon. It speaks the same
+# CQL as ScyllaDB.
+cql_ready() { (exec 3<>"/dev/tcp/127.0.0.1/$CQL_PORT") 2>/dev/null; }
+
+cql_up() {
+  local d=$DIR/cassandra
+  [ "${PARLEY_SERVICES_CQL:-0}" = 1 ] || [ -d "$d/lib" ] || return 0
+  if cql_ready; then return 0; fi
+  command -v java >/dev/null || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null || apt_install maven
+  mkdir -p "$d"
+  if [ ! -d "$d/lib" ]; then
+    log "fetching Apache Cassandra $CASSANDRA_VERSION from Maven Central"
+    printf '%s\n' '<project xmlns="http://maven.apache.org/POM/4.0.0">' \
+      '  <modelVersion>4.0.0</modelVersion>' \
+      '  <groupId>parley</groupId><artifactId>cassandra-runtime</artifactId><version>1</version>' \
+      "  <dependencies><dependency><groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId><version>$CASSANDRA_VERSION</version></dependency></dependencies>" \
+      '</project>' >"$d/pom.xml"
+    (cd "$d" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib.tmp -DincludeScope=runtime >mvn.log 2>&1) ||
+      { tail -20 "$d/mvn.log" >&2; return 1; }
+    mv "$d/lib.tmp" "$d/lib"
+  fi
+  mkdir -p "$d/data"
+  printf '%s\n' \
+    "cluster_name: parley-test" \
+    "num_tokens: 1" \
+    "initial_token: 0" \
+    "partitioner: org.apache.cassandra.dht.Murmur3Partitioner" \
+    "commitlog_sync: periodic" \
+    "commitlog_sync_period: 10000ms" \
+    "seed_provider:" \
+    "  - class_name: org.apache.cassandra.locator.SimpleSeedProvider" \
+    "    parameters:" \
+    "      - seeds: \"127.0.0.1:$CQL_STORAGE_PORT\"" \
+    "endpoint_snitch: SimpleSnitch" \
+    "listen_address: 127.0.0.1" \
+    "rpc_address: 127.0.0.1" \
+    "storage_port: $CQL_STORAGE_PORT" \
+    "native_transport_port: $CQL_PORT" \
+    "start_native_transport: true" \
+    "data_file_directories: [$d/data/data]" \
+    "commitlog_directory: $d/data/commitlog" \
+    "saved_caches_directory: $d/data/saved_caches" \
+    "hints_directory: $d/data/hints" \
+    "cdc_raw_directory: $d/data/cdc_raw" \
+    "disk_access_mode: mmap_index_only" \
+    "auto_snapshot: false" >"$d/cassandra.yaml"
+  printf '%s\n' '<configuration>' \
+    '  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">' \
+    '    <encoder><pattern>%d %level %logger{20} %msg%n</pattern></encoder>' \
+    '  </appender>' \
+    '  <root level="WARN"><appender-ref ref="STDOUT"/></root>' \
+    '</configuration>' >"$d/logback.xml"
+  # The module flags Cassandra's conf/jvm17-server.options gives on JDK 17.
+  local opens="" m
+  for m in java.base/jdk.internal.misc java.base/jdk.internal.ref java.base/sun.nio.ch \
+      java.management.rmi/com.sun.jmx.remote.internal.rmi java.rmi/sun.rmi.registry java.rmi/sun.rmi.server java.sql/java.sql; do
+    opens="$opens --add-exports $m=ALL-UNNAMED"
+  done
+  for m in java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref java.base/jdk.internal.reflect \
+      java.base/jdk.internal.math java.base/jdk.internal.module java.base/jdk.internal.util.jar jdk.management/com.sun.management.internal \
+      java.base/sun.nio.ch java.base/java.io java.base/java.nio java.base/java.util.concurrent java.base/java.util \
+      java.base/java.util.concurrent.atomic java.base/java.lang java.base/java.math java.base/java.lang.reflect java.base/java.net; do
+    opens="$opens --add-opens $m=ALL-UNNAMED"
+  done
+  # shellcheck disable=SC2086
+  (cd "$d" && exec java -Xms512m -Xmx1g -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError $opens -Djdk.attach.allowAttachSelf=true \
+    -Dcassandra.config="file://$d/cassandra.yaml" -Dcassandra.storagedir="$d/data" -Dlogback.configurationFile="$d/logback.xml" \
+    -Dcassandra-foreground=yes -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.jmx.local.port=$((CQL_STORAGE_PORT + 99)) \
+    -cp "$d/lib/*" org.apache.cassandra.service.CassandraDaemon) </dev/null >"$d/cassandra.log" 2>&1 &
+  echo $! >"$d/cassandra.pid"
+  wait_for cassandra 180 cql_ready || { tail -20 "$d/cassandra.log" >&2; return 1; }
+}
+
+cql_down() {
+  local pidf=$DIR/cassandra/cassandra.pid
+  if [ -f "$pidf" ]; then
+    local pid
+    pid=$(cat "$pidf")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$pidf"
+  fi
+}
+
 # ---- commands -----------------------------------------------------------------
 
 cmd_env() {
@@ -208,6 +303,9 @@ cmd_env() {
     echo "export PARLEY_TEST_S3_ENDPOINT='http://127.0.0.1:$S3_PORT'"
     echo "export PARLEY_TEST_S3_ACCESS_KEY='$S3_ACCESS' PARLEY_TEST_S3_SECRET_KEY='$S3_SECRET'"
   fi
+  if cql_ready; then
+    echo "export PARLEY_TEST_CASSANDRA_HOSTS='127.0.0.1:$CQL_PORT'"
+  fi
 }
 
 cmd_status() {
@@ -215,6 +313,7 @@ cmd_status() {
   redis_ready && echo "redis: up on 127.0.0.1:$REDIS_PORT" || echo "redis: down"
   ch_ready && echo "clickhouse: up on 127.0.0.1:$CH_PORT (http $CH_HTTP_PORT)" || echo "clickhouse: down"
   s3_ready && echo "s3 (versitygw): up on 127.0.0.1:$S3_PORT" || echo "s3 (versitygw): down"
+  cql_ready && echo "cql (cassandra): up on 127.0.0.1:$CQL_PORT" || echo "cql (cassandra): down"
 }
 
 mkdir -p "$DIR"
@@ -226,9 +325,10 @@ case "${1:-}" in
     redis_up
     ch_up
     s3_up
+    cql_up
     cmd_status >&2
     ;;
-  down) s3_down; ch_down; redis_down; pg_down ;;
+  down) cql_down; s3_down; ch_down; redis_down; pg_down ;;
   env) cmd_env ;;
   status) cmd_status ;;
   *) echo "usage: $0 up|down|env|status" >&2; exit 2 ;;

@@ -56,6 +56,11 @@ type Serve struct {
 	// attachment blobs into S3; the credentials come from the environment
 	// (PARLEY_S3_ACCESS_KEY, PARLEY_S3_SECRET_KEY, optional PARLEY_S3_REGION).
 	S3Endpoint, S3Bucket string
+	// CassandraHosts (host:port,…) moves messages into ScyllaDB or Apache
+	// Cassandra (CQL), keyspace CassandraKeyspace; credentials, if needed,
+	// from PARLEY_CASSANDRA_USERNAME and PARLEY_CASSANDRA_PASSWORD.
+	CassandraHosts    []string
+	CassandraKeyspace string
 }
 
 // ServeFlags registers the serve settings on fs with their defaults and
@@ -78,6 +83,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint URL for attachment blobs (empty: the data directory); keys from PARLEY_S3_ACCESS_KEY/PARLEY_S3_SECRET_KEY")
 	fs.StringVar(&c.S3Bucket, "s3-bucket", "parley", "S3 bucket for attachment blobs, created if missing")
+	fs.Func("cassandra-hosts", "comma-separated CQL (ScyllaDB/Cassandra) host:port contact points for messages (none: the relational store)", listSetter(&c.CassandraHosts))
+	fs.StringVar(&c.CassandraKeyspace, "cassandra-keyspace", "parley", "CQL keyspace for messages, created if missing (replication factor 1: make it yourself for production)")
 	return c
 }
 

@@ -26,6 +26,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/store/cql"
 )
 
 // scaleMode points every parley process this test starts (gateways and
@@ -65,6 +66,15 @@ func scaleMode(t *testing.T) {
 	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
 	if ch := os.Getenv("PARLEY_TEST_CLICKHOUSE_URL"); ch != "" {
 		t.Setenv("PARLEY_CLICKHOUSE_URL", ch)
+	}
+	if hosts := os.Getenv("PARLEY_TEST_CASSANDRA_HOSTS"); hosts != "" {
+		t.Setenv("PARLEY_CASSANDRA_HOSTS", hosts)
+		t.Setenv("PARLEY_CASSANDRA_KEYSPACE", name)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_ = cql.DropKeyspace(ctx, cql.Config{Hosts: cql.HostsFlag(hosts), Keyspace: name})
+		})
 	}
 	if ep := os.Getenv("PARLEY_TEST_S3_ENDPOINT"); ep != "" {
 		t.Setenv("PARLEY_S3_ENDPOINT", ep)

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/clickhouse"
+	"github.com/parleyhq/parley/server/store/cql"
 	"github.com/parleyhq/parley/server/store/memlimit"
 	"github.com/parleyhq/parley/server/store/postgres"
 	redisstore "github.com/parleyhq/parley/server/store/redis"
@@ -27,7 +28,8 @@ import (
 // stores is the set of backends the process runs on, chosen from the config,
 // each on its own: the embedded SQLite database and in-process limiter unless
 // a scale backend is configured (--postgres-url for the relational stores,
-// --redis-url for the limiter, --clickhouse-url for usage records).
+// --redis-url for the limiter, --clickhouse-url for usage records,
+// --cassandra-hosts for messages, --s3-endpoint for attachment blobs).
 type stores struct {
 	store.Store
 	// Limiter holds the tier limits and the login throttle: in process, or
@@ -95,6 +97,18 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.closers = append(s.closers, chdb.Close)
 		s.Usage = chdb
 		s.checks["clickhouse"] = chdb.Ping
+	}
+	if len(cfg.CassandraHosts) > 0 {
+		msgs, err := cql.Open(ctx, cql.Config{
+			Hosts: cfg.CassandraHosts, Keyspace: cfg.CassandraKeyspace,
+			Username: os.Getenv("PARLEY_CASSANDRA_USERNAME"), Password: os.Getenv("PARLEY_CASSANDRA_PASSWORD"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, msgs.Close)
+		s.Messages = msgs
+		s.checks["cql"] = msgs.Ping
 	}
 	if cfg.S3Endpoint != "" {
 		b, err := s3blob.Open(ctx, s3blob.Config{

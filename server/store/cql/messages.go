@@ -1,0 +1,238 @@
+// Package cql is the scale-mode store.Messages on ScyllaDB or Apache
+// Cassandra (CQL), over gocqlx/v2 and ScyllaDB's gocql fork (go.mod replaces
+// github.com/gocql/gocql with github.com/scylladb/gocql at an exact version:
+// the module proxy refuses version lists for github.com/scylladb/*).
+//
+// Messages are one partition per conversation (partition key conv_id),
+// clustered by creation time then message ID (seed §6.2), so a
+// conversation's history is one sequential read of one partition. Every
+// statement is prepared (gocql prepares statements with bound values and
+// caches them), routed token-aware to a replica, at LOCAL_QUORUM.
+package cql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/scylladb/gocqlx/v2"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+// Config says where the cluster is.
+type Config struct {
+	// Hosts are host:port contact points.
+	Hosts []string
+	// Keyspace holds the tables; it is created if missing with
+	// ReplicationFactor (SimpleStrategy) — create it yourself with
+	// NetworkTopologyStrategy for a multi-datacenter cluster.
+	Keyspace string
+	// ReplicationFactor for a keyspace created here; zero means 1.
+	ReplicationFactor int
+	// Username and Password, if the cluster requires authentication.
+	Username, Password string
+	// Timeout of each statement; zero means 5 s.
+	Timeout time.Duration
+}
+
+// DB is an open CQL message store.
+type DB struct {
+	s gocqlx.Session
+}
+
+var (
+	_ store.Messages = (*DB)(nil)
+	_ store.Pinger   = (*DB)(nil)
+)
+
+func cluster(cfg Config, keyspace string) *gocql.ClusterConfig {
+	c := gocql.NewCluster(cfg.Hosts...)
+	c.Keyspace = keyspace
+	c.Consistency = gocql.LocalQuorum
+	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	c.Timeout = cfg.Timeout
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	c.ConnectTimeout = c.Timeout
+	if cfg.Username != "" {
+		c.Authenticator = gocql.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password}
+	}
+	return c
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 48 {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Open connects, creates the keyspace and table if missing, and returns the
+// store.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	if len(cfg.Hosts) == 0 {
+		return nil, errors.New("cql: no hosts given")
+	}
+	if !validName(cfg.Keyspace) {
+		return nil, fmt.Errorf("cql: invalid keyspace name %q", cfg.Keyspace)
+	}
+	rf := cfg.ReplicationFactor
+	if rf <= 0 {
+		rf = 1
+	}
+	// Schema first, on a session without a keyspace.
+	admin, err := gocqlx.WrapSession(cluster(cfg, "").CreateSession())
+	if err != nil {
+		return nil, fmt.Errorf("cql: connect: %w", err)
+	}
+	err = admin.ContextQuery(ctx, `CREATE KEYSPACE IF NOT EXISTS `+cfg.Keyspace+
+		` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': `+strconv.Itoa(rf)+`}`, nil).ExecRelease()
+	if err == nil {
+		err = admin.ContextQuery(ctx, `CREATE TABLE IF NOT EXISTS `+cfg.Keyspace+`.messages (
+			conv_id       text,
+			created_at    bigint,
+			id            text,
+			role          text,
+			parts         text,
+			model         text,
+			tokens        bigint,
+			finish_reason text,
+			PRIMARY KEY ((conv_id), created_at, id)
+		) WITH CLUSTERING ORDER BY (created_at ASC, id ASC)`, nil).ExecRelease()
+	}
+	admin.Close()
+	if err != nil {
+		return nil, fmt.Errorf("cql: schema: %w", err)
+	}
+	s, err := gocqlx.WrapSession(cluster(cfg, cfg.Keyspace).CreateSession())
+	if err != nil {
+		return nil, fmt.Errorf("cql: connect: %w", err)
+	}
+	return &DB{s: s}, nil
+}
+
+// DropKeyspace drops a keyspace (tests).
+func DropKeyspace(ctx context.Context, cfg Config) error {
+	if !validName(cfg.Keyspace) {
+		return fmt.Errorf("cql: invalid keyspace name %q", cfg.Keyspace)
+	}
+	admin, err := gocqlx.WrapSession(cluster(cfg, "").CreateSession())
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	return admin.ContextQuery(ctx, `DROP KEYSPACE IF EXISTS `+cfg.Keyspace, nil).ExecRelease()
+}
+
+// Close closes the session.
+func (db *DB) Close() error {
+	db.s.Close()
+	return nil
+}
+
+// Ping checks that the cluster answers, for /readyz.
+func (db *DB) Ping(ctx context.Context) error {
+	var v string
+	if err := db.s.ContextQuery(ctx, `SELECT release_version FROM system.local`, nil).Scan(&v); err != nil {
+		return fmt.Errorf("cql: ping: %w", err)
+	}
+	return nil
+}
+
+// Append implements store.Messages. Re-appending a message (same
+// conversation, time and ID) rewrites the same row: a no-op.
+func (db *DB) Append(ctx context.Context, m store.Message) error {
+	parts := m.Parts
+	if parts == nil {
+		parts = []store.Part{}
+	}
+	js, err := json.Marshal(parts)
+	if err != nil {
+		return fmt.Errorf("cql: encode message parts: %w", err)
+	}
+	err = db.s.ContextQuery(ctx, `INSERT INTO messages (conv_id, created_at, id, role, parts, model, tokens, finish_reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, nil).
+		Bind(m.ConversationID, m.CreatedAt.UnixNano(), m.ID, m.Role, string(js), m.Model, m.Tokens, m.FinishReason).ExecRelease()
+	if err != nil {
+		return fmt.Errorf("cql: append: %w", err)
+	}
+	return nil
+}
+
+type row struct {
+	ConvID       string `db:"conv_id"`
+	CreatedAt    int64  `db:"created_at"`
+	ID           string `db:"id"`
+	Role         string `db:"role"`
+	Parts        string `db:"parts"`
+	Model        string `db:"model"`
+	Tokens       int64  `db:"tokens"`
+	FinishReason string `db:"finish_reason"`
+}
+
+// List implements store.Messages: oldest first, one partition slice.
+func (db *DB) List(ctx context.Context, conversationID string, p store.PageRequest) ([]store.Message, string, error) {
+	limit := p.Limit()
+	stmt := `SELECT conv_id, created_at, id, role, parts, model, tokens, finish_reason FROM messages WHERE conv_id = ?`
+	args := []any{conversationID}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		stmt += ` AND (created_at, id) > (?, ?)`
+		args = append(args, at, id)
+	}
+	stmt += ` LIMIT ?`
+	args = append(args, limit+1)
+	var rows []row
+	if err := db.s.ContextQuery(ctx, stmt, nil).Bind(args...).SelectRelease(&rows); err != nil {
+		return nil, "", fmt.Errorf("cql: list: %w", err)
+	}
+	out := make([]store.Message, 0, len(rows))
+	for _, r := range rows {
+		m := store.Message{ID: r.ID, ConversationID: r.ConvID, Role: r.Role, Model: r.Model, Tokens: r.Tokens,
+			FinishReason: r.FinishReason, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+		if err := json.Unmarshal([]byte(r.Parts), &m.Parts); err != nil {
+			return nil, "", fmt.Errorf("cql: decode parts of message %s: %w", r.ID, err)
+		}
+		out = append(out, m)
+	}
+	if len(out) <= limit {
+		return out, "", nil
+	}
+	out = out[:limit]
+	last := out[limit-1]
+	return out, encodeCursor(last.CreatedAt.UnixNano(), last.ID), nil
+}
+
+// DeleteConversation implements store.Messages: one partition delete.
+func (db *DB) DeleteConversation(ctx context.Context, conversationID string) error {
+	if err := db.s.ContextQuery(ctx, `DELETE FROM messages WHERE conv_id = ?`, nil).Bind(conversationID).ExecRelease(); err != nil {
+		return fmt.Errorf("cql: delete conversation: %w", err)
+	}
+	return nil
+}
+
+// HostsFlag splits a comma-separated --cassandra-hosts value.
+func HostsFlag(s string) []string {
+	var hosts []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
