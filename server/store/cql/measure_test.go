@@ -26,7 +26,7 @@ func TestMeasureLatency(t *testing.T) {
 		conv := uuid.NewString()
 		for i := range per {
 			msg := store.Message{ID: uuid.NewString(), ConversationID: conv, Role: "user",
-				Parts: []store.Part{{Text: fmt.Sprintf("message %d of a conversation, of a typical length for a chat turn", i)}},
+				Parts:     []store.Part{{Text: fmt.Sprintf("message %d of a conversation, of a typical length for a chat turn", i)}},
 				CreatedAt: time.Unix(1_750_000_000+int64(c*per+i), 0)}
 			start := time.Now()
 			if err := m.Append(ctx, msg); err != nil {
