@@ -45,7 +45,7 @@ func (h *ConversationHandler) CreateConversation(ctx context.Context, req *conne
 	if err := h.Core.Conversations.Create(ctx, c); err != nil {
 		return nil, apierr.Internal()
 	}
-	return connect.NewResponse(&parleyv1.CreateConversationResponse{Conversation: h.toProto(c)}), nil
+	return connect.NewResponse(&parleyv1.CreateConversationResponse{Conversation: h.toProto(ctx, c)}), nil
 }
 
 // ListConversations pages through the caller's conversations, newest activity first.
@@ -78,7 +78,7 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 	}
 	res := &parleyv1.ListConversationsResponse{NextPageToken: h.Pages.Seal(p.UserID, list, next)}
 	for _, c := range convs {
-		res.Conversations = append(res.Conversations, h.toProto(c))
+		res.Conversations = append(res.Conversations, h.toProto(ctx, c))
 	}
 	return connect.NewResponse(res), nil
 }
@@ -89,7 +89,7 @@ func (h *ConversationHandler) GetConversation(ctx context.Context, req *connect.
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&parleyv1.GetConversationResponse{Conversation: h.toProto(c)}), nil
+	return connect.NewResponse(&parleyv1.GetConversationResponse{Conversation: h.toProto(ctx, c)}), nil
 }
 
 // ListMessages pages through a conversation's messages, oldest first.
@@ -161,7 +161,7 @@ func (h *ConversationHandler) UpdateConversation(ctx context.Context, req *conne
 	} else if err != nil {
 		return nil, apierr.Internal()
 	}
-	return connect.NewResponse(&parleyv1.UpdateConversationResponse{Conversation: h.toProto(c)}), nil
+	return connect.NewResponse(&parleyv1.UpdateConversationResponse{Conversation: h.toProto(ctx, c)}), nil
 }
 
 // DeleteConversation deletes a conversation and its messages, stopping a
@@ -171,7 +171,7 @@ func (h *ConversationHandler) DeleteConversation(ctx context.Context, req *conne
 	if err != nil {
 		return nil, err
 	}
-	h.Core.Live.Cancel(c.ID)
+	_, _ = h.Core.Cancel(ctx, c.ID)
 	if err := h.Core.Conversations.Delete(ctx, c.UserID, c.ID); err != nil {
 		return nil, apierr.Internal()
 	}
@@ -196,13 +196,13 @@ func (h *ConversationHandler) SendMessage(ctx context.Context, req *connect.Requ
 			return apierr.InvalidArgument(fmt.Sprintf("parts[%d]", i), "must be text or attachment_id on the web channel")
 		}
 	}
-	gen, _, err := h.Core.Send(ctx, chat.SendRequest{
+	convID, err := h.Core.Send(ctx, chat.SendRequest{
 		ConversationID: req.Msg.GetConversationId(), Model: req.Msg.GetModel(), Parts: parts, MaxOutputTokens: req.Msg.GetMaxOutputTokens(),
 	})
 	if err != nil {
 		return err
 	}
-	return gen.Follow(ctx, 0, func(ev *parleyv1.GenerationEvent) error {
+	return h.Core.Follow(ctx, convID, 0, func(ev *parleyv1.GenerationEvent) error {
 		return stream.Send(&parleyv1.SendMessageResponse{Event: ev})
 	})
 }
@@ -214,11 +214,7 @@ func (h *ConversationHandler) StreamGeneration(ctx context.Context, req *connect
 	if err != nil {
 		return err
 	}
-	gen, ok := h.Core.Live.Get(c.ID)
-	if !ok {
-		return apierr.NotFound("generation")
-	}
-	return gen.Follow(ctx, req.Msg.GetAfterSeq(), func(ev *parleyv1.GenerationEvent) error {
+	return h.Core.Follow(ctx, c.ID, req.Msg.GetAfterSeq(), func(ev *parleyv1.GenerationEvent) error {
 		return stream.Send(&parleyv1.StreamGenerationResponse{Event: ev})
 	})
 }
@@ -229,7 +225,11 @@ func (h *ConversationHandler) CancelGeneration(ctx context.Context, req *connect
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&parleyv1.CancelGenerationResponse{Cancelled: h.Core.Live.Cancel(c.ID)}), nil
+	cancelled, err := h.Core.Cancel(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.CancelGenerationResponse{Cancelled: cancelled}), nil
 }
 
 // own returns the caller's conversation id, or not_found for anyone else's.
@@ -247,11 +247,11 @@ func (h *ConversationHandler) own(ctx context.Context, id string) (store.Convers
 	return c, nil
 }
 
-func (h *ConversationHandler) toProto(c store.Conversation) *parleyv1.Conversation {
+func (h *ConversationHandler) toProto(ctx context.Context, c store.Conversation) *parleyv1.Conversation {
 	return &parleyv1.Conversation{
 		ConversationId: c.ID, Title: c.Title, Model: c.Model, Archived: c.Archived,
 		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt),
-		Generating: h.Core.Live.Running(c.ID),
+		Generating: h.Core.Generating(ctx, c.ID),
 	}
 }
 

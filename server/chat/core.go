@@ -57,7 +57,8 @@ type Core struct {
 	Limits        *limits.Limits
 	Conversations store.Conversations
 	Messages      store.Messages
-	Live          *Live
+	// Generations is the shared log of web generations in progress.
+	Generations store.Generations
 	// Attachments resolves parts that name an uploaded attachment and
 	// checks inline ones (nil: attachments are not available).
 	Attachments *attach.Service
@@ -66,6 +67,7 @@ type Core struct {
 	Background context.Context
 
 	running sync.WaitGroup // web generations in progress
+	owned   owned          // their cancel functions, by conversation
 }
 
 // Request is one generation as the surfaces hand it to the core.

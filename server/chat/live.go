@@ -2,142 +2,107 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/store"
 )
 
-// Live holds the web generations in progress, one per conversation, so a
-// generation outlives the connection that started it: any number of
-// followers replay its events from a seq and follow it to the end, and any
-// connection can cancel it. A finished generation stays for Linger so a
-// client that reconnects just after the end still gets it.
-//
-// This is the in-process hub of one gateway; with several gateways the
-// Redis backend fans the same events out (DESIGN.md §5).
-type Live struct {
-	Linger time.Duration
+// Web generations outlive the connection that started them (DESIGN.md §3):
+// the gateway that runs one appends its events to the conversation's log in
+// Core.Generations (in memory embedded; Redis when gateways share), and any
+// connection on any gateway replays and follows it, or asks for it to stop.
 
-	mu   sync.Mutex
-	gens map[string]*Generation
+// linger is how long a finished generation's log stays readable, so a
+// client that reconnects just after the end still gets all of it.
+const linger = 5 * time.Minute
+
+// owned is the cancel functions of the generations this gateway runs.
+type owned struct {
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc
 }
 
-// NewLive returns an empty hub.
-func NewLive(linger time.Duration) *Live {
-	return &Live{Linger: linger, gens: map[string]*Generation{}}
-}
-
-// Generation is one web generation's event log.
-type Generation struct {
-	cancel context.CancelFunc
-
-	mu     sync.Mutex
-	events []*parleyv1.GenerationEvent
-	done   bool
-	wake   chan struct{} // closed and replaced at every change
-}
-
-// Start registers a generation for the conversation, or fails with
-// failed_precondition while one is still running there.
-func (l *Live) Start(conversationID string, cancel context.CancelFunc) (*Generation, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if g, ok := l.gens[conversationID]; ok && !g.finished() {
-		return nil, apierr.FailedPrecondition("a generation is already running in this conversation; wait for it or cancel it")
+func (o *owned) add(conversationID string, cancel context.CancelFunc) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cancels == nil {
+		o.cancels = map[string]context.CancelFunc{}
 	}
-	g := &Generation{cancel: cancel, wake: make(chan struct{})}
-	l.gens[conversationID] = g
-	return g, nil
+	o.cancels[conversationID] = cancel
 }
 
-// Abandon removes a generation that never started (refused before scheduling).
-func (l *Live) Abandon(conversationID string, g *Generation) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.gens[conversationID] == g {
-		delete(l.gens, conversationID)
+func (o *owned) remove(conversationID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.cancels, conversationID)
+}
+
+func (o *owned) cancel(conversationID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cancel, ok := o.cancels[conversationID]; ok {
+		cancel()
 	}
 }
 
-// Get returns the conversation's current or recently finished generation.
-func (l *Live) Get(conversationID string) (*Generation, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g, ok := l.gens[conversationID]
-	return g, ok
-}
-
-// Running reports whether a generation is running in the conversation.
-func (l *Live) Running(conversationID string) bool {
-	g, ok := l.Get(conversationID)
-	return ok && !g.finished()
-}
-
-// Cancel stops the conversation's running generation; it reports whether
-// there was one.
-func (l *Live) Cancel(conversationID string) bool {
-	g, ok := l.Get(conversationID)
-	if !ok || g.finished() {
-		return false
+// Follow sends the conversation's generation events after afterSeq, then
+// each new one, until it ends (nil), send fails or ctx ends. No generation
+// to follow is not_found.
+func (c *Core) Follow(ctx context.Context, conversationID string, afterSeq uint64, send func(*parleyv1.GenerationEvent) error) error {
+	err := c.Generations.Follow(ctx, conversationID, afterSeq, func(_ uint64, b []byte) error {
+		ev := new(parleyv1.GenerationEvent)
+		if err := proto.Unmarshal(b, ev); err != nil {
+			return err
+		}
+		return send(ev)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("generation")
 	}
-	g.cancel()
-	return true
+	return err
 }
 
-// Finish marks g done and forgets it after Linger.
-func (l *Live) Finish(conversationID string, g *Generation) {
-	g.mu.Lock()
-	g.done = true
-	close(g.wake)
-	g.wake = make(chan struct{})
-	g.mu.Unlock()
-	time.AfterFunc(l.Linger, func() { l.Abandon(conversationID, g) })
+// Cancel stops the conversation's running generation, on whichever gateway
+// runs it, and reports whether there was one.
+func (c *Core) Cancel(ctx context.Context, conversationID string) (bool, error) {
+	ok, err := c.Generations.Cancel(ctx, conversationID)
+	if err != nil {
+		return false, apierr.Unavailable("generations are unavailable", 2*time.Second)
+	}
+	return ok, nil
 }
 
-// Publish appends an event and wakes the followers. It never blocks on them.
-func (g *Generation) Publish(ev *parleyv1.GenerationEvent) {
-	g.mu.Lock()
-	g.events = append(g.events, ev)
-	close(g.wake)
-	g.wake = make(chan struct{})
-	g.mu.Unlock()
+// Generating reports whether a generation is running in the conversation.
+func (c *Core) Generating(ctx context.Context, conversationID string) bool {
+	ok, _ := c.Generations.Running(ctx, conversationID)
+	return ok
 }
 
-func (g *Generation) finished() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.done
+// ListenForCancels stops the generations this gateway runs when anyone, on
+// any gateway, asks; it returns when ctx ends.
+func (c *Core) ListenForCancels(ctx context.Context) {
+	for id := range c.Generations.Cancels(ctx) {
+		c.owned.cancel(id)
+	}
 }
 
-// Follow sends every event after afterSeq, then each new one as it comes,
-// until the generation ends (nil), send fails or ctx is done (their error).
-// A slow follower never holds up the generation: it reads the log at its
-// own pace.
-func (g *Generation) Follow(ctx context.Context, afterSeq uint64, send func(*parleyv1.GenerationEvent) error) error {
-	next := int(afterSeq) // events[i] has seq i+1
-	for {
-		g.mu.Lock()
-		pending := g.events[min(next, len(g.events)):]
-		done, wake := g.done, g.wake
-		g.mu.Unlock()
-		for _, ev := range pending {
-			if err := send(ev); err != nil {
-				return err
-			}
-			next++
+// publisher appends a generation's events to its shared log.
+func (c *Core) publisher(ctx context.Context, conversationID string) Emit {
+	return func(ev *parleyv1.GenerationEvent) error {
+		b, err := proto.Marshal(ev)
+		if err == nil {
+			err = c.Generations.Append(ctx, conversationID, ev.GetSeq(), b)
 		}
-		if len(pending) > 0 {
-			continue
+		if err != nil {
+			// The answer is still generated and stored; followers miss it live.
+			c.Logger.ErrorContext(ctx, "publishing a generation event", "conversation", conversationID, "err", err)
 		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
-		}
+		return nil
 	}
 }

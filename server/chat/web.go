@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -42,17 +43,17 @@ type SendRequest struct {
 // stores the user message, starts the generation in the background and
 // returns it for the caller to follow. Nothing is stored for a refused
 // message.
-func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, error) {
+func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	// Authenticate.
 	p, ok := auth.FromContext(ctx)
 	if !ok {
-		return nil, "", apierr.Unauthenticated("no credentials")
+		return "", apierr.Unauthenticated("no credentials")
 	}
 
 	// Validate the message and find the conversation.
 	text, err := validateParts(req.Parts)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	now := c.Now()
 	conv := store.Conversation{ID: req.ConversationID, UserID: p.UserID, CreatedAt: now, UpdatedAt: now}
@@ -61,9 +62,9 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 		conv.ID = uuid.Must(uuid.NewV7()).String()
 	} else if conv, err = c.Conversations.Get(ctx, p.UserID, req.ConversationID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, "", apierr.InvalidArgument("conversation_id", "no such conversation")
+			return "", apierr.InvalidArgument("conversation_id", "no such conversation")
 		}
-		return nil, "", apierr.Internal()
+		return "", apierr.Internal()
 	}
 	modelID := req.Model
 	if modelID == "" {
@@ -74,7 +75,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 	}
 	m, ok := c.Models.Lookup(modelID)
 	if !ok {
-		return nil, "", apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", modelID))
+		return "", apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", modelID))
 	}
 	conv.Model = m.ID
 	maxOut := req.MaxOutputTokens
@@ -82,17 +83,22 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 		maxOut = m.MaxOutputTokens
 	}
 	if maxOut < 0 {
-		return nil, "", apierr.InvalidArgument("max_output_tokens", "must be positive")
+		return "", apierr.InvalidArgument("max_output_tokens", "must be positive")
 	}
 
 	// One generation at a time per conversation.
-	genCtx, cancel := context.WithCancel(context.WithoutCancel(c.background(ctx)))
-	gen, err := c.Live.Start(conv.ID, cancel)
-	if err != nil {
-		cancel()
-		return nil, "", err
+	if err := c.Generations.Start(ctx, conv.ID); errors.Is(err, store.ErrConflict) {
+		return "", apierr.FailedPrecondition("a generation is already running in this conversation; wait for it or cancel it")
+	} else if err != nil {
+		return "", apierr.Unavailable("generations are unavailable", 2*time.Second)
 	}
-	abandon := func() { cancel(); c.Live.Abandon(conv.ID, gen) }
+	genCtx, cancel := context.WithCancel(context.WithoutCancel(c.background(ctx)))
+	c.owned.add(conv.ID, cancel)
+	abandon := func() {
+		cancel()
+		c.owned.remove(conv.ID)
+		_ = c.Generations.Abandon(context.WithoutCancel(ctx), conv.ID)
+	}
 
 	// Build the context: the stored history plus the new message, cut to
 	// the model's window (the newest turns kept).
@@ -101,13 +107,13 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 	if !isNew {
 		if history, err = c.history(ctx, conv.ID); err != nil {
 			abandon()
-			return nil, "", err
+			return "", err
 		}
 	}
 	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, maxOut, append(history, userMsg))
 	if err != nil {
 		abandon()
-		return nil, "", err
+		return "", err
 	}
 	userMsg.Tokens = int64(c.Tokens.Count(text))
 
@@ -115,7 +121,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, int64(promptTokens), maxOut)
 	if err != nil {
 		abandon()
-		return nil, "", err
+		return "", err
 	}
 
 	// Persist the user message before generating.
@@ -124,13 +130,13 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 		if err := c.Conversations.Create(ctx, conv); err != nil {
 			abandon()
 			c.Limits.Settle(ctx, grant, 0)
-			return nil, "", apierr.Internal()
+			return "", apierr.Internal()
 		}
 	}
 	if err := c.Messages.Append(ctx, userMsg); err != nil {
 		abandon()
 		c.Limits.Settle(ctx, grant, 0)
-		return nil, "", apierr.Internal()
+		return "", apierr.Internal()
 	}
 	_ = c.Conversations.Touch(ctx, p.UserID, conv.ID, now, titleFrom(text))
 
@@ -142,22 +148,27 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (*Generation, string, 
 		Priority:    Priority(p.Tier),
 		AffinityKey: conv.ID,
 	}
-	ev := &events{emit: func(e *parleyv1.GenerationEvent) error { gen.Publish(e); return nil }, started: &parleyv1.GenerationStarted{
+	ev := &events{emit: c.publisher(context.WithoutCancel(genCtx), conv.ID), started: &parleyv1.GenerationStarted{
 		RequestId: requestID, ConversationId: conv.ID, MessageId: assistantID, Model: m.ID, UserMessageId: userMsg.ID,
 	}}
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()
-		c.runWeb(genCtx, p, conv, m, job, assistantID, grant, gen, ev)
+		c.runWeb(genCtx, p, conv, m, job, assistantID, grant, ev)
 	}()
-	return gen, conv.ID, nil
+	return conv.ID, nil
 }
 
 // runWeb streams one web generation into its live log, then stores the
 // answer — whole, or partial with its finish reason when cancelled or
 // failed — and settles the limits.
-func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, assistantID string, grant limits.Grant, gen *Generation, ev *events) {
-	defer c.Live.Finish(conv.ID, gen)
+func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, assistantID string, grant limits.Grant, ev *events) {
+	defer func() {
+		c.owned.remove(conv.ID)
+		if err := c.Generations.Finish(context.WithoutCancel(ctx), conv.ID, linger); err != nil {
+			c.Logger.Error("finishing a generation's log", "conversation", conv.ID, "err", err)
+		}
+	}()
 	var answer strings.Builder
 	emit := ev.emit
 	ev.emit = func(e *parleyv1.GenerationEvent) error {

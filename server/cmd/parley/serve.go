@@ -147,8 +147,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched, Usage: usageSink,
 		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: 8 << 20,
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
-		Live: chat.NewLive(5 * time.Minute), Background: generations, Attachments: attachments,
+		Generations: stores.Generations, Background: generations, Attachments: attachments,
 	}
+	go core.ListenForCancels(generations)
 	defer func() { stopGenerations(); core.Wait() }()
 
 	// Connect options shared by every service: metrics, tracing, auth, message size.

@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/server/store/clickhouse"
 	"github.com/parleyhq/parley/server/store/cql"
 	"github.com/parleyhq/parley/server/store/memlimit"
+	"github.com/parleyhq/parley/server/store/memlive"
 	"github.com/parleyhq/parley/server/store/postgres"
 	redisstore "github.com/parleyhq/parley/server/store/redis"
 	"github.com/parleyhq/parley/server/store/sqlite"
@@ -32,6 +33,9 @@ import (
 // --cassandra-hosts for messages, --s3-endpoint for attachment blobs).
 type stores struct {
 	store.Store
+	// Generations is the log of live web generations: in process, or in
+	// Redis so any gateway can follow or cancel any generation.
+	Generations store.Generations
 	// Limiter holds the tier limits and the login throttle: in process, or
 	// in Redis so that every gateway shares them.
 	Limiter store.Limiter
@@ -83,11 +87,13 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		}
 		s.closers = append(s.closers, rdb.Close)
 		s.Limiter = redisstore.NewLimiter(rdb, "")
+		s.Generations = redisstore.NewGenerations(rdb)
 		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 		bc := redisstore.NewBroadcaster(rdb)
 		s.Broadcast, s.SubscribeEvictions = bc, bc.Subscribe
 	} else {
 		s.Limiter = memlimit.New(time.Minute)
+		s.Generations = memlive.New()
 	}
 	if cfg.ClickHouseURL != "" {
 		chdb, err := clickhouse.Open(ctx, cfg.ClickHouseURL)
