@@ -75,6 +75,9 @@ func (s *Service) CreateUpload(ctx context.Context, userID string, req UploadReq
 	a := store.Attachment{
 		ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Filename: req.Filename, MimeType: t.MIME,
 		SizeBytes: req.Size, SHA256: sum, Status: store.AttachmentUploading, CreatedAt: s.Now(),
+		// Past this, an upload never completed is failed by Sweep and its
+		// quota freed: the URL's life plus an hour to call CompleteUpload.
+		ExpiresAt: s.Now().Add(s.URLExpiry + time.Hour),
 	}
 	if err := s.Store.Create(ctx, a, lim.UserBytes); errors.Is(err, store.ErrQuotaExceeded) {
 		return store.Attachment{}, blob.Upload{}, apierr.ResourceExhausted(fmt.Sprintf(
@@ -267,4 +270,29 @@ func (s *Service) internal(ctx context.Context, what string, err error) error {
 
 func unavailable() error {
 	return apierr.FailedPrecondition("attachments are not available on this server")
+}
+
+// Sweep fails the uploads never completed, freeing their quota and
+// deleting any bytes they left, every interval until ctx ends.
+func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		expired, err := s.Store.ExpireUploads(ctx, s.Now())
+		if err != nil {
+			s.Logger.Error("expiring abandoned uploads", "err", err)
+			continue
+		}
+		for _, a := range expired {
+			s.deleteBlobs(ctx, a)
+		}
+		if len(expired) > 0 {
+			s.Logger.Info("expired abandoned uploads", "count", len(expired))
+		}
+	}
 }

@@ -199,8 +199,10 @@ func TestUploadURLRefusals(t *testing.T) {
 	t.Run("tampered", func(t *testing.T) {
 		up := createUpload(t, ac, "t.csv", "text/csv", data)
 		for name, edit := range map[string]func(*http.Request){
-			"size":      func(r *http.Request) { r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "n=8", "n=9", 1) },
-			"type":      func(r *http.Request) { r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "t=text%2Fcsv", "t=text%2Fhtml", 1) },
+			"size": func(r *http.Request) { r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "n=8", "n=9", 1) },
+			"type": func(r *http.Request) {
+				r.URL.RawQuery = strings.Replace(r.URL.RawQuery, "t=text%2Fcsv", "t=text%2Fhtml", 1)
+			},
 			"key":       func(r *http.Request) { r.URL.Path += "x" },
 			"signature": func(r *http.Request) { r.URL.RawQuery = r.URL.RawQuery[:len(r.URL.RawQuery)-3] + "AAA" },
 		} {

@@ -62,6 +62,9 @@ type AttachmentResult struct {
 	MimeType string
 }
 
+// UploadExpiredReason is the failure reason of uploads never completed.
+const UploadExpiredReason = "the upload was not completed in time"
+
 // Attachments stores attachment metadata. Methods taking a user ID report
 // another user's attachment as ErrNotFound.
 type Attachments interface {
@@ -78,4 +81,8 @@ type Attachments interface {
 	SetStatus(ctx context.Context, id string, r AttachmentResult) (Attachment, error)
 	// Delete removes the user's attachment, or returns ErrNotFound.
 	Delete(ctx context.Context, userID, id string) error
+	// ExpireUploads marks every attachment still uploading whose ExpiresAt
+	// has passed as failed ("the upload was not completed in time"), which
+	// frees its quota, and returns them so their bytes can be deleted.
+	ExpireUploads(ctx context.Context, now time.Time) ([]Attachment, error)
 }

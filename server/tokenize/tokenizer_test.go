@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"

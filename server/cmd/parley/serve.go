@@ -139,6 +139,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	defer stopSweep()
 	go bill.Sweep(sweepCtx, *sweepEvery)
+	go attachments.Sweep(sweepCtx, 10*time.Minute)
 	usageSink := usage.NewSink(stores.Usage, metrics.Registry, logger, 500, 100_000, time.Second)
 	defer usageSink.Close()
 	tierLimits := limits.New(stores.Limiter, time.Now)

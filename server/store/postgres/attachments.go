@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -104,4 +105,24 @@ func (at attachments) Delete(ctx context.Context, userID, id string) error {
 		return err
 	}
 	return affectedOne(tag, "attachment")
+}
+
+func (at attachments) ExpireUploads(ctx context.Context, now time.Time) ([]store.Attachment, error) {
+	rows, err := at.db.pool.Query(ctx, `UPDATE attachments
+		SET status = 'failed', failure_reason = $1
+		WHERE status = 'uploading' AND expires_at IS NOT NULL AND expires_at <= $2 RETURNING `+attCols,
+		store.UploadExpiredReason, ts(now))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []store.Attachment
+	for rows.Next() {
+		var s attScan
+		if err := rows.Scan(s.dest()...); err != nil {
+			return nil, err
+		}
+		out = append(out, s.att())
+	}
+	return out, rows.Err()
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -96,4 +97,24 @@ func (at attachments) Delete(ctx context.Context, userID, id string) error {
 		return err
 	}
 	return affectedOne(res, "attachment")
+}
+
+func (at attachments) ExpireUploads(ctx context.Context, now time.Time) ([]store.Attachment, error) {
+	rows, err := at.db.w.QueryContext(ctx, `UPDATE attachments
+		SET status = 'failed', failure_reason = ?
+		WHERE status = 'uploading' AND expires_at IS NOT NULL AND expires_at <= ? RETURNING `+attCols,
+		store.UploadExpiredReason, ts(now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Attachment
+	for rows.Next() {
+		var s attScan
+		if err := rows.Scan(s.dest()...); err != nil {
+			return nil, err
+		}
+		out = append(out, s.att())
+	}
+	return out, rows.Err()
 }

@@ -91,6 +91,35 @@ func TestAttachments(t *testing.T, newStore NewStore) {
 		wantErr(t, s.Attachments.Create(ctx, attachment(newID(), 2000), quota), store.ErrQuotaExceeded, "larger than the quota")
 	})
 
+	t.Run("ExpireUploads", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "x@example.com")
+		const quota = 1000
+		stale := attachment(u.ID, 700) // expires at t0+24h
+		noErr(t, s.Attachments.Create(ctx, stale, quota), "stale upload")
+		done := attachment(u.ID, 300)
+		noErr(t, s.Attachments.Create(ctx, done, quota), "completed upload")
+		_, err := s.Attachments.SetStatus(ctx, done.ID, store.AttachmentResult{Status: store.AttachmentReady})
+		noErr(t, err, "SetStatus ready")
+
+		got, err := s.Attachments.ExpireUploads(ctx, t0.Add(24*time.Hour-time.Nanosecond))
+		noErr(t, err, "ExpireUploads early")
+		if len(got) != 0 {
+			t.Fatalf("expired %d uploads before their time", len(got))
+		}
+		got, err = s.Attachments.ExpireUploads(ctx, t0.Add(24*time.Hour))
+		noErr(t, err, "ExpireUploads")
+		if len(got) != 1 || got[0].ID != stale.ID || got[0].Status != store.AttachmentFailed || got[0].FailureReason != store.UploadExpiredReason {
+			t.Fatalf("expired %+v, want only the stale upload, failed", got)
+		}
+		if again, _ := s.Attachments.ExpireUploads(ctx, t0.Add(48*time.Hour)); len(again) != 0 {
+			t.Fatalf("expired %d again", len(again))
+		}
+		// Its 700 bytes no longer count; the ready attachment's 300 still do.
+		noErr(t, s.Attachments.Create(ctx, attachment(u.ID, 700), quota), "quota freed")
+		wantErr(t, s.Attachments.Create(ctx, attachment(u.ID, 1), quota), store.ErrQuotaExceeded, "quota full again")
+	})
+
 	t.Run("QuotaConcurrent", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		u := mustUser(t, s, "c@example.com")
