@@ -145,7 +145,7 @@ func (db *DB) List(ctx context.Context, userID string, p store.PageRequest) ([]s
 		estimated, cost_nanos, finish_reason, created_at FROM usage_records FINAL WHERE user_id = ?`)
 	args := []any{userID}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -174,6 +174,6 @@ func (db *DB) List(ctx context.Context, userID string, p store.PageRequest) ([]s
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, limit, func(v store.UsageRecord) (int64, string) { return v.CreatedAt.UnixNano(), v.RequestID })
+	out, next := store.Page(out, limit, func(v store.UsageRecord) (int64, string) { return v.CreatedAt.UnixNano(), v.RequestID })
 	return out, next, nil
 }

@@ -188,7 +188,7 @@ func (db *DB) List(ctx context.Context, conversationID string, p store.PageReque
 	stmt := `SELECT conv_id, created_at, id, role, parts, model, tokens, finish_reason FROM messages WHERE conv_id = ?`
 	args := []any{conversationID}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -215,7 +215,7 @@ func (db *DB) List(ctx context.Context, conversationID string, p store.PageReque
 	}
 	out = out[:limit]
 	last := out[limit-1]
-	return out, encodeCursor(last.CreatedAt.UnixNano(), last.ID), nil
+	return out, store.EncodeCursor(last.CreatedAt.UnixNano(), last.ID), nil
 }
 
 // DeleteConversation implements store.Messages: one partition delete.

@@ -154,7 +154,7 @@ func (a accounts) ListAPIKeys(ctx context.Context, userID string, p store.PageRe
 	q := `SELECT ` + keyCols + ` FROM api_keys k WHERE k.user_id = $1`
 	args := []any{userID}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -174,7 +174,7 @@ func (a accounts) ListAPIKeys(ctx context.Context, userID string, p store.PageRe
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, limit, func(k store.APIKey) (int64, string) { return ts(k.CreatedAt), k.ID })
+	out, next := store.Page(out, limit, func(k store.APIKey) (int64, string) { return ts(k.CreatedAt), k.ID })
 	return out, next, nil
 }
 

@@ -23,7 +23,7 @@ func (a audit) List(ctx context.Context, userID string, p store.PageRequest) ([]
 	q := `SELECT id, user_id, kind, ip, user_agent, detail, at FROM audit_log WHERE user_id = $1`
 	args := []any{userID}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -45,6 +45,6 @@ func (a audit) List(ctx context.Context, userID string, p store.PageRequest) ([]
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, limit, func(v store.AuditEvent) (int64, string) { return ts(v.At), v.ID })
+	out, next := store.Page(out, limit, func(v store.AuditEvent) (int64, string) { return ts(v.At), v.ID })
 	return out, next, nil
 }

@@ -58,7 +58,7 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 		return nil, "", fmt.Errorf("%w: unknown archive filter %d", store.ErrInvalidArgument, f.Archived)
 	}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -78,7 +78,7 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, limit, func(v store.Conversation) (int64, string) { return ts(v.UpdatedAt), v.ID })
+	out, next := store.Page(out, limit, func(v store.Conversation) (int64, string) { return ts(v.UpdatedAt), v.ID })
 	return out, next, nil
 }
 

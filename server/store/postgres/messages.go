@@ -32,7 +32,7 @@ func (m messages) List(ctx context.Context, conversationID string, p store.PageR
 	q := `SELECT id, conversation_id, role, parts, model, tokens, finish_reason, created_at FROM messages WHERE conversation_id = $1`
 	args := []any{conversationID}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -60,7 +60,7 @@ func (m messages) List(ctx context.Context, conversationID string, p store.PageR
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, limit, func(v store.Message) (int64, string) { return ts(v.CreatedAt), v.ID })
+	out, next := store.Page(out, limit, func(v store.Message) (int64, string) { return ts(v.CreatedAt), v.ID })
 	return out, next, nil
 }
 

@@ -36,7 +36,7 @@ func (u usage) List(ctx context.Context, userID string, p store.PageRequest) ([]
 		estimated, cost_nanos, finish_reason, created_at FROM usage_records WHERE user_id = ?`
 	args := []any{userID}
 	if p.Cursor != "" {
-		at, id, err := decodeCursor(p.Cursor)
+		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -64,6 +64,6 @@ func (u usage) List(ctx context.Context, userID string, p store.PageRequest) ([]
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, limit, func(v store.UsageRecord) (int64, string) { return ts(v.CreatedAt), v.RequestID })
+	out, next := store.Page(out, limit, func(v store.UsageRecord) (int64, string) { return ts(v.CreatedAt), v.RequestID })
 	return out, next, nil
 }
