@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -57,4 +58,20 @@ type Limiter interface {
 	Refund(ctx context.Context, now time.Time, key string, limit int64, window time.Duration, n int64) (LimitState, error)
 	// Peek returns a bucket's state without taking anything.
 	Peek(ctx context.Context, now time.Time, key string, limit int64, window time.Duration) (LimitState, error)
+}
+
+// CheckTake validates one take's arguments the same way in every Limiter
+// backend: a key, a positive limit and window, a non-negative amount.
+func CheckTake(key string, limit int64, window time.Duration, n int64) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty limiter key", ErrInvalidArgument)
+	case limit <= 0:
+		return fmt.Errorf("%w: limit %d for %q is not positive", ErrInvalidArgument, limit, key)
+	case window <= 0:
+		return fmt.Errorf("%w: window %v for %q is not positive", ErrInvalidArgument, window, key)
+	case n < 0:
+		return fmt.Errorf("%w: negative amount %d for %q", ErrInvalidArgument, n, key)
+	}
+	return nil
 }

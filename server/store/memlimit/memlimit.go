@@ -6,7 +6,6 @@ package memlimit
 
 import (
 	"context"
-	"fmt"
 	"math/bits"
 	"sync"
 	"time"
@@ -57,17 +56,7 @@ func (l *Limiter) Len() int {
 }
 
 func validate(key string, limit int64, window time.Duration, n int64) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty limiter key", store.ErrInvalidArgument)
-	case limit <= 0:
-		return fmt.Errorf("%w: limit %d for %q is not positive", store.ErrInvalidArgument, limit, key)
-	case window <= 0:
-		return fmt.Errorf("%w: window %v for %q is not positive", store.ErrInvalidArgument, window, key)
-	case n < 0:
-		return fmt.Errorf("%w: negative amount %d for %q", store.ErrInvalidArgument, n, key)
-	}
-	return nil
+	return store.CheckTake(key, limit, window, n)
 }
 
 // current returns a copy of the bucket for key refilled to now, creating a

@@ -61,15 +61,10 @@ func Open(ctx context.Context, url string) (*goredis.Client, error) {
 }
 
 func validate(key string, limit int64, window time.Duration, n int64) error {
+	if err := store.CheckTake(key, limit, window, n); err != nil {
+		return err
+	}
 	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty limiter key", store.ErrInvalidArgument)
-	case limit <= 0:
-		return fmt.Errorf("%w: limit %d for %q is not positive", store.ErrInvalidArgument, limit, key)
-	case window <= 0:
-		return fmt.Errorf("%w: window %v for %q is not positive", store.ErrInvalidArgument, window, key)
-	case n < 0:
-		return fmt.Errorf("%w: negative amount %d for %q", store.ErrInvalidArgument, n, key)
 	case limit > MaxExact || int64(window) > MaxExact || n > MaxExact:
 		return fmt.Errorf("%w: limit %d, window %v or amount %d for %q is past the Redis limiter's 2^53 (windows up to 104 days)",
 			store.ErrInvalidArgument, limit, window, n, key)
