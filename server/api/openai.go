@@ -34,6 +34,19 @@ type OpenAIHandler struct {
 	// PingInterval is how often a `: ping` comment goes out while a stream
 	// has nothing else to send, so proxies never cut a long wait.
 	PingInterval time.Duration
+	// Outage, when set, turns server faults during a store outage into
+	// 503 with Retry-After, as the Connect services get them.
+	Outage interface {
+		Fix(ctx context.Context, err error) error
+	}
+}
+
+// fail writes err as OpenAI's error JSON.
+func (h *OpenAIHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if h.Outage != nil {
+		err = h.Outage.Fix(r.Context(), err)
+	}
+	WriteOpenAIError(w, r, err)
 }
 
 // openAIRequest is the body of POST /v1/chat/completions, as far as Parley
@@ -86,12 +99,12 @@ var supportedParams = map[string]bool{
 func (h *OpenAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	req, err := h.parse(r)
 	if err != nil {
-		WriteOpenAIError(w, r, err)
+		h.fail(w, r, err)
 		return
 	}
 	creq, err := req.toChat(h.Core.Attachments.Inline())
 	if err != nil {
-		WriteOpenAIError(w, r, err)
+		h.fail(w, r, err)
 		return
 	}
 	if req.Stream {
@@ -106,7 +119,7 @@ func (h *OpenAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) 
 		return nil
 	})
 	if cerr != nil {
-		WriteOpenAIError(w, r, cerr)
+		h.fail(w, r, cerr)
 		return
 	}
 	reason := openAIFinishReason(out.FinishReason)
@@ -286,7 +299,7 @@ func (h *OpenAIHandler) stream(w http.ResponseWriter, r *http.Request, req *open
 	})
 	if err != nil {
 		if !out.started() {
-			WriteOpenAIError(w, r, err)
+			h.fail(w, r, err)
 			return
 		}
 		out.error(err)

@@ -496,6 +496,17 @@ func TestScalePostgresOutageIsUnavailableThenRecovers(t *testing.T) {
 	if d, ok := apierr.RetryAfter(err); !ok || d <= 0 {
 		t.Fatalf("no retry time: %v", err)
 	}
+	// The OpenAI-compatible surface says the same: 503 with Retry-After.
+	req, _ := http.NewRequest("POST", s.BaseURL+"/v1/chat/completions", strings.NewReader(`{"model":"sim-small","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+a.Key)
+	v1, err := h1Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1.Body.Close()
+	if v1.StatusCode != http.StatusServiceUnavailable || v1.Header.Get("Retry-After") == "" {
+		t.Fatalf("/v1 with PostgreSQL down: %d, Retry-After %q", v1.StatusCode, v1.Header.Get("Retry-After"))
+	}
 	res, err := http.Get(s.BaseURL + "/readyz")
 	if err != nil {
 		t.Fatal(err)

@@ -19,18 +19,20 @@ const OutageRetry = 2 * time.Second
 // told to come back rather than that the server is broken. Requests that do
 // not touch the failing store are served as usual. The checks are copied;
 // pass only the stores' (not the worker pool's, which has its own errors).
-func StoreOutage(checks map[string]Check) connect.Interceptor {
-	o := outage{checks: make(map[string]Check, len(checks))}
+func StoreOutage(checks map[string]Check) *Outage {
+	o := &Outage{checks: make(map[string]Check, len(checks))}
 	for k, v := range checks {
 		o.checks[k] = v
 	}
 	return o
 }
 
-type outage struct{ checks map[string]Check }
+// Outage is the store-outage rewrite: a Connect interceptor, and Fix for
+// the surfaces that are not Connect (the OpenAI-compatible endpoint).
+type Outage struct{ checks map[string]Check }
 
-// fix rewrites err when it is internal and a store is down now.
-func (o outage) fix(ctx context.Context, err error) error {
+// Fix rewrites err when it is internal and a store is down now.
+func (o *Outage) Fix(ctx context.Context, err error) error {
 	// Unknown is a handler's raw (unmapped) error: a server fault too.
 	if code := connect.CodeOf(err); err == nil || (code != connect.CodeInternal && code != connect.CodeUnknown) {
 		return err
@@ -45,19 +47,19 @@ func (o outage) fix(ctx context.Context, err error) error {
 	return err
 }
 
-func (o outage) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+func (o *Outage) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		res, err := next(ctx, req)
-		return res, o.fix(ctx, err)
+		return res, o.Fix(ctx, err)
 	}
 }
 
-func (o outage) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (o *Outage) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return next
 }
 
-func (o outage) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (o *Outage) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		return o.fix(ctx, next(ctx, conn))
+		return o.Fix(ctx, next(ctx, conn))
 	}
 }

@@ -155,7 +155,8 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	// Connect options shared by every service: metrics, tracing, auth, message size.
 	// A store outage turns internal errors into unavailable + retry.
-	interceptors := []connect.Interceptor{metrics.Interceptor(), gateway.StoreOutage(stores.Checks())}
+	outage := gateway.StoreOutage(stores.Checks())
+	interceptors := []connect.Interceptor{metrics.Interceptor(), outage}
 	if cfg.OTLPEndpoint != "" { // even a no-op tracer costs a tenth of a small call
 		otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
 		if err != nil {
@@ -205,7 +206,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: *pingEvery}))
 
 	// The OpenAI-compatible surface, over the same core.
-	openai := &api.OpenAIHandler{Core: core, Catalog: catalog, PingInterval: *pingEvery}
+	openai := &api.OpenAIHandler{Core: core, Catalog: catalog, PingInterval: *pingEvery, Outage: outage}
 	v1 := authn.Middleware(auth.AccessAny, func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
 		api.WriteOpenAIError(w, r, err)
 	})
