@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -82,8 +83,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inner.Header = r.Header.Clone()
 	inner.Header.Set("Content-Type", "application/connect+json")
 	inner.Header.Del("Content-Length")
+	// The adapter reads the frames itself: ask for them uncompressed.
 	inner.Header.Del("Accept-Encoding")
 	inner.Header.Del("Connect-Content-Encoding")
+	inner.Header.Del("Connect-Accept-Encoding")
 	inner.RemoteAddr, inner.Host = r.RemoteAddr, r.Host
 	pr, pw := io.Pipe()
 	rw := &pipeResponse{header: http.Header{}, pipe: pw}
@@ -96,17 +99,22 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := &stream{w: w, enc: NewEncoder(w)}
 	stop := out.keepAlive(a.KeepAlive)
 	defer stop()
+	frames := bufio.NewReader(pr)
+	if _, err := frames.Peek(1); err == nil && rw.status != http.StatusOK {
+		// Refused before streaming (e.g. 415): the body is a JSON error, not frames.
+		raw, _ := io.ReadAll(io.LimitReader(frames, 64<<10))
+		if !json.Valid(raw) {
+			raw = []byte(`{"code":"internal","message":"` + http.StatusText(rw.status) + `"}`)
+		}
+		out.event(Event{Event: "error", Data: string(raw)})
+		return
+	}
 	for {
-		flags, payload, err := readEnvelope(pr)
+		flags, payload, err := readEnvelope(frames)
 		if err != nil {
 			if err != io.EOF && r.Context().Err() == nil {
 				out.event(Event{Event: "error", Data: `{"code":"internal","message":"stream broken"}`})
 			}
-			return
-		}
-		if rw.status != 0 && rw.status != http.StatusOK {
-			// A non-streaming error answer (e.g. 415): pass it through as an error event.
-			out.event(Event{Event: "error", Data: string(append([]byte{flags}, payload...))})
 			return
 		}
 		if flags&0x02 != 0 { // end of stream

@@ -42,6 +42,9 @@ type Hold struct {
 // does not cover it, nothing is held and the error is resource_exhausted
 // with the balance and the amount required.
 func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64) (Hold, error) {
+	if amountNanos <= 0 {
+		return Hold{}, nil // a free model: nothing to hold
+	}
 	now := b.now()
 	h := Hold{ID: uuid.Must(uuid.NewV7()).String(), AmountNanos: amountNanos}
 	_, err := b.ledger.Reserve(ctx, store.Reservation{
@@ -52,7 +55,8 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 		return Hold{}, apierr.InsufficientBalance(short.AvailableNanos, short.RequiredNanos)
 	}
 	if err != nil {
-		return Hold{}, err
+		b.logger.ErrorContext(ctx, "holding money", "err", err)
+		return Hold{}, apierr.Unavailable("billing is unavailable", 2*time.Second)
 	}
 	return h, nil
 }
@@ -62,6 +66,9 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 // cancelled — a client that went away is still charged for what it used —
 // and is idempotent, so a retry never charges twice.
 func (b *Billing) Settle(ctx context.Context, h Hold, costNanos int64) (store.Settlement, error) {
+	if h.ID == "" {
+		return store.Settlement{}, nil // nothing was held
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var s store.Settlement

@@ -249,6 +249,10 @@ func (c *Core) stream(ctx context.Context, job scheduler.Job, ev *events, eager 
 	res, err := c.Router.Generate(ctx, job, ev.delta)
 	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
 	switch {
+	case err != nil && !ev.sent && worker.CallerFault(err):
+		// The engine's own checks (e.g. its context window) refused it: the
+		// caller's fault, reported without the worker's words.
+		return nil, apierr.InvalidArgument("messages", "the model's server refused the request as too large or malformed")
 	case err != nil && !ev.sent:
 		return nil, err
 	case err != nil:

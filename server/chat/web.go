@@ -92,7 +92,9 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	} else if err != nil {
 		return "", apierr.Unavailable("generations are unavailable", 2*time.Second)
 	}
-	genCtx, cancel := context.WithCancel(context.WithoutCancel(c.background(ctx)))
+	// The generation outlives this request, not the server: Background
+	// (cancelled at shutdown) is its parent.
+	genCtx, cancel := context.WithCancel(c.background(ctx))
 	c.owned.add(conv.ID, cancel)
 	abandon := func() {
 		cancel()
@@ -192,6 +194,12 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	}); err != nil {
 		c.Logger.ErrorContext(done, "storing the answer", "conversation", conv.ID, "err", err)
 	}
+	// A conversation deleted while it generated keeps nothing: its messages
+	// were deleted with it, and this answer (or a user message that raced
+	// the delete) goes too.
+	if _, err := c.Conversations.Get(done, p.UserID, conv.ID); errors.Is(err, store.ErrNotFound) {
+		_ = c.Messages.DeleteConversation(done, conv.ID)
+	}
 	_ = c.Conversations.Touch(done, p.UserID, conv.ID, now, "")
 	c.Limits.Settle(done, grant, int64(out.Usage.CompletionTokens))
 	c.Usage.Record(store.UsageRecord{
@@ -276,7 +284,7 @@ func (c *Core) background(ctx context.Context) context.Context {
 	if c.Background != nil {
 		return c.Background
 	}
-	return ctx
+	return context.WithoutCancel(ctx)
 }
 
 func validateParts(parts []store.Part) (string, error) {

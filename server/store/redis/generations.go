@@ -29,7 +29,10 @@ var _ store.Generations = (*Generations)(nil)
 
 // NewGenerations returns the generation logs in rdb.
 func NewGenerations(rdb goredis.UniversalClient) *Generations {
-	return &Generations{rdb: rdb, Prefix: "parley:gen:", RunningTTL: 2 * time.Minute}
+	// Each event renews the claim: five minutes covers a long queue wait
+	// and prefill before the first token, and bounds how long a crashed
+	// gateway's claim blocks the conversation.
+	return &Generations{rdb: rdb, Prefix: "parley:gen:", RunningTTL: 5 * time.Minute}
 }
 
 func (g *Generations) state(id string) string { return g.Prefix + id + ":state" }
