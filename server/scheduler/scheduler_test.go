@@ -48,7 +48,7 @@ func TestAffinitySpillsWhenLoaded(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := newScheduler(t, Config{Registerer: reg}, ws...)
 	key := keyFor(t, s, "a")
-	// 10 running against 0 elsewhere: past both bounds (abs 4, rel 1.5).
+	// 10 running against 0 elsewhere: past both bounds (abs 8, rel 2).
 	ws[0].update(func(l *worker.LoadReport) { l.Running = 10 })
 	eventually(t, "load seen", func() bool { return s.Workers()[0].Load.Running == 10 })
 	for range 20 {

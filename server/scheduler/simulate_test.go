@@ -37,7 +37,11 @@ func TestSimulation(t *testing.T) {
 	if ts := os.Getenv("PARLEY_SIMULATE_TIME_SCALE"); ts != "" {
 		fmt.Sscan(ts, &timeScale)
 	}
-	for _, p := range []scheduler.Policy{scheduler.PolicyAffinity, scheduler.PolicyRoundRobin, scheduler.PolicyLeastLoaded} {
+	policies := []scheduler.Policy{scheduler.PolicyAffinity, scheduler.PolicyRoundRobin, scheduler.PolicyLeastLoaded}
+	if p := os.Getenv("PARLEY_SIMULATE_POLICY"); p != "" {
+		policies = []scheduler.Policy{scheduler.Policy(p)}
+	}
+	for _, p := range policies {
 		r := simulate(t, p, conversations)
 		t.Logf("%-13s hit rate %5.1f%%  TTFT p50 %6.0f ms  p90 %6.0f ms  p99 %6.0f ms  %6.0f tokens/s  (%d requests, %d failed)",
 			p, 100*r.hitRate, r.p50, r.p90, r.p99, r.tokensPerSec, r.requests, r.failed)
@@ -54,7 +58,12 @@ type simResult struct {
 var timeScale, arrivalRate = 0.05, 1.0
 
 func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResult {
-	s, err := scheduler.New(scheduler.Config{Policy: policy, MaxQueueWait: time.Minute, QueueLimit: 100000}, nil)
+	cfg := scheduler.Config{Policy: policy, MaxQueueWait: time.Minute, QueueLimit: 100000}
+	// PARLEY_SIMULATE_BALANCE="abs,rel" tries another affinity guard.
+	if b := os.Getenv("PARLEY_SIMULATE_BALANCE"); b != "" {
+		fmt.Sscanf(b, "%d,%g", &cfg.BalanceAbs, &cfg.BalanceRel)
+	}
+	s, err := scheduler.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
