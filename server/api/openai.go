@@ -325,7 +325,6 @@ type chunkWriter struct {
 	w       http.ResponseWriter
 	enc     *sse.Encoder
 	opened  bool
-	failed  bool
 	scratch bytes.Buffer
 }
 
@@ -360,11 +359,7 @@ func (c *chunkWriter) write(v any) error {
 		return err
 	}
 	data := bytes.TrimSuffix(c.scratch.Bytes(), []byte("\n"))
-	if err := c.enc.WriteEvent(sse.Event{Data: string(data)}); err != nil {
-		c.failed = true
-		return err
-	}
-	return nil
+	return c.enc.WriteEvent(sse.Event{Data: string(data)})
 }
 
 func (c *chunkWriter) error(err error) {
