@@ -244,21 +244,39 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 		msgs = append(msgs, worker.ChatMessage{Role: s.Role, Parts: parts})
 	}
 	budget := int(m.ContextWindow - maxOut)
-	n := worker.PromptTokens(c.Tokens, msgs)
-	for n > budget {
-		drop := -1
+	// Drop by per-message counts (each message tokenized once), then check
+	// the exact count: recounting the whole prompt after every drop was
+	// quadratic in the length of a long conversation.
+	trailer := worker.PromptTokens(c.Tokens, nil) // the assistant tag alone
+	sizes := make([]int, len(msgs))
+	total := trailer
+	for i := range msgs {
+		sizes[i] = worker.PromptTokens(c.Tokens, msgs[i:i+1]) - trailer
+		total += sizes[i]
+	}
+	oldest := func() int { // the oldest droppable: never a system message, never the newest
 		for i := 0; i < len(msgs)-1; i++ {
 			if msgs[i].Role != "system" {
-				drop = i
-				break
+				return i
 			}
 		}
-		if drop < 0 {
-			return nil, 0, apierr.InvalidArgument("parts", fmt.Sprintf(
-				"the message is %d tokens; with the answer's %d it does not fit %s's context window of %d", n, maxOut, m.ID, m.ContextWindow))
+		return -1
+	}
+	n := total
+	for {
+		for n > budget {
+			drop := oldest()
+			if drop < 0 {
+				return nil, 0, apierr.InvalidArgument("parts", fmt.Sprintf(
+					"the message is %d tokens; with the answer's %d it does not fit %s's context window of %d", n, maxOut, m.ID, m.ContextWindow))
+			}
+			n -= sizes[drop]
+			msgs = append(msgs[:drop], msgs[drop+1:]...)
+			sizes = append(sizes[:drop], sizes[drop+1:]...)
 		}
-		msgs = append(msgs[:drop], msgs[drop+1:]...)
-		n = worker.PromptTokens(c.Tokens, msgs)
+		if n = worker.PromptTokens(c.Tokens, msgs); n <= budget {
+			break
+		}
 	}
 	return msgs, n, nil
 }
