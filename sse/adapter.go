@@ -27,7 +27,9 @@ import (
 //
 // A message holding `event.seq` (a GenerationEvent) is sent with that seq as
 // its SSE id, and a Last-Event-ID header sets the request's `after_seq`
-// field where the method has one, so a client resumes where it left off.
+// field where the method has one, so a client resumes where it left off;
+// on a method without one (ChatService.CompleteStream) it is refused with
+// failed_precondition, so a reconnect never starts a second billed run.
 type Adapter struct {
 	// Handler serves the RPCs (the gateway's mux, inside the middleware that
 	// the adapter itself is mounted behind).
@@ -62,7 +64,14 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	if last := r.Header.Get("Last-Event-ID"); last != "" && method.Input().Fields().ByName("after_seq") != nil {
+	if r.Header.Get("Last-Event-ID") != "" && method.Input().Fields().ByName("after_seq") == nil {
+		// A reconnecting EventSource must not start a second (billed) run of a
+		// method that cannot resume.
+		writeError(w, http.StatusBadRequest, "failed_precondition",
+			"Last-Event-ID: "+string(method.FullName())+" cannot resume a stream; send the request again without Last-Event-ID to start a new one")
+		return
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		seq, perr := strconv.ParseUint(last, 10, 64)
 		if perr != nil {
 			writeError(w, http.StatusBadRequest, "invalid_argument", "Last-Event-ID: must be an event seq")

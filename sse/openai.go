@@ -31,10 +31,49 @@ type ChatCompletion struct {
 // completion. FinishReason stays null until the choice ends ("stop", "length",
 // "content_filter", "tool_calls").
 type Choice struct {
-	Index        int      `json:"index"`
-	Delta        *Delta   `json:"delta,omitempty"`
-	Message      *Message `json:"message,omitempty"`
-	FinishReason *string  `json:"finish_reason"`
+	Index        int       `json:"index"`
+	Delta        *Delta    `json:"delta,omitempty"`
+	Message      *Message  `json:"message,omitempty"`
+	Logprobs     *Logprobs `json:"logprobs,omitempty"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// ToolCall is a tool call in a message, or a piece of one in a delta: in a
+// stream the first piece of the call at Index has ID, Type and the function's
+// name, later pieces more of its arguments.
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function a ToolCall calls and its arguments (a JSON
+// object as text, or a piece of it).
+type FunctionCall struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// Logprobs are a choice's token log probabilities.
+type Logprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+// TokenLogprob is one token's log probability, its UTF-8 bytes, and the most
+// likely tokens at its position.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one likely token at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }
 
 // Delta is the part of the assistant message a chunk adds.
@@ -43,16 +82,19 @@ type Delta struct {
 	Content string `json:"content,omitempty"`
 	// ReasoningContent is the reasoning text some servers (vLLM, SGLang, DeepSeek)
 	// stream beside the answer.
-	ReasoningContent string `json:"reasoning_content,omitempty"`
-	Refusal          string `json:"refusal,omitempty"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	Refusal          string     `json:"refusal,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
-// Message is the assistant message of a whole completion.
+// Message is the assistant message of a whole completion. Content is null
+// when the message is only tool calls.
 type Message struct {
-	Role             string `json:"role"`
-	Content          string `json:"content"`
-	ReasoningContent string `json:"reasoning_content,omitempty"`
-	Refusal          string `json:"refusal,omitempty"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	Refusal          *string    `json:"refusal"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChunkUsage is a completion's token usage: the last chunk of a stream (with

@@ -30,6 +30,39 @@ func Example() {
 	// Output: FINISH_REASON_STOP true
 }
 
+// A tool loop: the model calls get_weather, the program runs it and sends
+// the result back, and the model answers with it.
+func ExampleFunction() {
+	ctx := context.Background()
+	c := parley.New(os.Getenv("PARLEY_URL"), parley.WithAPIKey(os.Getenv("PARLEY_API_KEY")))
+	weather, _ := parley.Function("get_weather", "Current weather in a city", map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"location": map[string]any{"type": "string"}},
+		"required":   []any{"location"},
+	})
+	req := parley.Prompt("sim-small", "What is the weather in Paris? Use get_weather.")
+	req.Tools = []*parleyv1.Tool{weather}
+	for {
+		answer, fin, err := parley.CollectMessage(c.CompleteStream(ctx, req))
+		if err != nil {
+			panic(err)
+		}
+		calls := parley.ToolCalls(answer)
+		if len(calls) == 0 {
+			fmt.Println(fin.GetFinishReason(), strings.Contains(answer.GetParts()[0].GetText(), "21 °C and sunny"))
+			return
+		}
+		req.Messages = append(req.Messages, answer)
+		for _, call := range calls {
+			fmt.Println("calling", call.GetName()) // run it with call.GetArguments(), a JSON object
+			req.Messages = append(req.Messages, parley.ToolResult(call.GetId(), "21 °C and sunny"))
+		}
+	}
+	// Output:
+	// calling get_weather
+	// FINISH_REASON_STOP true
+}
+
 // A browser-style session: the cookie jar keeps Session_id.
 func ExampleWithCookieJar() {
 	ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
@@ -162,6 +163,38 @@ func Text(text string) *parleyv1.Part {
 	return &parleyv1.Part{Kind: &parleyv1.Part_Text{Text: text}}
 }
 
+// Function is a tool the model may call: name, what it does, and its
+// parameters as a JSON Schema (a decoded JSON object; nil takes none). It
+// fails only if schema holds values protobuf's Struct cannot carry.
+func Function(name, description string, schema map[string]any) (*parleyv1.Tool, error) {
+	t := &parleyv1.Tool{Name: name, Description: description}
+	if schema != nil {
+		s, err := structpb.NewStruct(schema)
+		if err != nil {
+			return nil, err
+		}
+		t.Parameters = s
+	}
+	return t, nil
+}
+
+// ToolCalls are the tool calls of an assistant message.
+func ToolCalls(m *parleyv1.Message) []*parleyv1.ToolCall {
+	var out []*parleyv1.ToolCall
+	for _, p := range m.GetParts() {
+		if c := p.GetToolCall(); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ToolResult is the message answering the tool call callID with content.
+func ToolResult(callID, content string) *parleyv1.Message {
+	return &parleyv1.Message{Role: parleyv1.Role_ROLE_TOOL, Parts: []*parleyv1.Part{
+		{Kind: &parleyv1.Part_ToolResult{ToolResult: &parleyv1.ToolResult{ToolCallId: callID, Content: content}}}}}
+}
+
 // eventer is every streamed response of Parley: it carries a GenerationEvent.
 type eventer interface {
 	GetEvent() *parleyv1.GenerationEvent
@@ -208,20 +241,56 @@ func (c *Client) StreamGeneration(ctx context.Context, req *parleyv1.StreamGener
 	return events(c.Conversations.StreamGeneration(ctx, connect.NewRequest(req)))
 }
 
-// Collect collects a stream's answer: the deltas joined, and the finished event.
+// Collect collects a stream's answer (choice 0): the deltas joined, and the
+// finished event.
 func Collect(seq iter.Seq2[*parleyv1.GenerationEvent, error]) (string, *parleyv1.GenerationFinished, error) {
+	m, fin, err := CollectMessage(seq)
 	var b strings.Builder
+	for _, p := range m.GetParts() {
+		b.WriteString(p.GetText())
+	}
+	return b.String(), fin, err
+}
+
+// CollectMessage collects a stream's answer (choice 0) as the assistant
+// message a whole Complete returns: its text, and its tool calls put
+// together from their streamed pieces (the arguments joined by index).
+func CollectMessage(seq iter.Seq2[*parleyv1.GenerationEvent, error]) (*parleyv1.Message, *parleyv1.GenerationFinished, error) {
+	var text strings.Builder
+	var calls []*parleyv1.ToolCall
 	var fin *parleyv1.GenerationFinished
+	message := func() *parleyv1.Message {
+		m := &parleyv1.Message{Role: parleyv1.Role_ROLE_ASSISTANT}
+		if text.Len() > 0 || len(calls) == 0 {
+			m.Parts = append(m.Parts, Text(text.String()))
+		}
+		for _, c := range calls {
+			m.Parts = append(m.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolCall{ToolCall: c}})
+		}
+		return m
+	}
 	for ev, err := range seq {
 		if err != nil {
-			return b.String(), fin, err
+			return message(), fin, err
 		}
-		b.WriteString(ev.GetDelta().GetText())
+		if d := ev.GetDelta(); d != nil && d.GetChoice() == 0 {
+			text.WriteString(d.GetText())
+			for _, tc := range d.GetToolCalls() {
+				for int(tc.GetIndex()) >= len(calls) {
+					calls = append(calls, &parleyv1.ToolCall{})
+				}
+				c := calls[tc.GetIndex()]
+				if tc.GetId() != "" {
+					c.Id, c.Name = tc.GetId(), tc.GetName()
+				}
+				c.Arguments += tc.GetArguments()
+			}
+		}
 		if f := ev.GetFinished(); f != nil {
 			fin = f
 		}
 	}
-	return b.String(), fin, nil
+	return message(), fin, nil
 }
 
 // Code returns err's Connect code (connect.CodeUnknown for other errors).

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -36,7 +35,7 @@ func (h *BillingHandler) GetLimits(ctx context.Context, req *connect.Request[par
 	if id := req.Msg.GetModel(); id != "" {
 		m, ok := h.Catalog.Lookup(id)
 		if !ok {
-			return nil, apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", id))
+			return nil, apierr.UnknownModel("model", id)
 		}
 		ms = []*models.Model{m}
 	}
@@ -68,7 +67,7 @@ func (h *BillingHandler) ListUsage(ctx context.Context, req *connect.Request[par
 	if err != nil {
 		return nil, err
 	}
-	records, next, err := h.Usage.List(ctx, p.UserID, store.PageRequest{Size: size, Cursor: cursor})
+	records, next, err := h.Usage.List(ctx, p.UserID, store.UsageFilter{}, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}

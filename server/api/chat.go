@@ -3,9 +3,9 @@ package api
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
@@ -22,37 +22,36 @@ type ChatHandler struct {
 // Complete runs a generation and answers with the whole completion.
 func (h *ChatHandler) Complete(ctx context.Context, req *connect.Request[parleyv1.CompleteRequest]) (*connect.Response[parleyv1.CompleteResponse], error) {
 	m := req.Msg
-	r, err := h.chatRequest(ctx, m.GetModel(), m.GetMessages(), m.GetMaxOutputTokens(), m.Temperature, m.TopP, m.GetStop(), m.Seed)
+	r, err := h.chatRequest(ctx, m, m.Temperature, m.TopP, m.Seed, m.ParallelToolCalls)
 	if err != nil {
 		return nil, err
 	}
-	var text strings.Builder
-	out, err := h.Core.Complete(ctx, r, func(ev *parleyv1.GenerationEvent) error {
-		if d := ev.GetDelta(); d != nil {
-			text.WriteString(d.GetText())
-		}
-		return nil
-	})
+	var all chat.Collector
+	out, err := h.Core.Complete(ctx, r, all.Emit)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&parleyv1.CompleteResponse{
-		RequestId: out.RequestID,
-		Model:     out.Model,
-		Message: &parleyv1.Message{Role: parleyv1.Role_ROLE_ASSISTANT, Parts: []*parleyv1.Part{
-			{Kind: &parleyv1.Part_Text{Text: text.String()}},
-		}},
+	res := &parleyv1.CompleteResponse{
+		RequestId:    out.RequestID,
+		Model:        out.Model,
 		FinishReason: chat.FinishReasonToProto(out.FinishReason),
 		Usage:        chat.UsageToProto(out.Usage),
 		CostNanos:    out.CostNanos,
-	}), nil
+	}
+	for i, reason := range out.Choices {
+		ch := all.Choice(i)
+		res.Choices = append(res.Choices, &parleyv1.Choice{
+			Index: int32(i), Message: ch.Message(), FinishReason: chat.FinishReasonToProto(reason), Logprobs: ch.Logprobs})
+	}
+	res.Message = all.Choice(0).Message()
+	return connect.NewResponse(res), nil
 }
 
 // CompleteStream runs a generation and streams its events as they are made.
 // A client that goes away cancels the generation at once.
 func (h *ChatHandler) CompleteStream(ctx context.Context, req *connect.Request[parleyv1.CompleteStreamRequest], stream *connect.ServerStream[parleyv1.CompleteStreamResponse]) error {
 	m := req.Msg
-	r, err := h.chatRequest(ctx, m.GetModel(), m.GetMessages(), m.GetMaxOutputTokens(), m.Temperature, m.TopP, m.GetStop(), m.Seed)
+	r, err := h.chatRequest(ctx, m, m.Temperature, m.TopP, m.Seed, m.ParallelToolCalls)
 	if err != nil {
 		return err
 	}
@@ -62,10 +61,67 @@ func (h *ChatHandler) CompleteStream(ctx context.Context, req *connect.Request[p
 	return err
 }
 
+// completeFields are the fields CompleteRequest and CompleteStreamRequest
+// share (the optional scalars are passed on their own).
+type completeFields interface {
+	GetModel() string
+	GetMessages() []*parleyv1.Message
+	GetMaxOutputTokens() int64
+	GetStop() []string
+	GetUser() string
+	GetTools() []*parleyv1.Tool
+	GetToolChoice() *parleyv1.ToolChoice
+	GetResponseFormat() *parleyv1.ResponseFormat
+	GetN() int32
+	GetLogprobs() bool
+	GetTopLogprobs() int32
+}
+
 // chatRequest turns the API's fields into the core's request.
-func (h *ChatHandler) chatRequest(ctx context.Context, model string, msgs []*parleyv1.Message, maxOut int64, temperature, topP *float64, stop []string, seed *int64) (chat.Request, error) {
-	r := chat.Request{Model: model, MaxOutputTokens: maxOut, Temperature: temperature, TopP: topP, Stop: stop, Seed: seed}
-	for i, m := range msgs {
+func (h *ChatHandler) chatRequest(ctx context.Context, m completeFields, temperature, topP *float64, seed *int64, parallel *bool) (chat.Request, error) {
+	r := chat.Request{
+		Model: m.GetModel(), MaxOutputTokens: m.GetMaxOutputTokens(), Temperature: temperature, TopP: topP, Stop: m.GetStop(), Seed: seed,
+		User: m.GetUser(), ParallelToolCalls: parallel, N: int(m.GetN()), Logprobs: m.GetLogprobs(), TopLogprobs: int(m.GetTopLogprobs()),
+	}
+	for i, t := range m.GetTools() {
+		tool := worker.Tool{Name: t.GetName(), Description: t.GetDescription(), Strict: t.GetStrict()}
+		if t.GetParameters() != nil {
+			b, err := protojson.Marshal(t.GetParameters())
+			if err != nil {
+				return r, apierr.InvalidArgument(fmt.Sprintf("tools[%d].parameters", i), "is not a JSON object")
+			}
+			tool.Parameters = b
+		}
+		r.Tools = append(r.Tools, tool)
+	}
+	switch tc := m.GetToolChoice(); tc.GetMode() {
+	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED, parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO:
+	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_NONE:
+		r.ToolChoice.Mode = worker.ToolChoiceNone
+	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED:
+		r.ToolChoice.Mode = worker.ToolChoiceRequired
+	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_FUNCTION:
+		r.ToolChoice = worker.ToolChoice{Mode: worker.ToolChoiceFunction, Function: tc.GetFunctionName()}
+	default:
+		return r, apierr.InvalidArgument("tool_choice.mode", "is not a known mode")
+	}
+	switch f := m.GetResponseFormat(); f.GetType() {
+	case parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_UNSPECIFIED, parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_TEXT:
+	case parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_JSON_OBJECT:
+		r.ResponseFormat.Type = worker.FormatJSONObject
+	case parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_JSON_SCHEMA:
+		r.ResponseFormat = worker.ResponseFormat{Type: worker.FormatJSONSchema, Name: f.GetName(), Strict: f.GetStrict()}
+		if f.GetSchema() != nil {
+			b, err := protojson.Marshal(f.GetSchema())
+			if err != nil {
+				return r, apierr.InvalidArgument("response_format.schema", "is not a JSON object")
+			}
+			r.ResponseFormat.Schema = b
+		}
+	default:
+		return r, apierr.InvalidArgument("response_format.type", "is not a known type")
+	}
+	for i, m := range m.GetMessages() {
 		cm, err := h.chatMessage(ctx, fmt.Sprintf("messages[%d]", i), m)
 		if err != nil {
 			return chat.Request{}, err
@@ -78,7 +134,7 @@ func (h *ChatHandler) chatRequest(ctx context.Context, model string, msgs []*par
 func (h *ChatHandler) chatMessage(ctx context.Context, field string, m *parleyv1.Message) (worker.ChatMessage, error) {
 	cm := worker.ChatMessage{Role: roleName(m.GetRole())}
 	if cm.Role == "" {
-		return cm, apierr.InvalidArgument(field+".role", "must be ROLE_SYSTEM, ROLE_USER or ROLE_ASSISTANT")
+		return cm, apierr.InvalidArgument(field+".role", "must be ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT or ROLE_TOOL")
 	}
 	for j, p := range m.GetParts() {
 		pf := fmt.Sprintf("%s.parts[%d]", field, j)
@@ -97,6 +153,11 @@ func (h *ChatHandler) chatMessage(ctx context.Context, field string, m *parleyv1
 				return cm, err
 			}
 			cm.Parts = append(cm.Parts, worker.Part{Document: doc})
+		case *parleyv1.Part_ToolCall:
+			c := k.ToolCall
+			cm.Parts = append(cm.Parts, worker.Part{ToolCall: &worker.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()}})
+		case *parleyv1.Part_ToolResult:
+			cm.Parts = append(cm.Parts, worker.Part{ToolResult: &worker.ToolResult{ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent()}})
 		case *parleyv1.Part_AttachmentId:
 			p, _ := auth.FromContext(ctx)
 			part, err := h.Core.Attachments.Part(ctx, p.UserID, k.AttachmentId)
@@ -119,6 +180,8 @@ func roleName(r parleyv1.Role) string {
 		return "user"
 	case parleyv1.Role_ROLE_ASSISTANT:
 		return "assistant"
+	case parleyv1.Role_ROLE_TOOL:
+		return "tool"
 	}
 	return ""
 }

@@ -38,7 +38,7 @@ func (h *ConversationHandler) CreateConversation(ctx context.Context, req *conne
 	if model == "" {
 		model = h.Core.Models.All()[0].ID
 	} else if _, ok := h.Core.Models.Lookup(model); !ok {
-		return nil, apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", model))
+		return nil, apierr.UnknownModel("model", model)
 	}
 	now := h.Core.Now()
 	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, CreatedAt: now, UpdatedAt: now}

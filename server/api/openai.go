@@ -3,23 +3,19 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
-	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/worker"
@@ -39,6 +35,13 @@ type OpenAIHandler struct {
 	Outage interface {
 		Fix(ctx context.Context, err error) error
 	}
+	// Unsupported says what to do with request fields Parley cannot honour.
+	Unsupported Unsupported
+	// DroppedParams counts the fields dropped by UnsupportedDrop, by name
+	// (nil: not counted).
+	DroppedParams *prometheus.CounterVec
+
+	droppedOnce sync.Map // field names already logged as dropped
 }
 
 // fail writes err as OpenAI's error JSON.
@@ -47,52 +50,6 @@ func (h *OpenAIHandler) fail(w http.ResponseWriter, r *http.Request, err error) 
 		err = h.Outage.Fix(r.Context(), err)
 	}
 	WriteOpenAIError(w, r, err)
-}
-
-// openAIRequest is the body of POST /v1/chat/completions, as far as Parley
-// supports it. Fields it does not support are refused by name (see
-// unsupportedParams), never silently ignored.
-type openAIRequest struct {
-	Model               string          `json:"model"`
-	Messages            []openAIMessage `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	Seed                *int64          `json:"seed"`
-	User                string          `json:"user"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	N                *int     `json:"n"`
-	PresencePenalty  *float64 `json:"presence_penalty"`
-	FrequencyPenalty *float64 `json:"frequency_penalty"`
-	Logprobs         *bool    `json:"logprobs"`
-}
-
-type openAIMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    string          `json:"name"`
-}
-
-type openAIContentPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL *struct {
-		URL    string `json:"url"`
-		Detail string `json:"detail"`
-	} `json:"image_url"`
-}
-
-// supportedParams are the request fields Parley reads; any other is refused.
-var supportedParams = map[string]bool{
-	"model": true, "messages": true, "max_tokens": true, "max_completion_tokens": true,
-	"temperature": true, "top_p": true, "stop": true, "seed": true, "user": true,
-	"stream": true, "stream_options": true, "n": true, "presence_penalty": true,
-	"frequency_penalty": true, "logprobs": true,
 }
 
 // ChatCompletions serves POST /v1/chat/completions.
@@ -111,170 +68,57 @@ func (h *OpenAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) 
 		h.stream(w, r, req, creq)
 		return
 	}
-	var text strings.Builder
-	out, cerr := h.Core.Complete(r.Context(), creq, func(ev *parleyv1.GenerationEvent) error {
-		if d := ev.GetDelta(); d != nil {
-			text.WriteString(d.GetText())
-		}
-		return nil
-	})
+	var all chat.Collector
+	out, cerr := h.Core.Complete(r.Context(), creq, all.Emit)
 	if cerr != nil {
 		h.fail(w, r, cerr)
 		return
 	}
-	reason := openAIFinishReason(out.FinishReason)
+	if err := interrupted(out); err != nil {
+		// A cut answer is not passed off as a whole one: the caller gets an
+		// error, and the usage record says how it ended.
+		h.fail(w, r, err)
+		return
+	}
 	body := sse.ChatCompletion{
 		ID: "chatcmpl-" + out.RequestID, Object: "chat.completion", Created: time.Now().Unix(), Model: out.Model,
-		Choices: []sse.Choice{{Index: 0, Message: &sse.Message{Role: "assistant", Content: text.String()}, FinishReason: &reason}},
-		Usage:   openAIUsage(out.Usage),
+		Usage: openAIUsage(out.Usage),
+	}
+	for i, reason := range out.Choices {
+		ch := all.Choice(i)
+		finish := openAIFinishReason(reason)
+		msg := &sse.Message{Role: "assistant"}
+		if ch.Text.Len() > 0 || len(ch.ToolCalls) == 0 {
+			text := ch.Text.String()
+			msg.Content = &text
+		}
+		for _, tc := range ch.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, sse.ToolCall{ID: tc.GetId(), Type: "function",
+				Function: sse.FunctionCall{Name: tc.GetName(), Arguments: tc.GetArguments()}})
+		}
+		choice := sse.Choice{Index: i, Message: msg, FinishReason: &finish}
+		if creq.Logprobs {
+			choice.Logprobs = openAILogprobs(ch.Logprobs)
+		}
+		body.Choices = append(body.Choices, choice)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-func (h *OpenAIHandler) parse(r *http.Request) (*openAIRequest, error) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, apierr.InvalidArgument("body", fmt.Sprintf("is over the limit of %d bytes", tooBig.Limit))
-		}
-		return nil, apierr.InvalidArgument("body", "could not be read")
+// interrupted is the error to answer with when a generation did not end by
+// itself: cancelled (the server is shutting down: a client that went away
+// reads nothing) or failed on its worker.
+func interrupted(out *chat.Outcome) error {
+	switch out.FinishReason {
+	case worker.FinishError:
+		return connect.NewError(connect.CodeInternal, fmt.Errorf(
+			"the generation failed on the worker after %d tokens (those were charged)", out.Usage.CompletionTokens))
+	case worker.FinishCancelled:
+		return apierr.Unavailable(fmt.Sprintf(
+			"the generation was stopped (the server is shutting down) after %d tokens (those were charged)", out.Usage.CompletionTokens), 2*time.Second)
 	}
-	if !utf8.Valid(data) {
-		// encoding/json would quietly turn bad bytes into U+FFFD.
-		return nil, apierr.InvalidArgument("body", "is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, apierr.InvalidArgument("body", "is not a JSON object: "+err.Error())
-	}
-	for name := range fields {
-		if !supportedParams[name] {
-			return nil, apierr.InvalidArgument(name, "is not supported by this server")
-		}
-	}
-	var req openAIRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, apierr.InvalidArgument(typeErr.Field, "has the wrong type: "+typeErr.Value)
-		}
-		return nil, apierr.InvalidArgument("body", err.Error())
-	}
-	switch {
-	case req.N != nil && *req.N != 1:
-		return nil, apierr.InvalidArgument("n", "only n=1 is supported")
-	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
-		return nil, apierr.InvalidArgument("presence_penalty", "is not supported (only 0)")
-	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
-		return nil, apierr.InvalidArgument("frequency_penalty", "is not supported (only 0)")
-	case req.Logprobs != nil && *req.Logprobs:
-		return nil, apierr.InvalidArgument("logprobs", "is not supported")
-	case req.StreamOptions != nil && !req.Stream:
-		return nil, apierr.InvalidArgument("stream_options", "is only allowed with stream: true")
-	case req.MaxTokens != nil && req.MaxCompletionTokens != nil && *req.MaxTokens != *req.MaxCompletionTokens:
-		return nil, apierr.InvalidArgument("max_tokens", "conflicts with max_completion_tokens; give one")
-	}
-	return &req, nil
-}
-
-// toChat maps the OpenAI request onto the core's request.
-func (req *openAIRequest) toChat(inline *attach.Checker) (chat.Request, error) {
-	cr := chat.Request{Model: req.Model, Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed}
-	switch {
-	case req.MaxCompletionTokens != nil:
-		cr.MaxOutputTokens = *req.MaxCompletionTokens
-		if cr.MaxOutputTokens <= 0 {
-			return cr, apierr.InvalidArgument("max_completion_tokens", "must be positive")
-		}
-	case req.MaxTokens != nil:
-		cr.MaxOutputTokens = *req.MaxTokens
-		if cr.MaxOutputTokens <= 0 {
-			return cr, apierr.InvalidArgument("max_tokens", "must be positive")
-		}
-	}
-	if len(req.Stop) > 0 && string(req.Stop) != "null" {
-		var one string
-		if err := json.Unmarshal(req.Stop, &one); err == nil {
-			cr.Stop = []string{one}
-		} else if err := json.Unmarshal(req.Stop, &cr.Stop); err != nil {
-			return cr, apierr.InvalidArgument("stop", "must be a string or an array of strings")
-		}
-	}
-	if len(req.Messages) == 0 {
-		return cr, apierr.InvalidArgument("messages", "must not be empty")
-	}
-	for i, m := range req.Messages {
-		field := fmt.Sprintf("messages[%d]", i)
-		cm := worker.ChatMessage{Role: m.Role}
-		switch m.Role {
-		case "system", "user", "assistant":
-		case "developer":
-			cm.Role = "system"
-		default:
-			return cr, apierr.InvalidArgument(field+".role", fmt.Sprintf("%q is not supported; use system, developer, user or assistant", m.Role))
-		}
-		var text string
-		var parts []openAIContentPart
-		switch {
-		case len(m.Content) == 0 || string(m.Content) == "null":
-			return cr, apierr.InvalidArgument(field+".content", "is required")
-		case json.Unmarshal(m.Content, &text) == nil:
-			if text == "" {
-				return cr, apierr.InvalidArgument(field+".content", "must not be empty")
-			}
-			cm.Parts = []worker.Part{{Text: text}}
-		case json.Unmarshal(m.Content, &parts) == nil:
-			if len(parts) == 0 {
-				return cr, apierr.InvalidArgument(field+".content", "must not be empty")
-			}
-			for j, p := range parts {
-				pf := fmt.Sprintf("%s.content[%d]", field, j)
-				switch p.Type {
-				case "text":
-					cm.Parts = append(cm.Parts, worker.Part{Text: p.Text})
-				case "image_url":
-					if p.ImageURL == nil {
-						return cr, apierr.InvalidArgument(pf+".image_url", "is required")
-					}
-					data, mime, err := parseDataURL(p.ImageURL.URL)
-					if err != nil {
-						return cr, apierr.InvalidArgument(pf+".image_url.url", err.Error())
-					}
-					img, cerr := inline.InlineImage(pf+".image_url", data, mime)
-					if cerr != nil {
-						return cr, cerr
-					}
-					cm.Parts = append(cm.Parts, worker.Part{Image: img})
-				default:
-					return cr, apierr.InvalidArgument(pf+".type", fmt.Sprintf("%q is not supported; use text or image_url", p.Type))
-				}
-			}
-		default:
-			return cr, apierr.InvalidArgument(field+".content", "must be a string or an array of content parts")
-		}
-		cr.Messages = append(cr.Messages, cm)
-	}
-	return cr, nil
-}
-
-// parseDataURL decodes a base64 data URL; remote URLs are not fetched.
-func parseDataURL(u string) ([]byte, string, error) {
-	rest, ok := strings.CutPrefix(u, "data:")
-	if !ok {
-		return nil, "", errors.New("must be a data: URL (remote images are not fetched)")
-	}
-	meta, payload, ok := strings.Cut(rest, ",")
-	mime, isB64 := strings.CutSuffix(meta, ";base64")
-	if !ok || !isB64 {
-		return nil, "", errors.New("must be a base64 data URL")
-	}
-	data, err := base64.StdEncoding.DecodeString(payload)
-	if err != nil {
-		return nil, "", errors.New("is not valid base64")
-	}
-	return data, mime, nil
+	return nil
 }
 
 // stream answers with chat.completion.chunk events. Headers are held back
@@ -291,9 +135,29 @@ func (h *OpenAIHandler) stream(w http.ResponseWriter, r *http.Request, req *open
 		switch k := ev.GetKind().(type) {
 		case *parleyv1.GenerationEvent_Started:
 			chunk = sse.ChatCompletionChunk{ID: "chatcmpl-" + k.Started.GetRequestId(), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: k.Started.GetModel()}
-			return out.chunk(&chunk, &sse.Delta{Role: "assistant"}, nil)
+			empty := ""
+			for i := range max(creq.N, 1) {
+				if err := out.chunk(&chunk, sse.Choice{Index: i, Delta: &sse.Delta{Role: "assistant", Content: empty}}); err != nil {
+					return err
+				}
+			}
+			return nil
 		case *parleyv1.GenerationEvent_Delta:
-			return out.chunk(&chunk, &sse.Delta{Content: k.Delta.GetText()}, nil)
+			d := k.Delta
+			delta := &sse.Delta{Content: d.GetText()}
+			for _, tc := range d.GetToolCalls() {
+				index := int(tc.GetIndex())
+				call := sse.ToolCall{Index: &index, ID: tc.GetId(), Function: sse.FunctionCall{Name: tc.GetName(), Arguments: tc.GetArguments()}}
+				if call.ID != "" {
+					call.Type = "function"
+				}
+				delta.ToolCalls = append(delta.ToolCalls, call)
+			}
+			choice := sse.Choice{Index: int(d.GetChoice()), Delta: delta}
+			if creq.Logprobs {
+				choice.Logprobs = openAILogprobs(d.GetLogprobs())
+			}
+			return out.chunk(&chunk, choice)
 		}
 		return nil
 	})
@@ -305,12 +169,14 @@ func (h *OpenAIHandler) stream(w http.ResponseWriter, r *http.Request, req *open
 		out.error(err)
 		return
 	}
-	if result.FinishReason == worker.FinishError {
-		out.error(connect.NewError(connect.CodeInternal, errors.New("the generation failed on the worker")))
+	if err := interrupted(result); err != nil {
+		out.error(err)
 		return
 	}
-	reason := openAIFinishReason(result.FinishReason)
-	_ = out.chunk(&chunk, &sse.Delta{}, &reason)
+	for i, reason := range result.Choices {
+		finish := openAIFinishReason(reason)
+		_ = out.chunk(&chunk, sse.Choice{Index: i, Delta: &sse.Delta{}, FinishReason: &finish})
+	}
 	if includeUsage {
 		chunk.Choices = []sse.Choice{}
 		chunk.Usage = openAIUsage(result.Usage)
@@ -345,8 +211,8 @@ func (c *chunkWriter) started() bool {
 	return c.opened
 }
 
-func (c *chunkWriter) chunk(chunk *sse.ChatCompletionChunk, delta *sse.Delta, finish *string) error {
-	chunk.Choices = append(chunk.Choices[:0], sse.Choice{Index: 0, Delta: delta, FinishReason: finish})
+func (c *chunkWriter) chunk(chunk *sse.ChatCompletionChunk, choice sse.Choice) error {
+	chunk.Choices = append(chunk.Choices[:0], choice)
 	return c.write(chunk)
 }
 
@@ -403,34 +269,87 @@ func (c *chunkWriter) pingEvery(d time.Duration) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
+// openAIModel is a model as OpenAI's /v1/models describes it.
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func toOpenAIModel(m *models.Model) openAIModel {
+	owner := "parley"
+	if m.Simulated {
+		owner = "parley-sim"
+	}
+	return openAIModel{ID: m.ID, Object: "model", OwnedBy: owner}
+}
+
 // Models serves GET /v1/models.
 func (h *OpenAIHandler) Models(w http.ResponseWriter, _ *http.Request) {
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
 	list := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
+		Object string        `json:"object"`
+		Data   []openAIModel `json:"data"`
+	}{Object: "list", Data: []openAIModel{}}
 	for _, m := range h.Catalog.All() {
-		owner := "parley"
-		if m.Simulated {
-			owner = "parley-sim"
-		}
-		list.Data = append(list.Data, model{ID: m.ID, Object: "model", OwnedBy: owner})
+		list.Data = append(list.Data, toOpenAIModel(m))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(list)
 }
 
+// Model serves GET /v1/models/{id}.
+func (h *OpenAIHandler) Model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	m, ok := h.Catalog.Lookup(id)
+	if !ok {
+		h.fail(w, r, apierr.UnknownModel("model", id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(toOpenAIModel(m))
+}
+
+// NotFound answers any other path under /v1/ with OpenAI's error JSON, so
+// an SDK calling an endpoint Parley lacks gets a clear 404, not the web
+// app's page.
+func (h *OpenAIHandler) NotFound(w http.ResponseWriter, r *http.Request) {
+	WriteOpenAIError(w, r, connect.NewError(connect.CodeNotFound,
+		fmt.Errorf("%s %s is not an endpoint of this server", r.Method, r.URL.Path)))
+}
+
+// openAIFinishReason names how a choice ended as OpenAI does. Only stop,
+// length and tool_calls reach here: cancelled and failed generations are
+// answered with an error (see interrupted).
 func openAIFinishReason(r worker.FinishReason) string {
-	if r == worker.FinishLength {
+	switch r {
+	case worker.FinishLength:
 		return "length"
+	case worker.FinishToolCalls:
+		return "tool_calls"
 	}
 	return "stop"
+}
+
+// openAILogprobs maps log probabilities to OpenAI's form (bytes as numbers).
+func openAILogprobs(in []*parleyv1.TokenLogprob) *sse.Logprobs {
+	out := &sse.Logprobs{Content: make([]sse.TokenLogprob, 0, len(in))}
+	for _, lp := range in {
+		t := sse.TokenLogprob{Token: lp.GetToken(), Logprob: lp.GetLogprob(), Bytes: byteInts(lp.GetBytes()), TopLogprobs: []sse.TopLogprob{}}
+		for _, top := range lp.GetTopLogprobs() {
+			t.TopLogprobs = append(t.TopLogprobs, sse.TopLogprob{Token: top.GetToken(), Logprob: top.GetLogprob(), Bytes: byteInts(top.GetBytes())})
+		}
+		out.Content = append(out.Content, t)
+	}
+	return out
+}
+
+func byteInts(b []byte) []int {
+	out := make([]int, len(b))
+	for i, c := range b {
+		out[i] = int(c)
+	}
+	return out
 }
 
 func openAIUsage(u worker.Usage) *sse.ChunkUsage {
@@ -447,6 +366,11 @@ func WriteOpenAIError(w http.ResponseWriter, _ *http.Request, err error) {
 	status, body := openAIError(err)
 	if d, ok := apierr.RetryAfter(err); ok {
 		w.Header().Set(apierr.RetryAfterHeader, strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+	}
+	if body.Error.Code != nil && *body.Error.Code == "insufficient_quota" {
+		// Retrying cannot help until the balance is topped up; the OpenAI SDKs
+		// read this header before their own rules.
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -468,15 +392,16 @@ func openAIError(err error) (int, sse.ErrorResponse) {
 	switch ce.Code() {
 	case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodeOutOfRange:
 		status, typ = http.StatusBadRequest, "invalid_request_error"
-		if fv.GetField() == "model" && strings.Contains(fv.GetDescription(), "unknown model") {
-			status, code = http.StatusNotFound, str("model_not_found")
-		}
 	case connect.CodeUnauthenticated:
 		status, typ, code = http.StatusUnauthorized, "authentication_error", str("invalid_api_key")
 	case connect.CodePermissionDenied:
 		status, typ = http.StatusForbidden, "permission_error"
 	case connect.CodeNotFound:
-		status, typ = http.StatusNotFound, "not_found_error"
+		// OpenAI's type for every 404 (unknown model, unknown URL).
+		status, typ = http.StatusNotFound, "invalid_request_error"
+		if fv.GetField() == "model" {
+			code = str("model_not_found")
+		}
 	case connect.CodeResourceExhausted:
 		status, typ = http.StatusTooManyRequests, "rate_limit_error"
 		if apierr.Detail(ce, &parleyv1.InsufficientBalance{}) {

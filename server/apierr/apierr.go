@@ -36,6 +36,15 @@ func NotFound(what string) *connect.Error {
 	return connect.NewError(connect.CodeNotFound, fmt.Errorf("%s not found", what))
 }
 
+// UnknownModel reports a model id the catalog does not have: not_found, with
+// a FieldViolation naming field (as the client sent it) so HTTP surfaces can
+// say which parameter was wrong.
+func UnknownModel(field, id string) *connect.Error {
+	err := connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: unknown model %q", field, id))
+	withDetail(err, &parleyv1.FieldViolation{Field: field, Description: fmt.Sprintf("unknown model %q", id)})
+	return err
+}
+
 // Unauthenticated reports missing or invalid credentials.
 func Unauthenticated(msg string) *connect.Error {
 	return connect.NewError(connect.CodeUnauthenticated, errors.New(msg))

@@ -16,6 +16,8 @@ func FinishReasonToProto(r worker.FinishReason) parleyv1.FinishReason {
 		return parleyv1.FinishReason_FINISH_REASON_CANCELLED
 	case worker.FinishError:
 		return parleyv1.FinishReason_FINISH_REASON_ERROR
+	case worker.FinishToolCalls:
+		return parleyv1.FinishReason_FINISH_REASON_TOOL_CALLS
 	}
 	return parleyv1.FinishReason_FINISH_REASON_UNSPECIFIED
 }
@@ -26,4 +28,20 @@ func UsageToProto(u worker.Usage) *parleyv1.Usage {
 		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
 		CachedTokens: int64(u.CachedTokens), Estimated: u.Estimated,
 	}
+}
+
+// DeltaToProto maps an engine delta to the API's.
+func DeltaToProto(d worker.Delta) *parleyv1.GenerationDelta {
+	out := &parleyv1.GenerationDelta{Text: d.Text, Choice: int32(d.Choice)}
+	for _, c := range d.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, &parleyv1.ToolCallDelta{Index: int32(c.Index), Id: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	for _, lp := range d.Logprobs {
+		p := &parleyv1.TokenLogprob{Token: lp.Token, Logprob: lp.Logprob, Bytes: lp.Bytes}
+		for _, t := range lp.Top {
+			p.TopLogprobs = append(p.TopLogprobs, &parleyv1.TopLogprob{Token: t.Token, Logprob: t.Logprob, Bytes: t.Bytes})
+		}
+		out.Logprobs = append(out.Logprobs, p)
+	}
+	return out
 }

@@ -33,7 +33,7 @@ import (
 // Router places a generation on a worker and streams its deltas: the
 // scheduler.
 type Router interface {
-	Generate(ctx context.Context, job scheduler.Job, emit func(text string, tokens int) error) (worker.Result, error)
+	Generate(ctx context.Context, job scheduler.Job, emit worker.Emit) (worker.Result, error)
 }
 
 // Core runs generations.
@@ -82,6 +82,35 @@ type Request struct {
 	Temperature, TopP *float64
 	Stop              []string
 	Seed              *int64
+	// Tools, ToolChoice, ParallelToolCalls, ResponseFormat, N, Logprobs and
+	// TopLogprobs are passed to the engine (see worker.Request); tool
+	// definitions count toward the prompt, and N multiplies the output hold.
+	Tools             []worker.Tool
+	ToolChoice        worker.ToolChoice
+	ParallelToolCalls *bool
+	ResponseFormat    worker.ResponseFormat
+	N                 int
+	Logprobs          bool
+	TopLogprobs       int
+	// User is the caller's end user, recorded on the usage record.
+	User string
+	// Rename, when set, gives a field's path as the caller's surface spells
+	// it (e.g. "max_tokens" for max_output_tokens), so errors name what the
+	// caller sent.
+	Rename func(field string) string
+}
+
+// renamed is err with the field it names spelled as the caller's surface
+// spells it.
+func (r *Request) renamed(err error) error {
+	var fv parleyv1.FieldViolation
+	if r.Rename == nil || !apierr.Detail(err, &fv) {
+		return err
+	}
+	if name := r.Rename(fv.GetField()); name != fv.GetField() {
+		return apierr.InvalidArgument(name, fv.GetDescription())
+	}
+	return err
 }
 
 // Outcome is how a generation ended.
@@ -89,8 +118,11 @@ type Outcome struct {
 	RequestID    string
 	Model        string
 	FinishReason worker.FinishReason
-	Usage        worker.Usage
-	CostNanos    int64
+	// Choices is how each choice ended, by index (len N); FinishReason is
+	// choice 0's unless the whole generation was cancelled or failed.
+	Choices   []worker.FinishReason
+	Usage     worker.Usage
+	CostNanos int64
 	// Err is the cause of an error finish (not sent to clients verbatim).
 	Err error
 }
@@ -114,11 +146,12 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	// Validate against the model.
 	m, maxOut, promptTokens, err := c.validate(req)
 	if err != nil {
-		return nil, err
+		return nil, req.renamed(err)
 	}
 
-	// Admit: hold the most this request can cost.
-	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(promptTokens), maxOut))
+	// Admit: hold the most this request can cost: the prompt once, and the
+	// most output for each choice.
+	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(promptTokens), maxOut*int64(max(req.N, 1))))
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +162,13 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		Request: worker.Request{
 			ID: requestID, Model: m.ID, Messages: req.Messages, MaxTokens: int(maxOut),
 			Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
+			Tools: req.Tools, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls,
+			ResponseFormat: req.ResponseFormat, N: req.N, Logprobs: req.Logprobs, TopLogprobs: req.TopLogprobs,
 		},
 		Priority:    c.APIPriority,
 		AffinityKey: promptAffinity(req.Messages),
 	}
-	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID}}
+	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID}, choices: make([]worker.FinishReason, max(req.N, 1))}
 	out, err := c.stream(ctx, job, ev, false)
 	if err != nil {
 		// Nothing was generated: release the whole hold.
@@ -150,7 +185,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
 		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
 		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
-		CostNanos: out.CostNanos, FinishReason: string(out.FinishReason), CreatedAt: c.Now(),
+		CostNanos: out.CostNanos, FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User,
 	})
 	_ = ev.finish(out)
 	return out, nil
@@ -163,7 +198,7 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 		return nil, 0, 0, apierr.InvalidArgument("model", "is required")
 	}
 	if !ok {
-		return nil, 0, 0, apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", req.Model))
+		return nil, 0, 0, apierr.UnknownModel("model", req.Model)
 	}
 	maxOut := req.MaxOutputTokens
 	switch {
@@ -174,15 +209,18 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	case maxOut > m.MaxOutputTokens:
 		return nil, 0, 0, apierr.InvalidArgument("max_output_tokens", fmt.Sprintf("%d is over %s's maximum of %d", maxOut, m.ID, m.MaxOutputTokens))
 	}
+	if err := validateOptions(&req); err != nil {
+		return nil, 0, 0, err
+	}
 	if len(req.Messages) == 0 {
 		return nil, 0, 0, apierr.InvalidArgument("messages", "must not be empty")
 	}
 	size := 0
 	for i, msg := range req.Messages {
 		switch msg.Role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		default:
-			return nil, 0, 0, apierr.InvalidArgument(fmt.Sprintf("messages[%d].role", i), "must be system, user or assistant")
+			return nil, 0, 0, apierr.InvalidArgument(fmt.Sprintf("messages[%d].role", i), "must be system, user, assistant or tool")
 		}
 		if len(msg.Parts) == 0 {
 			return nil, 0, 0, apierr.InvalidArgument(fmt.Sprintf("messages[%d].parts", i), "must not be empty")
@@ -190,6 +228,29 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 		for j, part := range msg.Parts {
 			field := fmt.Sprintf("messages[%d].parts[%d]", i, j)
 			switch {
+			case part.ToolCall != nil:
+				if msg.Role != "assistant" {
+					return nil, 0, 0, apierr.InvalidArgument(field, "a tool call may only be in an assistant message")
+				}
+				if err := validateCall(field, part.ToolCall); err != nil {
+					return nil, 0, 0, err
+				}
+				size += len(part.ToolCall.Name) + len(part.ToolCall.Arguments)
+			case part.ToolResult != nil:
+				if msg.Role != "tool" {
+					return nil, 0, 0, apierr.InvalidArgument(field, "a tool result may only be in a tool message")
+				}
+				switch {
+				case part.ToolResult.ToolCallID == "":
+					return nil, 0, 0, apierr.InvalidArgument(field+".tool_call_id", "is required")
+				case len(part.ToolResult.ToolCallID) > 256:
+					return nil, 0, 0, apierr.InvalidArgument(field+".tool_call_id", "is over 256 bytes")
+				case !utf8.ValidString(part.ToolResult.Content):
+					return nil, 0, 0, apierr.InvalidArgument(field+".content", "is not valid UTF-8")
+				}
+				size += len(part.ToolResult.Content)
+			case msg.Role == "tool":
+				return nil, 0, 0, apierr.InvalidArgument(field, "a tool message holds tool results only")
 			case part.Image != nil:
 				if !m.Accepts("image") {
 					return nil, 0, 0, apierr.InvalidArgument(field, m.ID+" does not accept images")
@@ -226,10 +287,25 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	if len(req.Stop) > 4 {
 		return nil, 0, 0, apierr.InvalidArgument("stop", "at most 4 stop sequences")
 	}
-	promptTokens := worker.PromptTokens(c.Tokens, req.Messages)
+	for i, s := range req.Stop {
+		if len(s) == 0 || len(s) > 64 {
+			return nil, 0, 0, apierr.InvalidArgument(fmt.Sprintf("stop[%d]", i), "must be 1 to 64 bytes")
+		}
+	}
+	if len(req.User) > 256 {
+		return nil, 0, 0, apierr.InvalidArgument("user", "is over 256 bytes")
+	}
+	for _, t := range req.Tools {
+		size += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	if size > limit {
+		return nil, 0, 0, apierr.InvalidArgument("tools", fmt.Sprintf("the prompt with its tools is %d bytes, over %s's limit of %d", size, m.ID, limit))
+	}
+	wreq := worker.Request{Tools: req.Tools, Messages: req.Messages}
+	promptTokens := worker.RequestPromptTokens(c.Tokens, &wreq)
 	if int64(promptTokens)+maxOut > m.ContextWindow {
 		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf(
-			"the prompt is %d tokens; with max_output_tokens %d it exceeds %s's context window of %d", promptTokens, maxOut, m.ID, m.ContextWindow))
+			"the prompt is %d tokens; with %s %d it exceeds %s's context window of %d", promptTokens, "max_output_tokens", maxOut, m.ID, m.ContextWindow))
 	}
 	return m, maxOut, promptTokens, nil
 }
@@ -269,6 +345,8 @@ type events struct {
 	seq     uint64
 	started *parleyv1.GenerationStarted
 	sent    bool
+	// choices records each choice's end as the engine reports it.
+	choices []worker.FinishReason
 }
 
 func (e *events) send(ev *parleyv1.GenerationEvent) error {
@@ -286,12 +364,21 @@ func (e *events) start() error {
 	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Started{Started: e.started}})
 }
 
-// delta sends one piece of text (after started).
-func (e *events) delta(text string, _ int) error {
+// delta sends one piece of output (after started). A delta that only ends a
+// choice is recorded for the finished event, not sent.
+func (e *events) delta(d worker.Delta) error {
+	if d.Finish != "" {
+		if d.Choice >= 0 && d.Choice < len(e.choices) {
+			e.choices[d.Choice] = d.Finish
+		}
+		if d.Text == "" && len(d.ToolCalls) == 0 {
+			return nil
+		}
+	}
 	if err := e.start(); err != nil {
 		return err
 	}
-	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Delta{Delta: &parleyv1.GenerationDelta{Text: text}}})
+	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Delta{Delta: DeltaToProto(d)}})
 }
 
 // finish sends the last event of a generation (after started).
@@ -307,7 +394,25 @@ func (e *events) finish(out *Outcome) error {
 	if out.FinishReason == worker.FinishError {
 		fin.ErrorMessage = "the generation failed on the worker"
 	}
+	out.Choices = e.choiceFinishes(out.FinishReason)
+	for i, r := range out.Choices {
+		fin.Choices = append(fin.Choices, &parleyv1.ChoiceFinish{Index: int32(i), FinishReason: FinishReasonToProto(r)})
+	}
 	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Finished{Finished: fin}})
+}
+
+// choiceFinishes is how each choice ended: as the engine said, else (and
+// always when the generation as a whole was cancelled or failed) overall.
+func (e *events) choiceFinishes(overall worker.FinishReason) []worker.FinishReason {
+	out := make([]worker.FinishReason, max(len(e.choices), 1))
+	whole := overall == worker.FinishCancelled || overall == worker.FinishError
+	for i := range out {
+		out[i] = overall
+		if i < len(e.choices) && e.choices[i] != "" && !whole {
+			out[i] = e.choices[i]
+		}
+	}
+	return out
 }
 
 // promptAffinity keys the API channel's prefix affinity: a hash of the

@@ -125,11 +125,10 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		field string
 	}{
 		{"no model", Request{Messages: userMsg("hi")}, "model"},
-		{"unknown model", Request{Model: "gpt-9", Messages: userMsg("hi")}, "model"},
 		{"empty messages", Request{Model: "sim-small"}, "messages"},
 		{"max output over the model's", Request{Model: "sim-small", Messages: userMsg("hi"), MaxOutputTokens: 1 << 20}, "max_output_tokens"},
 		{"negative max output", Request{Model: "sim-small", Messages: userMsg("hi"), MaxOutputTokens: -1}, "max_output_tokens"},
-		{"bad role", Request{Model: "sim-small", Messages: []worker.ChatMessage{{Role: "tool", Parts: []worker.Part{{Text: "x"}}}}}, "messages[0].role"},
+		{"bad role", Request{Model: "sim-small", Messages: []worker.ChatMessage{{Role: "robot", Parts: []worker.Part{{Text: "x"}}}}}, "messages[0].role"},
 		{"invalid UTF-8", Request{Model: "sim-small", Messages: userMsg("ok \xff\xfe")}, "messages[0].parts[0].text"},
 		{"too many bytes", Request{Model: "sim-small", Messages: userMsg(string(huge))}, "messages"},
 		{"past the context window", Request{Model: "sim-small", Messages: userMsg(repeat("word ", 20000))}, "messages"},
@@ -187,7 +186,7 @@ func TestConcurrentRequestsCannotOverdraw(t *testing.T) {
 		t.Fatalf("%d succeeded, %d refused for balance; want 50 and 150", ok, short)
 	}
 	r.sink.Close()
-	recs, _, err := r.store.Usage.List(context.Background(), r.user, store.PageRequest{Size: 1000})
+	recs, _, err := r.store.Usage.List(context.Background(), r.user, store.UsageFilter{}, store.PageRequest{Size: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

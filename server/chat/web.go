@@ -75,7 +75,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	}
 	m, ok := c.Models.Lookup(modelID)
 	if !ok {
-		return "", apierr.InvalidArgument("model", fmt.Sprintf("unknown model %q", modelID))
+		return "", apierr.UnknownModel("model", modelID)
 	}
 	conv.Model = m.ID
 	maxOut := req.MaxOutputTokens

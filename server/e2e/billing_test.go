@@ -149,7 +149,6 @@ func TestCompleteBadRequests(t *testing.T) {
 		field string
 	}{
 		{"empty messages", &parleyv1.CompleteRequest{Model: "sim-small"}, "messages"},
-		{"unknown model", &parleyv1.CompleteRequest{Model: "nope", Messages: userText("x")}, "model"},
 		{"max output", &parleyv1.CompleteRequest{Model: "sim-small", Messages: userText("x"), MaxOutputTokens: 1 << 30}, "max_output_tokens"},
 		{"past the window", &parleyv1.CompleteRequest{Model: "sim-small", Messages: userText(strings.Repeat("word ", 40_000))}, "messages"},
 		{"5 MB of text", &parleyv1.CompleteRequest{Model: "sim-large", Messages: userText(string(big))}, "messages"},

@@ -178,9 +178,10 @@ func TestOpenAIEndpoint(t *testing.T) {
 			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}]}`, "pk_wrong", 401, "authentication_error", ""},
 			{`{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}`, a.Key, 404, "invalid_request_error", "model"},
 			{`{"model":"sim-small","messages":[]}`, a.Key, 400, "invalid_request_error", "messages"},
-			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"n":2}`, a.Key, 400, "invalid_request_error", "n"},
-			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"tools":[]}`, a.Key, 400, "invalid_request_error", "tools"},
-			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"max_tokens":999999}`, a.Key, 400, "invalid_request_error", "max_output_tokens"},
+			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"n":9}`, a.Key, 400, "invalid_request_error", "n"},
+			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"tools":[{"type":"code_interpreter"}]}`, a.Key, 400, "invalid_request_error", "tools[0].type"},
+			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"max_tokens":999999}`, a.Key, 400, "invalid_request_error", "max_tokens"},
+			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"max_completion_tokens":999999}`, a.Key, 400, "invalid_request_error", "max_completion_tokens"},
 			{"{\"model\":\"sim-small\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}", a.Key, 400, "invalid_request_error", "body"},
 			{`not json`, a.Key, 400, "invalid_request_error", "body"},
 		} {

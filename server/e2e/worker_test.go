@@ -47,14 +47,14 @@ func TestWorkerProcessServesScheduler(t *testing.T) {
 	}
 	var text string
 	res, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("sim-small", "Tell me about the rabbit.", 40), AffinityKey: "c1"},
-		func(s string, _ int) error { text += s; return nil })
+		func(d worker.Delta) error { text += d.Text; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if text == "" || res.Usage.CompletionTokens == 0 || res.Usage.PromptTokens == 0 || res.Usage.Estimated {
 		t.Errorf("result = %+v, text %q", res, text)
 	}
-	if _, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("nope", "hi", 5)}, func(string, int) error { return nil }); err == nil {
+	if _, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("nope", "hi", 5)}, func(worker.Delta) error { return nil }); err == nil {
 		t.Error("a model no worker serves was accepted")
 	}
 }
@@ -88,7 +88,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 	go func() {
 		started := false
 		res, err := s.Generate(ctxTimeout(t, 30*time.Second), scheduler.Job{Request: chat("sim-small", "Tell me a very long story.", 2000)},
-			func(string, int) error {
+			func(worker.Delta) error {
 				if !started {
 					started = true
 					close(firstDelta)
@@ -139,7 +139,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 
 	// The survivor serves the next requests.
 	for i := range 3 {
-		res, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("sim-small", "Hello again.", 5)}, func(string, int) error { return nil })
+		res, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("sim-small", "Hello again.", 5)}, func(worker.Delta) error { return nil })
 		if err != nil || res.FinishReason == worker.FinishError {
 			t.Fatalf("request %d after the kill: %+v, %v", i, res, err)
 		}

@@ -22,15 +22,15 @@ type fakeEngine struct {
 	closed  bool
 }
 
-type genFunc func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error)
+type genFunc func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error)
 
 func newFake(maxBatch int, models ...string) *fakeEngine {
 	if len(models) == 0 {
 		models = []string{"m"}
 	}
 	f := &fakeEngine{changed: make(chan struct{}), load: worker.LoadReport{Models: models, MaxBatch: maxBatch}}
-	f.setGen(func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
-		if err := emit("ok", 1); err != nil {
+	f.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+		if err := emit(worker.Delta{Text: "ok", Tokens: 1}); err != nil {
 			return worker.Result{FinishReason: worker.FinishCancelled}, nil
 		}
 		return worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 3, CompletionTokens: 1}}, nil
@@ -50,7 +50,7 @@ func (f *fakeEngine) Models() []worker.ModelInfo {
 	return out
 }
 
-func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
+func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
 	f.calls.Add(1)
 	return (*f.gen.Load())(ctx, req, emit)
 }
@@ -108,7 +108,7 @@ func job(key string, priority int) Job {
 	return Job{Request: worker.Request{Model: "m", MaxTokens: 10}, AffinityKey: key, Priority: priority}
 }
 
-func discard(string, int) error { return nil }
+func discard(worker.Delta) error { return nil }
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -219,7 +219,7 @@ func (s *Scheduler) AddWorker(name string, e worker.Engine) {
 // apierr.Unavailable with a retry-after when no worker could take it. Once
 // started, how the generation ended is in the Result: a worker failing midway
 // gives FinishError and the usage so far.
-func (s *Scheduler) Generate(ctx context.Context, job Job, emit func(text string, tokens int) error) (worker.Result, error) {
+func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (worker.Result, error) {
 	j := &pickJob{model: job.Request.Model}
 	if job.AffinityKey != "" {
 		j.key, j.hasKey = hashString(job.AffinityKey), true
@@ -234,9 +234,9 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit func(text string
 			return worker.Result{}, err
 		}
 		started := false
-		res, err := m.engine.Generate(ctx, job.Request, func(text string, tokens int) error {
+		res, err := m.engine.Generate(ctx, job.Request, func(d worker.Delta) error {
 			started = true
-			return emit(text, tokens)
+			return emit(d)
 		})
 		if err == nil && (started || res.FinishReason != worker.FinishError) {
 			s.release(m, res.FinishReason != worker.FinishError, res.Err)

@@ -92,7 +92,7 @@ type blocker struct {
 
 func newBlocker(f *fakeEngine) *blocker {
 	b := &blocker{release: make(chan struct{}), started: make(chan struct{}, 100)}
-	f.setGen(func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
+	f.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
 		b.mu.Lock()
 		b.order = append(b.order, int(*req.Seed))
 		b.mu.Unlock()
@@ -102,7 +102,7 @@ func newBlocker(f *fakeEngine) *blocker {
 		case <-ctx.Done():
 			return worker.Result{FinishReason: worker.FinishCancelled}, nil
 		}
-		_ = emit("x", 1)
+		_ = emit(worker.Delta{Text: "x", Tokens: 1})
 		return worker.Result{FinishReason: worker.FinishStop}, nil
 	})
 	return b
@@ -211,12 +211,12 @@ func TestQueueWaitBound(t *testing.T) {
 
 func TestFailoverBeforeFirstToken(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8)}
-	ws[0].setGen(func(context.Context, worker.Request, func(string, int) error) (worker.Result, error) {
+	ws[0].setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
 		return worker.Result{}, errors.New("connection refused")
 	})
 	s := newScheduler(t, Config{}, ws...)
 	var text string
-	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), func(s string, _ int) error { text += s; return nil })
+	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), func(d worker.Delta) error { text += d.Text; return nil })
 	if err != nil || res.FinishReason != worker.FinishStop || text != "ok" {
 		t.Fatalf("got %+v, %v, %q; want the second worker's answer", res, err, text)
 	}
@@ -229,7 +229,7 @@ func TestFailoverBeforeFirstToken(t *testing.T) {
 	}
 
 	// The caller's own fault is not retried and ejects nobody.
-	ws[1].setGen(func(context.Context, worker.Request, func(string, int) error) (worker.Result, error) {
+	ws[1].setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
 		return worker.Result{}, fmt.Errorf("%w: no messages", worker.ErrInvalidRequest)
 	})
 	_, err = s.Generate(context.Background(), job("", 0), discard)
@@ -241,7 +241,7 @@ func TestFailoverBeforeFirstToken(t *testing.T) {
 func TestAtMostTwoRetries(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8), newFake(8), newFake(8)}
 	for _, w := range ws {
-		w.setGen(func(context.Context, worker.Request, func(string, int) error) (worker.Result, error) {
+		w.setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
 			return worker.Result{}, errors.New("boom")
 		})
 	}
@@ -262,8 +262,8 @@ func TestAtMostTwoRetries(t *testing.T) {
 func TestNoRetryAfterFirstToken(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8)}
 	s := newScheduler(t, Config{}, ws...)
-	ws[0].setGen(func(ctx context.Context, _ worker.Request, emit func(string, int) error) (worker.Result, error) {
-		_ = emit("half", 1)
+	ws[0].setGen(func(ctx context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
+		_ = emit(worker.Delta{Text: "half", Tokens: 1})
 		return worker.Result{FinishReason: worker.FinishError, Usage: worker.Usage{PromptTokens: 5, CompletionTokens: 1}, Err: errors.New("gpu fell off the bus")}, nil
 	})
 	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), discard)
@@ -289,13 +289,13 @@ func TestEjectionBackoff(t *testing.T) {
 	w := newFake(8)
 	fail := true
 	var fmu sync.Mutex
-	w.setGen(func(_ context.Context, _ worker.Request, emit func(string, int) error) (worker.Result, error) {
+	w.setGen(func(_ context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
 		fmu.Lock()
 		defer fmu.Unlock()
 		if fail {
 			return worker.Result{}, errors.New("down")
 		}
-		_ = emit("ok", 1)
+		_ = emit(worker.Delta{Text: "ok", Tokens: 1})
 		return worker.Result{FinishReason: worker.FinishStop}, nil
 	})
 	s := newScheduler(t, Config{Now: clock, EjectBase: time.Second, EjectMax: 3 * time.Second, MaxQueueWait: time.Millisecond}, w)

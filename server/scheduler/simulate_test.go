@@ -102,7 +102,8 @@ func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResul
 				res, err := s.Generate(context.Background(), scheduler.Job{
 					Request:     worker.Request{Model: "sim-small", Messages: msgs, MaxTokens: 120, Seed: ptr(int64(turn))},
 					AffinityKey: fmt.Sprint("conv-", c),
-				}, func(text string, _ int) error {
+				}, func(d worker.Delta) error {
+					text := d.Text
 					if first == 0 {
 						first = time.Since(sent)
 					}

@@ -40,6 +40,9 @@ type UsageRecord struct {
 	FinishReason string
 	// CreatedAt is when the request finished.
 	CreatedAt time.Time
+	// EndUser is the caller's end user as the request named it (the OpenAI
+	// `user` field); empty when none was named.
+	EndUser string
 }
 
 // Usage stores usage records (ClickHouse at scale, written in batches).
@@ -47,6 +50,18 @@ type Usage interface {
 	// Record stores a batch of records. Records whose RequestID is already
 	// stored are skipped, so a batch can be retried whole.
 	Record(ctx context.Context, records []UsageRecord) error
-	// List returns a user's records, newest first.
-	List(ctx context.Context, userID string, page PageRequest) ([]UsageRecord, string, error)
+	// List returns a user's records that match filter, newest first. A
+	// cursor is only valid with the filter of the list that returned it.
+	List(ctx context.Context, userID string, filter UsageFilter, page PageRequest) ([]UsageRecord, string, error)
+}
+
+// MaxEndUserLen is the most bytes an end-user id (UsageRecord.EndUser) may
+// have.
+const MaxEndUserLen = 256
+
+// UsageFilter narrows Usage.List. The zero value lists every record.
+type UsageFilter struct {
+	// EndUser, when not empty, keeps only the records whose EndUser is
+	// exactly this.
+	EndUser string
 }

@@ -248,7 +248,7 @@ func (r *Remote) notifyLocked() {
 // ErrOverloaded or ErrUpstreamTimeout where the worker said so); after it, the
 // Result ends in FinishError with the usage so far, the prompt estimated by the
 // tokenizer.
-func (r *Remote) Generate(ctx context.Context, req Request, emit func(text string, tokens int) error) (Result, error) {
+func (r *Remote) Generate(ctx context.Context, req Request, emit Emit) (Result, error) {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := r.client.Generate(callCtx, connect.NewRequest(requestToProto(req, "")))
@@ -265,7 +265,7 @@ func (r *Remote) Generate(ctx context.Context, req Request, emit func(text strin
 		case *workerv1.GenerateResponse_Delta:
 			started = true
 			completion += int(k.Delta.GetTokens())
-			if err := emit(k.Delta.GetText(), int(k.Delta.GetTokens())); err != nil {
+			if err := emit(deltaFromProto(k.Delta)); err != nil {
 				cancel()
 				return Result{FinishReason: FinishCancelled, Usage: partialUsage(req, completion), Err: err}, nil
 			}
@@ -300,16 +300,17 @@ func (r *Remote) startError(ctx context.Context, err error) error {
 // partialUsage is the usage of a generation the worker never finished: the
 // completion tokens it streamed and the prompt counted here, an estimate.
 func partialUsage(req Request, completion int) Usage {
-	return Usage{PromptTokens: EstimatePromptTokens(req.Messages), CompletionTokens: completion, Estimated: true}
+	return Usage{PromptTokens: EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
 }
 
-// EstimatePromptTokens counts the text of messages with the process's tokenizer
-// (documents included, images at a flat 765, OpenAI's 1024×1024 high-detail
-// cost): the prompt's size when the engine reports none.
-func EstimatePromptTokens(msgs []ChatMessage) int {
+// EstimatePromptTokens counts the text of req's tools and messages with the
+// process's tokenizer (documents and tool calls included, images at a flat
+// 765, OpenAI's 1024×1024 high-detail cost): the prompt's size when the engine
+// reports none.
+func EstimatePromptTokens(req Request) int {
 	tok := tokenize.Default()
-	n := 0
-	for _, m := range msgs {
+	n := tok.Count(ToolsPrompt(req.Tools))
+	for _, m := range req.Messages {
 		n += 4 + tok.Count(m.Role) // the chat template's role tag and separators
 		for _, p := range m.Parts {
 			switch {
@@ -317,6 +318,10 @@ func EstimatePromptTokens(msgs []ChatMessage) int {
 				n += 765
 			case p.Document != nil:
 				n += tok.Count(p.Document.Filename) + tok.Count(p.Document.Text) + 8
+			case p.ToolCall != nil:
+				n += tok.Count(p.ToolCall.Name) + tok.Count(p.ToolCall.Arguments) + 8
+			case p.ToolResult != nil:
+				n += tok.Count(p.ToolResult.Content) + 8
 			default:
 				n += tok.Count(p.Text)
 			}

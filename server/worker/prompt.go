@@ -28,6 +28,10 @@ func render(msgs []ChatMessage, text func(string), image func(*Image)) {
 			case p.Image != nil:
 				flush()
 				image(p.Image)
+			case p.ToolCall != nil:
+				b.WriteString("<tool_call id=\"" + p.ToolCall.ID + "\" name=\"" + p.ToolCall.Name + "\">" + p.ToolCall.Arguments + "</tool_call>\n")
+			case p.ToolResult != nil:
+				b.WriteString("<tool_result id=\"" + p.ToolResult.ToolCallID + "\">" + p.ToolResult.Content + "</tool_result>\n")
 			case p.Document != nil:
 				b.WriteString("<document name=\"" + p.Document.Filename + "\">\n")
 				b.WriteString(p.Document.Text)
@@ -40,6 +44,39 @@ func render(msgs []ChatMessage, text func(string), image func(*Image)) {
 	}
 	b.WriteString("<|assistant|>\n")
 	flush()
+}
+
+// ToolsPrompt is the text the tool definitions add to a prompt, as a chat
+// template puts them ahead of the messages: one line per tool with its name,
+// description and parameter schema. Both the gateway's count and the sim's
+// prompt start with it, so tools are paid for like any prompt text.
+func ToolsPrompt(tools []Tool) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<|tools|>\n")
+	for _, t := range tools {
+		b.WriteString(t.Name)
+		b.WriteString(": ")
+		b.WriteString(t.Description)
+		b.WriteString(" ")
+		b.Write(t.Parameters)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// RequestPromptIDs is PromptIDs of the request's tools and messages.
+func RequestPromptIDs(tok *tokenize.Tokenizer, req *Request) []int {
+	ids := tok.Encode(ToolsPrompt(req.Tools))
+	return append(ids, PromptIDs(tok, req.Messages)...)
+}
+
+// RequestPromptTokens counts the request's prompt as RequestPromptIDs would:
+// its tool definitions and its messages.
+func RequestPromptTokens(tok *tokenize.Tokenizer, req *Request) int {
+	return tok.Count(ToolsPrompt(req.Tools)) + PromptTokens(tok, req.Messages)
 }
 
 // PromptIDs returns the prompt's tokens. An image stands for ImageTokens

@@ -76,9 +76,8 @@ func (s *Service) Generate(ctx context.Context, req *connect.Request[workerv1.Ge
 	if req.Msg.GetMaxTokens() < 0 {
 		return connect.NewError(connect.CodeInvalidArgument, ErrInvalidRequest)
 	}
-	res, err := s.Engine.Generate(ctx, requestFromProto(req.Msg), func(text string, tokens int) error {
-		return stream.Send(&workerv1.GenerateResponse{Kind: &workerv1.GenerateResponse_Delta{
-			Delta: &workerv1.Delta{Text: text, Tokens: int32(tokens)}}})
+	res, err := s.Engine.Generate(ctx, requestFromProto(req.Msg), func(d Delta) error {
+		return stream.Send(&workerv1.GenerateResponse{Kind: &workerv1.GenerateResponse_Delta{Delta: deltaToProto(d)}})
 	})
 	if err != nil {
 		return errorToConnect(err)

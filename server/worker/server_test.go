@@ -14,7 +14,7 @@ import (
 
 // fakeEngine is an Engine whose generations the test scripts.
 type fakeEngine struct {
-	generate func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error)
+	generate func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error)
 
 	mu      sync.Mutex
 	load    worker.LoadReport
@@ -29,7 +29,7 @@ func (f *fakeEngine) Models() []worker.ModelInfo {
 	return []worker.ModelInfo{{ID: "m1", DisplayName: "Model one", ContextWindow: 1000, MaxOutputTokens: 100}}
 }
 
-func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
+func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
 	return f.generate(ctx, req, emit)
 }
 
@@ -82,12 +82,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestGenerateRoundTrip(t *testing.T) {
 	eng := newFakeEngine()
-	eng.generate = func(ctx context.Context, req worker.Request, emit func(string, int) error) (worker.Result, error) {
+	eng.generate = func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
 		if req.Model != "m1" || req.MaxTokens != 10 || len(req.Messages) != 1 || req.Messages[0].Parts[1].Document.Text != "doc text" {
 			return worker.Result{}, errors.New("request mangled on the wire")
 		}
 		for _, d := range []string{"Hello", ",", " world"} {
-			if err := emit(d, 1); err != nil {
+			if err := emit(worker.Delta{Text: d, Tokens: 1}); err != nil {
 				return worker.Result{FinishReason: worker.FinishCancelled}, nil
 			}
 		}
@@ -98,7 +98,7 @@ func TestGenerateRoundTrip(t *testing.T) {
 	res, err := remote.Generate(context.Background(), worker.Request{
 		ID: "r1", Model: "m1", MaxTokens: 10,
 		Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hi"}, {Document: &worker.Document{Filename: "a.pdf", Text: "doc text"}}}}},
-	}, func(text string, tokens int) error { got += text; return nil })
+	}, func(d worker.Delta) error { got += d.Text; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 	eng := newFakeEngine()
 	var mu sync.Mutex
 	var next error
-	eng.generate = func(context.Context, worker.Request, func(string, int) error) (worker.Result, error) {
+	eng.generate = func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return worker.Result{}, next
@@ -142,7 +142,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 		mu.Lock()
 		next = c.err
 		mu.Unlock()
-		_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(string, int) error { return nil })
+		_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(worker.Delta) error { return nil })
 		if !errors.Is(err, c.sentinel) {
 			t.Errorf("%v came back as %v, want it to match %v", c.err, err, c.sentinel)
 		}
@@ -150,7 +150,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 	mu.Lock()
 	next = &worker.UpstreamError{Status: 502}
 	mu.Unlock()
-	_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(string, int) error { return nil })
+	_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(worker.Delta) error { return nil })
 	if err == nil || worker.CallerFault(err) || errors.Is(err, worker.ErrOverloaded) {
 		t.Errorf("502 came back as %v, want a worker fault", err)
 	}
@@ -159,15 +159,15 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 func TestGenerateCancelReachesEngine(t *testing.T) {
 	eng := newFakeEngine()
 	stopped := make(chan struct{})
-	eng.generate = func(ctx context.Context, _ worker.Request, emit func(string, int) error) (worker.Result, error) {
-		_ = emit("a", 1)
+	eng.generate = func(ctx context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
+		_ = emit(worker.Delta{Text: "a", Tokens: 1})
 		<-ctx.Done()
 		close(stopped)
 		return worker.Result{FinishReason: worker.FinishCancelled}, nil
 	}
 	_, remote := serveWorker(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := remote.Generate(ctx, worker.Request{Model: "m1"}, func(string, int) error { cancel(); return nil })
+	res, err := remote.Generate(ctx, worker.Request{Model: "m1"}, func(worker.Delta) error { cancel(); return nil })
 	if err != nil || res.FinishReason != worker.FinishCancelled {
 		t.Fatalf("got %+v, %v; want cancelled", res, err)
 	}
@@ -180,14 +180,14 @@ func TestGenerateCancelReachesEngine(t *testing.T) {
 
 func TestWorkerGoneMidStream(t *testing.T) {
 	eng := newFakeEngine()
-	eng.generate = func(ctx context.Context, _ worker.Request, emit func(string, int) error) (worker.Result, error) {
-		_ = emit("one two", 2)
+	eng.generate = func(ctx context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
+		_ = emit(worker.Delta{Text: "one two", Tokens: 2})
 		<-ctx.Done()
 		return worker.Result{FinishReason: worker.FinishCancelled}, nil
 	}
 	srv, remote := serveWorker(t, eng)
 	res, err := remote.Generate(context.Background(), worker.Request{Model: "m1", Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hello there"}}}}},
-		func(string, int) error { srv.CloseClientConnections(); return nil })
+		func(worker.Delta) error { srv.CloseClientConnections(); return nil })
 	if err != nil {
 		t.Fatalf("error after the first delta: %v; want a result", err)
 	}

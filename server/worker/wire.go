@@ -29,6 +29,19 @@ func requestToProto(req Request, affinityKey string) *workerv1.GenerateRequest {
 		Seed:        req.Seed,
 		AffinityKey: affinityKey,
 		Messages:    make([]*workerv1.ChatMessage, len(req.Messages)),
+
+		ToolChoice:         string(req.ToolChoice.Mode),
+		ToolChoiceFunction: req.ToolChoice.Function,
+		ParallelToolCalls:  req.ParallelToolCalls,
+		N:                  int32(req.N),
+		Logprobs:           req.Logprobs,
+		TopLogprobs:        int32(req.TopLogprobs),
+	}
+	for _, t := range req.Tools {
+		out.Tools = append(out.Tools, &workerv1.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict})
+	}
+	if f := req.ResponseFormat; f.Type != FormatText {
+		out.ResponseFormat = &workerv1.ResponseFormat{Type: string(f.Type), Name: f.Name, Schema: f.Schema, Strict: f.Strict}
 	}
 	for i, m := range req.Messages {
 		pm := &workerv1.ChatMessage{Role: m.Role, Parts: make([]*workerv1.ContentPart, len(m.Parts))}
@@ -37,6 +50,12 @@ func requestToProto(req Request, affinityKey string) *workerv1.GenerateRequest {
 			case p.Image != nil:
 				pm.Parts[j] = &workerv1.ContentPart{Kind: &workerv1.ContentPart_Image{Image: &workerv1.Image{
 					Data: p.Image.Data, MimeType: p.Image.MimeType}}}
+			case p.ToolCall != nil:
+				pm.Parts[j] = &workerv1.ContentPart{Kind: &workerv1.ContentPart_ToolCall{ToolCall: &workerv1.ToolCall{
+					Id: p.ToolCall.ID, Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}}}
+			case p.ToolResult != nil:
+				pm.Parts[j] = &workerv1.ContentPart{Kind: &workerv1.ContentPart_ToolResult{ToolResult: &workerv1.ToolResult{
+					ToolCallId: p.ToolResult.ToolCallID, Content: p.ToolResult.Content}}}
 			case p.Document != nil:
 				// The gateway has already extracted the document's text: it travels as
 				// text/plain under the original file name.
@@ -61,6 +80,18 @@ func requestFromProto(in *workerv1.GenerateRequest) Request {
 		Stop:        in.GetStop(),
 		Seed:        in.Seed,
 		Messages:    make([]ChatMessage, len(in.GetMessages())),
+
+		ToolChoice:        ToolChoice{Mode: ToolChoiceMode(in.GetToolChoice()), Function: in.GetToolChoiceFunction()},
+		ParallelToolCalls: in.ParallelToolCalls,
+		N:                 int(in.GetN()),
+		Logprobs:          in.GetLogprobs(),
+		TopLogprobs:       int(in.GetTopLogprobs()),
+	}
+	for _, t := range in.GetTools() {
+		req.Tools = append(req.Tools, Tool{Name: t.GetName(), Description: t.GetDescription(), Parameters: t.GetParameters(), Strict: t.GetStrict()})
+	}
+	if f := in.GetResponseFormat(); f != nil {
+		req.ResponseFormat = ResponseFormat{Type: ResponseFormatType(f.GetType()), Name: f.GetName(), Schema: f.GetSchema(), Strict: f.GetStrict()}
 	}
 	for i, m := range in.GetMessages() {
 		cm := ChatMessage{Role: m.GetRole(), Parts: make([]Part, 0, len(m.GetParts()))}
@@ -78,11 +109,53 @@ func requestFromProto(in *workerv1.GenerateRequest) Request {
 				cm.Parts = append(cm.Parts, Part{Document: &Document{
 					Filename: k.Document.GetFilename(), MimeType: k.Document.GetMimeType(),
 					Text: string(k.Document.GetData())}})
+			case *workerv1.ContentPart_ToolCall:
+				cm.Parts = append(cm.Parts, Part{ToolCall: &ToolCall{
+					ID: k.ToolCall.GetId(), Name: k.ToolCall.GetName(), Arguments: k.ToolCall.GetArguments()}})
+			case *workerv1.ContentPart_ToolResult:
+				cm.Parts = append(cm.Parts, Part{ToolResult: &ToolResult{
+					ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent()}})
 			}
 		}
 		req.Messages[i] = cm
 	}
 	return req
+}
+
+func deltaToProto(d Delta) *workerv1.Delta {
+	out := &workerv1.Delta{Text: d.Text, Tokens: int32(d.Tokens), Choice: int32(d.Choice)}
+	if d.Finish != "" {
+		out.Finish = finishToProto(d.Finish)
+	}
+	for _, c := range d.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, &workerv1.ToolCallDelta{Index: int32(c.Index), Id: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	for _, lp := range d.Logprobs {
+		p := &workerv1.TokenLogprob{Token: lp.Token, Logprob: lp.Logprob, Bytes: lp.Bytes}
+		for _, t := range lp.Top {
+			p.Top = append(p.Top, &workerv1.TopLogprob{Token: t.Token, Logprob: t.Logprob, Bytes: t.Bytes})
+		}
+		out.Logprobs = append(out.Logprobs, p)
+	}
+	return out
+}
+
+func deltaFromProto(in *workerv1.Delta) Delta {
+	d := Delta{Text: in.GetText(), Tokens: int(in.GetTokens()), Choice: int(in.GetChoice())}
+	if in.GetFinish() != workerv1.FinishReason_FINISH_REASON_UNSPECIFIED {
+		d.Finish = finishFromProto(in.GetFinish())
+	}
+	for _, c := range in.GetToolCalls() {
+		d.ToolCalls = append(d.ToolCalls, ToolCallDelta{Index: int(c.GetIndex()), ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
+	}
+	for _, lp := range in.GetLogprobs() {
+		p := TokenLogprob{Token: lp.GetToken(), Logprob: lp.GetLogprob(), Bytes: lp.GetBytes()}
+		for _, t := range lp.GetTop() {
+			p.Top = append(p.Top, TopLogprob{Token: t.GetToken(), Logprob: t.GetLogprob(), Bytes: t.GetBytes()})
+		}
+		d.Logprobs = append(d.Logprobs, p)
+	}
+	return d
 }
 
 func usageToProto(u Usage) *workerv1.Usage {
@@ -111,6 +184,8 @@ func finishToProto(r FinishReason) workerv1.FinishReason {
 		return workerv1.FinishReason_FINISH_REASON_LENGTH
 	case FinishCancelled:
 		return workerv1.FinishReason_FINISH_REASON_CANCELLED
+	case FinishToolCalls:
+		return workerv1.FinishReason_FINISH_REASON_TOOL_CALLS
 	default:
 		return workerv1.FinishReason_FINISH_REASON_ERROR
 	}
@@ -124,6 +199,8 @@ func finishFromProto(r workerv1.FinishReason) FinishReason {
 		return FinishLength
 	case workerv1.FinishReason_FINISH_REASON_CANCELLED:
 		return FinishCancelled
+	case workerv1.FinishReason_FINISH_REASON_TOOL_CALLS:
+		return FinishToolCalls
 	default:
 		return FinishError
 	}

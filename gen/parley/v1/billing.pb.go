@@ -101,8 +101,11 @@ type UsageRecord struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// The conversation, for web generations; empty for ChatService.
 	ConversationId string `protobuf:"bytes,9,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The end user the caller named in the request's `user` field (API channel);
+	// empty when none was named.
+	User          string `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageRecord) Reset() {
@@ -194,6 +197,13 @@ func (x *UsageRecord) GetCreatedAt() *timestamppb.Timestamp {
 func (x *UsageRecord) GetConversationId() string {
 	if x != nil {
 		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetUser() string {
+	if x != nil {
+		return x.User
 	}
 	return ""
 }
@@ -397,7 +407,10 @@ type ListUsageRequest struct {
 	// Optional. The most records to return: default 50, at most 200.
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional. The next_page_token of the previous page; empty for the first page.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Optional. Only the records whose `user` (the request's end user) is exactly
+	// this; at most 256 bytes.
+	User          string `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -442,6 +455,13 @@ func (x *ListUsageRequest) GetPageSize() int32 {
 func (x *ListUsageRequest) GetPageToken() string {
 	if x != nil {
 		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListUsageRequest) GetUser() string {
+	if x != nil {
+		return x.User
 	}
 	return ""
 }
@@ -606,7 +626,7 @@ var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xfb\x02\n" +
+	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x8f\x03\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -620,7 +640,9 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"api_key_id\x18\a \x01(\tR\bapiKeyId\x129\n" +
 	"\n" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12'\n" +
-	"\x0fconversation_id\x18\t \x01(\tR\x0econversationId\"\x81\x02\n" +
+	"\x0fconversation_id\x18\t \x01(\tR\x0econversationId\x12\x12\n" +
+	"\x04user\x18\n" +
+	" \x01(\tR\x04user\"\x81\x02\n" +
 	"\vLimitStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.parley.v1.LimitKindR\x04kind\x12\x14\n" +
@@ -632,11 +654,12 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x11GetBalanceRequest\"`\n" +
 	"\x12GetBalanceResponse\x12#\n" +
 	"\rbalance_nanos\x18\x01 \x01(\x03R\fbalanceNanos\x12%\n" +
-	"\x0ereserved_nanos\x18\x02 \x01(\x03R\rreservedNanos\"N\n" +
+	"\x0ereserved_nanos\x18\x02 \x01(\x03R\rreservedNanos\"b\n" +
 	"\x10ListUsageRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"x\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\"x\n" +
 	"\x11ListUsageResponse\x12;\n" +
 	"\rusage_records\x18\x01 \x03(\v2\x16.parley.v1.UsageRecordR\fusageRecords\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n" +

@@ -43,8 +43,26 @@ type CompleteRequest struct {
 	// Optional. A seed for deterministic sampling where the engine supports it.
 	Seed *int64 `protobuf:"varint,7,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
 	// Optional. An identifier of the caller's end user, at most 256 bytes, recorded with
-	// the usage for abuse tracing.
-	User          string `protobuf:"bytes,8,opt,name=user,proto3" json:"user,omitempty"`
+	// the usage for abuse tracing (and BillingService.ListUsage's `user` filter).
+	User string `protobuf:"bytes,8,opt,name=user,proto3" json:"user,omitempty"`
+	// Optional. Functions the model may call: at most 128, names unique. Their
+	// definitions count toward the prompt's tokens.
+	Tools []*Tool `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Optional. Whether and which tool the model calls; needs tools unless NONE.
+	ToolChoice *ToolChoice `protobuf:"bytes,10,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
+	// Optional. False allows at most one tool call per answer; unset lets the model
+	// call several at once.
+	ParallelToolCalls *bool `protobuf:"varint,11,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
+	// Optional. Constrain the answer to JSON (structured output).
+	ResponseFormat *ResponseFormat `protobuf:"bytes,12,opt,name=response_format,json=responseFormat,proto3" json:"response_format,omitempty"`
+	// Optional. How many choices to generate, 1–8 (0 means 1). The prompt is paid
+	// once; the output reservation is max_output_tokens for each choice.
+	N int32 `protobuf:"varint,13,opt,name=n,proto3" json:"n,omitempty"`
+	// Optional. Return each output token's log probability.
+	Logprobs bool `protobuf:"varint,14,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// Optional. With logprobs, also return this many most likely tokens at each
+	// position, 0–20.
+	TopLogprobs   int32 `protobuf:"varint,15,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -135,6 +153,55 @@ func (x *CompleteRequest) GetUser() string {
 	return ""
 }
 
+func (x *CompleteRequest) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetToolChoice() *ToolChoice {
+	if x != nil {
+		return x.ToolChoice
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetParallelToolCalls() bool {
+	if x != nil && x.ParallelToolCalls != nil {
+		return *x.ParallelToolCalls
+	}
+	return false
+}
+
+func (x *CompleteRequest) GetResponseFormat() *ResponseFormat {
+	if x != nil {
+		return x.ResponseFormat
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetN() int32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *CompleteRequest) GetLogprobs() bool {
+	if x != nil {
+		return x.Logprobs
+	}
+	return false
+}
+
+func (x *CompleteRequest) GetTopLogprobs() int32 {
+	if x != nil {
+		return x.TopLogprobs
+	}
+	return 0
+}
+
 // CompleteResponse is the response of ChatService.Complete.
 type CompleteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -142,14 +209,18 @@ type CompleteResponse struct {
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The model that answered.
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	// The answer: an assistant message with one text part.
+	// The answer (choice 0): an assistant message with a text part, tool_call parts
+	// (finish_reason FINISH_REASON_TOOL_CALLS), or both.
 	Message *Message `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// Why the answer ended.
 	FinishReason FinishReason `protobuf:"varint,4,opt,name=finish_reason,json=finishReason,proto3,enum=parley.v1.FinishReason" json:"finish_reason,omitempty"`
 	// The tokens used.
 	Usage *Usage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
 	// What was charged to the balance, in nano-USD.
-	CostNanos     int64 `protobuf:"varint,6,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	CostNanos int64 `protobuf:"varint,6,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	// Every choice, by index (one unless the request set n > 1); choices[0] is
+	// message and finish_reason.
+	Choices       []*Choice `protobuf:"bytes,7,rep,name=choices,proto3" json:"choices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,6 +297,86 @@ func (x *CompleteResponse) GetCostNanos() int64 {
 	return 0
 }
 
+func (x *CompleteResponse) GetChoices() []*Choice {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+// Choice is one of a completion's alternative answers.
+type Choice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The choice's index, from 0.
+	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The answer: an assistant message with a text part and/or tool_call parts.
+	Message *Message `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Why this choice ended.
+	FinishReason FinishReason `protobuf:"varint,3,opt,name=finish_reason,json=finishReason,proto3,enum=parley.v1.FinishReason" json:"finish_reason,omitempty"`
+	// Its tokens' log probabilities, when the request asked for them.
+	Logprobs      []*TokenLogprob `protobuf:"bytes,4,rep,name=logprobs,proto3" json:"logprobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Choice) Reset() {
+	*x = Choice{}
+	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Choice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Choice) ProtoMessage() {}
+
+func (x *Choice) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Choice.ProtoReflect.Descriptor instead.
+func (*Choice) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Choice) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Choice) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *Choice) GetFinishReason() FinishReason {
+	if x != nil {
+		return x.FinishReason
+	}
+	return FinishReason_FINISH_REASON_UNSPECIFIED
+}
+
+func (x *Choice) GetLogprobs() []*TokenLogprob {
+	if x != nil {
+		return x.Logprobs
+	}
+	return nil
+}
+
 // CompleteStreamRequest is the request of ChatService.CompleteStream. Its fields mean
 // exactly what CompleteRequest's do.
 type CompleteStreamRequest struct {
@@ -249,15 +400,33 @@ type CompleteStreamRequest struct {
 	// Optional. A seed for deterministic sampling where the engine supports it.
 	Seed *int64 `protobuf:"varint,7,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
 	// Optional. An identifier of the caller's end user, at most 256 bytes, recorded with
-	// the usage for abuse tracing.
-	User          string `protobuf:"bytes,8,opt,name=user,proto3" json:"user,omitempty"`
+	// the usage for abuse tracing (and BillingService.ListUsage's `user` filter).
+	User string `protobuf:"bytes,8,opt,name=user,proto3" json:"user,omitempty"`
+	// Optional. Functions the model may call: at most 128, names unique. Their
+	// definitions count toward the prompt's tokens.
+	Tools []*Tool `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Optional. Whether and which tool the model calls; needs tools unless NONE.
+	ToolChoice *ToolChoice `protobuf:"bytes,10,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
+	// Optional. False allows at most one tool call per answer; unset lets the model
+	// call several at once.
+	ParallelToolCalls *bool `protobuf:"varint,11,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
+	// Optional. Constrain the answer to JSON (structured output).
+	ResponseFormat *ResponseFormat `protobuf:"bytes,12,opt,name=response_format,json=responseFormat,proto3" json:"response_format,omitempty"`
+	// Optional. How many choices to generate, 1–8 (0 means 1). The prompt is paid
+	// once; the output reservation is max_output_tokens for each choice.
+	N int32 `protobuf:"varint,13,opt,name=n,proto3" json:"n,omitempty"`
+	// Optional. Return each output token's log probability.
+	Logprobs bool `protobuf:"varint,14,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// Optional. With logprobs, also return this many most likely tokens at each
+	// position, 0–20.
+	TopLogprobs   int32 `protobuf:"varint,15,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteStreamRequest) Reset() {
 	*x = CompleteStreamRequest{}
-	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	mi := &file_parley_v1_chat_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +438,7 @@ func (x *CompleteStreamRequest) String() string {
 func (*CompleteStreamRequest) ProtoMessage() {}
 
 func (x *CompleteStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	mi := &file_parley_v1_chat_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,7 +451,7 @@ func (x *CompleteStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteStreamRequest.ProtoReflect.Descriptor instead.
 func (*CompleteStreamRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CompleteStreamRequest) GetModel() string {
@@ -341,6 +510,55 @@ func (x *CompleteStreamRequest) GetUser() string {
 	return ""
 }
 
+func (x *CompleteStreamRequest) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *CompleteStreamRequest) GetToolChoice() *ToolChoice {
+	if x != nil {
+		return x.ToolChoice
+	}
+	return nil
+}
+
+func (x *CompleteStreamRequest) GetParallelToolCalls() bool {
+	if x != nil && x.ParallelToolCalls != nil {
+		return *x.ParallelToolCalls
+	}
+	return false
+}
+
+func (x *CompleteStreamRequest) GetResponseFormat() *ResponseFormat {
+	if x != nil {
+		return x.ResponseFormat
+	}
+	return nil
+}
+
+func (x *CompleteStreamRequest) GetN() int32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *CompleteStreamRequest) GetLogprobs() bool {
+	if x != nil {
+		return x.Logprobs
+	}
+	return false
+}
+
+func (x *CompleteStreamRequest) GetTopLogprobs() int32 {
+	if x != nil {
+		return x.TopLogprobs
+	}
+	return 0
+}
+
 // CompleteStreamResponse is one message of ChatService.CompleteStream's stream.
 type CompleteStreamResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -352,7 +570,7 @@ type CompleteStreamResponse struct {
 
 func (x *CompleteStreamResponse) Reset() {
 	*x = CompleteStreamResponse{}
-	mi := &file_parley_v1_chat_proto_msgTypes[3]
+	mi := &file_parley_v1_chat_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -364,7 +582,7 @@ func (x *CompleteStreamResponse) String() string {
 func (*CompleteStreamResponse) ProtoMessage() {}
 
 func (x *CompleteStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[3]
+	mi := &file_parley_v1_chat_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -377,7 +595,7 @@ func (x *CompleteStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteStreamResponse.ProtoReflect.Descriptor instead.
 func (*CompleteStreamResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CompleteStreamResponse) GetEvent() *GenerationEvent {
@@ -391,7 +609,7 @@ var File_parley_v1_chat_proto protoreflect.FileDescriptor
 
 const file_parley_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\"\xa8\x02\n" +
+	"\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\"\xe5\x04\n" +
 	"\x0fCompleteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.parley.v1.MessageR\bmessages\x12*\n" +
@@ -400,10 +618,20 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\x05top_p\x18\x05 \x01(\x01H\x01R\x04topP\x88\x01\x01\x12\x12\n" +
 	"\x04stop\x18\x06 \x03(\tR\x04stop\x12\x17\n" +
 	"\x04seed\x18\a \x01(\x03H\x02R\x04seed\x88\x01\x01\x12\x12\n" +
-	"\x04user\x18\b \x01(\tR\x04userB\x0e\n" +
+	"\x04user\x18\b \x01(\tR\x04user\x12%\n" +
+	"\x05tools\x18\t \x03(\v2\x0f.parley.v1.ToolR\x05tools\x126\n" +
+	"\vtool_choice\x18\n" +
+	" \x01(\v2\x15.parley.v1.ToolChoiceR\n" +
+	"toolChoice\x123\n" +
+	"\x13parallel_tool_calls\x18\v \x01(\bH\x03R\x11parallelToolCalls\x88\x01\x01\x12B\n" +
+	"\x0fresponse_format\x18\f \x01(\v2\x19.parley.v1.ResponseFormatR\x0eresponseFormat\x12\f\n" +
+	"\x01n\x18\r \x01(\x05R\x01n\x12\x1a\n" +
+	"\blogprobs\x18\x0e \x01(\bR\blogprobs\x12!\n" +
+	"\ftop_logprobs\x18\x0f \x01(\x05R\vtopLogprobsB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
-	"\x05_seed\"\xfa\x01\n" +
+	"\x05_seedB\x16\n" +
+	"\x14_parallel_tool_calls\"\xa7\x02\n" +
 	"\x10CompleteResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -412,7 +640,13 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\rfinish_reason\x18\x04 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x12&\n" +
 	"\x05usage\x18\x05 \x01(\v2\x10.parley.v1.UsageR\x05usage\x12\x1d\n" +
 	"\n" +
-	"cost_nanos\x18\x06 \x01(\x03R\tcostNanos\"\xae\x02\n" +
+	"cost_nanos\x18\x06 \x01(\x03R\tcostNanos\x12+\n" +
+	"\achoices\x18\a \x03(\v2\x11.parley.v1.ChoiceR\achoices\"\xbf\x01\n" +
+	"\x06Choice\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12,\n" +
+	"\amessage\x18\x02 \x01(\v2\x12.parley.v1.MessageR\amessage\x12<\n" +
+	"\rfinish_reason\x18\x03 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x123\n" +
+	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\"\xeb\x04\n" +
 	"\x15CompleteStreamRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.parley.v1.MessageR\bmessages\x12*\n" +
@@ -421,10 +655,20 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\x05top_p\x18\x05 \x01(\x01H\x01R\x04topP\x88\x01\x01\x12\x12\n" +
 	"\x04stop\x18\x06 \x03(\tR\x04stop\x12\x17\n" +
 	"\x04seed\x18\a \x01(\x03H\x02R\x04seed\x88\x01\x01\x12\x12\n" +
-	"\x04user\x18\b \x01(\tR\x04userB\x0e\n" +
+	"\x04user\x18\b \x01(\tR\x04user\x12%\n" +
+	"\x05tools\x18\t \x03(\v2\x0f.parley.v1.ToolR\x05tools\x126\n" +
+	"\vtool_choice\x18\n" +
+	" \x01(\v2\x15.parley.v1.ToolChoiceR\n" +
+	"toolChoice\x123\n" +
+	"\x13parallel_tool_calls\x18\v \x01(\bH\x03R\x11parallelToolCalls\x88\x01\x01\x12B\n" +
+	"\x0fresponse_format\x18\f \x01(\v2\x19.parley.v1.ResponseFormatR\x0eresponseFormat\x12\f\n" +
+	"\x01n\x18\r \x01(\x05R\x01n\x12\x1a\n" +
+	"\blogprobs\x18\x0e \x01(\bR\blogprobs\x12!\n" +
+	"\ftop_logprobs\x18\x0f \x01(\x05R\vtopLogprobsB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
-	"\x05_seed\"J\n" +
+	"\x05_seedB\x16\n" +
+	"\x14_parallel_tool_calls\"J\n" +
 	"\x16CompleteStreamResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event2\xab\x01\n" +
 	"\vChatService\x12C\n" +
@@ -443,33 +687,48 @@ func file_parley_v1_chat_proto_rawDescGZIP() []byte {
 	return file_parley_v1_chat_proto_rawDescData
 }
 
-var file_parley_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_parley_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_parley_v1_chat_proto_goTypes = []any{
 	(*CompleteRequest)(nil),        // 0: parley.v1.CompleteRequest
 	(*CompleteResponse)(nil),       // 1: parley.v1.CompleteResponse
-	(*CompleteStreamRequest)(nil),  // 2: parley.v1.CompleteStreamRequest
-	(*CompleteStreamResponse)(nil), // 3: parley.v1.CompleteStreamResponse
-	(*Message)(nil),                // 4: parley.v1.Message
-	(FinishReason)(0),              // 5: parley.v1.FinishReason
-	(*Usage)(nil),                  // 6: parley.v1.Usage
-	(*GenerationEvent)(nil),        // 7: parley.v1.GenerationEvent
+	(*Choice)(nil),                 // 2: parley.v1.Choice
+	(*CompleteStreamRequest)(nil),  // 3: parley.v1.CompleteStreamRequest
+	(*CompleteStreamResponse)(nil), // 4: parley.v1.CompleteStreamResponse
+	(*Message)(nil),                // 5: parley.v1.Message
+	(*Tool)(nil),                   // 6: parley.v1.Tool
+	(*ToolChoice)(nil),             // 7: parley.v1.ToolChoice
+	(*ResponseFormat)(nil),         // 8: parley.v1.ResponseFormat
+	(FinishReason)(0),              // 9: parley.v1.FinishReason
+	(*Usage)(nil),                  // 10: parley.v1.Usage
+	(*TokenLogprob)(nil),           // 11: parley.v1.TokenLogprob
+	(*GenerationEvent)(nil),        // 12: parley.v1.GenerationEvent
 }
 var file_parley_v1_chat_proto_depIdxs = []int32{
-	4, // 0: parley.v1.CompleteRequest.messages:type_name -> parley.v1.Message
-	4, // 1: parley.v1.CompleteResponse.message:type_name -> parley.v1.Message
-	5, // 2: parley.v1.CompleteResponse.finish_reason:type_name -> parley.v1.FinishReason
-	6, // 3: parley.v1.CompleteResponse.usage:type_name -> parley.v1.Usage
-	4, // 4: parley.v1.CompleteStreamRequest.messages:type_name -> parley.v1.Message
-	7, // 5: parley.v1.CompleteStreamResponse.event:type_name -> parley.v1.GenerationEvent
-	0, // 6: parley.v1.ChatService.Complete:input_type -> parley.v1.CompleteRequest
-	2, // 7: parley.v1.ChatService.CompleteStream:input_type -> parley.v1.CompleteStreamRequest
-	1, // 8: parley.v1.ChatService.Complete:output_type -> parley.v1.CompleteResponse
-	3, // 9: parley.v1.ChatService.CompleteStream:output_type -> parley.v1.CompleteStreamResponse
-	8, // [8:10] is the sub-list for method output_type
-	6, // [6:8] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	5,  // 0: parley.v1.CompleteRequest.messages:type_name -> parley.v1.Message
+	6,  // 1: parley.v1.CompleteRequest.tools:type_name -> parley.v1.Tool
+	7,  // 2: parley.v1.CompleteRequest.tool_choice:type_name -> parley.v1.ToolChoice
+	8,  // 3: parley.v1.CompleteRequest.response_format:type_name -> parley.v1.ResponseFormat
+	5,  // 4: parley.v1.CompleteResponse.message:type_name -> parley.v1.Message
+	9,  // 5: parley.v1.CompleteResponse.finish_reason:type_name -> parley.v1.FinishReason
+	10, // 6: parley.v1.CompleteResponse.usage:type_name -> parley.v1.Usage
+	2,  // 7: parley.v1.CompleteResponse.choices:type_name -> parley.v1.Choice
+	5,  // 8: parley.v1.Choice.message:type_name -> parley.v1.Message
+	9,  // 9: parley.v1.Choice.finish_reason:type_name -> parley.v1.FinishReason
+	11, // 10: parley.v1.Choice.logprobs:type_name -> parley.v1.TokenLogprob
+	5,  // 11: parley.v1.CompleteStreamRequest.messages:type_name -> parley.v1.Message
+	6,  // 12: parley.v1.CompleteStreamRequest.tools:type_name -> parley.v1.Tool
+	7,  // 13: parley.v1.CompleteStreamRequest.tool_choice:type_name -> parley.v1.ToolChoice
+	8,  // 14: parley.v1.CompleteStreamRequest.response_format:type_name -> parley.v1.ResponseFormat
+	12, // 15: parley.v1.CompleteStreamResponse.event:type_name -> parley.v1.GenerationEvent
+	0,  // 16: parley.v1.ChatService.Complete:input_type -> parley.v1.CompleteRequest
+	3,  // 17: parley.v1.ChatService.CompleteStream:input_type -> parley.v1.CompleteStreamRequest
+	1,  // 18: parley.v1.ChatService.Complete:output_type -> parley.v1.CompleteResponse
+	4,  // 19: parley.v1.ChatService.CompleteStream:output_type -> parley.v1.CompleteStreamResponse
+	18, // [18:20] is the sub-list for method output_type
+	16, // [16:18] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_chat_proto_init() }
@@ -479,14 +738,14 @@ func file_parley_v1_chat_proto_init() {
 	}
 	file_parley_v1_common_proto_init()
 	file_parley_v1_chat_proto_msgTypes[0].OneofWrappers = []any{}
-	file_parley_v1_chat_proto_msgTypes[2].OneofWrappers = []any{}
+	file_parley_v1_chat_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_chat_proto_rawDesc), len(file_parley_v1_chat_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ package parleyv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -119,6 +120,9 @@ const (
 	// The generation failed after it had started (for example its worker died). The
 	// output produced until then is kept; error_message says what happened.
 	FinishReason_FINISH_REASON_ERROR FinishReason = 4
+	// The model called one or more tools (see ToolCall); the caller runs them and
+	// sends their results back in ROLE_TOOL messages.
+	FinishReason_FINISH_REASON_TOOL_CALLS FinishReason = 5
 )
 
 // Enum value maps for FinishReason.
@@ -129,6 +133,7 @@ var (
 		2: "FINISH_REASON_LENGTH",
 		3: "FINISH_REASON_CANCELLED",
 		4: "FINISH_REASON_ERROR",
+		5: "FINISH_REASON_TOOL_CALLS",
 	}
 	FinishReason_value = map[string]int32{
 		"FINISH_REASON_UNSPECIFIED": 0,
@@ -136,6 +141,7 @@ var (
 		"FINISH_REASON_LENGTH":      2,
 		"FINISH_REASON_CANCELLED":   3,
 		"FINISH_REASON_ERROR":       4,
+		"FINISH_REASON_TOOL_CALLS":  5,
 	}
 )
 
@@ -176,8 +182,10 @@ const (
 	Role_ROLE_SYSTEM Role = 1
 	// The person or program asking.
 	Role_ROLE_USER Role = 2
-	// The model's answer.
+	// The model's answer: text, tool calls, or both.
 	Role_ROLE_ASSISTANT Role = 3
+	// The result of a tool call: exactly one tool_result part (API channel).
+	Role_ROLE_TOOL Role = 4
 )
 
 // Enum value maps for Role.
@@ -187,12 +195,14 @@ var (
 		1: "ROLE_SYSTEM",
 		2: "ROLE_USER",
 		3: "ROLE_ASSISTANT",
+		4: "ROLE_TOOL",
 	}
 	Role_value = map[string]int32{
 		"ROLE_UNSPECIFIED": 0,
 		"ROLE_SYSTEM":      1,
 		"ROLE_USER":        2,
 		"ROLE_ASSISTANT":   3,
+		"ROLE_TOOL":        4,
 	}
 )
 
@@ -274,6 +284,124 @@ func (x AuthChannel) Number() protoreflect.EnumNumber {
 // Deprecated: Use AuthChannel.Descriptor instead.
 func (AuthChannel) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_common_proto_rawDescGZIP(), []int{3}
+}
+
+// ToolChoiceMode says whether the model calls a tool.
+type ToolChoiceMode int32
+
+const (
+	// Not set: AUTO when tools are given.
+	ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED ToolChoiceMode = 0
+	// The model decides between answering and calling tools.
+	ToolChoiceMode_TOOL_CHOICE_MODE_AUTO ToolChoiceMode = 1
+	// The model does not call tools.
+	ToolChoiceMode_TOOL_CHOICE_MODE_NONE ToolChoiceMode = 2
+	// The model calls at least one tool.
+	ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED ToolChoiceMode = 3
+	// The model calls the function named in ToolChoice.function_name.
+	ToolChoiceMode_TOOL_CHOICE_MODE_FUNCTION ToolChoiceMode = 4
+)
+
+// Enum value maps for ToolChoiceMode.
+var (
+	ToolChoiceMode_name = map[int32]string{
+		0: "TOOL_CHOICE_MODE_UNSPECIFIED",
+		1: "TOOL_CHOICE_MODE_AUTO",
+		2: "TOOL_CHOICE_MODE_NONE",
+		3: "TOOL_CHOICE_MODE_REQUIRED",
+		4: "TOOL_CHOICE_MODE_FUNCTION",
+	}
+	ToolChoiceMode_value = map[string]int32{
+		"TOOL_CHOICE_MODE_UNSPECIFIED": 0,
+		"TOOL_CHOICE_MODE_AUTO":        1,
+		"TOOL_CHOICE_MODE_NONE":        2,
+		"TOOL_CHOICE_MODE_REQUIRED":    3,
+		"TOOL_CHOICE_MODE_FUNCTION":    4,
+	}
+)
+
+func (x ToolChoiceMode) Enum() *ToolChoiceMode {
+	p := new(ToolChoiceMode)
+	*p = x
+	return p
+}
+
+func (x ToolChoiceMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolChoiceMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_common_proto_enumTypes[4].Descriptor()
+}
+
+func (ToolChoiceMode) Type() protoreflect.EnumType {
+	return &file_parley_v1_common_proto_enumTypes[4]
+}
+
+func (x ToolChoiceMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolChoiceMode.Descriptor instead.
+func (ToolChoiceMode) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
+// ResponseFormatType is the kind of text the answer must be.
+type ResponseFormatType int32
+
+const (
+	// Not set: free text.
+	ResponseFormatType_RESPONSE_FORMAT_TYPE_UNSPECIFIED ResponseFormatType = 0
+	// Free text.
+	ResponseFormatType_RESPONSE_FORMAT_TYPE_TEXT ResponseFormatType = 1
+	// A JSON object (any).
+	ResponseFormatType_RESPONSE_FORMAT_TYPE_JSON_OBJECT ResponseFormatType = 2
+	// JSON valid against ResponseFormat.schema.
+	ResponseFormatType_RESPONSE_FORMAT_TYPE_JSON_SCHEMA ResponseFormatType = 3
+)
+
+// Enum value maps for ResponseFormatType.
+var (
+	ResponseFormatType_name = map[int32]string{
+		0: "RESPONSE_FORMAT_TYPE_UNSPECIFIED",
+		1: "RESPONSE_FORMAT_TYPE_TEXT",
+		2: "RESPONSE_FORMAT_TYPE_JSON_OBJECT",
+		3: "RESPONSE_FORMAT_TYPE_JSON_SCHEMA",
+	}
+	ResponseFormatType_value = map[string]int32{
+		"RESPONSE_FORMAT_TYPE_UNSPECIFIED": 0,
+		"RESPONSE_FORMAT_TYPE_TEXT":        1,
+		"RESPONSE_FORMAT_TYPE_JSON_OBJECT": 2,
+		"RESPONSE_FORMAT_TYPE_JSON_SCHEMA": 3,
+	}
+)
+
+func (x ResponseFormatType) Enum() *ResponseFormatType {
+	p := new(ResponseFormatType)
+	*p = x
+	return p
+}
+
+func (x ResponseFormatType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ResponseFormatType) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_common_proto_enumTypes[5].Descriptor()
+}
+
+func (ResponseFormatType) Type() protoreflect.EnumType {
+	return &file_parley_v1_common_proto_enumTypes[5]
+}
+
+func (x ResponseFormatType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ResponseFormatType.Descriptor instead.
+func (ResponseFormatType) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{5}
 }
 
 // Usage counts the tokens of one generation, as counted by Parley's tokenizer
@@ -416,6 +544,8 @@ type Part struct {
 	//	*Part_AttachmentId
 	//	*Part_Image
 	//	*Part_Document
+	//	*Part_ToolCall
+	//	*Part_ToolResult
 	Kind          isPart_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -494,6 +624,24 @@ func (x *Part) GetDocument() *InlineDocument {
 	return nil
 }
 
+func (x *Part) GetToolCall() *ToolCall {
+	if x != nil {
+		if x, ok := x.Kind.(*Part_ToolCall); ok {
+			return x.ToolCall
+		}
+	}
+	return nil
+}
+
+func (x *Part) GetToolResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Kind.(*Part_ToolResult); ok {
+			return x.ToolResult
+		}
+	}
+	return nil
+}
+
 type isPart_Kind interface {
 	isPart_Kind()
 }
@@ -519,6 +667,16 @@ type Part_Document struct {
 	Document *InlineDocument `protobuf:"bytes,4,opt,name=document,proto3,oneof"`
 }
 
+type Part_ToolCall struct {
+	// A tool call the model made; only in ROLE_ASSISTANT messages (API channel).
+	ToolCall *ToolCall `protobuf:"bytes,5,opt,name=tool_call,json=toolCall,proto3,oneof"`
+}
+
+type Part_ToolResult struct {
+	// A tool call's result; only in ROLE_TOOL messages (API channel).
+	ToolResult *ToolResult `protobuf:"bytes,6,opt,name=tool_result,json=toolResult,proto3,oneof"`
+}
+
 func (*Part_Text) isPart_Kind() {}
 
 func (*Part_AttachmentId) isPart_Kind() {}
@@ -526,6 +684,601 @@ func (*Part_AttachmentId) isPart_Kind() {}
 func (*Part_Image) isPart_Kind() {}
 
 func (*Part_Document) isPart_Kind() {}
+
+func (*Part_ToolCall) isPart_Kind() {}
+
+func (*Part_ToolResult) isPart_Kind() {}
+
+// ToolCall is a call of a function the request offered in `tools`.
+type ToolCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The call's id, unique within the conversation; a ToolResult names it.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Required. The function's name, one of the request's tools.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Required. The arguments: a JSON object as text, meant to be valid against the
+	// tool's parameters (check it: models can be wrong).
+	Arguments     string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_parley_v1_common_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCall) ProtoMessage() {}
+
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolCall) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCall) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCall) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// ToolResult answers one ToolCall.
+type ToolResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The id of the ToolCall this answers; at most 256 bytes.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// Required. What the tool returned, as text (often JSON).
+	Content       string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolResult) Reset() {
+	*x = ToolResult{}
+	mi := &file_parley_v1_common_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolResult) ProtoMessage() {}
+
+func (x *ToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
+func (*ToolResult) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolResult) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ToolResult) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The function's name: 1–64 of a–z, A–Z, 0–9, _ and -.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. What the function does and when to call it; the model reads it.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Optional. The function's parameters as a JSON Schema object; unset means it
+	// takes none. At most 64 KiB as JSON.
+	Parameters *structpb.Struct `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// Optional. Ask the engine to follow the schema exactly (where it can).
+	Strict        bool `protobuf:"varint,4,opt,name=strict,proto3" json:"strict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tool) Reset() {
+	*x = Tool{}
+	mi := &file_parley_v1_common_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tool) ProtoMessage() {}
+
+func (x *Tool) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tool.ProtoReflect.Descriptor instead.
+func (*Tool) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Tool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Tool) GetParameters() *structpb.Struct {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *Tool) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
+// ToolChoice says whether and which tool the model calls.
+type ToolChoice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The mode; unset is AUTO.
+	Mode ToolChoiceMode `protobuf:"varint,1,opt,name=mode,proto3,enum=parley.v1.ToolChoiceMode" json:"mode,omitempty"`
+	// Required with TOOL_CHOICE_MODE_FUNCTION, else empty: one of the tools' names.
+	FunctionName  string `protobuf:"bytes,2,opt,name=function_name,json=functionName,proto3" json:"function_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolChoice) Reset() {
+	*x = ToolChoice{}
+	mi := &file_parley_v1_common_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolChoice) ProtoMessage() {}
+
+func (x *ToolChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolChoice.ProtoReflect.Descriptor instead.
+func (*ToolChoice) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ToolChoice) GetMode() ToolChoiceMode {
+	if x != nil {
+		return x.Mode
+	}
+	return ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED
+}
+
+func (x *ToolChoice) GetFunctionName() string {
+	if x != nil {
+		return x.FunctionName
+	}
+	return ""
+}
+
+// ResponseFormat constrains the answer's text (structured output).
+type ResponseFormat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The kind; unset is free text.
+	Type ResponseFormatType `protobuf:"varint,1,opt,name=type,proto3,enum=parley.v1.ResponseFormatType" json:"type,omitempty"`
+	// Required with JSON_SCHEMA: the schema's name, 1–64 of a–z, A–Z, 0–9, _ and -.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Required with JSON_SCHEMA: the JSON Schema; at most 64 KiB as JSON.
+	Schema *structpb.Struct `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
+	// Optional. Ask the engine to follow the schema exactly (where it can).
+	Strict        bool `protobuf:"varint,4,opt,name=strict,proto3" json:"strict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResponseFormat) Reset() {
+	*x = ResponseFormat{}
+	mi := &file_parley_v1_common_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResponseFormat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResponseFormat) ProtoMessage() {}
+
+func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResponseFormat.ProtoReflect.Descriptor instead.
+func (*ResponseFormat) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ResponseFormat) GetType() ResponseFormatType {
+	if x != nil {
+		return x.Type
+	}
+	return ResponseFormatType_RESPONSE_FORMAT_TYPE_UNSPECIFIED
+}
+
+func (x *ResponseFormat) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResponseFormat) GetSchema() *structpb.Struct {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *ResponseFormat) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
+// TokenLogprob is one generated token's log probability and its most likely
+// alternatives (when the request asked for logprobs).
+type TokenLogprob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token as text.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Its natural-log probability (at most 0).
+	Logprob float64 `protobuf:"fixed64,2,opt,name=logprob,proto3" json:"logprob,omitempty"`
+	// The token's UTF-8 bytes (a token can be part of a character).
+	Bytes []byte `protobuf:"bytes,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The most likely tokens at this position, most likely first (top_logprobs of
+	// them).
+	TopLogprobs   []*TopLogprob `protobuf:"bytes,4,rep,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenLogprob) Reset() {
+	*x = TokenLogprob{}
+	mi := &file_parley_v1_common_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenLogprob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenLogprob) ProtoMessage() {}
+
+func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
+func (*TokenLogprob) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TokenLogprob) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TokenLogprob) GetLogprob() float64 {
+	if x != nil {
+		return x.Logprob
+	}
+	return 0
+}
+
+func (x *TokenLogprob) GetBytes() []byte {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *TokenLogprob) GetTopLogprobs() []*TopLogprob {
+	if x != nil {
+		return x.TopLogprobs
+	}
+	return nil
+}
+
+// TopLogprob is one likely token at a position.
+type TopLogprob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token as text.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Its natural-log probability.
+	Logprob float64 `protobuf:"fixed64,2,opt,name=logprob,proto3" json:"logprob,omitempty"`
+	// The token's UTF-8 bytes.
+	Bytes         []byte `protobuf:"bytes,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopLogprob) Reset() {
+	*x = TopLogprob{}
+	mi := &file_parley_v1_common_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopLogprob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopLogprob) ProtoMessage() {}
+
+func (x *TopLogprob) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
+func (*TopLogprob) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TopLogprob) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TopLogprob) GetLogprob() float64 {
+	if x != nil {
+		return x.Logprob
+	}
+	return 0
+}
+
+func (x *TopLogprob) GetBytes() []byte {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+// ToolCallDelta is a piece of a streamed tool call, as OpenAI streams them: the
+// first piece of the call at `index` has its id and name, later pieces more of
+// its arguments. Concatenate the arguments of every piece with the same index.
+type ToolCallDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's position among the choice's calls, from 0.
+	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The call's id (first piece only).
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The function's name (first piece only).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// More of the arguments' JSON text.
+	Arguments     string `protobuf:"bytes,4,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallDelta) Reset() {
+	*x = ToolCallDelta{}
+	mi := &file_parley_v1_common_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallDelta) ProtoMessage() {}
+
+func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
+func (*ToolCallDelta) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ToolCallDelta) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ToolCallDelta) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCallDelta) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCallDelta) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// ChoiceFinish is how one choice ended (requests with n > 1).
+type ChoiceFinish struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The choice's index.
+	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Why it ended.
+	FinishReason  FinishReason `protobuf:"varint,2,opt,name=finish_reason,json=finishReason,proto3,enum=parley.v1.FinishReason" json:"finish_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChoiceFinish) Reset() {
+	*x = ChoiceFinish{}
+	mi := &file_parley_v1_common_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChoiceFinish) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChoiceFinish) ProtoMessage() {}
+
+func (x *ChoiceFinish) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChoiceFinish.ProtoReflect.Descriptor instead.
+func (*ChoiceFinish) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ChoiceFinish) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ChoiceFinish) GetFinishReason() FinishReason {
+	if x != nil {
+		return x.FinishReason
+	}
+	return FinishReason_FINISH_REASON_UNSPECIFIED
+}
 
 // InlineImage is an image carried in the request itself.
 type InlineImage struct {
@@ -541,7 +1294,7 @@ type InlineImage struct {
 
 func (x *InlineImage) Reset() {
 	*x = InlineImage{}
-	mi := &file_parley_v1_common_proto_msgTypes[3]
+	mi := &file_parley_v1_common_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +1306,7 @@ func (x *InlineImage) String() string {
 func (*InlineImage) ProtoMessage() {}
 
 func (x *InlineImage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[3]
+	mi := &file_parley_v1_common_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +1319,7 @@ func (x *InlineImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineImage.ProtoReflect.Descriptor instead.
 func (*InlineImage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InlineImage) GetData() []byte {
@@ -600,7 +1353,7 @@ type InlineDocument struct {
 
 func (x *InlineDocument) Reset() {
 	*x = InlineDocument{}
-	mi := &file_parley_v1_common_proto_msgTypes[4]
+	mi := &file_parley_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +1365,7 @@ func (x *InlineDocument) String() string {
 func (*InlineDocument) ProtoMessage() {}
 
 func (x *InlineDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[4]
+	mi := &file_parley_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +1378,7 @@ func (x *InlineDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineDocument.ProtoReflect.Descriptor instead.
 func (*InlineDocument) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InlineDocument) GetData() []byte {
@@ -670,7 +1423,7 @@ type GenerationEvent struct {
 
 func (x *GenerationEvent) Reset() {
 	*x = GenerationEvent{}
-	mi := &file_parley_v1_common_proto_msgTypes[5]
+	mi := &file_parley_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +1435,7 @@ func (x *GenerationEvent) String() string {
 func (*GenerationEvent) ProtoMessage() {}
 
 func (x *GenerationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[5]
+	mi := &file_parley_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +1448,7 @@ func (x *GenerationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationEvent.ProtoReflect.Descriptor instead.
 func (*GenerationEvent) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GenerationEvent) GetSeq() uint64 {
@@ -784,7 +1537,7 @@ type GenerationStarted struct {
 
 func (x *GenerationStarted) Reset() {
 	*x = GenerationStarted{}
-	mi := &file_parley_v1_common_proto_msgTypes[6]
+	mi := &file_parley_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +1549,7 @@ func (x *GenerationStarted) String() string {
 func (*GenerationStarted) ProtoMessage() {}
 
 func (x *GenerationStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[6]
+	mi := &file_parley_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +1562,7 @@ func (x *GenerationStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationStarted.ProtoReflect.Descriptor instead.
 func (*GenerationStarted) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GenerationStarted) GetRequestId() string {
@@ -847,18 +1600,26 @@ func (x *GenerationStarted) GetUserMessageId() string {
 	return ""
 }
 
-// GenerationDelta carries the next piece of the answer's text.
+// GenerationDelta carries the next piece of the answer: text, pieces of tool
+// calls, or both.
 type GenerationDelta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Text to append to the answer; valid UTF-8, never empty.
-	Text          string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Text to append to the answer; valid UTF-8. Empty only when the delta carries
+	// tool calls.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Which choice this is part of (from 0; always 0 unless the request set n > 1).
+	Choice int32 `protobuf:"varint,2,opt,name=choice,proto3" json:"choice,omitempty"`
+	// Pieces of tool calls (API channel, with tools).
+	ToolCalls []*ToolCallDelta `protobuf:"bytes,3,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// The log probabilities of this delta's tokens (when logprobs was asked for).
+	Logprobs      []*TokenLogprob `protobuf:"bytes,4,rep,name=logprobs,proto3" json:"logprobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GenerationDelta) Reset() {
 	*x = GenerationDelta{}
-	mi := &file_parley_v1_common_proto_msgTypes[7]
+	mi := &file_parley_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1631,7 @@ func (x *GenerationDelta) String() string {
 func (*GenerationDelta) ProtoMessage() {}
 
 func (x *GenerationDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[7]
+	mi := &file_parley_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1644,7 @@ func (x *GenerationDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationDelta.ProtoReflect.Descriptor instead.
 func (*GenerationDelta) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GenerationDelta) GetText() string {
@@ -891,6 +1652,27 @@ func (x *GenerationDelta) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *GenerationDelta) GetChoice() int32 {
+	if x != nil {
+		return x.Choice
+	}
+	return 0
+}
+
+func (x *GenerationDelta) GetToolCalls() []*ToolCallDelta {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *GenerationDelta) GetLogprobs() []*TokenLogprob {
+	if x != nil {
+		return x.Logprobs
+	}
+	return nil
 }
 
 // GenerationFinished closes a generation's event stream.
@@ -905,14 +1687,17 @@ type GenerationFinished struct {
 	// web channel is covered by tier limits instead and reports 0.
 	CostNanos int64 `protobuf:"varint,3,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
 	// A human-readable reason when finish_reason is FINISH_REASON_ERROR; empty otherwise.
-	ErrorMessage  string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	ErrorMessage string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// How each choice ended, by index (one entry per choice; finish_reason is choice
+	// 0's unless the generation as a whole was cancelled or failed).
+	Choices       []*ChoiceFinish `protobuf:"bytes,5,rep,name=choices,proto3" json:"choices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GenerationFinished) Reset() {
 	*x = GenerationFinished{}
-	mi := &file_parley_v1_common_proto_msgTypes[8]
+	mi := &file_parley_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1709,7 @@ func (x *GenerationFinished) String() string {
 func (*GenerationFinished) ProtoMessage() {}
 
 func (x *GenerationFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[8]
+	mi := &file_parley_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1722,7 @@ func (x *GenerationFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationFinished.ProtoReflect.Descriptor instead.
 func (*GenerationFinished) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GenerationFinished) GetFinishReason() FinishReason {
@@ -968,11 +1753,18 @@ func (x *GenerationFinished) GetErrorMessage() string {
 	return ""
 }
 
+func (x *GenerationFinished) GetChoices() []*ChoiceFinish {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
 var File_parley_v1_common_proto protoreflect.FileDescriptor
 
 const file_parley_v1_common_proto_rawDesc = "" +
 	"\n" +
-	"\x16parley/v1/common.proto\x12\tparley.v1\"\x9c\x01\n" +
+	"\x16parley/v1/common.proto\x12\tparley.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x9c\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12#\n" +
@@ -980,13 +1772,59 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\testimated\x18\x04 \x01(\bR\testimated\"U\n" +
 	"\aMessage\x12#\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x0f.parley.v1.RoleR\x04role\x12%\n" +
-	"\x05parts\x18\x02 \x03(\v2\x0f.parley.v1.PartR\x05parts\"\xb4\x01\n" +
+	"\x05parts\x18\x02 \x03(\v2\x0f.parley.v1.PartR\x05parts\"\xa2\x02\n" +
 	"\x04Part\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12%\n" +
 	"\rattachment_id\x18\x02 \x01(\tH\x00R\fattachmentId\x12.\n" +
 	"\x05image\x18\x03 \x01(\v2\x16.parley.v1.InlineImageH\x00R\x05image\x127\n" +
-	"\bdocument\x18\x04 \x01(\v2\x19.parley.v1.InlineDocumentH\x00R\bdocumentB\x06\n" +
-	"\x04kind\">\n" +
+	"\bdocument\x18\x04 \x01(\v2\x19.parley.v1.InlineDocumentH\x00R\bdocument\x122\n" +
+	"\ttool_call\x18\x05 \x01(\v2\x13.parley.v1.ToolCallH\x00R\btoolCall\x128\n" +
+	"\vtool_result\x18\x06 \x01(\v2\x15.parley.v1.ToolResultH\x00R\n" +
+	"toolResultB\x06\n" +
+	"\x04kind\"L\n" +
+	"\bToolCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\"H\n" +
+	"\n" +
+	"ToolResult\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\x8d\x01\n" +
+	"\x04Tool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
+	"\n" +
+	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"parameters\x12\x16\n" +
+	"\x06strict\x18\x04 \x01(\bR\x06strict\"`\n" +
+	"\n" +
+	"ToolChoice\x12-\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x19.parley.v1.ToolChoiceModeR\x04mode\x12#\n" +
+	"\rfunction_name\x18\x02 \x01(\tR\ffunctionName\"\xa0\x01\n" +
+	"\x0eResponseFormat\x121\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1d.parley.v1.ResponseFormatTypeR\x04type\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12/\n" +
+	"\x06schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06schema\x12\x16\n" +
+	"\x06strict\x18\x04 \x01(\bR\x06strict\"\x8e\x01\n" +
+	"\fTokenLogprob\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
+	"\alogprob\x18\x02 \x01(\x01R\alogprob\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\fR\x05bytes\x128\n" +
+	"\ftop_logprobs\x18\x04 \x03(\v2\x15.parley.v1.TopLogprobR\vtopLogprobs\"R\n" +
+	"\n" +
+	"TopLogprob\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
+	"\alogprob\x18\x02 \x01(\x01R\alogprob\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\fR\x05bytes\"g\n" +
+	"\rToolCallDelta\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x04 \x01(\tR\targuments\"b\n" +
+	"\fChoiceFinish\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12<\n" +
+	"\rfinish_reason\x18\x02 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\">\n" +
 	"\vInlineImage\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\"]\n" +
@@ -1007,36 +1845,54 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12&\n" +
-	"\x0fuser_message_id\x18\x05 \x01(\tR\ruserMessageId\"%\n" +
+	"\x0fuser_message_id\x18\x05 \x01(\tR\ruserMessageId\"\xab\x01\n" +
 	"\x0fGenerationDelta\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\"\xbe\x01\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
+	"\x06choice\x18\x02 \x01(\x05R\x06choice\x127\n" +
+	"\n" +
+	"tool_calls\x18\x03 \x03(\v2\x18.parley.v1.ToolCallDeltaR\ttoolCalls\x123\n" +
+	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\"\xf1\x01\n" +
 	"\x12GenerationFinished\x12<\n" +
 	"\rfinish_reason\x18\x01 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x12&\n" +
 	"\x05usage\x18\x02 \x01(\v2\x10.parley.v1.UsageR\x05usage\x12\x1d\n" +
 	"\n" +
 	"cost_nanos\x18\x03 \x01(\x03R\tcostNanos\x12#\n" +
-	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage*V\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x121\n" +
+	"\achoices\x18\x05 \x03(\v2\x17.parley.v1.ChoiceFinishR\achoices*V\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tTIER_FREE\x10\x01\x12\r\n" +
 	"\tTIER_PLUS\x10\x02\x12\f\n" +
 	"\bTIER_PRO\x10\x03\x12\f\n" +
-	"\bTIER_MAX\x10\x04*\x95\x01\n" +
+	"\bTIER_MAX\x10\x04*\xb3\x01\n" +
 	"\fFinishReason\x12\x1d\n" +
 	"\x19FINISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12FINISH_REASON_STOP\x10\x01\x12\x18\n" +
 	"\x14FINISH_REASON_LENGTH\x10\x02\x12\x1b\n" +
 	"\x17FINISH_REASON_CANCELLED\x10\x03\x12\x17\n" +
-	"\x13FINISH_REASON_ERROR\x10\x04*P\n" +
+	"\x13FINISH_REASON_ERROR\x10\x04\x12\x1c\n" +
+	"\x18FINISH_REASON_TOOL_CALLS\x10\x05*_\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
 	"\tROLE_USER\x10\x02\x12\x12\n" +
-	"\x0eROLE_ASSISTANT\x10\x03*_\n" +
+	"\x0eROLE_ASSISTANT\x10\x03\x12\r\n" +
+	"\tROLE_TOOL\x10\x04*_\n" +
 	"\vAuthChannel\x12\x1c\n" +
 	"\x18AUTH_CHANNEL_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14AUTH_CHANNEL_SESSION\x10\x01\x12\x18\n" +
-	"\x14AUTH_CHANNEL_API_KEY\x10\x02B3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x14AUTH_CHANNEL_API_KEY\x10\x02*\xa6\x01\n" +
+	"\x0eToolChoiceMode\x12 \n" +
+	"\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n" +
+	"\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03\x12\x1d\n" +
+	"\x19TOOL_CHOICE_MODE_FUNCTION\x10\x04*\xa5\x01\n" +
+	"\x12ResponseFormatType\x12$\n" +
+	" RESPONSE_FORMAT_TYPE_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19RESPONSE_FORMAT_TYPE_TEXT\x10\x01\x12$\n" +
+	" RESPONSE_FORMAT_TYPE_JSON_OBJECT\x10\x02\x12$\n" +
+	" RESPONSE_FORMAT_TYPE_JSON_SCHEMA\x10\x03B3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_common_proto_rawDescOnce sync.Once
@@ -1050,38 +1906,61 @@ func file_parley_v1_common_proto_rawDescGZIP() []byte {
 	return file_parley_v1_common_proto_rawDescData
 }
 
-var file_parley_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_parley_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_parley_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_parley_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_parley_v1_common_proto_goTypes = []any{
 	(Tier)(0),                  // 0: parley.v1.Tier
 	(FinishReason)(0),          // 1: parley.v1.FinishReason
 	(Role)(0),                  // 2: parley.v1.Role
 	(AuthChannel)(0),           // 3: parley.v1.AuthChannel
-	(*Usage)(nil),              // 4: parley.v1.Usage
-	(*Message)(nil),            // 5: parley.v1.Message
-	(*Part)(nil),               // 6: parley.v1.Part
-	(*InlineImage)(nil),        // 7: parley.v1.InlineImage
-	(*InlineDocument)(nil),     // 8: parley.v1.InlineDocument
-	(*GenerationEvent)(nil),    // 9: parley.v1.GenerationEvent
-	(*GenerationStarted)(nil),  // 10: parley.v1.GenerationStarted
-	(*GenerationDelta)(nil),    // 11: parley.v1.GenerationDelta
-	(*GenerationFinished)(nil), // 12: parley.v1.GenerationFinished
+	(ToolChoiceMode)(0),        // 4: parley.v1.ToolChoiceMode
+	(ResponseFormatType)(0),    // 5: parley.v1.ResponseFormatType
+	(*Usage)(nil),              // 6: parley.v1.Usage
+	(*Message)(nil),            // 7: parley.v1.Message
+	(*Part)(nil),               // 8: parley.v1.Part
+	(*ToolCall)(nil),           // 9: parley.v1.ToolCall
+	(*ToolResult)(nil),         // 10: parley.v1.ToolResult
+	(*Tool)(nil),               // 11: parley.v1.Tool
+	(*ToolChoice)(nil),         // 12: parley.v1.ToolChoice
+	(*ResponseFormat)(nil),     // 13: parley.v1.ResponseFormat
+	(*TokenLogprob)(nil),       // 14: parley.v1.TokenLogprob
+	(*TopLogprob)(nil),         // 15: parley.v1.TopLogprob
+	(*ToolCallDelta)(nil),      // 16: parley.v1.ToolCallDelta
+	(*ChoiceFinish)(nil),       // 17: parley.v1.ChoiceFinish
+	(*InlineImage)(nil),        // 18: parley.v1.InlineImage
+	(*InlineDocument)(nil),     // 19: parley.v1.InlineDocument
+	(*GenerationEvent)(nil),    // 20: parley.v1.GenerationEvent
+	(*GenerationStarted)(nil),  // 21: parley.v1.GenerationStarted
+	(*GenerationDelta)(nil),    // 22: parley.v1.GenerationDelta
+	(*GenerationFinished)(nil), // 23: parley.v1.GenerationFinished
+	(*structpb.Struct)(nil),    // 24: google.protobuf.Struct
 }
 var file_parley_v1_common_proto_depIdxs = []int32{
 	2,  // 0: parley.v1.Message.role:type_name -> parley.v1.Role
-	6,  // 1: parley.v1.Message.parts:type_name -> parley.v1.Part
-	7,  // 2: parley.v1.Part.image:type_name -> parley.v1.InlineImage
-	8,  // 3: parley.v1.Part.document:type_name -> parley.v1.InlineDocument
-	10, // 4: parley.v1.GenerationEvent.started:type_name -> parley.v1.GenerationStarted
-	11, // 5: parley.v1.GenerationEvent.delta:type_name -> parley.v1.GenerationDelta
-	12, // 6: parley.v1.GenerationEvent.finished:type_name -> parley.v1.GenerationFinished
-	1,  // 7: parley.v1.GenerationFinished.finish_reason:type_name -> parley.v1.FinishReason
-	4,  // 8: parley.v1.GenerationFinished.usage:type_name -> parley.v1.Usage
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	8,  // 1: parley.v1.Message.parts:type_name -> parley.v1.Part
+	18, // 2: parley.v1.Part.image:type_name -> parley.v1.InlineImage
+	19, // 3: parley.v1.Part.document:type_name -> parley.v1.InlineDocument
+	9,  // 4: parley.v1.Part.tool_call:type_name -> parley.v1.ToolCall
+	10, // 5: parley.v1.Part.tool_result:type_name -> parley.v1.ToolResult
+	24, // 6: parley.v1.Tool.parameters:type_name -> google.protobuf.Struct
+	4,  // 7: parley.v1.ToolChoice.mode:type_name -> parley.v1.ToolChoiceMode
+	5,  // 8: parley.v1.ResponseFormat.type:type_name -> parley.v1.ResponseFormatType
+	24, // 9: parley.v1.ResponseFormat.schema:type_name -> google.protobuf.Struct
+	15, // 10: parley.v1.TokenLogprob.top_logprobs:type_name -> parley.v1.TopLogprob
+	1,  // 11: parley.v1.ChoiceFinish.finish_reason:type_name -> parley.v1.FinishReason
+	21, // 12: parley.v1.GenerationEvent.started:type_name -> parley.v1.GenerationStarted
+	22, // 13: parley.v1.GenerationEvent.delta:type_name -> parley.v1.GenerationDelta
+	23, // 14: parley.v1.GenerationEvent.finished:type_name -> parley.v1.GenerationFinished
+	16, // 15: parley.v1.GenerationDelta.tool_calls:type_name -> parley.v1.ToolCallDelta
+	14, // 16: parley.v1.GenerationDelta.logprobs:type_name -> parley.v1.TokenLogprob
+	1,  // 17: parley.v1.GenerationFinished.finish_reason:type_name -> parley.v1.FinishReason
+	6,  // 18: parley.v1.GenerationFinished.usage:type_name -> parley.v1.Usage
+	17, // 19: parley.v1.GenerationFinished.choices:type_name -> parley.v1.ChoiceFinish
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_common_proto_init() }
@@ -1094,8 +1973,10 @@ func file_parley_v1_common_proto_init() {
 		(*Part_AttachmentId)(nil),
 		(*Part_Image)(nil),
 		(*Part_Document)(nil),
+		(*Part_ToolCall)(nil),
+		(*Part_ToolResult)(nil),
 	}
-	file_parley_v1_common_proto_msgTypes[5].OneofWrappers = []any{
+	file_parley_v1_common_proto_msgTypes[14].OneofWrappers = []any{
 		(*GenerationEvent_Started)(nil),
 		(*GenerationEvent_Delta)(nil),
 		(*GenerationEvent_Finished)(nil),
@@ -1105,8 +1986,8 @@ func file_parley_v1_common_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_common_proto_rawDesc), len(file_parley_v1_common_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   9,
+			NumEnums:      6,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

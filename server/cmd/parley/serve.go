@@ -16,6 +16,7 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"connectrpc.com/otelconnect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	"github.com/parleyhq/parley/server/api"
@@ -56,6 +57,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	quotaBytes := fs.Int64("attachment-quota-bytes", defaults.UserBytes, "attachment storage per user, in bytes")
 	blobURLExpiry := fs.Duration("blob-url-expiry", blob.MaxURLExpiry, "how long signed upload and download URLs live (at most 15m)")
 	blobBaseURL := fs.String("blob-base-url", "", "absolute base of signed blob URLs (empty: relative to the gateway)")
+	openaiUnsupported := fs.String("openai-unsupported", "refuse", "OpenAI request fields Parley cannot honour: refuse (400 naming the field) or drop (count in parley_openai_dropped_params_total, log once per field)")
 	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
@@ -206,12 +208,24 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: *pingEvery}))
 
 	// The OpenAI-compatible surface, over the same core.
-	openai := &api.OpenAIHandler{Core: core, Catalog: catalog, PingInterval: *pingEvery, Outage: outage}
+	unsupported, err := api.ParseUnsupported(*openaiUnsupported)
+	if err != nil {
+		return err
+	}
+	droppedParams := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_openai_dropped_params_total",
+		Help: "OpenAI request fields dropped by --openai-unsupported=drop, by field.",
+	}, []string{"field"})
+	metrics.Registry.MustRegister(droppedParams)
+	openai := &api.OpenAIHandler{Core: core, Catalog: catalog, PingInterval: *pingEvery, Outage: outage,
+		Unsupported: unsupported, DroppedParams: droppedParams}
 	v1 := authn.Middleware(auth.AccessAny, func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
 		api.WriteOpenAIError(w, r, err)
 	})
 	mux.Handle("POST /v1/chat/completions", metrics.HTTP("openai_chat_completions", v1(http.HandlerFunc(openai.ChatCompletions))))
 	mux.Handle("GET /v1/models", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Models))))
+	mux.Handle("GET /v1/models/{id}", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Model))))
+	mux.Handle("/v1/", metrics.HTTP("openai_not_found", http.HandlerFunc(openai.NotFound)))
 
 	// Plain HTTP endpoints.
 	checks := stores.Checks()

@@ -70,3 +70,96 @@ test("an empty balance is a RateLimitError with insufficient_quota", async () =>
     (e) => e instanceof OpenAI.RateLimitError && e.status === 429 && e.code === "insufficient_quota",
   );
 });
+
+const weatherParams = {
+  type: "object",
+  properties: {
+    location: { type: "string", description: "City name" },
+    unit: { type: "string", enum: ["celsius", "fahrenheit"] },
+  },
+  required: ["location"],
+};
+
+test("runTools calls both functions and ends with text", async () => {
+  const calls = { get_weather: 0, get_time: 0 };
+  const runner = client.chat.completions.runTools({
+    model: "sim-small",
+    messages: [{ role: "user", content: "Use get_weather and get_time for Paris" }],
+    tools: [
+      {
+        type: "function",
+        function: {
+          name: "get_weather",
+          description: "Current weather for a location.",
+          parameters: weatherParams,
+          parse: JSON.parse,
+          function: async (args) => {
+            calls.get_weather++;
+            assert.equal(typeof args.location, "string");
+            return { location: args.location, sky: "sunny", celsius: 21 };
+          },
+        },
+      },
+      {
+        type: "function",
+        function: {
+          name: "get_time",
+          description: "Current local time for a location.",
+          parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] },
+          parse: JSON.parse,
+          function: async (args) => {
+            calls.get_time++;
+            assert.equal(typeof args.location, "string");
+            return { location: args.location, time: "14:05" };
+          },
+        },
+      },
+    ],
+  });
+  const content = await runner.finalContent();
+  assert.equal(typeof content, "string");
+  assert.ok(content.includes("sunny") && content.includes("14:05"), `the tool results did not reach the model: ${content}`);
+  assert.ok(calls.get_weather >= 1 && calls.get_time >= 1, JSON.stringify(calls));
+  const msgs = runner.messages;
+  const toolCallIds = new Map();
+  for (const m of msgs) {
+    if (m.role === "assistant") for (const tc of m.tool_calls ?? []) toolCallIds.set(tc.id, tc.function.name);
+  }
+  const answered = msgs.filter((m) => m.role === "tool").map((m) => toolCallIds.get(m.tool_call_id));
+  assert.ok(answered.includes("get_weather") && answered.includes("get_time"), JSON.stringify(msgs));
+  assert.ok(msgs.filter((m) => m.role === "assistant").length >= 2, "expected a tool-call turn and an answer turn");
+  assert.equal(msgs.at(-1).role, "assistant");
+});
+
+test("a streamed tool call, accumulated by the stream helper", async () => {
+  const stream = client.chat.completions.stream({
+    model: "sim-small",
+    messages: [{ role: "user", content: "What is the weather in Paris?" }],
+    tools: [{ type: "function", function: { name: "get_weather", parameters: weatherParams } }],
+    tool_choice: "required",
+    stream_options: { include_usage: true },
+  });
+  let argDeltas = 0;
+  let usage = null;
+  stream.on("tool_calls.function.arguments.delta", () => argDeltas++);
+  stream.on("chunk", (chunk) => {
+    if (chunk.usage) usage = chunk.usage;
+  });
+  const done = await stream.finalChatCompletion();
+  const choice = done.choices[0];
+  assert.equal(choice.finish_reason, "tool_calls");
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.type, "function");
+  assert.ok(call.id);
+  assert.equal(call.function.name, "get_weather");
+  assert.equal(typeof JSON.parse(call.function.arguments).location, "string");
+  assert.ok(argDeltas >= 1);
+  assert.ok(usage && usage.completion_tokens > 0, "no usage chunk");
+});
+
+test("retrieves a model", async () => {
+  const m = await client.models.retrieve("sim-small");
+  assert.equal(m.id, "sim-small");
+  assert.equal(m.object, "model");
+  await assert.rejects(client.models.retrieve("nope"), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});

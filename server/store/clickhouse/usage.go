@@ -37,10 +37,25 @@ const schema = `CREATE TABLE IF NOT EXISTS usage_records (
 	cached_tokens     Int64,
 	estimated         UInt8,
 	cost_nanos        Int64,
-	finish_reason     String
+	finish_reason     String,
+	end_user          String DEFAULT ''
 ) ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
 ORDER BY (user_id, created_at, request_id)`
+
+// addColumns bring a table made by an older schema up to date, in order:
+// each column is added (last, as schema has it) unless the table has it.
+// 18.16 has no ADD COLUMN IF NOT EXISTS, so Migrate looks in system.columns.
+// A list of one account's records of one end user reads that account's range
+// of the primary key and filters it: no skipping index, which 18.16 only has
+// as an experimental setting.
+var addColumns = []struct{ name, ddl string }{
+	{"end_user", `ALTER TABLE usage_records ADD COLUMN end_user String DEFAULT ''`},
+}
+
+// columns are the table's columns in the order Record appends them.
+const columns = `user_id, created_at, request_id, api_key_id, channel, model, prompt_tokens, completion_tokens,
+	cached_tokens, estimated, cost_nanos, finish_reason, end_user`
 
 // DB is an open ClickHouse usage store.
 type DB struct {
@@ -75,12 +90,40 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return db, nil
 }
 
-// Migrate creates the table if it does not exist.
+// Migrate creates the table if it does not exist and adds the columns an
+// older table lacks.
 func (db *DB) Migrate(ctx context.Context) error {
 	if err := db.conn.Exec(ctx, schema); err != nil {
 		return fmt.Errorf("clickhouse: create usage_records: %w", err)
 	}
+	for _, c := range addColumns {
+		has, err := db.hasColumn(ctx, c.name)
+		if err != nil {
+			return err
+		}
+		if has {
+			continue
+		}
+		if err := db.conn.Exec(ctx, c.ddl); err != nil {
+			// Another process starting at the same time may have added it.
+			if has, herr := db.hasColumn(ctx, c.name); herr != nil || !has {
+				return fmt.Errorf("clickhouse: add usage_records.%s: %w", c.name, err)
+			}
+		}
+	}
 	return nil
+}
+
+// hasColumn reports whether usage_records, in the connection's database,
+// has the column.
+func (db *DB) hasColumn(ctx context.Context, name string) (bool, error) {
+	var n uint64
+	err := db.conn.QueryRow(ctx, `SELECT count() FROM system.columns
+		WHERE database = currentDatabase() AND table = 'usage_records' AND name = ?`, name).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("clickhouse: usage_records columns: %w", err)
+	}
+	return n > 0, nil
 }
 
 // Ping checks that the server answers, for /readyz.
@@ -107,7 +150,7 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 	// FINAL, so no reader ever sees it twice. No lookup on the write path.
 	have := make(map[string]bool, len(records))
 
-	batch, err := db.conn.PrepareBatch(ctx, `INSERT INTO usage_records`)
+	batch, err := db.conn.PrepareBatch(ctx, `INSERT INTO usage_records (`+columns+`)`)
 	if err != nil {
 		return fmt.Errorf("clickhouse: usage insert: %w", err)
 	}
@@ -122,7 +165,7 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 			est = 1
 		}
 		if err := batch.Append(r.UserID, r.CreatedAt.UnixNano(), r.RequestID, r.APIKeyID, r.Channel, r.Model,
-			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason); err != nil {
+			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason, r.EndUser); err != nil {
 			_ = batch.Abort()
 			return fmt.Errorf("clickhouse: usage append: %w", err)
 		}
@@ -138,12 +181,16 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 }
 
 // List implements store.Usage: a user's records, newest first.
-func (db *DB) List(ctx context.Context, userID string, p store.PageRequest) ([]store.UsageRecord, string, error) {
+func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	var q strings.Builder
 	q.WriteString(`SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at FROM usage_records FINAL WHERE user_id = ?`)
+		estimated, cost_nanos, finish_reason, created_at, end_user FROM usage_records FINAL WHERE user_id = ?`)
 	args := []any{userID}
+	if f.EndUser != "" {
+		q.WriteString(` AND end_user = ?`)
+		args = append(args, f.EndUser)
+	}
 	if p.Cursor != "" {
 		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
@@ -164,7 +211,7 @@ func (db *DB) List(ctx context.Context, userID string, p store.PageRequest) ([]s
 		var created int64
 		var est uint8
 		if err := rows.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created); err != nil {
+			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created, &r.EndUser); err != nil {
 			return nil, "", err
 		}
 		r.Estimated = est != 0

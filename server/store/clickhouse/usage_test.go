@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -20,6 +21,20 @@ const EnvURL = "PARLEY_TEST_CLICKHOUSE_URL"
 
 // open returns a usage store in a fresh database of its own.
 func open(t testing.TB) *clickhouse.DB {
+	t.Helper()
+	url, _ := freshDB(t, nil)
+	db, err := clickhouse.Open(t.Context(), url)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// freshDB makes an empty database, dropped with t, runs setup on it through
+// a connection to the server's default database (statements name the
+// database: setup gets its name), and returns its URL.
+func freshDB(t testing.TB, setup func(admin *clickhouse.DB, name string)) (string, string) {
 	t.Helper()
 	url := os.Getenv(EnvURL)
 	if url == "" {
@@ -37,19 +52,67 @@ func open(t testing.TB) *clickhouse.DB {
 		_ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name)
 		admin.Close()
 	})
+	if setup != nil {
+		setup(admin, name)
+	}
 	i := strings.LastIndex(url, "/")
 	rest := ""
 	if q := strings.IndexByte(url[i:], '?'); q >= 0 {
 		rest = url[i+q:]
 	}
-	db, err := clickhouse.Open(t.Context(), url[:i+1]+name+rest)
-	if err != nil {
-		t.Fatalf("Open %s: %v", name, err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return url[:i+1] + name + rest, name
 }
 
 func newStore(t *testing.T) store.Store { return store.Store{Usage: open(t)} }
 
 func TestUsage(t *testing.T) { t.Parallel(); storetest.TestUsage(t, newStore) }
+
+// A table made before usage_records had end_user gets the column at Open;
+// its rows read with an empty end user, and new rows keep theirs.
+func TestMigrateAddsEndUser(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url, _ := freshDB(t, func(admin *clickhouse.DB, name string) {
+		for _, q := range []string{
+			`CREATE TABLE ` + name + `.usage_records (
+				user_id String, created_at Int64, request_id String, api_key_id String, channel String, model String,
+				prompt_tokens Int64, completion_tokens Int64, cached_tokens Int64, estimated UInt8, cost_nanos Int64,
+				finish_reason String
+			) ENGINE = ReplacingMergeTree
+			PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
+			ORDER BY (user_id, created_at, request_id)`,
+			`INSERT INTO ` + name + `.usage_records VALUES ('u1', 1000000000, 'old', '', 'api', 'm', 1, 2, 0, 0, 3, 'stop')`,
+		} {
+			if err := admin.Exec(ctx, q); err != nil {
+				t.Fatalf("old schema: %v", err)
+			}
+		}
+	})
+	for range 2 { // Open twice: the second finds the column there.
+		db, err := clickhouse.Open(ctx, url)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		db.Close()
+	}
+	db, err := clickhouse.Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer db.Close()
+	if err := db.Record(ctx, []store.UsageRecord{{RequestID: "new", UserID: "u1", Channel: "api", Model: "m",
+		CreatedAt: time.Unix(2, 0), EndUser: "alice"}}); err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	all, _, err := db.List(ctx, "u1", store.UsageFilter{}, store.PageRequest{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(all) != 2 || all[0].RequestID != "new" || all[0].EndUser != "alice" || all[1].RequestID != "old" || all[1].EndUser != "" {
+		t.Fatalf("records = %+v", all)
+	}
+	alice, _, err := db.List(ctx, "u1", store.UsageFilter{EndUser: "alice"}, store.PageRequest{})
+	if err != nil || len(alice) != 1 || alice[0].RequestID != "new" {
+		t.Fatalf("alice's records = %+v, %v", alice, err)
+	}
+}

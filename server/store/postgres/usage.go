@@ -20,35 +20,40 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	n := len(records)
 	var (
 		reqID, userID, keyID, channel, model, finish = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		endUser                                      = make([]string, n)
 		prompt, completion, cached, cost, created    = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		estimated                                    = make([]bool, n)
 	)
 	for i, r := range records {
 		reqID[i], userID[i], keyID[i], channel[i], model[i], finish[i] = r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model, r.FinishReason
 		prompt[i], completion[i], cached[i], cost[i], created[i] = r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.CostNanos, ts(r.CreatedAt)
-		estimated[i] = r.Estimated
+		estimated[i], endUser[i] = r.Estimated, r.EndUser
 	}
 	_, err := u.db.exec(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
-			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at)
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[])
+			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[], $13::text[])
 		ON CONFLICT (request_id) DO NOTHING`,
-		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created)
+		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created, endUser)
 	return err
 }
 
-func (u usage) List(ctx context.Context, userID string, p store.PageRequest) ([]store.UsageRecord, string, error) {
+func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at FROM usage_records WHERE user_id = $1`
+		estimated, cost_nanos, finish_reason, created_at, end_user FROM usage_records WHERE user_id = $1`
 	args := []any{userID}
+	if f.EndUser != "" {
+		args = append(args, f.EndUser)
+		q += fmt.Sprintf(` AND end_user = $%d`, len(args))
+	}
 	if p.Cursor != "" {
 		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		q += ` AND (created_at, request_id) < ($2, $3)`
 		args = append(args, at, id)
+		q += fmt.Sprintf(` AND (created_at, request_id) < ($%d, $%d)`, len(args)-1, len(args))
 	}
 	q += fmt.Sprintf(` ORDER BY created_at DESC, request_id DESC LIMIT %d`, limit+1)
 	rows, err := u.db.pool.Query(ctx, q, args...)
@@ -59,7 +64,7 @@ func (u usage) List(ctx context.Context, userID string, p store.PageRequest) ([]
 		var r store.UsageRecord
 		var created int64
 		err := row.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created)
+			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser)
 		r.CreatedAt = fromTS(created)
 		return r, err
 	})

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,9 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		noErr(t, s.Usage.Record(ctx, recs[10:]), "Record overlapping batch")
 		noErr(t, s.Usage.Record(ctx, nil), "Record empty")
 
-		list := func(p store.PageRequest) ([]store.UsageRecord, string, error) { return s.Usage.List(ctx, a, p) }
+		list := func(p store.PageRequest) ([]store.UsageRecord, string, error) {
+			return s.Usage.List(ctx, a, store.UsageFilter{}, p)
+		}
 		got := collect(t, 7, list)
 		if len(got) != 30 {
 			t.Fatalf("listed %d records, want 30", len(got))
@@ -52,11 +55,97 @@ func TestUsage(t *testing.T, newStore NewStore) {
 				}
 			}
 		}
-		bl, _, err := s.Usage.List(ctx, b, store.PageRequest{})
+		bl, _, err := s.Usage.List(ctx, b, store.UsageFilter{}, store.PageRequest{})
 		noErr(t, err, "List b")
 		if len(bl) != 1 || bl[0].Channel != store.ChannelWeb {
 			t.Fatalf("user b records = %+v", bl)
 		}
 		checkBadCursors(t, list)
+	})
+
+	t.Run("EndUserFilter", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		a, b := newID(), newID()
+		// 25 records of a: every third one's end user is alice, every third
+		// bob, the rest name none; several share a timestamp, so paging has to
+		// break ties by request ID. b has an alice of its own.
+		ends := []string{"alice", "bob", ""}
+		var recs []store.UsageRecord
+		want := map[string][]store.UsageRecord{}
+		for i := range 25 {
+			r := store.UsageRecord{RequestID: newID(), UserID: a, APIKeyID: newID(), Channel: store.ChannelAPI, Model: "sim-small",
+				PromptTokens: int64(i), CompletionTokens: 1, CostNanos: int64(i), FinishReason: "stop",
+				CreatedAt: t0.Add(time.Duration(i/4) * time.Second), EndUser: ends[i%3]}
+			recs = append(recs, r)
+			want[r.EndUser] = append(want[r.EndUser], r)
+		}
+		// An end user of the longest allowed length, in UTF-8, round-trips.
+		long := strings.Repeat("é", store.MaxEndUserLen/2)
+		recs = append(recs, store.UsageRecord{RequestID: newID(), UserID: a, Channel: store.ChannelAPI, Model: "m", CreatedAt: t0, EndUser: long})
+		want[long] = recs[len(recs)-1:]
+		recs = append(recs, store.UsageRecord{RequestID: newID(), UserID: b, Channel: store.ChannelAPI, Model: "m", CreatedAt: t0, EndUser: "alice"})
+		noErr(t, s.Usage.Record(ctx, recs), "Record")
+
+		listOf := func(user, end string) func(p store.PageRequest) ([]store.UsageRecord, string, error) {
+			return func(p store.PageRequest) ([]store.UsageRecord, string, error) {
+				return s.Usage.List(ctx, user, store.UsageFilter{EndUser: end}, p)
+			}
+		}
+		for _, end := range []string{"alice", "bob", long} {
+			for _, size := range []int{1, 3, 50} {
+				got := collect(t, size, listOf(a, end))
+				if len(got) != len(want[end]) {
+					t.Fatalf("end user %.10q, page size %d: listed %d records, want %d", end, size, len(got), len(want[end]))
+				}
+				byID := map[string]store.UsageRecord{}
+				for _, r := range want[end] {
+					byID[r.RequestID] = r
+				}
+				for i, g := range got {
+					w, ok := byID[g.RequestID]
+					if !ok {
+						t.Fatalf("end user %.10q: listed record %s (end user %.10q) not of the filter", end, g.RequestID, g.EndUser)
+					}
+					delete(byID, g.RequestID)
+					sameTime(t, g.CreatedAt, w.CreatedAt, "CreatedAt")
+					g.CreatedAt = w.CreatedAt
+					if g != w {
+						t.Fatalf("record = %+v, want %+v", g, w)
+					}
+					if i > 0 {
+						p := got[i-1]
+						if p.CreatedAt.Before(g.CreatedAt) || (p.CreatedAt.Equal(g.CreatedAt) && p.RequestID < g.RequestID) {
+							t.Fatalf("records %d and %d not newest first", i-1, i)
+						}
+					}
+				}
+			}
+		}
+		// No filter lists every record, the end user of each as stored.
+		all := collect(t, 4, listOf(a, ""))
+		if len(all) != 26 {
+			t.Fatalf("unfiltered: listed %d records, want 26", len(all))
+		}
+		counts := map[string]int{}
+		for _, r := range all {
+			counts[r.EndUser]++
+		}
+		if counts["alice"] != len(want["alice"]) || counts["bob"] != len(want["bob"]) || counts[""] != len(want[""]) || counts[long] != 1 {
+			t.Fatalf("unfiltered end users = %v", counts)
+		}
+		// The filter is exact, and stays within the account.
+		for _, end := range []string{"Alice", "alic", "alice ", "carol"} {
+			got, next, err := s.Usage.List(ctx, a, store.UsageFilter{EndUser: end}, store.PageRequest{})
+			noErr(t, err, "List "+end)
+			if len(got) != 0 || next != "" {
+				t.Fatalf("end user %q: listed %d records, next %q; want none", end, len(got), next)
+			}
+		}
+		bl, _, err := s.Usage.List(ctx, b, store.UsageFilter{EndUser: "alice"}, store.PageRequest{})
+		noErr(t, err, "List b alice")
+		if len(bl) != 1 || bl[0].UserID != b || bl[0].EndUser != "alice" {
+			t.Fatalf("user b alice records = %+v", bl)
+		}
+		checkBadCursors(t, listOf(a, "alice"))
 	})
 }

@@ -185,7 +185,7 @@ func (e *Engine) authorize(req *http.Request) {
 // ErrUnknownModel or ErrOverloaded by status) or ErrUpstreamTimeout; a failure
 // after the first delta ends the Result in FinishError. Cancelling ctx, or emit
 // failing, closes the upstream request at once.
-func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(text string, tokens int) error) (worker.Result, error) {
+func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
 	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
 		return worker.Result{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
 	}
@@ -221,7 +221,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(tex
 
 	var (
 		usage      *sse.ChunkUsage
-		finish     string
+		finishes   = make([]string, req.Choices()) // each choice's finish reason
 		completion int
 		started    bool
 		done       bool
@@ -231,7 +231,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(tex
 	for !done && streamErr == nil {
 		ev, err := dec.Next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) || finish == "" {
+			if !errors.Is(err, io.EOF) || finishes[0] == "" {
 				streamErr = err
 			}
 			break
@@ -257,23 +257,30 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(tex
 			usage = chunk.Usage
 		}
 		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
+			if ch.Index < 0 || ch.Index >= len(finishes) {
 				continue
 			}
-			if ch.Delta != nil && ch.Delta.Content != "" {
-				n := e.tok.Count(ch.Delta.Content)
-				completion += n
+			d := e.delta(ch, req.Logprobs)
+			if d.Text != "" || len(d.ToolCalls) > 0 {
+				completion += d.Tokens
 				started = true
-				if err := emit(ch.Delta.Content, n); err != nil {
+				if err := emit(d); err != nil {
 					cancel(err)
 					return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
 				}
 			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				finish = *ch.FinishReason
+			if ch.FinishReason != nil && *ch.FinishReason != "" && finishes[ch.Index] == "" {
+				finishes[ch.Index] = *ch.FinishReason
+				if len(finishes) > 1 {
+					if err := emit(worker.Delta{Choice: ch.Index, Finish: finishReason(*ch.FinishReason)}); err != nil {
+						cancel(err)
+						return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+					}
+				}
 			}
 		}
 	}
+	finish := finishes[0]
 	if ctx.Err() != nil {
 		return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: context.Cause(ctx)}, nil
 	}
@@ -288,10 +295,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(tex
 		e.cfg.Logger.Warn("upstream failed mid-stream", "request", req.ID, "err", err)
 		return worker.Result{FinishReason: worker.FinishError, Usage: e.estimate(req, completion), Err: err}, nil
 	}
-	res := worker.Result{FinishReason: worker.FinishStop, Usage: e.estimate(req, completion)}
-	if finish == "length" {
-		res.FinishReason = worker.FinishLength
-	}
+	res := worker.Result{FinishReason: finishReason(finish), Usage: e.estimate(req, completion)}
 	if usage != nil {
 		res.Usage = worker.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens}
 		if usage.PromptTokensDetails != nil {
@@ -299,6 +303,64 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(tex
 		}
 	}
 	return res, nil
+}
+
+// delta maps one choice of an upstream chunk to the engine's delta: its
+// text (counted by the tokenizer, or by its logprobs when the upstream sent
+// them), its tool-call pieces and its log probabilities.
+func (e *Engine) delta(ch sse.Choice, logprobs bool) worker.Delta {
+	d := worker.Delta{Choice: ch.Index}
+	if ch.Delta == nil {
+		return d
+	}
+	d.Text = ch.Delta.Content
+	for i, c := range ch.Delta.ToolCalls {
+		tc := worker.ToolCallDelta{Index: i, ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
+		if c.Index != nil {
+			tc.Index = *c.Index
+		}
+		d.ToolCalls = append(d.ToolCalls, tc)
+		d.Tokens += e.tok.Count(c.Function.Name) + e.tok.Count(c.Function.Arguments)
+	}
+	if ch.Logprobs != nil && logprobs {
+		for _, lp := range ch.Logprobs.Content {
+			p := worker.TokenLogprob{Token: lp.Token, Logprob: lp.Logprob, Bytes: intBytes(lp.Bytes)}
+			for _, t := range lp.TopLogprobs {
+				p.Top = append(p.Top, worker.TopLogprob{Token: t.Token, Logprob: t.Logprob, Bytes: intBytes(t.Bytes)})
+			}
+			d.Logprobs = append(d.Logprobs, p)
+		}
+	}
+	if len(d.Logprobs) > 0 {
+		d.Tokens += len(d.Logprobs)
+	} else if d.Text != "" {
+		d.Tokens += e.tok.Count(d.Text)
+	}
+	return d
+}
+
+func intBytes(in []int) []byte {
+	if in == nil {
+		return nil
+	}
+	out := make([]byte, len(in))
+	for i, b := range in {
+		out[i] = byte(b)
+	}
+	return out
+}
+
+// finishReason maps OpenAI's finish reason to the engine's: "length" and
+// "tool_calls" (also the older "function_call") as such, anything else
+// ("stop", "eos", "content_filter") as a stop.
+func finishReason(s string) worker.FinishReason {
+	switch s {
+	case "length":
+		return worker.FinishLength
+	case "tool_calls", "function_call":
+		return worker.FinishToolCalls
+	}
+	return worker.FinishStop
 }
 
 // failure names why the call to the upstream failed: its timeout, or err.
@@ -319,7 +381,7 @@ func (e *Engine) failure(ctx, callCtx context.Context, err error) error {
 // estimate is the usage when the upstream reports none: the prompt counted by
 // the tokenizer, the completion as streamed.
 func (e *Engine) estimate(req worker.Request, completion int) worker.Usage {
-	return worker.Usage{PromptTokens: worker.EstimatePromptTokens(req.Messages), CompletionTokens: completion, Estimated: true}
+	return worker.Usage{PromptTokens: worker.EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
 }
 
 // upstreamError reads a refusal's status, message and Retry-After.
@@ -354,13 +416,47 @@ type chatRequest struct {
 	TopP        *float64 `json:"top_p,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
 	Seed        *int64   `json:"seed,omitempty"`
+
+	Tools             []tool          `json:"tools,omitempty"`
+	ToolChoice        any             `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
+	N                 int             `json:"n,omitempty"`
+	Logprobs          bool            `json:"logprobs,omitempty"`
+	TopLogprobs       int             `json:"top_logprobs,omitempty"`
+}
+
+type tool struct {
+	Type     string   `json:"type"`
+	Function function `json:"function"`
+}
+
+type function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+type jsonSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+	Strict bool            `json:"strict,omitempty"`
 }
 
 // chatMessage's Content is a string when the message is all text (which every
-// server accepts), else a list of content parts.
+// server accepts), else a list of content parts; null for an assistant
+// message that is only tool calls.
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content any    `json:"content"`
+	Role       string         `json:"role"`
+	Content    any            `json:"content"`
+	ToolCalls  []sse.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
 type contentPart struct {
@@ -379,7 +475,32 @@ func (e *Engine) chatRequest(req worker.Request) chatRequest {
 		Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
 	}
 	out.StreamOptions.IncludeUsage = true
+	out.ParallelToolCalls, out.Logprobs, out.TopLogprobs = req.ParallelToolCalls, req.Logprobs, req.TopLogprobs
+	if req.N > 1 {
+		out.N = req.N
+	}
+	for _, t := range req.Tools {
+		out.Tools = append(out.Tools, tool{Type: "function", Function: function{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+	}
+	switch req.ToolChoice.Mode {
+	case worker.ToolChoiceFunction:
+		out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolChoice.Function}}
+	case worker.ToolChoiceAuto:
+	default:
+		out.ToolChoice = string(req.ToolChoice.Mode)
+	}
+	switch f := req.ResponseFormat; f.Type {
+	case worker.FormatJSONObject:
+		out.ResponseFormat = &responseFormat{Type: "json_object"}
+	case worker.FormatJSONSchema:
+		out.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{Name: f.Name, Schema: f.Schema, Strict: f.Strict}}
+	}
 	for _, m := range req.Messages {
+		if msg, ok := toolMessage(m); ok {
+			out.Messages = append(out.Messages, msg)
+			continue
+		}
 		parts := make([]contentPart, 0, len(m.Parts))
 		allText := true
 		for _, p := range m.Parts {
@@ -406,6 +527,33 @@ func (e *Engine) chatRequest(req worker.Request) chatRequest {
 		}
 	}
 	return out
+}
+
+// toolMessage renders a message holding tool calls or a tool result in
+// OpenAI's form: an assistant message with tool_calls (and its text, if
+// any), or a role "tool" message with tool_call_id.
+func toolMessage(m worker.ChatMessage) (chatMessage, bool) {
+	out := chatMessage{Role: m.Role}
+	var text []string
+	for _, p := range m.Parts {
+		switch {
+		case p.ToolCall != nil:
+			out.ToolCalls = append(out.ToolCalls, sse.ToolCall{ID: p.ToolCall.ID, Type: "function",
+				Function: sse.FunctionCall{Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}})
+		case p.ToolResult != nil:
+			out.ToolCallID = p.ToolResult.ToolCallID
+			text = append(text, p.ToolResult.Content)
+		default:
+			text = append(text, p.Text)
+		}
+	}
+	if len(out.ToolCalls) == 0 && out.ToolCallID == "" {
+		return out, false
+	}
+	if len(text) > 0 {
+		out.Content = strings.Join(text, "\n")
+	}
+	return out, true
 }
 
 func (e *Engine) addInFlight(n int) {

@@ -103,8 +103,8 @@ func request(parts ...worker.Part) worker.Request {
 	}}
 }
 
-func collect(text *strings.Builder) func(string, int) error {
-	return func(s string, _ int) error { text.WriteString(s); return nil }
+func collect(text *strings.Builder) func(worker.Delta) error {
+	return func(d worker.Delta) error { text.WriteString(d.Text); return nil }
 }
 
 func TestDeltasAndUsage(t *testing.T) {
@@ -154,7 +154,7 @@ func TestNoUsageIsEstimated(t *testing.T) {
 		stream(w, delta("Hello"), delta(" there, friend"), finish("stop"), "[DONE]")
 	})
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-	res, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+	res, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestUpstreamRefusals(t *testing.T) {
 				fmt.Fprint(w, c.body)
 			})
 			e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-			_, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+			_, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
 			var ue *worker.UpstreamError
 			if !errors.As(err, &ue) || ue.Status != c.status || ue.Message == "" {
 				t.Fatalf("err = %v, want an UpstreamError with status %d and a message", err, c.status)
@@ -211,7 +211,7 @@ func TestSlowUpstream(t *testing.T) {
 		})
 		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, FirstByteTimeout: 50 * time.Millisecond})
 		start := time.Now()
-		_, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+		_, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
 		if !errors.Is(err, worker.ErrUpstreamTimeout) {
 			t.Fatalf("err = %v, want ErrUpstreamTimeout", err)
 		}
@@ -225,7 +225,7 @@ func TestSlowUpstream(t *testing.T) {
 			<-r.Context().Done()
 		})
 		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, IdleTimeout: 50 * time.Millisecond})
-		res, err := e.Generate(context.Background(), request(), func(string, int) error { return nil })
+		res, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func TestCancellationClosesUpstream(t *testing.T) {
 	cancelledAt := make(chan time.Time, 1)
 	resc := make(chan worker.Result, 1)
 	go func() {
-		res, _ := e.Generate(ctx, request(), func(string, int) error {
+		res, _ := e.Generate(ctx, request(), func(worker.Delta) error {
 			cancelledAt <- time.Now()
 			cancel()
 			return nil
@@ -267,7 +267,7 @@ func TestCancellationClosesUpstream(t *testing.T) {
 	}
 
 	// An emit failure (the client went away) closes it too.
-	_, _ = e.Generate(context.Background(), request(), func(string, int) error { return io.ErrClosedPipe })
+	_, _ = e.Generate(context.Background(), request(), func(worker.Delta) error { return io.ErrClosedPipe })
 	select {
 	case <-upstreamDone:
 	case <-time.After(time.Second):
@@ -321,7 +321,7 @@ func TestLoadWithoutMetricsCountsInFlight(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var once sync.Once
-			_, _ = e.Generate(context.Background(), request(), func(string, int) error { once.Do(func() { started <- struct{}{} }); return nil })
+			_, _ = e.Generate(context.Background(), request(), func(worker.Delta) error { once.Do(func() { started <- struct{}{} }); return nil })
 		}()
 	}
 	<-started

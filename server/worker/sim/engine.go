@@ -70,8 +70,8 @@ func (e *Engine) Models() []worker.ModelInfo {
 	return slices.Clone(e.models)
 }
 
-// seq is one request inside the engine. The scheduler owns steps; the fields
-// under "mu" are guarded by Engine.mu.
+// seq is one sequence inside the engine: one choice of a request. The
+// scheduler owns steps; the fields under "mu" are guarded by Engine.mu.
 type seq struct {
 	model        string
 	promptTokens int
@@ -79,7 +79,7 @@ type seq struct {
 	plan         plan
 
 	produced atomic.Int64  // completion tokens made so far
-	notify   chan struct{} // capacity 1: produced moved or the sequence finished
+	notify   chan struct{} // capacity 1, shared by a request's sequences: produced moved or a sequence finished
 	done     chan struct{} // closed when the last step is taken
 
 	// mu
@@ -88,10 +88,15 @@ type seq struct {
 	cancelled bool
 }
 
-// Generate runs one simulated generation; see worker.Engine. The text depends only
-// on the seed (zero when nil), the prompt and the model; Temperature and TopP are
-// accepted and ignored.
-func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(text string, tokens int) error) (worker.Result, error) {
+// MaxChoices bounds a request's N.
+const MaxChoices = 8
+
+// Generate runs one simulated generation; see worker.Engine. The output
+// depends only on the seed (zero when nil), the prompt, the model and the
+// choice's index; Temperature and TopP are accepted and ignored. Each of N
+// choices is its own sequence in the batch, as in a real engine, sharing the
+// prompt (the second one finds it in the prefix cache).
+func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
 	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
 		return worker.Result{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
 	}
@@ -101,55 +106,113 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit func(tex
 	if req.MaxTokens < 0 {
 		return worker.Result{}, fmt.Errorf("%w: max_tokens: %d is negative", worker.ErrInvalidRequest, req.MaxTokens)
 	}
+	n := req.Choices()
+	if n > MaxChoices {
+		return worker.Result{}, fmt.Errorf("%w: n: %d is over %d", worker.ErrInvalidRequest, n, MaxChoices)
+	}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = MaxOutputTokens
 	}
-	prompt := promptTokens(e.tok, req.Messages)
+	prompt := worker.RequestPromptIDs(e.tok, &req)
 	if len(prompt)+maxTokens > ContextWindow {
 		return worker.Result{}, fmt.Errorf("%w: messages: %d prompt tokens and max_tokens %d exceed the context window of %d",
 			worker.ErrInvalidRequest, len(prompt), maxTokens, ContextWindow)
 	}
-	s := &seq{
-		model:        req.Model,
-		promptTokens: len(prompt),
-		blocks:       blockKeys(req.Model, prompt, e.cfg.BlockTokens),
-		plan:         makePlan(e.tok, e.text(req, prompt), req.Stop, maxTokens),
-		notify:       make(chan struct{}, 1),
-		done:         make(chan struct{}),
+	notify := make(chan struct{}, 1)
+	seqs := make([]*seq, n)
+	blocks := blockKeys(req.Model, prompt, e.cfg.BlockTokens)
+	for i := range seqs {
+		ans, err := e.compose(req, e.rng(req, prompt, i))
+		if err != nil {
+			return worker.Result{}, err
+		}
+		p := makePlan(e.tok, ans.text, req.Stop, maxTokens)
+		if len(ans.calls) > 0 {
+			p = makeCallPlan(e.tok, ans.calls, maxTokens)
+		}
+		seqs[i] = &seq{model: req.Model, promptTokens: len(prompt), blocks: blocks, plan: p, notify: notify, done: make(chan struct{})}
 	}
-	e.enqueue(s)
+	for _, s := range seqs {
+		e.enqueue(s)
+	}
 
-	usage := worker.Usage{PromptTokens: s.promptTokens}
-	next := 0 // the next delta to emit
+	usage := worker.Usage{PromptTokens: len(prompt)}
+	next := make([]int, n)     // each choice's next delta to emit
+	ended := make([]bool, n)   // each choice's end was reported
+	calls := make([]int, n)    // each choice's tool calls begun
+	lp := logprobs{tok: e.tok} // simulated log probabilities
 	for {
 		if err := ctx.Err(); err != nil {
-			return e.cancel(s, usage, context.Cause(ctx)), nil
+			return e.cancel(seqs, usage, context.Cause(ctx)), nil
 		}
-		produced := int(s.produced.Load())
-		for next < len(s.plan.deltas) && s.plan.deltas[next].end <= produced {
-			d := s.plan.deltas[next]
-			if err := emit(d.text, d.tokens); err != nil {
-				return e.cancel(s, usage, err), nil
+		left := 0
+		for i, s := range seqs {
+			// done is read before produced: once done, produced is final.
+			finished := isClosed(s.done)
+			produced := int(s.produced.Load())
+			for next[i] < len(s.plan.deltas) && s.plan.deltas[next[i]].end <= produced {
+				d := e.delta(&req, s.plan, next[i], i, &calls[i], &lp)
+				if err := emit(d); err != nil {
+					return e.cancel(seqs, usage, err), nil
+				}
+				usage.CompletionTokens += d.Tokens
+				next[i]++
 			}
-			usage.CompletionTokens += d.tokens
-			next++
+			switch {
+			case !finished:
+				left++
+			case !ended[i]:
+				ended[i] = true
+				if n > 1 {
+					if err := emit(worker.Delta{Choice: i, Finish: s.plan.finish}); err != nil {
+						return e.cancel(seqs, usage, err), nil
+					}
+				}
+			}
+		}
+		if left == 0 {
+			usage.CachedTokens = e.cachedTokens(seqs[0])
+			return worker.Result{FinishReason: seqs[0].plan.finish, Usage: usage}, nil
 		}
 		select {
-		case <-s.done:
-			if int(s.produced.Load()) > produced {
-				continue // emit what the last step made
-			}
-			usage.CachedTokens = e.cachedTokens(s)
-			return worker.Result{FinishReason: s.plan.finish, Usage: usage}, nil
-		case <-s.notify:
+		case <-notify:
 		case <-ctx.Done():
 		}
 	}
 }
 
-// text writes the completion for req: deterministic in (seed, prompt, model).
-func (e *Engine) text(req worker.Request, prompt []int) string {
+// delta turns the plan's i-th delta of choice into the engine's form.
+func (e *Engine) delta(req *worker.Request, p plan, i, choice int, calls *int, lp *logprobs) worker.Delta {
+	d := p.deltas[i]
+	out := worker.Delta{Choice: choice, Tokens: d.tokens}
+	switch {
+	case d.call < 0:
+		out.Text = d.text
+		if req.Logprobs {
+			out.Logprobs = lp.of(d.text, req.TopLogprobs)
+		}
+	case d.name != "":
+		*calls++
+		out.ToolCalls = []worker.ToolCallDelta{{Index: d.call, ID: d.id, Name: d.name, Arguments: d.text}}
+	default:
+		out.ToolCalls = []worker.ToolCallDelta{{Index: d.call, Arguments: d.text}}
+	}
+	return out
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// rng is the random source of one choice: deterministic in (seed, prompt,
+// model, choice).
+func (e *Engine) rng(req worker.Request, prompt []int, choice int) *rand.Rand {
 	var seed int64
 	if req.Seed != nil {
 		seed = *req.Seed
@@ -158,21 +221,23 @@ func (e *Engine) text(req worker.Request, prompt []int) string {
 	for _, t := range prompt {
 		h = fnvUint64(h, uint64(t))
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), h))
-	return corpusChain().write(rng, 20+rng.IntN(160))
+	return rand.New(rand.NewPCG(uint64(seed)+uint64(choice)*0x9E3779B97F4A7C15, h))
 }
 
-// cancel takes s out of the queue or the batch and reports how it ended.
-func (e *Engine) cancel(s *seq, usage worker.Usage, cause error) worker.Result {
+// cancel takes seqs out of the queue or the batch and reports how the
+// generation ended.
+func (e *Engine) cancel(seqs []*seq, usage worker.Usage, cause error) worker.Result {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if i := slices.Index(e.waiting, s); i >= 0 {
-		e.waiting = slices.Delete(e.waiting, i, i+1)
-		e.loadChangedLocked()
+	for _, s := range seqs {
+		if i := slices.Index(e.waiting, s); i >= 0 {
+			e.waiting = slices.Delete(e.waiting, i, i+1)
+			e.loadChangedLocked()
+		}
+		// A running sequence leaves the batch at the scheduler's next step.
+		s.cancelled = true
 	}
-	// A running sequence leaves the batch at the scheduler's next step.
-	s.cancelled = true
-	usage.CachedTokens = s.cached
+	usage.CachedTokens = seqs[0].cached
 	return worker.Result{FinishReason: worker.FinishCancelled, Usage: usage, Err: cause}
 }
 

@@ -28,7 +28,8 @@ func start(ctx context.Context, e *Engine, req worker.Request) <-chan outcome {
 	ch := make(chan outcome, 1)
 	go func() {
 		var o outcome
-		o.res, o.err = e.Generate(ctx, req, func(text string, tokens int) error {
+		o.res, o.err = e.Generate(ctx, req, func(d worker.Delta) error {
+			text, tokens := d.Text, d.Tokens
 			o.deltas = append(o.deltas, text)
 			o.tokens += tokens
 			return nil
@@ -119,7 +120,7 @@ func TestModelsAreSimulated(t *testing.T) {
 
 func TestGenerateRejects(t *testing.T) {
 	e := New(Config{})
-	emit := func(string, int) error { return nil }
+	emit := func(worker.Delta) error { return nil }
 	tests := []struct {
 		req  worker.Request
 		want error
@@ -214,7 +215,7 @@ func TestEmitErrorCancels(t *testing.T) {
 	e := New(Config{})
 	boom := errors.New("client went away")
 	n := 0
-	res, err := e.Generate(t.Context(), userRequest("sim-small", "Hi", 1), func(string, int) error {
+	res, err := e.Generate(t.Context(), userRequest("sim-small", "Hi", 1), func(worker.Delta) error {
 		if n++; n == 3 {
 			return boom
 		}

@@ -98,6 +98,10 @@ func (e *Engine) endStep(admitted []*seq) {
 		s.produced.Store(int64(min(s.steps, s.plan.tokens())))
 		if s.steps >= s.plan.steps {
 			close(s.done)
+			select {
+			case s.notify <- struct{}{}:
+			default:
+			}
 			changed = true
 			return true
 		}

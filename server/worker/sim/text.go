@@ -90,6 +90,11 @@ type delta struct {
 	text   string
 	tokens int
 	end    int
+	// call is the tool call the delta belongs to (its text is more of the
+	// call's arguments), or -1 for answer text; id and name are set on the
+	// first delta of each call.
+	call     int
+	id, name string
 }
 
 // makePlan cuts text at the first stop string, tokenizes it and bounds it by
@@ -123,11 +128,46 @@ func splitDeltas(tok *tokenize.Tokenizer, ids []int) []delta {
 		pending += tok.Token(id)
 		n++
 		if utf8.ValidString(pending) {
-			out = append(out, delta{text: pending, tokens: n, end: i + 1})
+			out = append(out, delta{text: pending, tokens: n, end: i + 1, call: -1})
 			pending, n = "", 0
 		}
 	}
 	return out
+}
+
+// makeCallPlan streams tool calls: each call's name (its tokens on the first
+// delta, which carries the id and name) and then its arguments token by
+// token, bounded by maxTokens (a cut call ends in FinishLength with its
+// arguments incomplete, as a real model's would).
+func makeCallPlan(tok *tokenize.Tokenizer, calls []worker.ToolCall, maxTokens int) plan {
+	p := plan{finish: worker.FinishToolCalls}
+	used := 0
+	for i, c := range calls {
+		nameTokens := max(tok.Count(c.Name), 1)
+		if used+nameTokens > maxTokens {
+			p.finish = worker.FinishLength
+			break
+		}
+		used += nameTokens
+		p.deltas = append(p.deltas, delta{tokens: nameTokens, end: used, call: i, id: c.ID, name: c.Name})
+		args := splitDeltas(tok, tok.Encode(c.Arguments))
+		for _, d := range args {
+			if used+d.tokens > maxTokens {
+				p.finish = worker.FinishLength
+				break
+			}
+			used += d.tokens
+			p.deltas = append(p.deltas, delta{text: d.text, tokens: d.tokens, end: used, call: i})
+		}
+		if p.finish == worker.FinishLength {
+			break
+		}
+	}
+	p.steps = used + 1
+	if p.finish == worker.FinishLength {
+		p.steps = used
+	}
+	return p
 }
 
 // tokens returns the completion tokens the plan produces (streamed or not).

@@ -40,6 +40,8 @@ const (
 	FinishReason_FINISH_REASON_CANCELLED FinishReason = 3
 	// The generation failed after it had started; error_message says why.
 	FinishReason_FINISH_REASON_ERROR FinishReason = 4
+	// The model called tools.
+	FinishReason_FINISH_REASON_TOOL_CALLS FinishReason = 5
 )
 
 // Enum value maps for FinishReason.
@@ -50,6 +52,7 @@ var (
 		2: "FINISH_REASON_LENGTH",
 		3: "FINISH_REASON_CANCELLED",
 		4: "FINISH_REASON_ERROR",
+		5: "FINISH_REASON_TOOL_CALLS",
 	}
 	FinishReason_value = map[string]int32{
 		"FINISH_REASON_UNSPECIFIED": 0,
@@ -57,6 +60,7 @@ var (
 		"FINISH_REASON_LENGTH":      2,
 		"FINISH_REASON_CANCELLED":   3,
 		"FINISH_REASON_ERROR":       4,
+		"FINISH_REASON_TOOL_CALLS":  5,
 	}
 )
 
@@ -108,7 +112,24 @@ type GenerateRequest struct {
 	Seed *int64 `protobuf:"varint,8,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
 	// Optional. The key the gateway routed by (conversation id or prompt-prefix hash);
 	// engines may use it as a cache hint.
-	AffinityKey   string `protobuf:"bytes,9,opt,name=affinity_key,json=affinityKey,proto3" json:"affinity_key,omitempty"`
+	AffinityKey string `protobuf:"bytes,9,opt,name=affinity_key,json=affinityKey,proto3" json:"affinity_key,omitempty"`
+	// Optional. Functions the model may call.
+	Tools []*Tool `protobuf:"bytes,10,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Optional. "" (auto), "none", "required" or "function" (then tool_choice_function
+	// names it).
+	ToolChoice string `protobuf:"bytes,11,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
+	// Optional. The function tool_choice "function" names.
+	ToolChoiceFunction string `protobuf:"bytes,12,opt,name=tool_choice_function,json=toolChoiceFunction,proto3" json:"tool_choice_function,omitempty"`
+	// Optional. False: at most one tool call per answer.
+	ParallelToolCalls *bool `protobuf:"varint,13,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
+	// Optional. Constrains the answer's text.
+	ResponseFormat *ResponseFormat `protobuf:"bytes,14,opt,name=response_format,json=responseFormat,proto3" json:"response_format,omitempty"`
+	// Optional. Choices to generate; 0 means 1.
+	N int32 `protobuf:"varint,15,opt,name=n,proto3" json:"n,omitempty"`
+	// Optional. Return each token's log probability, with top_logprobs alternatives.
+	Logprobs bool `protobuf:"varint,16,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// Optional. Alternatives per position, 0–20.
+	TopLogprobs   int32 `protobuf:"varint,17,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -206,10 +227,212 @@ func (x *GenerateRequest) GetAffinityKey() string {
 	return ""
 }
 
+func (x *GenerateRequest) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *GenerateRequest) GetToolChoice() string {
+	if x != nil {
+		return x.ToolChoice
+	}
+	return ""
+}
+
+func (x *GenerateRequest) GetToolChoiceFunction() string {
+	if x != nil {
+		return x.ToolChoiceFunction
+	}
+	return ""
+}
+
+func (x *GenerateRequest) GetParallelToolCalls() bool {
+	if x != nil && x.ParallelToolCalls != nil {
+		return *x.ParallelToolCalls
+	}
+	return false
+}
+
+func (x *GenerateRequest) GetResponseFormat() *ResponseFormat {
+	if x != nil {
+		return x.ResponseFormat
+	}
+	return nil
+}
+
+func (x *GenerateRequest) GetN() int32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *GenerateRequest) GetLogprobs() bool {
+	if x != nil {
+		return x.Logprobs
+	}
+	return false
+}
+
+func (x *GenerateRequest) GetTopLogprobs() int32 {
+	if x != nil {
+		return x.TopLogprobs
+	}
+	return 0
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The function's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. What it does.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Optional. Its parameters: a JSON Schema as JSON text.
+	Parameters []byte `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// Optional. Follow the schema exactly.
+	Strict        bool `protobuf:"varint,4,opt,name=strict,proto3" json:"strict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tool) Reset() {
+	*x = Tool{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tool) ProtoMessage() {}
+
+func (x *Tool) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tool.ProtoReflect.Descriptor instead.
+func (*Tool) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Tool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Tool) GetParameters() []byte {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *Tool) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
+// ResponseFormat constrains an answer's text.
+type ResponseFormat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "" (text), "json_object" or "json_schema".
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// The schema's name (json_schema).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The JSON Schema as JSON text (json_schema).
+	Schema []byte `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
+	// Follow the schema exactly.
+	Strict        bool `protobuf:"varint,4,opt,name=strict,proto3" json:"strict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResponseFormat) Reset() {
+	*x = ResponseFormat{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResponseFormat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResponseFormat) ProtoMessage() {}
+
+func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResponseFormat.ProtoReflect.Descriptor instead.
+func (*ResponseFormat) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ResponseFormat) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ResponseFormat) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResponseFormat) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *ResponseFormat) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
 // ChatMessage is one message of the context.
 type ChatMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. "system", "user" or "assistant".
+	// Required. "system", "user", "assistant" or "tool".
 	Role string `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
 	// Required. The content, in order.
 	Parts         []*ContentPart `protobuf:"bytes,2,rep,name=parts,proto3" json:"parts,omitempty"`
@@ -219,7 +442,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +454,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +467,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -271,6 +494,8 @@ type ContentPart struct {
 	//	*ContentPart_Text
 	//	*ContentPart_Image
 	//	*ContentPart_Document
+	//	*ContentPart_ToolCall
+	//	*ContentPart_ToolResult
 	Kind          isContentPart_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -278,7 +503,7 @@ type ContentPart struct {
 
 func (x *ContentPart) Reset() {
 	*x = ContentPart{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -290,7 +515,7 @@ func (x *ContentPart) String() string {
 func (*ContentPart) ProtoMessage() {}
 
 func (x *ContentPart) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -303,7 +528,7 @@ func (x *ContentPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentPart.ProtoReflect.Descriptor instead.
 func (*ContentPart) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ContentPart) GetKind() isContentPart_Kind {
@@ -340,6 +565,24 @@ func (x *ContentPart) GetDocument() *Document {
 	return nil
 }
 
+func (x *ContentPart) GetToolCall() *ToolCall {
+	if x != nil {
+		if x, ok := x.Kind.(*ContentPart_ToolCall); ok {
+			return x.ToolCall
+		}
+	}
+	return nil
+}
+
+func (x *ContentPart) GetToolResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Kind.(*ContentPart_ToolResult); ok {
+			return x.ToolResult
+		}
+	}
+	return nil
+}
+
 type isContentPart_Kind interface {
 	isContentPart_Kind()
 }
@@ -359,11 +602,144 @@ type ContentPart_Document struct {
 	Document *Document `protobuf:"bytes,3,opt,name=document,proto3,oneof"`
 }
 
+type ContentPart_ToolCall struct {
+	// A tool call the model made (assistant messages).
+	ToolCall *ToolCall `protobuf:"bytes,4,opt,name=tool_call,json=toolCall,proto3,oneof"`
+}
+
+type ContentPart_ToolResult struct {
+	// A tool call's result (tool messages).
+	ToolResult *ToolResult `protobuf:"bytes,5,opt,name=tool_result,json=toolResult,proto3,oneof"`
+}
+
 func (*ContentPart_Text) isContentPart_Kind() {}
 
 func (*ContentPart_Image) isContentPart_Kind() {}
 
 func (*ContentPart_Document) isContentPart_Kind() {}
+
+func (*ContentPart_ToolCall) isContentPart_Kind() {}
+
+func (*ContentPart_ToolResult) isContentPart_Kind() {}
+
+// ToolCall is a call the model made.
+type ToolCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The function's name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The arguments: a JSON object as text.
+	Arguments     string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCall) ProtoMessage() {}
+
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolCall) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCall) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCall) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// ToolResult answers a ToolCall.
+type ToolResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's id.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// What the tool returned.
+	Content       string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolResult) Reset() {
+	*x = ToolResult{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolResult) ProtoMessage() {}
+
+func (x *ToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
+func (*ToolResult) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ToolResult) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ToolResult) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
 
 // Image is an encoded image.
 type Image struct {
@@ -378,7 +754,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +766,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +779,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Image) GetData() []byte {
@@ -435,7 +811,7 @@ type Document struct {
 
 func (x *Document) Reset() {
 	*x = Document{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -447,7 +823,7 @@ func (x *Document) String() string {
 func (*Document) ProtoMessage() {}
 
 func (x *Document) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -460,7 +836,7 @@ func (x *Document) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Document.ProtoReflect.Descriptor instead.
 func (*Document) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Document) GetFilename() string {
@@ -500,7 +876,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +888,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +901,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GenerateResponse) GetKind() isGenerateResponse_Kind {
@@ -571,20 +947,28 @@ func (*GenerateResponse_Delta) isGenerateResponse_Kind() {}
 
 func (*GenerateResponse_Finished) isGenerateResponse_Kind() {}
 
-// Delta is more output text.
+// Delta is more output of one choice.
 type Delta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The text to append; valid UTF-8.
 	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	// How many tokens the text is.
-	Tokens        int32 `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// How many tokens the delta is.
+	Tokens int32 `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// The choice (0 unless n > 1).
+	Choice int32 `protobuf:"varint,3,opt,name=choice,proto3" json:"choice,omitempty"`
+	// Pieces of tool calls.
+	ToolCalls []*ToolCallDelta `protobuf:"bytes,4,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// Log probabilities of the delta's tokens.
+	Logprobs []*TokenLogprob `protobuf:"bytes,5,rep,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// Set on a choice's last delta when n > 1: why it ended.
+	Finish        FinishReason `protobuf:"varint,6,opt,name=finish,proto3,enum=parley.worker.v1.FinishReason" json:"finish,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Delta) Reset() {
 	*x = Delta{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +980,7 @@ func (x *Delta) String() string {
 func (*Delta) ProtoMessage() {}
 
 func (x *Delta) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +993,7 @@ func (x *Delta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delta.ProtoReflect.Descriptor instead.
 func (*Delta) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Delta) GetText() string {
@@ -624,6 +1008,244 @@ func (x *Delta) GetTokens() int32 {
 		return x.Tokens
 	}
 	return 0
+}
+
+func (x *Delta) GetChoice() int32 {
+	if x != nil {
+		return x.Choice
+	}
+	return 0
+}
+
+func (x *Delta) GetToolCalls() []*ToolCallDelta {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *Delta) GetLogprobs() []*TokenLogprob {
+	if x != nil {
+		return x.Logprobs
+	}
+	return nil
+}
+
+func (x *Delta) GetFinish() FinishReason {
+	if x != nil {
+		return x.Finish
+	}
+	return FinishReason_FINISH_REASON_UNSPECIFIED
+}
+
+// ToolCallDelta is a piece of a streamed tool call.
+type ToolCallDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's position in the choice.
+	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The call's id (first piece).
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The function's name (first piece).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// More of the arguments.
+	Arguments     string `protobuf:"bytes,4,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallDelta) Reset() {
+	*x = ToolCallDelta{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallDelta) ProtoMessage() {}
+
+func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
+func (*ToolCallDelta) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ToolCallDelta) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ToolCallDelta) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ToolCallDelta) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolCallDelta) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// TokenLogprob is one token's log probability and its alternatives.
+type TokenLogprob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Its log probability.
+	Logprob float64 `protobuf:"fixed64,2,opt,name=logprob,proto3" json:"logprob,omitempty"`
+	// Its bytes.
+	Bytes []byte `protobuf:"bytes,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The likeliest tokens at its position.
+	Top           []*TopLogprob `protobuf:"bytes,4,rep,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenLogprob) Reset() {
+	*x = TokenLogprob{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenLogprob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenLogprob) ProtoMessage() {}
+
+func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
+func (*TokenLogprob) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TokenLogprob) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TokenLogprob) GetLogprob() float64 {
+	if x != nil {
+		return x.Logprob
+	}
+	return 0
+}
+
+func (x *TokenLogprob) GetBytes() []byte {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
+}
+
+func (x *TokenLogprob) GetTop() []*TopLogprob {
+	if x != nil {
+		return x.Top
+	}
+	return nil
+}
+
+// TopLogprob is one likely token.
+type TopLogprob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Its log probability.
+	Logprob float64 `protobuf:"fixed64,2,opt,name=logprob,proto3" json:"logprob,omitempty"`
+	// Its bytes.
+	Bytes         []byte `protobuf:"bytes,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopLogprob) Reset() {
+	*x = TopLogprob{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopLogprob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopLogprob) ProtoMessage() {}
+
+func (x *TopLogprob) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
+func (*TopLogprob) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TopLogprob) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TopLogprob) GetLogprob() float64 {
+	if x != nil {
+		return x.Logprob
+	}
+	return 0
+}
+
+func (x *TopLogprob) GetBytes() []byte {
+	if x != nil {
+		return x.Bytes
+	}
+	return nil
 }
 
 // Finished ends a generation.
@@ -641,7 +1263,7 @@ type Finished struct {
 
 func (x *Finished) Reset() {
 	*x = Finished{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +1275,7 @@ func (x *Finished) String() string {
 func (*Finished) ProtoMessage() {}
 
 func (x *Finished) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +1288,7 @@ func (x *Finished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finished.ProtoReflect.Descriptor instead.
 func (*Finished) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Finished) GetFinishReason() FinishReason {
@@ -708,7 +1330,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +1342,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +1355,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Usage) GetPromptTokens() int64 {
@@ -775,7 +1397,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +1409,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +1422,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LoadRequest) GetGatewayId() string {
@@ -821,7 +1443,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1455,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1468,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LoadResponse) GetReport() *LoadReport {
@@ -883,7 +1505,7 @@ type LoadReport struct {
 
 func (x *LoadReport) Reset() {
 	*x = LoadReport{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +1517,7 @@ func (x *LoadReport) String() string {
 func (*LoadReport) ProtoMessage() {}
 
 func (x *LoadReport) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +1530,7 @@ func (x *LoadReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadReport.ProtoReflect.Descriptor instead.
 func (*LoadReport) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LoadReport) GetWorkerId() string {
@@ -983,7 +1605,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1617,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1630,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 // InfoResponse is the response of WorkerService.Info.
@@ -1026,7 +1648,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1660,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1673,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InfoResponse) GetWorkerId() string {
@@ -1096,7 +1718,7 @@ type ModelInfo struct {
 
 func (x *ModelInfo) Reset() {
 	*x = ModelInfo{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1730,7 @@ func (x *ModelInfo) String() string {
 func (*ModelInfo) ProtoMessage() {}
 
 func (x *ModelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1743,7 @@ func (x *ModelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInfo.ProtoReflect.Descriptor instead.
 func (*ModelInfo) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModelInfo) GetId() string {
@@ -1170,7 +1792,7 @@ var File_parley_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1dparley/worker/v1/worker.proto\x12\x10parley.worker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd4\x02\n" +
+	"\x1dparley/worker/v1/worker.proto\x12\x10parley.worker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x05\n" +
 	"\x0fGenerateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -1182,18 +1804,53 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\x05top_p\x18\x06 \x01(\x01H\x01R\x04topP\x88\x01\x01\x12\x12\n" +
 	"\x04stop\x18\a \x03(\tR\x04stop\x12\x17\n" +
 	"\x04seed\x18\b \x01(\x03H\x02R\x04seed\x88\x01\x01\x12!\n" +
-	"\faffinity_key\x18\t \x01(\tR\vaffinityKeyB\x0e\n" +
+	"\faffinity_key\x18\t \x01(\tR\vaffinityKey\x12,\n" +
+	"\x05tools\x18\n" +
+	" \x03(\v2\x16.parley.worker.v1.ToolR\x05tools\x12\x1f\n" +
+	"\vtool_choice\x18\v \x01(\tR\n" +
+	"toolChoice\x120\n" +
+	"\x14tool_choice_function\x18\f \x01(\tR\x12toolChoiceFunction\x123\n" +
+	"\x13parallel_tool_calls\x18\r \x01(\bH\x03R\x11parallelToolCalls\x88\x01\x01\x12I\n" +
+	"\x0fresponse_format\x18\x0e \x01(\v2 .parley.worker.v1.ResponseFormatR\x0eresponseFormat\x12\f\n" +
+	"\x01n\x18\x0f \x01(\x05R\x01n\x12\x1a\n" +
+	"\blogprobs\x18\x10 \x01(\bR\blogprobs\x12!\n" +
+	"\ftop_logprobs\x18\x11 \x01(\x05R\vtopLogprobsB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
-	"\x05_seed\"V\n" +
+	"\x05_seedB\x16\n" +
+	"\x14_parallel_tool_calls\"t\n" +
+	"\x04Tool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
+	"\n" +
+	"parameters\x18\x03 \x01(\fR\n" +
+	"parameters\x12\x16\n" +
+	"\x06strict\x18\x04 \x01(\bR\x06strict\"h\n" +
+	"\x0eResponseFormat\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06schema\x18\x03 \x01(\fR\x06schema\x12\x16\n" +
+	"\x06strict\x18\x04 \x01(\bR\x06strict\"V\n" +
 	"\vChatMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x123\n" +
-	"\x05parts\x18\x02 \x03(\v2\x1d.parley.worker.v1.ContentPartR\x05parts\"\x96\x01\n" +
+	"\x05parts\x18\x02 \x03(\v2\x1d.parley.worker.v1.ContentPartR\x05parts\"\x92\x02\n" +
 	"\vContentPart\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12/\n" +
 	"\x05image\x18\x02 \x01(\v2\x17.parley.worker.v1.ImageH\x00R\x05image\x128\n" +
-	"\bdocument\x18\x03 \x01(\v2\x1a.parley.worker.v1.DocumentH\x00R\bdocumentB\x06\n" +
-	"\x04kind\"8\n" +
+	"\bdocument\x18\x03 \x01(\v2\x1a.parley.worker.v1.DocumentH\x00R\bdocument\x129\n" +
+	"\ttool_call\x18\x04 \x01(\v2\x1a.parley.worker.v1.ToolCallH\x00R\btoolCall\x12?\n" +
+	"\vtool_result\x18\x05 \x01(\v2\x1c.parley.worker.v1.ToolResultH\x00R\n" +
+	"toolResultB\x06\n" +
+	"\x04kind\"L\n" +
+	"\bToolCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x03 \x01(\tR\targuments\"H\n" +
+	"\n" +
+	"ToolResult\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"8\n" +
 	"\x05Image\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\"W\n" +
@@ -1204,10 +1861,30 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\x10GenerateResponse\x12/\n" +
 	"\x05delta\x18\x01 \x01(\v2\x17.parley.worker.v1.DeltaH\x00R\x05delta\x128\n" +
 	"\bfinished\x18\x02 \x01(\v2\x1a.parley.worker.v1.FinishedH\x00R\bfinishedB\x06\n" +
-	"\x04kind\"3\n" +
+	"\x04kind\"\xff\x01\n" +
 	"\x05Delta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
-	"\x06tokens\x18\x02 \x01(\x05R\x06tokens\"\xa3\x01\n" +
+	"\x06tokens\x18\x02 \x01(\x05R\x06tokens\x12\x16\n" +
+	"\x06choice\x18\x03 \x01(\x05R\x06choice\x12>\n" +
+	"\n" +
+	"tool_calls\x18\x04 \x03(\v2\x1f.parley.worker.v1.ToolCallDeltaR\ttoolCalls\x12:\n" +
+	"\blogprobs\x18\x05 \x03(\v2\x1e.parley.worker.v1.TokenLogprobR\blogprobs\x126\n" +
+	"\x06finish\x18\x06 \x01(\x0e2\x1e.parley.worker.v1.FinishReasonR\x06finish\"g\n" +
+	"\rToolCallDelta\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x04 \x01(\tR\targuments\"\x84\x01\n" +
+	"\fTokenLogprob\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
+	"\alogprob\x18\x02 \x01(\x01R\alogprob\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\fR\x05bytes\x12.\n" +
+	"\x03top\x18\x04 \x03(\v2\x1c.parley.worker.v1.TopLogprobR\x03top\"R\n" +
+	"\n" +
+	"TopLogprob\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
+	"\alogprob\x18\x02 \x01(\x01R\alogprob\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\fR\x05bytes\"\xa3\x01\n" +
 	"\bFinished\x12C\n" +
 	"\rfinish_reason\x18\x01 \x01(\x0e2\x1e.parley.worker.v1.FinishReasonR\ffinishReason\x12-\n" +
 	"\x05usage\x18\x02 \x01(\v2\x17.parley.worker.v1.UsageR\x05usage\x12#\n" +
@@ -1244,13 +1921,14 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1c\n" +
 	"\tsimulated\x18\x04 \x01(\bR\tsimulated\x12%\n" +
 	"\x0econtext_window\x18\x05 \x01(\x03R\rcontextWindow\x12*\n" +
-	"\x11max_output_tokens\x18\x06 \x01(\x03R\x0fmaxOutputTokens*\x95\x01\n" +
+	"\x11max_output_tokens\x18\x06 \x01(\x03R\x0fmaxOutputTokens*\xb3\x01\n" +
 	"\fFinishReason\x12\x1d\n" +
 	"\x19FINISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12FINISH_REASON_STOP\x10\x01\x12\x18\n" +
 	"\x14FINISH_REASON_LENGTH\x10\x02\x12\x1b\n" +
 	"\x17FINISH_REASON_CANCELLED\x10\x03\x12\x17\n" +
-	"\x13FINISH_REASON_ERROR\x10\x042\xf4\x01\n" +
+	"\x13FINISH_REASON_ERROR\x10\x04\x12\x1c\n" +
+	"\x18FINISH_REASON_TOOL_CALLS\x10\x052\xf4\x01\n" +
 	"\rWorkerService\x12S\n" +
 	"\bGenerate\x12!.parley.worker.v1.GenerateRequest\x1a\".parley.worker.v1.GenerateResponse0\x01\x12G\n" +
 	"\x04Load\x12\x1d.parley.worker.v1.LoadRequest\x1a\x1e.parley.worker.v1.LoadResponse0\x01\x12E\n" +
@@ -1269,49 +1947,64 @@ func file_parley_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_parley_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_parley_worker_v1_worker_proto_goTypes = []any{
 	(FinishReason)(0),             // 0: parley.worker.v1.FinishReason
 	(*GenerateRequest)(nil),       // 1: parley.worker.v1.GenerateRequest
-	(*ChatMessage)(nil),           // 2: parley.worker.v1.ChatMessage
-	(*ContentPart)(nil),           // 3: parley.worker.v1.ContentPart
-	(*Image)(nil),                 // 4: parley.worker.v1.Image
-	(*Document)(nil),              // 5: parley.worker.v1.Document
-	(*GenerateResponse)(nil),      // 6: parley.worker.v1.GenerateResponse
-	(*Delta)(nil),                 // 7: parley.worker.v1.Delta
-	(*Finished)(nil),              // 8: parley.worker.v1.Finished
-	(*Usage)(nil),                 // 9: parley.worker.v1.Usage
-	(*LoadRequest)(nil),           // 10: parley.worker.v1.LoadRequest
-	(*LoadResponse)(nil),          // 11: parley.worker.v1.LoadResponse
-	(*LoadReport)(nil),            // 12: parley.worker.v1.LoadReport
-	(*InfoRequest)(nil),           // 13: parley.worker.v1.InfoRequest
-	(*InfoResponse)(nil),          // 14: parley.worker.v1.InfoResponse
-	(*ModelInfo)(nil),             // 15: parley.worker.v1.ModelInfo
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*Tool)(nil),                  // 2: parley.worker.v1.Tool
+	(*ResponseFormat)(nil),        // 3: parley.worker.v1.ResponseFormat
+	(*ChatMessage)(nil),           // 4: parley.worker.v1.ChatMessage
+	(*ContentPart)(nil),           // 5: parley.worker.v1.ContentPart
+	(*ToolCall)(nil),              // 6: parley.worker.v1.ToolCall
+	(*ToolResult)(nil),            // 7: parley.worker.v1.ToolResult
+	(*Image)(nil),                 // 8: parley.worker.v1.Image
+	(*Document)(nil),              // 9: parley.worker.v1.Document
+	(*GenerateResponse)(nil),      // 10: parley.worker.v1.GenerateResponse
+	(*Delta)(nil),                 // 11: parley.worker.v1.Delta
+	(*ToolCallDelta)(nil),         // 12: parley.worker.v1.ToolCallDelta
+	(*TokenLogprob)(nil),          // 13: parley.worker.v1.TokenLogprob
+	(*TopLogprob)(nil),            // 14: parley.worker.v1.TopLogprob
+	(*Finished)(nil),              // 15: parley.worker.v1.Finished
+	(*Usage)(nil),                 // 16: parley.worker.v1.Usage
+	(*LoadRequest)(nil),           // 17: parley.worker.v1.LoadRequest
+	(*LoadResponse)(nil),          // 18: parley.worker.v1.LoadResponse
+	(*LoadReport)(nil),            // 19: parley.worker.v1.LoadReport
+	(*InfoRequest)(nil),           // 20: parley.worker.v1.InfoRequest
+	(*InfoResponse)(nil),          // 21: parley.worker.v1.InfoResponse
+	(*ModelInfo)(nil),             // 22: parley.worker.v1.ModelInfo
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_parley_worker_v1_worker_proto_depIdxs = []int32{
-	2,  // 0: parley.worker.v1.GenerateRequest.messages:type_name -> parley.worker.v1.ChatMessage
-	3,  // 1: parley.worker.v1.ChatMessage.parts:type_name -> parley.worker.v1.ContentPart
-	4,  // 2: parley.worker.v1.ContentPart.image:type_name -> parley.worker.v1.Image
-	5,  // 3: parley.worker.v1.ContentPart.document:type_name -> parley.worker.v1.Document
-	7,  // 4: parley.worker.v1.GenerateResponse.delta:type_name -> parley.worker.v1.Delta
-	8,  // 5: parley.worker.v1.GenerateResponse.finished:type_name -> parley.worker.v1.Finished
-	0,  // 6: parley.worker.v1.Finished.finish_reason:type_name -> parley.worker.v1.FinishReason
-	9,  // 7: parley.worker.v1.Finished.usage:type_name -> parley.worker.v1.Usage
-	12, // 8: parley.worker.v1.LoadResponse.report:type_name -> parley.worker.v1.LoadReport
-	16, // 9: parley.worker.v1.LoadReport.at:type_name -> google.protobuf.Timestamp
-	15, // 10: parley.worker.v1.InfoResponse.models:type_name -> parley.worker.v1.ModelInfo
-	1,  // 11: parley.worker.v1.WorkerService.Generate:input_type -> parley.worker.v1.GenerateRequest
-	10, // 12: parley.worker.v1.WorkerService.Load:input_type -> parley.worker.v1.LoadRequest
-	13, // 13: parley.worker.v1.WorkerService.Info:input_type -> parley.worker.v1.InfoRequest
-	6,  // 14: parley.worker.v1.WorkerService.Generate:output_type -> parley.worker.v1.GenerateResponse
-	11, // 15: parley.worker.v1.WorkerService.Load:output_type -> parley.worker.v1.LoadResponse
-	14, // 16: parley.worker.v1.WorkerService.Info:output_type -> parley.worker.v1.InfoResponse
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	4,  // 0: parley.worker.v1.GenerateRequest.messages:type_name -> parley.worker.v1.ChatMessage
+	2,  // 1: parley.worker.v1.GenerateRequest.tools:type_name -> parley.worker.v1.Tool
+	3,  // 2: parley.worker.v1.GenerateRequest.response_format:type_name -> parley.worker.v1.ResponseFormat
+	5,  // 3: parley.worker.v1.ChatMessage.parts:type_name -> parley.worker.v1.ContentPart
+	8,  // 4: parley.worker.v1.ContentPart.image:type_name -> parley.worker.v1.Image
+	9,  // 5: parley.worker.v1.ContentPart.document:type_name -> parley.worker.v1.Document
+	6,  // 6: parley.worker.v1.ContentPart.tool_call:type_name -> parley.worker.v1.ToolCall
+	7,  // 7: parley.worker.v1.ContentPart.tool_result:type_name -> parley.worker.v1.ToolResult
+	11, // 8: parley.worker.v1.GenerateResponse.delta:type_name -> parley.worker.v1.Delta
+	15, // 9: parley.worker.v1.GenerateResponse.finished:type_name -> parley.worker.v1.Finished
+	12, // 10: parley.worker.v1.Delta.tool_calls:type_name -> parley.worker.v1.ToolCallDelta
+	13, // 11: parley.worker.v1.Delta.logprobs:type_name -> parley.worker.v1.TokenLogprob
+	0,  // 12: parley.worker.v1.Delta.finish:type_name -> parley.worker.v1.FinishReason
+	14, // 13: parley.worker.v1.TokenLogprob.top:type_name -> parley.worker.v1.TopLogprob
+	0,  // 14: parley.worker.v1.Finished.finish_reason:type_name -> parley.worker.v1.FinishReason
+	16, // 15: parley.worker.v1.Finished.usage:type_name -> parley.worker.v1.Usage
+	19, // 16: parley.worker.v1.LoadResponse.report:type_name -> parley.worker.v1.LoadReport
+	23, // 17: parley.worker.v1.LoadReport.at:type_name -> google.protobuf.Timestamp
+	22, // 18: parley.worker.v1.InfoResponse.models:type_name -> parley.worker.v1.ModelInfo
+	1,  // 19: parley.worker.v1.WorkerService.Generate:input_type -> parley.worker.v1.GenerateRequest
+	17, // 20: parley.worker.v1.WorkerService.Load:input_type -> parley.worker.v1.LoadRequest
+	20, // 21: parley.worker.v1.WorkerService.Info:input_type -> parley.worker.v1.InfoRequest
+	10, // 22: parley.worker.v1.WorkerService.Generate:output_type -> parley.worker.v1.GenerateResponse
+	18, // 23: parley.worker.v1.WorkerService.Load:output_type -> parley.worker.v1.LoadResponse
+	21, // 24: parley.worker.v1.WorkerService.Info:output_type -> parley.worker.v1.InfoResponse
+	22, // [22:25] is the sub-list for method output_type
+	19, // [19:22] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_parley_worker_v1_worker_proto_init() }
@@ -1320,12 +2013,14 @@ func file_parley_worker_v1_worker_proto_init() {
 		return
 	}
 	file_parley_worker_v1_worker_proto_msgTypes[0].OneofWrappers = []any{}
-	file_parley_worker_v1_worker_proto_msgTypes[2].OneofWrappers = []any{
+	file_parley_worker_v1_worker_proto_msgTypes[4].OneofWrappers = []any{
 		(*ContentPart_Text)(nil),
 		(*ContentPart_Image)(nil),
 		(*ContentPart_Document)(nil),
+		(*ContentPart_ToolCall)(nil),
+		(*ContentPart_ToolResult)(nil),
 	}
-	file_parley_worker_v1_worker_proto_msgTypes[5].OneofWrappers = []any{
+	file_parley_worker_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
 		(*GenerateResponse_Delta)(nil),
 		(*GenerateResponse_Finished)(nil),
 	}
@@ -1335,7 +2030,7 @@ func file_parley_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_worker_v1_worker_proto_rawDesc), len(file_parley_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,7 +24,7 @@ LIMIT_KIND_INPUT_TOKENS: LimitKind
 LIMIT_KIND_OUTPUT_TOKENS: LimitKind
 
 class UsageRecord(_message.Message):
-    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id")
+    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id", "user")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,7 @@ class UsageRecord(_message.Message):
     API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     model: str
     usage: _common_pb2.Usage
@@ -43,7 +44,8 @@ class UsageRecord(_message.Message):
     api_key_id: str
     created_at: _timestamp_pb2.Timestamp
     conversation_id: str
-    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+    user: str
+    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
 
 class LimitStatus(_message.Message):
     __slots__ = ("model", "kind", "limit", "used", "remaining", "window", "resets_at")
@@ -76,12 +78,14 @@ class GetBalanceResponse(_message.Message):
     def __init__(self, balance_nanos: _Optional[int] = ..., reserved_nanos: _Optional[int] = ...) -> None: ...
 
 class ListUsageRequest(_message.Message):
-    __slots__ = ("page_size", "page_token")
+    __slots__ = ("page_size", "page_token", "user")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    user: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
 
 class ListUsageResponse(_message.Message):
     __slots__ = ("usage_records", "next_page_token")

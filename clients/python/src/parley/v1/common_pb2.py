@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16parley/v1/common.proto\x12\tparley.v1\"c\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\x12\x15\n\rcached_tokens\x18\x03 \x01(\x03\x12\x11\n\testimated\x18\x04 \x01(\x08\"H\n\x07Message\x12\x1d\n\x04role\x18\x01 \x01(\x0e\x32\x0f.parley.v1.Role\x12\x1e\n\x05parts\x18\x02 \x03(\x0b\x32\x0f.parley.v1.Part\"\x8f\x01\n\x04Part\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x17\n\rattachment_id\x18\x02 \x01(\tH\x00\x12\'\n\x05image\x18\x03 \x01(\x0b\x32\x16.parley.v1.InlineImageH\x00\x12-\n\x08\x64ocument\x18\x04 \x01(\x0b\x32\x19.parley.v1.InlineDocumentH\x00\x42\x06\n\x04kind\".\n\x0bInlineImage\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x11\n\tmime_type\x18\x02 \x01(\t\"C\n\x0eInlineDocument\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\"\xb7\x01\n\x0fGenerationEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12/\n\x07started\x18\x02 \x01(\x0b\x32\x1c.parley.v1.GenerationStartedH\x00\x12+\n\x05\x64\x65lta\x18\x03 \x01(\x0b\x32\x1a.parley.v1.GenerationDeltaH\x00\x12\x31\n\x08\x66inished\x18\x04 \x01(\x0b\x32\x1d.parley.v1.GenerationFinishedH\x00\x42\x06\n\x04kind\"|\n\x11GenerationStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x02 \x01(\t\x12\x12\n\nmessage_id\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t\x12\x17\n\x0fuser_message_id\x18\x05 \x01(\t\"\x1f\n\x0fGenerationDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x90\x01\n\x12GenerationFinished\x12.\n\rfinish_reason\x18\x01 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12\x1f\n\x05usage\x18\x02 \x01(\x0b\x32\x10.parley.v1.Usage\x12\x12\n\ncost_nanos\x18\x03 \x01(\x03\x12\x15\n\rerror_message\x18\x04 \x01(\t*V\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\r\n\tTIER_FREE\x10\x01\x12\r\n\tTIER_PLUS\x10\x02\x12\x0c\n\x08TIER_PRO\x10\x03\x12\x0c\n\x08TIER_MAX\x10\x04*\x95\x01\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1b\n\x17\x46INISH_REASON_CANCELLED\x10\x03\x12\x17\n\x13\x46INISH_REASON_ERROR\x10\x04*P\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03*_\n\x0b\x41uthChannel\x12\x1c\n\x18\x41UTH_CHANNEL_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41UTH_CHANNEL_SESSION\x10\x01\x12\x18\n\x14\x41UTH_CHANNEL_API_KEY\x10\x02\x42\x33Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16parley/v1/common.proto\x12\tparley.v1\x1a\x1cgoogle/protobuf/struct.proto\"c\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\x12\x15\n\rcached_tokens\x18\x03 \x01(\x03\x12\x11\n\testimated\x18\x04 \x01(\x08\"H\n\x07Message\x12\x1d\n\x04role\x18\x01 \x01(\x0e\x32\x0f.parley.v1.Role\x12\x1e\n\x05parts\x18\x02 \x03(\x0b\x32\x0f.parley.v1.Part\"\xe7\x01\n\x04Part\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x17\n\rattachment_id\x18\x02 \x01(\tH\x00\x12\'\n\x05image\x18\x03 \x01(\x0b\x32\x16.parley.v1.InlineImageH\x00\x12-\n\x08\x64ocument\x18\x04 \x01(\x0b\x32\x19.parley.v1.InlineDocumentH\x00\x12(\n\ttool_call\x18\x05 \x01(\x0b\x32\x13.parley.v1.ToolCallH\x00\x12,\n\x0btool_result\x18\x06 \x01(\x0b\x32\x15.parley.v1.ToolResultH\x00\x42\x06\n\x04kind\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"3\n\nToolResult\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"f\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06strict\x18\x04 \x01(\x08\"L\n\nToolChoice\x12\'\n\x04mode\x18\x01 \x01(\x0e\x32\x19.parley.v1.ToolChoiceMode\x12\x15\n\rfunction_name\x18\x02 \x01(\t\"\x84\x01\n\x0eResponseFormat\x12+\n\x04type\x18\x01 \x01(\x0e\x32\x1d.parley.v1.ResponseFormatType\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x06schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06strict\x18\x04 \x01(\x08\"j\n\x0cTokenLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x01(\x0c\x12+\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x15.parley.v1.TopLogprob\";\n\nTopLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x01(\x0c\"K\n\rToolCallDelta\x12\r\n\x05index\x18\x01 \x01(\x05\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\targuments\x18\x04 \x01(\t\"M\n\x0c\x43hoiceFinish\x12\r\n\x05index\x18\x01 \x01(\x05\x12.\n\rfinish_reason\x18\x02 \x01(\x0e\x32\x17.parley.v1.FinishReason\".\n\x0bInlineImage\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x11\n\tmime_type\x18\x02 \x01(\t\"C\n\x0eInlineDocument\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\"\xb7\x01\n\x0fGenerationEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12/\n\x07started\x18\x02 \x01(\x0b\x32\x1c.parley.v1.GenerationStartedH\x00\x12+\n\x05\x64\x65lta\x18\x03 \x01(\x0b\x32\x1a.parley.v1.GenerationDeltaH\x00\x12\x31\n\x08\x66inished\x18\x04 \x01(\x0b\x32\x1d.parley.v1.GenerationFinishedH\x00\x42\x06\n\x04kind\"|\n\x11GenerationStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x02 \x01(\t\x12\x12\n\nmessage_id\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t\x12\x17\n\x0fuser_message_id\x18\x05 \x01(\t\"\x88\x01\n\x0fGenerationDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0e\n\x06\x63hoice\x18\x02 \x01(\x05\x12,\n\ntool_calls\x18\x03 \x03(\x0b\x32\x18.parley.v1.ToolCallDelta\x12)\n\x08logprobs\x18\x04 \x03(\x0b\x32\x17.parley.v1.TokenLogprob\"\xba\x01\n\x12GenerationFinished\x12.\n\rfinish_reason\x18\x01 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12\x1f\n\x05usage\x18\x02 \x01(\x0b\x32\x10.parley.v1.Usage\x12\x12\n\ncost_nanos\x18\x03 \x01(\x03\x12\x15\n\rerror_message\x18\x04 \x01(\t\x12(\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x17.parley.v1.ChoiceFinish*V\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\r\n\tTIER_FREE\x10\x01\x12\r\n\tTIER_PLUS\x10\x02\x12\x0c\n\x08TIER_PRO\x10\x03\x12\x0c\n\x08TIER_MAX\x10\x04*\xb3\x01\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1b\n\x17\x46INISH_REASON_CANCELLED\x10\x03\x12\x17\n\x13\x46INISH_REASON_ERROR\x10\x04\x12\x1c\n\x18\x46INISH_REASON_TOOL_CALLS\x10\x05*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03\x12\r\n\tROLE_TOOL\x10\x04*_\n\x0b\x41uthChannel\x12\x1c\n\x18\x41UTH_CHANNEL_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41UTH_CHANNEL_SESSION\x10\x01\x12\x18\n\x14\x41UTH_CHANNEL_API_KEY\x10\x02*\xa6\x01\n\x0eToolChoiceMode\x12 \n\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03\x12\x1d\n\x19TOOL_CHOICE_MODE_FUNCTION\x10\x04*\xa5\x01\n\x12ResponseFormatType\x12$\n RESPONSE_FORMAT_TYPE_UNSPECIFIED\x10\x00\x12\x1d\n\x19RESPONSE_FORMAT_TYPE_TEXT\x10\x01\x12$\n RESPONSE_FORMAT_TYPE_JSON_OBJECT\x10\x02\x12$\n RESPONSE_FORMAT_TYPE_JSON_SCHEMA\x10\x03\x42\x33Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,30 +33,52 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'parley.v1.common_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
-  _globals['_TIER']._serialized_start=967
-  _globals['_TIER']._serialized_end=1053
-  _globals['_FINISHREASON']._serialized_start=1056
-  _globals['_FINISHREASON']._serialized_end=1205
-  _globals['_ROLE']._serialized_start=1207
-  _globals['_ROLE']._serialized_end=1287
-  _globals['_AUTHCHANNEL']._serialized_start=1289
-  _globals['_AUTHCHANNEL']._serialized_end=1384
-  _globals['_USAGE']._serialized_start=37
-  _globals['_USAGE']._serialized_end=136
-  _globals['_MESSAGE']._serialized_start=138
-  _globals['_MESSAGE']._serialized_end=210
-  _globals['_PART']._serialized_start=213
-  _globals['_PART']._serialized_end=356
-  _globals['_INLINEIMAGE']._serialized_start=358
-  _globals['_INLINEIMAGE']._serialized_end=404
-  _globals['_INLINEDOCUMENT']._serialized_start=406
-  _globals['_INLINEDOCUMENT']._serialized_end=473
-  _globals['_GENERATIONEVENT']._serialized_start=476
-  _globals['_GENERATIONEVENT']._serialized_end=659
-  _globals['_GENERATIONSTARTED']._serialized_start=661
-  _globals['_GENERATIONSTARTED']._serialized_end=785
-  _globals['_GENERATIONDELTA']._serialized_start=787
-  _globals['_GENERATIONDELTA']._serialized_end=818
-  _globals['_GENERATIONFINISHED']._serialized_start=821
-  _globals['_GENERATIONFINISHED']._serialized_end=965
+  _globals['_TIER']._serialized_start=1985
+  _globals['_TIER']._serialized_end=2071
+  _globals['_FINISHREASON']._serialized_start=2074
+  _globals['_FINISHREASON']._serialized_end=2253
+  _globals['_ROLE']._serialized_start=2255
+  _globals['_ROLE']._serialized_end=2350
+  _globals['_AUTHCHANNEL']._serialized_start=2352
+  _globals['_AUTHCHANNEL']._serialized_end=2447
+  _globals['_TOOLCHOICEMODE']._serialized_start=2450
+  _globals['_TOOLCHOICEMODE']._serialized_end=2616
+  _globals['_RESPONSEFORMATTYPE']._serialized_start=2619
+  _globals['_RESPONSEFORMATTYPE']._serialized_end=2784
+  _globals['_USAGE']._serialized_start=67
+  _globals['_USAGE']._serialized_end=166
+  _globals['_MESSAGE']._serialized_start=168
+  _globals['_MESSAGE']._serialized_end=240
+  _globals['_PART']._serialized_start=243
+  _globals['_PART']._serialized_end=474
+  _globals['_TOOLCALL']._serialized_start=476
+  _globals['_TOOLCALL']._serialized_end=531
+  _globals['_TOOLRESULT']._serialized_start=533
+  _globals['_TOOLRESULT']._serialized_end=584
+  _globals['_TOOL']._serialized_start=586
+  _globals['_TOOL']._serialized_end=688
+  _globals['_TOOLCHOICE']._serialized_start=690
+  _globals['_TOOLCHOICE']._serialized_end=766
+  _globals['_RESPONSEFORMAT']._serialized_start=769
+  _globals['_RESPONSEFORMAT']._serialized_end=901
+  _globals['_TOKENLOGPROB']._serialized_start=903
+  _globals['_TOKENLOGPROB']._serialized_end=1009
+  _globals['_TOPLOGPROB']._serialized_start=1011
+  _globals['_TOPLOGPROB']._serialized_end=1070
+  _globals['_TOOLCALLDELTA']._serialized_start=1072
+  _globals['_TOOLCALLDELTA']._serialized_end=1147
+  _globals['_CHOICEFINISH']._serialized_start=1149
+  _globals['_CHOICEFINISH']._serialized_end=1226
+  _globals['_INLINEIMAGE']._serialized_start=1228
+  _globals['_INLINEIMAGE']._serialized_end=1274
+  _globals['_INLINEDOCUMENT']._serialized_start=1276
+  _globals['_INLINEDOCUMENT']._serialized_end=1343
+  _globals['_GENERATIONEVENT']._serialized_start=1346
+  _globals['_GENERATIONEVENT']._serialized_end=1529
+  _globals['_GENERATIONSTARTED']._serialized_start=1531
+  _globals['_GENERATIONSTARTED']._serialized_end=1655
+  _globals['_GENERATIONDELTA']._serialized_start=1658
+  _globals['_GENERATIONDELTA']._serialized_end=1794
+  _globals['_GENERATIONFINISHED']._serialized_start=1797
+  _globals['_GENERATIONFINISHED']._serialized_end=1983
 # @@protoc_insertion_point(module_scope)

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { FinishReason, GenerationEvent, Message as Message$1, Usage } from "./common_pb.js";
+import type { FinishReason, GenerationEvent, Message as Message$1, ResponseFormat, TokenLogprob, Tool, ToolChoice, Usage } from "./common_pb.js";
 import { file_parley_v1_common } from "./common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/chat.proto.
  */
 export const file_parley_v1_chat: GenFile = /*@__PURE__*/
-  fileDesc("ChRwYXJsZXkvdjEvY2hhdC5wcm90bxIJcGFybGV5LnYxIuEBCg9Db21wbGV0ZVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkIr8BChBDb21wbGV0ZVJlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSIwoHbWVzc2FnZRgDIAEoCzISLnBhcmxleS52MS5NZXNzYWdlEi4KDWZpbmlzaF9yZWFzb24YBCABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAUgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYBiABKAMi5wEKFUNvbXBsZXRlU3RyZWFtUmVxdWVzdBINCgVtb2RlbBgBIAEoCRIkCghtZXNzYWdlcxgCIAMoCzISLnBhcmxleS52MS5NZXNzYWdlEhkKEW1heF9vdXRwdXRfdG9rZW5zGAMgASgDEhgKC3RlbXBlcmF0dXJlGAQgASgBSACIAQESEgoFdG9wX3AYBSABKAFIAYgBARIMCgRzdG9wGAYgAygJEhEKBHNlZWQYByABKANIAogBARIMCgR1c2VyGAggASgJQg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCBwoFX3NlZWQiQwoWQ29tcGxldGVTdHJlYW1SZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQyqwEKC0NoYXRTZXJ2aWNlEkMKCENvbXBsZXRlEhoucGFybGV5LnYxLkNvbXBsZXRlUmVxdWVzdBobLnBhcmxleS52MS5Db21wbGV0ZVJlc3BvbnNlElcKDkNvbXBsZXRlU3RyZWFtEiAucGFybGV5LnYxLkNvbXBsZXRlU3RyZWFtUmVxdWVzdBohLnBhcmxleS52MS5Db21wbGV0ZVN0cmVhbVJlc3BvbnNlMAFCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_parley_v1_common]);
+  fileDesc("ChRwYXJsZXkvdjEvY2hhdC5wcm90bxIJcGFybGV5LnYxIs4DCg9Db21wbGV0ZVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIuMBChBDb21wbGV0ZVJlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSIwoHbWVzc2FnZRgDIAEoCzISLnBhcmxleS52MS5NZXNzYWdlEi4KDWZpbmlzaF9yZWFzb24YBCABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAUgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYBiABKAMSIgoHY2hvaWNlcxgHIAMoCzIRLnBhcmxleS52MS5DaG9pY2UilwEKBkNob2ljZRINCgVpbmRleBgBIAEoBRIjCgdtZXNzYWdlGAIgASgLMhIucGFybGV5LnYxLk1lc3NhZ2USLgoNZmluaXNoX3JlYXNvbhgDIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SKQoIbG9ncHJvYnMYBCADKAsyFy5wYXJsZXkudjEuVG9rZW5Mb2dwcm9iItQDChVDb21wbGV0ZVN0cmVhbVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIkMKFkNvbXBsZXRlU3RyZWFtUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50MqsBCgtDaGF0U2VydmljZRJDCghDb21wbGV0ZRIaLnBhcmxleS52MS5Db21wbGV0ZVJlcXVlc3QaGy5wYXJsZXkudjEuQ29tcGxldGVSZXNwb25zZRJXCg5Db21wbGV0ZVN0cmVhbRIgLnBhcmxleS52MS5Db21wbGV0ZVN0cmVhbVJlcXVlc3QaIS5wYXJsZXkudjEuQ29tcGxldGVTdHJlYW1SZXNwb25zZTABQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_parley_v1_common]);
 
 /**
  * CompleteRequest is the request of ChatService.Complete.
@@ -75,11 +75,64 @@ export type CompleteRequest = Message<"parley.v1.CompleteRequest"> & {
 
   /**
    * Optional. An identifier of the caller's end user, at most 256 bytes, recorded with
-   * the usage for abuse tracing.
+   * the usage for abuse tracing (and BillingService.ListUsage's `user` filter).
    *
    * @generated from field: string user = 8;
    */
   user: string;
+
+  /**
+   * Optional. Functions the model may call: at most 128, names unique. Their
+   * definitions count toward the prompt's tokens.
+   *
+   * @generated from field: repeated parley.v1.Tool tools = 9;
+   */
+  tools: Tool[];
+
+  /**
+   * Optional. Whether and which tool the model calls; needs tools unless NONE.
+   *
+   * @generated from field: parley.v1.ToolChoice tool_choice = 10;
+   */
+  toolChoice?: ToolChoice | undefined;
+
+  /**
+   * Optional. False allows at most one tool call per answer; unset lets the model
+   * call several at once.
+   *
+   * @generated from field: optional bool parallel_tool_calls = 11;
+   */
+  parallelToolCalls?: boolean | undefined;
+
+  /**
+   * Optional. Constrain the answer to JSON (structured output).
+   *
+   * @generated from field: parley.v1.ResponseFormat response_format = 12;
+   */
+  responseFormat?: ResponseFormat | undefined;
+
+  /**
+   * Optional. How many choices to generate, 1–8 (0 means 1). The prompt is paid
+   * once; the output reservation is max_output_tokens for each choice.
+   *
+   * @generated from field: int32 n = 13;
+   */
+  n: number;
+
+  /**
+   * Optional. Return each output token's log probability.
+   *
+   * @generated from field: bool logprobs = 14;
+   */
+  logprobs: boolean;
+
+  /**
+   * Optional. With logprobs, also return this many most likely tokens at each
+   * position, 0–20.
+   *
+   * @generated from field: int32 top_logprobs = 15;
+   */
+  topLogprobs: number;
 };
 
 /**
@@ -110,7 +163,8 @@ export type CompleteResponse = Message<"parley.v1.CompleteResponse"> & {
   model: string;
 
   /**
-   * The answer: an assistant message with one text part.
+   * The answer (choice 0): an assistant message with a text part, tool_call parts
+   * (finish_reason FINISH_REASON_TOOL_CALLS), or both.
    *
    * @generated from field: parley.v1.Message message = 3;
    */
@@ -136,6 +190,14 @@ export type CompleteResponse = Message<"parley.v1.CompleteResponse"> & {
    * @generated from field: int64 cost_nanos = 6;
    */
   costNanos: bigint;
+
+  /**
+   * Every choice, by index (one unless the request set n > 1); choices[0] is
+   * message and finish_reason.
+   *
+   * @generated from field: repeated parley.v1.Choice choices = 7;
+   */
+  choices: Choice[];
 };
 
 /**
@@ -144,6 +206,48 @@ export type CompleteResponse = Message<"parley.v1.CompleteResponse"> & {
  */
 export const CompleteResponseSchema: GenMessage<CompleteResponse> = /*@__PURE__*/
   messageDesc(file_parley_v1_chat, 1);
+
+/**
+ * Choice is one of a completion's alternative answers.
+ *
+ * @generated from message parley.v1.Choice
+ */
+export type Choice = Message<"parley.v1.Choice"> & {
+  /**
+   * The choice's index, from 0.
+   *
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * The answer: an assistant message with a text part and/or tool_call parts.
+   *
+   * @generated from field: parley.v1.Message message = 2;
+   */
+  message?: Message$1 | undefined;
+
+  /**
+   * Why this choice ended.
+   *
+   * @generated from field: parley.v1.FinishReason finish_reason = 3;
+   */
+  finishReason: FinishReason;
+
+  /**
+   * Its tokens' log probabilities, when the request asked for them.
+   *
+   * @generated from field: repeated parley.v1.TokenLogprob logprobs = 4;
+   */
+  logprobs: TokenLogprob[];
+};
+
+/**
+ * Describes the message parley.v1.Choice.
+ * Use `create(ChoiceSchema)` to create a new message.
+ */
+export const ChoiceSchema: GenMessage<Choice> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 2);
 
 /**
  * CompleteStreamRequest is the request of ChatService.CompleteStream. Its fields mean
@@ -207,11 +311,64 @@ export type CompleteStreamRequest = Message<"parley.v1.CompleteStreamRequest"> &
 
   /**
    * Optional. An identifier of the caller's end user, at most 256 bytes, recorded with
-   * the usage for abuse tracing.
+   * the usage for abuse tracing (and BillingService.ListUsage's `user` filter).
    *
    * @generated from field: string user = 8;
    */
   user: string;
+
+  /**
+   * Optional. Functions the model may call: at most 128, names unique. Their
+   * definitions count toward the prompt's tokens.
+   *
+   * @generated from field: repeated parley.v1.Tool tools = 9;
+   */
+  tools: Tool[];
+
+  /**
+   * Optional. Whether and which tool the model calls; needs tools unless NONE.
+   *
+   * @generated from field: parley.v1.ToolChoice tool_choice = 10;
+   */
+  toolChoice?: ToolChoice | undefined;
+
+  /**
+   * Optional. False allows at most one tool call per answer; unset lets the model
+   * call several at once.
+   *
+   * @generated from field: optional bool parallel_tool_calls = 11;
+   */
+  parallelToolCalls?: boolean | undefined;
+
+  /**
+   * Optional. Constrain the answer to JSON (structured output).
+   *
+   * @generated from field: parley.v1.ResponseFormat response_format = 12;
+   */
+  responseFormat?: ResponseFormat | undefined;
+
+  /**
+   * Optional. How many choices to generate, 1–8 (0 means 1). The prompt is paid
+   * once; the output reservation is max_output_tokens for each choice.
+   *
+   * @generated from field: int32 n = 13;
+   */
+  n: number;
+
+  /**
+   * Optional. Return each output token's log probability.
+   *
+   * @generated from field: bool logprobs = 14;
+   */
+  logprobs: boolean;
+
+  /**
+   * Optional. With logprobs, also return this many most likely tokens at each
+   * position, 0–20.
+   *
+   * @generated from field: int32 top_logprobs = 15;
+   */
+  topLogprobs: number;
 };
 
 /**
@@ -219,7 +376,7 @@ export type CompleteStreamRequest = Message<"parley.v1.CompleteStreamRequest"> &
  * Use `create(CompleteStreamRequestSchema)` to create a new message.
  */
 export const CompleteStreamRequestSchema: GenMessage<CompleteStreamRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 2);
+  messageDesc(file_parley_v1_chat, 3);
 
 /**
  * CompleteStreamResponse is one message of ChatService.CompleteStream's stream.
@@ -240,7 +397,7 @@ export type CompleteStreamResponse = Message<"parley.v1.CompleteStreamResponse">
  * Use `create(CompleteStreamResponseSchema)` to create a new message.
  */
 export const CompleteStreamResponseSchema: GenMessage<CompleteStreamResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 3);
+  messageDesc(file_parley_v1_chat, 4);
 
 /**
  * ChatService is the stateless API channel: the caller sends the whole context and

@@ -24,13 +24,14 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message as Message$1 } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
 
 /**
  * Describes the file parley/v1/common.proto.
  */
 export const file_parley_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChZwYXJsZXkvdjEvY29tbW9uLnByb3RvEglwYXJsZXkudjEiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCJICgdNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIeCgVwYXJ0cxgCIAMoCzIPLnBhcmxleS52MS5QYXJ0Io8BCgRQYXJ0Eg4KBHRleHQYASABKAlIABIXCg1hdHRhY2htZW50X2lkGAIgASgJSAASJwoFaW1hZ2UYAyABKAsyFi5wYXJsZXkudjEuSW5saW5lSW1hZ2VIABItCghkb2N1bWVudBgEIAEoCzIZLnBhcmxleS52MS5JbmxpbmVEb2N1bWVudEgAQgYKBGtpbmQiLgoLSW5saW5lSW1hZ2USDAoEZGF0YRgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkiQwoOSW5saW5lRG9jdW1lbnQSDAoEZGF0YRgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkSEAoIZmlsZW5hbWUYAyABKAkitwEKD0dlbmVyYXRpb25FdmVudBILCgNzZXEYASABKAQSLwoHc3RhcnRlZBgCIAEoCzIcLnBhcmxleS52MS5HZW5lcmF0aW9uU3RhcnRlZEgAEisKBWRlbHRhGAMgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25EZWx0YUgAEjEKCGZpbmlzaGVkGAQgASgLMh0ucGFybGV5LnYxLkdlbmVyYXRpb25GaW5pc2hlZEgAQgYKBGtpbmQifAoRR2VuZXJhdGlvblN0YXJ0ZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSEgoKbWVzc2FnZV9pZBgDIAEoCRINCgVtb2RlbBgEIAEoCRIXCg91c2VyX21lc3NhZ2VfaWQYBSABKAkiHwoPR2VuZXJhdGlvbkRlbHRhEgwKBHRleHQYASABKAkikAEKEkdlbmVyYXRpb25GaW5pc2hlZBIuCg1maW5pc2hfcmVhc29uGAEgASgOMhcucGFybGV5LnYxLkZpbmlzaFJlYXNvbhIfCgV1c2FnZRgCIAEoCzIQLnBhcmxleS52MS5Vc2FnZRISCgpjb3N0X25hbm9zGAMgASgDEhUKDWVycm9yX21lc3NhZ2UYBCABKAkqVgoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAASDQoJVElFUl9GUkVFEAESDQoJVElFUl9QTFVTEAISDAoIVElFUl9QUk8QAxIMCghUSUVSX01BWBAEKpUBCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhgKFEZJTklTSF9SRUFTT05fTEVOR1RIEAISGwoXRklOSVNIX1JFQVNPTl9DQU5DRUxMRUQQAxIXChNGSU5JU0hfUkVBU09OX0VSUk9SEAQqUAoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADKl8KC0F1dGhDaGFubmVsEhwKGEFVVEhfQ0hBTk5FTF9VTlNQRUNJRklFRBAAEhgKFEFVVEhfQ0hBTk5FTF9TRVNTSU9OEAESGAoUQVVUSF9DSEFOTkVMX0FQSV9LRVkQAkIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM");
+  fileDesc("ChZwYXJsZXkvdjEvY29tbW9uLnByb3RvEglwYXJsZXkudjEiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCJICgdNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIeCgVwYXJ0cxgCIAMoCzIPLnBhcmxleS52MS5QYXJ0IucBCgRQYXJ0Eg4KBHRleHQYASABKAlIABIXCg1hdHRhY2htZW50X2lkGAIgASgJSAASJwoFaW1hZ2UYAyABKAsyFi5wYXJsZXkudjEuSW5saW5lSW1hZ2VIABItCghkb2N1bWVudBgEIAEoCzIZLnBhcmxleS52MS5JbmxpbmVEb2N1bWVudEgAEigKCXRvb2xfY2FsbBgFIAEoCzITLnBhcmxleS52MS5Ub29sQ2FsbEgAEiwKC3Rvb2xfcmVzdWx0GAYgASgLMhUucGFybGV5LnYxLlRvb2xSZXN1bHRIAEIGCgRraW5kIjcKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJIjMKClRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiZgoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnN0cmljdBgEIAEoCCJMCgpUb29sQ2hvaWNlEicKBG1vZGUYASABKA4yGS5wYXJsZXkudjEuVG9vbENob2ljZU1vZGUSFQoNZnVuY3Rpb25fbmFtZRgCIAEoCSKEAQoOUmVzcG9uc2VGb3JtYXQSKwoEdHlwZRgBIAEoDjIdLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdFR5cGUSDAoEbmFtZRgCIAEoCRInCgZzY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnN0cmljdBgEIAEoCCJqCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARINCgVieXRlcxgDIAEoDBIrCgx0b3BfbG9ncHJvYnMYBCADKAsyFS5wYXJsZXkudjEuVG9wTG9ncHJvYiI7CgpUb3BMb2dwcm9iEg0KBXRva2VuGAEgASgJEg8KB2xvZ3Byb2IYAiABKAESDQoFYnl0ZXMYAyABKAwiSwoNVG9vbENhbGxEZWx0YRINCgVpbmRleBgBIAEoBRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCSJNCgxDaG9pY2VGaW5pc2gSDQoFaW5kZXgYASABKAUSLgoNZmluaXNoX3JlYXNvbhgCIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24iLgoLSW5saW5lSW1hZ2USDAoEZGF0YRgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkiQwoOSW5saW5lRG9jdW1lbnQSDAoEZGF0YRgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkSEAoIZmlsZW5hbWUYAyABKAkitwEKD0dlbmVyYXRpb25FdmVudBILCgNzZXEYASABKAQSLwoHc3RhcnRlZBgCIAEoCzIcLnBhcmxleS52MS5HZW5lcmF0aW9uU3RhcnRlZEgAEisKBWRlbHRhGAMgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25EZWx0YUgAEjEKCGZpbmlzaGVkGAQgASgLMh0ucGFybGV5LnYxLkdlbmVyYXRpb25GaW5pc2hlZEgAQgYKBGtpbmQifAoRR2VuZXJhdGlvblN0YXJ0ZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSEgoKbWVzc2FnZV9pZBgDIAEoCRINCgVtb2RlbBgEIAEoCRIXCg91c2VyX21lc3NhZ2VfaWQYBSABKAkiiAEKD0dlbmVyYXRpb25EZWx0YRIMCgR0ZXh0GAEgASgJEg4KBmNob2ljZRgCIAEoBRIsCgp0b29sX2NhbGxzGAMgAygLMhgucGFybGV5LnYxLlRvb2xDYWxsRGVsdGESKQoIbG9ncHJvYnMYBCADKAsyFy5wYXJsZXkudjEuVG9rZW5Mb2dwcm9iIroBChJHZW5lcmF0aW9uRmluaXNoZWQSLgoNZmluaXNoX3JlYXNvbhgBIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYAiABKAsyEC5wYXJsZXkudjEuVXNhZ2USEgoKY29zdF9uYW5vcxgDIAEoAxIVCg1lcnJvcl9tZXNzYWdlGAQgASgJEigKB2Nob2ljZXMYBSADKAsyFy5wYXJsZXkudjEuQ2hvaWNlRmluaXNoKlYKBFRpZXISFAoQVElFUl9VTlNQRUNJRklFRBAAEg0KCVRJRVJfRlJFRRABEg0KCVRJRVJfUExVUxACEgwKCFRJRVJfUFJPEAMSDAoIVElFUl9NQVgQBCqzAQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBACEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAMSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAEEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxAFKl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg8KC1JPTEVfU1lTVEVNEAESDQoJUk9MRV9VU0VSEAISEgoOUk9MRV9BU1NJU1RBTlQQAxINCglST0xFX1RPT0wQBCpfCgtBdXRoQ2hhbm5lbBIcChhBVVRIX0NIQU5ORUxfVU5TUEVDSUZJRUQQABIYChRBVVRIX0NIQU5ORUxfU0VTU0lPThABEhgKFEFVVEhfQ0hBTk5FTF9BUElfS0VZEAIqpgEKDlRvb2xDaG9pY2VNb2RlEiAKHFRPT0xfQ0hPSUNFX01PREVfVU5TUEVDSUZJRUQQABIZChVUT09MX0NIT0lDRV9NT0RFX0FVVE8QARIZChVUT09MX0NIT0lDRV9NT0RFX05PTkUQAhIdChlUT09MX0NIT0lDRV9NT0RFX1JFUVVJUkVEEAMSHQoZVE9PTF9DSE9JQ0VfTU9ERV9GVU5DVElPThAEKqUBChJSZXNwb25zZUZvcm1hdFR5cGUSJAogUkVTUE9OU0VfRk9STUFUX1RZUEVfVU5TUEVDSUZJRUQQABIdChlSRVNQT05TRV9GT1JNQVRfVFlQRV9URVhUEAESJAogUkVTUE9OU0VfRk9STUFUX1RZUEVfSlNPTl9PQkpFQ1QQAhIkCiBSRVNQT05TRV9GT1JNQVRfVFlQRV9KU09OX1NDSEVNQRADQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * Usage counts the tokens of one generation, as counted by Parley's tokenizer
@@ -147,6 +148,22 @@ export type Part = Message$1<"parley.v1.Part"> & {
      */
     value: InlineDocument;
     case: "document";
+  } | {
+    /**
+     * A tool call the model made; only in ROLE_ASSISTANT messages (API channel).
+     *
+     * @generated from field: parley.v1.ToolCall tool_call = 5;
+     */
+    value: ToolCall;
+    case: "toolCall";
+  } | {
+    /**
+     * A tool call's result; only in ROLE_TOOL messages (API channel).
+     *
+     * @generated from field: parley.v1.ToolResult tool_result = 6;
+     */
+    value: ToolResult;
+    case: "toolResult";
   } | { case: undefined; value?: undefined };
 };
 
@@ -156,6 +173,334 @@ export type Part = Message$1<"parley.v1.Part"> & {
  */
 export const PartSchema: GenMessage<Part> = /*@__PURE__*/
   messageDesc(file_parley_v1_common, 2);
+
+/**
+ * ToolCall is a call of a function the request offered in `tools`.
+ *
+ * @generated from message parley.v1.ToolCall
+ */
+export type ToolCall = Message$1<"parley.v1.ToolCall"> & {
+  /**
+   * Required. The call's id, unique within the conversation; a ToolResult names it.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Required. The function's name, one of the request's tools.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Required. The arguments: a JSON object as text, meant to be valid against the
+   * tool's parameters (check it: models can be wrong).
+   *
+   * @generated from field: string arguments = 3;
+   */
+  arguments: string;
+};
+
+/**
+ * Describes the message parley.v1.ToolCall.
+ * Use `create(ToolCallSchema)` to create a new message.
+ */
+export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 3);
+
+/**
+ * ToolResult answers one ToolCall.
+ *
+ * @generated from message parley.v1.ToolResult
+ */
+export type ToolResult = Message$1<"parley.v1.ToolResult"> & {
+  /**
+   * Required. The id of the ToolCall this answers; at most 256 bytes.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * Required. What the tool returned, as text (often JSON).
+   *
+   * @generated from field: string content = 2;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message parley.v1.ToolResult.
+ * Use `create(ToolResultSchema)` to create a new message.
+ */
+export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 4);
+
+/**
+ * Tool is a function the model may call.
+ *
+ * @generated from message parley.v1.Tool
+ */
+export type Tool = Message$1<"parley.v1.Tool"> & {
+  /**
+   * Required. The function's name: 1–64 of a–z, A–Z, 0–9, _ and -.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Optional. What the function does and when to call it; the model reads it.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * Optional. The function's parameters as a JSON Schema object; unset means it
+   * takes none. At most 64 KiB as JSON.
+   *
+   * @generated from field: google.protobuf.Struct parameters = 3;
+   */
+  parameters?: JsonObject | undefined;
+
+  /**
+   * Optional. Ask the engine to follow the schema exactly (where it can).
+   *
+   * @generated from field: bool strict = 4;
+   */
+  strict: boolean;
+};
+
+/**
+ * Describes the message parley.v1.Tool.
+ * Use `create(ToolSchema)` to create a new message.
+ */
+export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 5);
+
+/**
+ * ToolChoice says whether and which tool the model calls.
+ *
+ * @generated from message parley.v1.ToolChoice
+ */
+export type ToolChoice = Message$1<"parley.v1.ToolChoice"> & {
+  /**
+   * Optional. The mode; unset is AUTO.
+   *
+   * @generated from field: parley.v1.ToolChoiceMode mode = 1;
+   */
+  mode: ToolChoiceMode;
+
+  /**
+   * Required with TOOL_CHOICE_MODE_FUNCTION, else empty: one of the tools' names.
+   *
+   * @generated from field: string function_name = 2;
+   */
+  functionName: string;
+};
+
+/**
+ * Describes the message parley.v1.ToolChoice.
+ * Use `create(ToolChoiceSchema)` to create a new message.
+ */
+export const ToolChoiceSchema: GenMessage<ToolChoice> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 6);
+
+/**
+ * ResponseFormat constrains the answer's text (structured output).
+ *
+ * @generated from message parley.v1.ResponseFormat
+ */
+export type ResponseFormat = Message$1<"parley.v1.ResponseFormat"> & {
+  /**
+   * Optional. The kind; unset is free text.
+   *
+   * @generated from field: parley.v1.ResponseFormatType type = 1;
+   */
+  type: ResponseFormatType;
+
+  /**
+   * Required with JSON_SCHEMA: the schema's name, 1–64 of a–z, A–Z, 0–9, _ and -.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Required with JSON_SCHEMA: the JSON Schema; at most 64 KiB as JSON.
+   *
+   * @generated from field: google.protobuf.Struct schema = 3;
+   */
+  schema?: JsonObject | undefined;
+
+  /**
+   * Optional. Ask the engine to follow the schema exactly (where it can).
+   *
+   * @generated from field: bool strict = 4;
+   */
+  strict: boolean;
+};
+
+/**
+ * Describes the message parley.v1.ResponseFormat.
+ * Use `create(ResponseFormatSchema)` to create a new message.
+ */
+export const ResponseFormatSchema: GenMessage<ResponseFormat> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 7);
+
+/**
+ * TokenLogprob is one generated token's log probability and its most likely
+ * alternatives (when the request asked for logprobs).
+ *
+ * @generated from message parley.v1.TokenLogprob
+ */
+export type TokenLogprob = Message$1<"parley.v1.TokenLogprob"> & {
+  /**
+   * The token as text.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Its natural-log probability (at most 0).
+   *
+   * @generated from field: double logprob = 2;
+   */
+  logprob: number;
+
+  /**
+   * The token's UTF-8 bytes (a token can be part of a character).
+   *
+   * @generated from field: bytes bytes = 3;
+   */
+  bytes: Uint8Array;
+
+  /**
+   * The most likely tokens at this position, most likely first (top_logprobs of
+   * them).
+   *
+   * @generated from field: repeated parley.v1.TopLogprob top_logprobs = 4;
+   */
+  topLogprobs: TopLogprob[];
+};
+
+/**
+ * Describes the message parley.v1.TokenLogprob.
+ * Use `create(TokenLogprobSchema)` to create a new message.
+ */
+export const TokenLogprobSchema: GenMessage<TokenLogprob> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 8);
+
+/**
+ * TopLogprob is one likely token at a position.
+ *
+ * @generated from message parley.v1.TopLogprob
+ */
+export type TopLogprob = Message$1<"parley.v1.TopLogprob"> & {
+  /**
+   * The token as text.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Its natural-log probability.
+   *
+   * @generated from field: double logprob = 2;
+   */
+  logprob: number;
+
+  /**
+   * The token's UTF-8 bytes.
+   *
+   * @generated from field: bytes bytes = 3;
+   */
+  bytes: Uint8Array;
+};
+
+/**
+ * Describes the message parley.v1.TopLogprob.
+ * Use `create(TopLogprobSchema)` to create a new message.
+ */
+export const TopLogprobSchema: GenMessage<TopLogprob> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 9);
+
+/**
+ * ToolCallDelta is a piece of a streamed tool call, as OpenAI streams them: the
+ * first piece of the call at `index` has its id and name, later pieces more of
+ * its arguments. Concatenate the arguments of every piece with the same index.
+ *
+ * @generated from message parley.v1.ToolCallDelta
+ */
+export type ToolCallDelta = Message$1<"parley.v1.ToolCallDelta"> & {
+  /**
+   * The call's position among the choice's calls, from 0.
+   *
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * The call's id (first piece only).
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * The function's name (first piece only).
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * More of the arguments' JSON text.
+   *
+   * @generated from field: string arguments = 4;
+   */
+  arguments: string;
+};
+
+/**
+ * Describes the message parley.v1.ToolCallDelta.
+ * Use `create(ToolCallDeltaSchema)` to create a new message.
+ */
+export const ToolCallDeltaSchema: GenMessage<ToolCallDelta> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 10);
+
+/**
+ * ChoiceFinish is how one choice ended (requests with n > 1).
+ *
+ * @generated from message parley.v1.ChoiceFinish
+ */
+export type ChoiceFinish = Message$1<"parley.v1.ChoiceFinish"> & {
+  /**
+   * The choice's index.
+   *
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * Why it ended.
+   *
+   * @generated from field: parley.v1.FinishReason finish_reason = 2;
+   */
+  finishReason: FinishReason;
+};
+
+/**
+ * Describes the message parley.v1.ChoiceFinish.
+ * Use `create(ChoiceFinishSchema)` to create a new message.
+ */
+export const ChoiceFinishSchema: GenMessage<ChoiceFinish> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 11);
 
 /**
  * InlineImage is an image carried in the request itself.
@@ -184,7 +529,7 @@ export type InlineImage = Message$1<"parley.v1.InlineImage"> & {
  * Use `create(InlineImageSchema)` to create a new message.
  */
 export const InlineImageSchema: GenMessage<InlineImage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 3);
+  messageDesc(file_parley_v1_common, 12);
 
 /**
  * InlineDocument is a document carried in the request itself; the model receives its
@@ -221,7 +566,7 @@ export type InlineDocument = Message$1<"parley.v1.InlineDocument"> & {
  * Use `create(InlineDocumentSchema)` to create a new message.
  */
 export const InlineDocumentSchema: GenMessage<InlineDocument> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 4);
+  messageDesc(file_parley_v1_common, 13);
 
 /**
  * GenerationEvent is one event of a streamed generation. A stream sends one
@@ -275,7 +620,7 @@ export type GenerationEvent = Message$1<"parley.v1.GenerationEvent"> & {
  * Use `create(GenerationEventSchema)` to create a new message.
  */
 export const GenerationEventSchema: GenMessage<GenerationEvent> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 5);
+  messageDesc(file_parley_v1_common, 14);
 
 /**
  * GenerationStarted opens a generation's event stream.
@@ -325,20 +670,43 @@ export type GenerationStarted = Message$1<"parley.v1.GenerationStarted"> & {
  * Use `create(GenerationStartedSchema)` to create a new message.
  */
 export const GenerationStartedSchema: GenMessage<GenerationStarted> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 6);
+  messageDesc(file_parley_v1_common, 15);
 
 /**
- * GenerationDelta carries the next piece of the answer's text.
+ * GenerationDelta carries the next piece of the answer: text, pieces of tool
+ * calls, or both.
  *
  * @generated from message parley.v1.GenerationDelta
  */
 export type GenerationDelta = Message$1<"parley.v1.GenerationDelta"> & {
   /**
-   * Text to append to the answer; valid UTF-8, never empty.
+   * Text to append to the answer; valid UTF-8. Empty only when the delta carries
+   * tool calls.
    *
    * @generated from field: string text = 1;
    */
   text: string;
+
+  /**
+   * Which choice this is part of (from 0; always 0 unless the request set n > 1).
+   *
+   * @generated from field: int32 choice = 2;
+   */
+  choice: number;
+
+  /**
+   * Pieces of tool calls (API channel, with tools).
+   *
+   * @generated from field: repeated parley.v1.ToolCallDelta tool_calls = 3;
+   */
+  toolCalls: ToolCallDelta[];
+
+  /**
+   * The log probabilities of this delta's tokens (when logprobs was asked for).
+   *
+   * @generated from field: repeated parley.v1.TokenLogprob logprobs = 4;
+   */
+  logprobs: TokenLogprob[];
 };
 
 /**
@@ -346,7 +714,7 @@ export type GenerationDelta = Message$1<"parley.v1.GenerationDelta"> & {
  * Use `create(GenerationDeltaSchema)` to create a new message.
  */
 export const GenerationDeltaSchema: GenMessage<GenerationDelta> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 7);
+  messageDesc(file_parley_v1_common, 16);
 
 /**
  * GenerationFinished closes a generation's event stream.
@@ -383,6 +751,14 @@ export type GenerationFinished = Message$1<"parley.v1.GenerationFinished"> & {
    * @generated from field: string error_message = 4;
    */
   errorMessage: string;
+
+  /**
+   * How each choice ended, by index (one entry per choice; finish_reason is choice
+   * 0's unless the generation as a whole was cancelled or failed).
+   *
+   * @generated from field: repeated parley.v1.ChoiceFinish choices = 5;
+   */
+  choices: ChoiceFinish[];
 };
 
 /**
@@ -390,7 +766,7 @@ export type GenerationFinished = Message$1<"parley.v1.GenerationFinished"> & {
  * Use `create(GenerationFinishedSchema)` to create a new message.
  */
 export const GenerationFinishedSchema: GenMessage<GenerationFinished> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 8);
+  messageDesc(file_parley_v1_common, 17);
 
 /**
  * Tier is a user's subscription tier. It selects the web channel's rate limits and
@@ -483,6 +859,14 @@ export enum FinishReason {
    * @generated from enum value: FINISH_REASON_ERROR = 4;
    */
   ERROR = 4,
+
+  /**
+   * The model called one or more tools (see ToolCall); the caller runs them and
+   * sends their results back in ROLE_TOOL messages.
+   *
+   * @generated from enum value: FINISH_REASON_TOOL_CALLS = 5;
+   */
+  TOOL_CALLS = 5,
 }
 
 /**
@@ -519,11 +903,18 @@ export enum Role {
   USER = 2,
 
   /**
-   * The model's answer.
+   * The model's answer: text, tool calls, or both.
    *
    * @generated from enum value: ROLE_ASSISTANT = 3;
    */
   ASSISTANT = 3,
+
+  /**
+   * The result of a tool call: exactly one tool_result part (API channel).
+   *
+   * @generated from enum value: ROLE_TOOL = 4;
+   */
+  TOOL = 4,
 }
 
 /**
@@ -565,4 +956,93 @@ export enum AuthChannel {
  */
 export const AuthChannelSchema: GenEnum<AuthChannel> = /*@__PURE__*/
   enumDesc(file_parley_v1_common, 3);
+
+/**
+ * ToolChoiceMode says whether the model calls a tool.
+ *
+ * @generated from enum parley.v1.ToolChoiceMode
+ */
+export enum ToolChoiceMode {
+  /**
+   * Not set: AUTO when tools are given.
+   *
+   * @generated from enum value: TOOL_CHOICE_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The model decides between answering and calling tools.
+   *
+   * @generated from enum value: TOOL_CHOICE_MODE_AUTO = 1;
+   */
+  AUTO = 1,
+
+  /**
+   * The model does not call tools.
+   *
+   * @generated from enum value: TOOL_CHOICE_MODE_NONE = 2;
+   */
+  NONE = 2,
+
+  /**
+   * The model calls at least one tool.
+   *
+   * @generated from enum value: TOOL_CHOICE_MODE_REQUIRED = 3;
+   */
+  REQUIRED = 3,
+
+  /**
+   * The model calls the function named in ToolChoice.function_name.
+   *
+   * @generated from enum value: TOOL_CHOICE_MODE_FUNCTION = 4;
+   */
+  FUNCTION = 4,
+}
+
+/**
+ * Describes the enum parley.v1.ToolChoiceMode.
+ */
+export const ToolChoiceModeSchema: GenEnum<ToolChoiceMode> = /*@__PURE__*/
+  enumDesc(file_parley_v1_common, 4);
+
+/**
+ * ResponseFormatType is the kind of text the answer must be.
+ *
+ * @generated from enum parley.v1.ResponseFormatType
+ */
+export enum ResponseFormatType {
+  /**
+   * Not set: free text.
+   *
+   * @generated from enum value: RESPONSE_FORMAT_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Free text.
+   *
+   * @generated from enum value: RESPONSE_FORMAT_TYPE_TEXT = 1;
+   */
+  TEXT = 1,
+
+  /**
+   * A JSON object (any).
+   *
+   * @generated from enum value: RESPONSE_FORMAT_TYPE_JSON_OBJECT = 2;
+   */
+  JSON_OBJECT = 2,
+
+  /**
+   * JSON valid against ResponseFormat.schema.
+   *
+   * @generated from enum value: RESPONSE_FORMAT_TYPE_JSON_SCHEMA = 3;
+   */
+  JSON_SCHEMA = 3,
+}
+
+/**
+ * Describes the enum parley.v1.ResponseFormatType.
+ */
+export const ResponseFormatTypeSchema: GenEnum<ResponseFormatType> = /*@__PURE__*/
+  enumDesc(file_parley_v1_common, 5);
 

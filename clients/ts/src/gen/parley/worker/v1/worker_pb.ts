@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/worker/v1/worker.proto.
  */
 export const file_parley_worker_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXJsZXkvd29ya2VyL3YxL3dvcmtlci5wcm90bxIQcGFybGV5Lndvcmtlci52MSKBAgoPR2VuZXJhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSLwoIbWVzc2FnZXMYAyADKAsyHS5wYXJsZXkud29ya2VyLnYxLkNoYXRNZXNzYWdlEhIKCm1heF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgV0b3BfcBgGIAEoAUgBiAEBEgwKBHN0b3AYByADKAkSEQoEc2VlZBgIIAEoA0gCiAEBEhQKDGFmZmluaXR5X2tleRgJIAEoCUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkIkkKC0NoYXRNZXNzYWdlEgwKBHJvbGUYASABKAkSLAoFcGFydHMYAiADKAsyHS5wYXJsZXkud29ya2VyLnYxLkNvbnRlbnRQYXJ0In8KC0NvbnRlbnRQYXJ0Eg4KBHRleHQYASABKAlIABIoCgVpbWFnZRgCIAEoCzIXLnBhcmxleS53b3JrZXIudjEuSW1hZ2VIABIuCghkb2N1bWVudBgDIAEoCzIaLnBhcmxleS53b3JrZXIudjEuRG9jdW1lbnRIAEIGCgRraW5kIigKBUltYWdlEgwKBGRhdGEYASABKAwSEQoJbWltZV90eXBlGAIgASgJIj0KCERvY3VtZW50EhAKCGZpbGVuYW1lGAEgASgJEhEKCW1pbWVfdHlwZRgCIAEoCRIMCgRkYXRhGAMgASgMInQKEEdlbmVyYXRlUmVzcG9uc2USKAoFZGVsdGEYASABKAsyFy5wYXJsZXkud29ya2VyLnYxLkRlbHRhSAASLgoIZmluaXNoZWQYAiABKAsyGi5wYXJsZXkud29ya2VyLnYxLkZpbmlzaGVkSABCBgoEa2luZCIlCgVEZWx0YRIMCgR0ZXh0GAEgASgJEg4KBnRva2VucxgCIAEoBSKAAQoIRmluaXNoZWQSNQoNZmluaXNoX3JlYXNvbhgBIAEoDjIeLnBhcmxleS53b3JrZXIudjEuRmluaXNoUmVhc29uEiYKBXVzYWdlGAIgASgLMhcucGFybGV5Lndvcmtlci52MS5Vc2FnZRIVCg1lcnJvcl9tZXNzYWdlGAMgASgJImMKBVVzYWdlEhUKDXByb21wdF90b2tlbnMYASABKAMSGQoRY29tcGxldGlvbl90b2tlbnMYAiABKAMSFQoNY2FjaGVkX3Rva2VucxgDIAEoAxIRCgllc3RpbWF0ZWQYBCABKAgiIQoLTG9hZFJlcXVlc3QSEgoKZ2F0ZXdheV9pZBgBIAEoCSI8CgxMb2FkUmVzcG9uc2USLAoGcmVwb3J0GAEgASgLMhwucGFybGV5Lndvcmtlci52MS5Mb2FkUmVwb3J0ItMBCgpMb2FkUmVwb3J0EhEKCXdvcmtlcl9pZBgBIAEoCRIOCgZtb2RlbHMYAiADKAkSDwoHcnVubmluZxgDIAEoBRIPCgd3YWl0aW5nGAQgASgFEhEKCW1heF9iYXRjaBgFIAEoBRIWCg5rdl91c2VkX3Rva2VucxgGIAEoAxIaChJrdl9jYXBhY2l0eV90b2tlbnMYByABKAMSEQoJaW5fZmxpZ2h0GAggASgFEiYKAmF0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCINCgtJbmZvUmVxdWVzdCJeCgxJbmZvUmVzcG9uc2USEQoJd29ya2VyX2lkGAEgASgJEg4KBmVuZ2luZRgCIAEoCRIrCgZtb2RlbHMYAyADKAsyGy5wYXJsZXkud29ya2VyLnYxLk1vZGVsSW5mbyKIAQoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIRCglzaW11bGF0ZWQYBCABKAgSFgoOY29udGV4dF93aW5kb3cYBSABKAMSGQoRbWF4X291dHB1dF90b2tlbnMYBiABKAMqlQEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGAoURklOSVNIX1JFQVNPTl9MRU5HVEgQAhIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBADEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBDL0AQoNV29ya2VyU2VydmljZRJTCghHZW5lcmF0ZRIhLnBhcmxleS53b3JrZXIudjEuR2VuZXJhdGVSZXF1ZXN0GiIucGFybGV5Lndvcmtlci52MS5HZW5lcmF0ZVJlc3BvbnNlMAESRwoETG9hZBIdLnBhcmxleS53b3JrZXIudjEuTG9hZFJlcXVlc3QaHi5wYXJsZXkud29ya2VyLnYxLkxvYWRSZXNwb25zZTABEkUKBEluZm8SHS5wYXJsZXkud29ya2VyLnYxLkluZm9SZXF1ZXN0Gh4ucGFybGV5Lndvcmtlci52MS5JbmZvUmVzcG9uc2VCOlo4Z2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS93b3JrZXIvdjE7d29ya2VydjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Ch1wYXJsZXkvd29ya2VyL3YxL3dvcmtlci5wcm90bxIQcGFybGV5Lndvcmtlci52MSKDBAoPR2VuZXJhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSLwoIbWVzc2FnZXMYAyADKAsyHS5wYXJsZXkud29ya2VyLnYxLkNoYXRNZXNzYWdlEhIKCm1heF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgV0b3BfcBgGIAEoAUgBiAEBEgwKBHN0b3AYByADKAkSEQoEc2VlZBgIIAEoA0gCiAEBEhQKDGFmZmluaXR5X2tleRgJIAEoCRIlCgV0b29scxgKIAMoCzIWLnBhcmxleS53b3JrZXIudjEuVG9vbBITCgt0b29sX2Nob2ljZRgLIAEoCRIcChR0b29sX2Nob2ljZV9mdW5jdGlvbhgMIAEoCRIgChNwYXJhbGxlbF90b29sX2NhbGxzGA0gASgISAOIAQESOQoPcmVzcG9uc2VfZm9ybWF0GA4gASgLMiAucGFybGV5Lndvcmtlci52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA8gASgFEhAKCGxvZ3Byb2JzGBAgASgIEhQKDHRvcF9sb2dwcm9icxgRIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIk0KBFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRISCgpwYXJhbWV0ZXJzGAMgASgMEg4KBnN0cmljdBgEIAEoCCJMCg5SZXNwb25zZUZvcm1hdBIMCgR0eXBlGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NoZW1hGAMgASgMEg4KBnN0cmljdBgEIAEoCCJJCgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEiwKBXBhcnRzGAIgAygLMh0ucGFybGV5Lndvcmtlci52MS5Db250ZW50UGFydCLlAQoLQ29udGVudFBhcnQSDgoEdGV4dBgBIAEoCUgAEigKBWltYWdlGAIgASgLMhcucGFybGV5Lndvcmtlci52MS5JbWFnZUgAEi4KCGRvY3VtZW50GAMgASgLMhoucGFybGV5Lndvcmtlci52MS5Eb2N1bWVudEgAEi8KCXRvb2xfY2FsbBgEIAEoCzIaLnBhcmxleS53b3JrZXIudjEuVG9vbENhbGxIABIzCgt0b29sX3Jlc3VsdBgFIAEoCzIcLnBhcmxleS53b3JrZXIudjEuVG9vbFJlc3VsdEgAQgYKBGtpbmQiNwoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiMwoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSDwoHY29udGVudBgCIAEoCSIoCgVJbWFnZRIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSI9CghEb2N1bWVudBIQCghmaWxlbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoDCJ0ChBHZW5lcmF0ZVJlc3BvbnNlEigKBWRlbHRhGAEgASgLMhcucGFybGV5Lndvcmtlci52MS5EZWx0YUgAEi4KCGZpbmlzaGVkGAIgASgLMhoucGFybGV5Lndvcmtlci52MS5GaW5pc2hlZEgAQgYKBGtpbmQizAEKBURlbHRhEgwKBHRleHQYASABKAkSDgoGdG9rZW5zGAIgASgFEg4KBmNob2ljZRgDIAEoBRIzCgp0b29sX2NhbGxzGAQgAygLMh8ucGFybGV5Lndvcmtlci52MS5Ub29sQ2FsbERlbHRhEjAKCGxvZ3Byb2JzGAUgAygLMh4ucGFybGV5Lndvcmtlci52MS5Ub2tlbkxvZ3Byb2ISLgoGZmluaXNoGAYgASgOMh4ucGFybGV5Lndvcmtlci52MS5GaW5pc2hSZWFzb24iSwoNVG9vbENhbGxEZWx0YRINCgVpbmRleBgBIAEoBRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCSJoCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARINCgVieXRlcxgDIAEoDBIpCgN0b3AYBCADKAsyHC5wYXJsZXkud29ya2VyLnYxLlRvcExvZ3Byb2IiOwoKVG9wTG9ncHJvYhINCgV0b2tlbhgBIAEoCRIPCgdsb2dwcm9iGAIgASgBEg0KBWJ5dGVzGAMgASgMIoABCghGaW5pc2hlZBI1Cg1maW5pc2hfcmVhc29uGAEgASgOMh4ucGFybGV5Lndvcmtlci52MS5GaW5pc2hSZWFzb24SJgoFdXNhZ2UYAiABKAsyFy5wYXJsZXkud29ya2VyLnYxLlVzYWdlEhUKDWVycm9yX21lc3NhZ2UYAyABKAkiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCIhCgtMb2FkUmVxdWVzdBISCgpnYXRld2F5X2lkGAEgASgJIjwKDExvYWRSZXNwb25zZRIsCgZyZXBvcnQYASABKAsyHC5wYXJsZXkud29ya2VyLnYxLkxvYWRSZXBvcnQi0wEKCkxvYWRSZXBvcnQSEQoJd29ya2VyX2lkGAEgASgJEg4KBm1vZGVscxgCIAMoCRIPCgdydW5uaW5nGAMgASgFEg8KB3dhaXRpbmcYBCABKAUSEQoJbWF4X2JhdGNoGAUgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAYgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgHIAEoAxIRCglpbl9mbGlnaHQYCCABKAUSJgoCYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIg0KC0luZm9SZXF1ZXN0Il4KDEluZm9SZXNwb25zZRIRCgl3b3JrZXJfaWQYASABKAkSDgoGZW5naW5lGAIgASgJEisKBm1vZGVscxgDIAMoCzIbLnBhcmxleS53b3JrZXIudjEuTW9kZWxJbmZvIogBCglNb2RlbEluZm8SCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCXNpbXVsYXRlZBgEIAEoCBIWCg5jb250ZXh0X3dpbmRvdxgFIAEoAxIZChFtYXhfb3V0cHV0X3Rva2VucxgGIAEoAyqzAQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBACEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAMSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAEEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxAFMvQBCg1Xb3JrZXJTZXJ2aWNlElMKCEdlbmVyYXRlEiEucGFybGV5Lndvcmtlci52MS5HZW5lcmF0ZVJlcXVlc3QaIi5wYXJsZXkud29ya2VyLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJHCgRMb2FkEh0ucGFybGV5Lndvcmtlci52MS5Mb2FkUmVxdWVzdBoeLnBhcmxleS53b3JrZXIudjEuTG9hZFJlc3BvbnNlMAESRQoESW5mbxIdLnBhcmxleS53b3JrZXIudjEuSW5mb1JlcXVlc3QaHi5wYXJsZXkud29ya2VyLnYxLkluZm9SZXNwb25zZUI6WjhnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3dvcmtlci92MTt3b3JrZXJ2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * GenerateRequest is the request of WorkerService.Generate.
@@ -87,6 +87,63 @@ export type GenerateRequest = Message<"parley.worker.v1.GenerateRequest"> & {
    * @generated from field: string affinity_key = 9;
    */
   affinityKey: string;
+
+  /**
+   * Optional. Functions the model may call.
+   *
+   * @generated from field: repeated parley.worker.v1.Tool tools = 10;
+   */
+  tools: Tool[];
+
+  /**
+   * Optional. "" (auto), "none", "required" or "function" (then tool_choice_function
+   * names it).
+   *
+   * @generated from field: string tool_choice = 11;
+   */
+  toolChoice: string;
+
+  /**
+   * Optional. The function tool_choice "function" names.
+   *
+   * @generated from field: string tool_choice_function = 12;
+   */
+  toolChoiceFunction: string;
+
+  /**
+   * Optional. False: at most one tool call per answer.
+   *
+   * @generated from field: optional bool parallel_tool_calls = 13;
+   */
+  parallelToolCalls?: boolean | undefined;
+
+  /**
+   * Optional. Constrains the answer's text.
+   *
+   * @generated from field: parley.worker.v1.ResponseFormat response_format = 14;
+   */
+  responseFormat?: ResponseFormat | undefined;
+
+  /**
+   * Optional. Choices to generate; 0 means 1.
+   *
+   * @generated from field: int32 n = 15;
+   */
+  n: number;
+
+  /**
+   * Optional. Return each token's log probability, with top_logprobs alternatives.
+   *
+   * @generated from field: bool logprobs = 16;
+   */
+  logprobs: boolean;
+
+  /**
+   * Optional. Alternatives per position, 0–20.
+   *
+   * @generated from field: int32 top_logprobs = 17;
+   */
+  topLogprobs: number;
 };
 
 /**
@@ -97,13 +154,97 @@ export const GenerateRequestSchema: GenMessage<GenerateRequest> = /*@__PURE__*/
   messageDesc(file_parley_worker_v1_worker, 0);
 
 /**
+ * Tool is a function the model may call.
+ *
+ * @generated from message parley.worker.v1.Tool
+ */
+export type Tool = Message<"parley.worker.v1.Tool"> & {
+  /**
+   * Required. The function's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Optional. What it does.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * Optional. Its parameters: a JSON Schema as JSON text.
+   *
+   * @generated from field: bytes parameters = 3;
+   */
+  parameters: Uint8Array;
+
+  /**
+   * Optional. Follow the schema exactly.
+   *
+   * @generated from field: bool strict = 4;
+   */
+  strict: boolean;
+};
+
+/**
+ * Describes the message parley.worker.v1.Tool.
+ * Use `create(ToolSchema)` to create a new message.
+ */
+export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 1);
+
+/**
+ * ResponseFormat constrains an answer's text.
+ *
+ * @generated from message parley.worker.v1.ResponseFormat
+ */
+export type ResponseFormat = Message<"parley.worker.v1.ResponseFormat"> & {
+  /**
+   * "" (text), "json_object" or "json_schema".
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * The schema's name (json_schema).
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The JSON Schema as JSON text (json_schema).
+   *
+   * @generated from field: bytes schema = 3;
+   */
+  schema: Uint8Array;
+
+  /**
+   * Follow the schema exactly.
+   *
+   * @generated from field: bool strict = 4;
+   */
+  strict: boolean;
+};
+
+/**
+ * Describes the message parley.worker.v1.ResponseFormat.
+ * Use `create(ResponseFormatSchema)` to create a new message.
+ */
+export const ResponseFormatSchema: GenMessage<ResponseFormat> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 2);
+
+/**
  * ChatMessage is one message of the context.
  *
  * @generated from message parley.worker.v1.ChatMessage
  */
 export type ChatMessage = Message<"parley.worker.v1.ChatMessage"> & {
   /**
-   * Required. "system", "user" or "assistant".
+   * Required. "system", "user", "assistant" or "tool".
    *
    * @generated from field: string role = 1;
    */
@@ -122,7 +263,7 @@ export type ChatMessage = Message<"parley.worker.v1.ChatMessage"> & {
  * Use `create(ChatMessageSchema)` to create a new message.
  */
 export const ChatMessageSchema: GenMessage<ChatMessage> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 1);
+  messageDesc(file_parley_worker_v1_worker, 3);
 
 /**
  * ContentPart is one piece of a message's content.
@@ -159,6 +300,22 @@ export type ContentPart = Message<"parley.worker.v1.ContentPart"> & {
      */
     value: Document;
     case: "document";
+  } | {
+    /**
+     * A tool call the model made (assistant messages).
+     *
+     * @generated from field: parley.worker.v1.ToolCall tool_call = 4;
+     */
+    value: ToolCall;
+    case: "toolCall";
+  } | {
+    /**
+     * A tool call's result (tool messages).
+     *
+     * @generated from field: parley.worker.v1.ToolResult tool_result = 5;
+     */
+    value: ToolResult;
+    case: "toolResult";
   } | { case: undefined; value?: undefined };
 };
 
@@ -167,7 +324,70 @@ export type ContentPart = Message<"parley.worker.v1.ContentPart"> & {
  * Use `create(ContentPartSchema)` to create a new message.
  */
 export const ContentPartSchema: GenMessage<ContentPart> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 2);
+  messageDesc(file_parley_worker_v1_worker, 4);
+
+/**
+ * ToolCall is a call the model made.
+ *
+ * @generated from message parley.worker.v1.ToolCall
+ */
+export type ToolCall = Message<"parley.worker.v1.ToolCall"> & {
+  /**
+   * The call's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The function's name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The arguments: a JSON object as text.
+   *
+   * @generated from field: string arguments = 3;
+   */
+  arguments: string;
+};
+
+/**
+ * Describes the message parley.worker.v1.ToolCall.
+ * Use `create(ToolCallSchema)` to create a new message.
+ */
+export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 5);
+
+/**
+ * ToolResult answers a ToolCall.
+ *
+ * @generated from message parley.worker.v1.ToolResult
+ */
+export type ToolResult = Message<"parley.worker.v1.ToolResult"> & {
+  /**
+   * The call's id.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * What the tool returned.
+   *
+   * @generated from field: string content = 2;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message parley.worker.v1.ToolResult.
+ * Use `create(ToolResultSchema)` to create a new message.
+ */
+export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 6);
 
 /**
  * Image is an encoded image.
@@ -195,7 +415,7 @@ export type Image = Message<"parley.worker.v1.Image"> & {
  * Use `create(ImageSchema)` to create a new message.
  */
 export const ImageSchema: GenMessage<Image> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 3);
+  messageDesc(file_parley_worker_v1_worker, 7);
 
 /**
  * Document is a file whose text the model reads.
@@ -230,7 +450,7 @@ export type Document = Message<"parley.worker.v1.Document"> & {
  * Use `create(DocumentSchema)` to create a new message.
  */
 export const DocumentSchema: GenMessage<Document> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 4);
+  messageDesc(file_parley_worker_v1_worker, 8);
 
 /**
  * GenerateResponse is one message of WorkerService.Generate's stream.
@@ -267,10 +487,10 @@ export type GenerateResponse = Message<"parley.worker.v1.GenerateResponse"> & {
  * Use `create(GenerateResponseSchema)` to create a new message.
  */
 export const GenerateResponseSchema: GenMessage<GenerateResponse> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 5);
+  messageDesc(file_parley_worker_v1_worker, 9);
 
 /**
- * Delta is more output text.
+ * Delta is more output of one choice.
  *
  * @generated from message parley.worker.v1.Delta
  */
@@ -283,11 +503,39 @@ export type Delta = Message<"parley.worker.v1.Delta"> & {
   text: string;
 
   /**
-   * How many tokens the text is.
+   * How many tokens the delta is.
    *
    * @generated from field: int32 tokens = 2;
    */
   tokens: number;
+
+  /**
+   * The choice (0 unless n > 1).
+   *
+   * @generated from field: int32 choice = 3;
+   */
+  choice: number;
+
+  /**
+   * Pieces of tool calls.
+   *
+   * @generated from field: repeated parley.worker.v1.ToolCallDelta tool_calls = 4;
+   */
+  toolCalls: ToolCallDelta[];
+
+  /**
+   * Log probabilities of the delta's tokens.
+   *
+   * @generated from field: repeated parley.worker.v1.TokenLogprob logprobs = 5;
+   */
+  logprobs: TokenLogprob[];
+
+  /**
+   * Set on a choice's last delta when n > 1: why it ended.
+   *
+   * @generated from field: parley.worker.v1.FinishReason finish = 6;
+   */
+  finish: FinishReason;
 };
 
 /**
@@ -295,7 +543,126 @@ export type Delta = Message<"parley.worker.v1.Delta"> & {
  * Use `create(DeltaSchema)` to create a new message.
  */
 export const DeltaSchema: GenMessage<Delta> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 6);
+  messageDesc(file_parley_worker_v1_worker, 10);
+
+/**
+ * ToolCallDelta is a piece of a streamed tool call.
+ *
+ * @generated from message parley.worker.v1.ToolCallDelta
+ */
+export type ToolCallDelta = Message<"parley.worker.v1.ToolCallDelta"> & {
+  /**
+   * The call's position in the choice.
+   *
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * The call's id (first piece).
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * The function's name (first piece).
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * More of the arguments.
+   *
+   * @generated from field: string arguments = 4;
+   */
+  arguments: string;
+};
+
+/**
+ * Describes the message parley.worker.v1.ToolCallDelta.
+ * Use `create(ToolCallDeltaSchema)` to create a new message.
+ */
+export const ToolCallDeltaSchema: GenMessage<ToolCallDelta> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 11);
+
+/**
+ * TokenLogprob is one token's log probability and its alternatives.
+ *
+ * @generated from message parley.worker.v1.TokenLogprob
+ */
+export type TokenLogprob = Message<"parley.worker.v1.TokenLogprob"> & {
+  /**
+   * The token.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Its log probability.
+   *
+   * @generated from field: double logprob = 2;
+   */
+  logprob: number;
+
+  /**
+   * Its bytes.
+   *
+   * @generated from field: bytes bytes = 3;
+   */
+  bytes: Uint8Array;
+
+  /**
+   * The likeliest tokens at its position.
+   *
+   * @generated from field: repeated parley.worker.v1.TopLogprob top = 4;
+   */
+  top: TopLogprob[];
+};
+
+/**
+ * Describes the message parley.worker.v1.TokenLogprob.
+ * Use `create(TokenLogprobSchema)` to create a new message.
+ */
+export const TokenLogprobSchema: GenMessage<TokenLogprob> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 12);
+
+/**
+ * TopLogprob is one likely token.
+ *
+ * @generated from message parley.worker.v1.TopLogprob
+ */
+export type TopLogprob = Message<"parley.worker.v1.TopLogprob"> & {
+  /**
+   * The token.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Its log probability.
+   *
+   * @generated from field: double logprob = 2;
+   */
+  logprob: number;
+
+  /**
+   * Its bytes.
+   *
+   * @generated from field: bytes bytes = 3;
+   */
+  bytes: Uint8Array;
+};
+
+/**
+ * Describes the message parley.worker.v1.TopLogprob.
+ * Use `create(TopLogprobSchema)` to create a new message.
+ */
+export const TopLogprobSchema: GenMessage<TopLogprob> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 13);
 
 /**
  * Finished ends a generation.
@@ -330,7 +697,7 @@ export type Finished = Message<"parley.worker.v1.Finished"> & {
  * Use `create(FinishedSchema)` to create a new message.
  */
 export const FinishedSchema: GenMessage<Finished> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 7);
+  messageDesc(file_parley_worker_v1_worker, 14);
 
 /**
  * Usage counts the tokens of one generation.
@@ -373,7 +740,7 @@ export type Usage = Message<"parley.worker.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 8);
+  messageDesc(file_parley_worker_v1_worker, 15);
 
 /**
  * LoadRequest is the request of WorkerService.Load.
@@ -394,7 +761,7 @@ export type LoadRequest = Message<"parley.worker.v1.LoadRequest"> & {
  * Use `create(LoadRequestSchema)` to create a new message.
  */
 export const LoadRequestSchema: GenMessage<LoadRequest> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 9);
+  messageDesc(file_parley_worker_v1_worker, 16);
 
 /**
  * LoadResponse is one message of WorkerService.Load's stream.
@@ -415,7 +782,7 @@ export type LoadResponse = Message<"parley.worker.v1.LoadResponse"> & {
  * Use `create(LoadResponseSchema)` to create a new message.
  */
 export const LoadResponseSchema: GenMessage<LoadResponse> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 10);
+  messageDesc(file_parley_worker_v1_worker, 17);
 
 /**
  * LoadReport is a worker's load at one moment.
@@ -492,7 +859,7 @@ export type LoadReport = Message<"parley.worker.v1.LoadReport"> & {
  * Use `create(LoadReportSchema)` to create a new message.
  */
 export const LoadReportSchema: GenMessage<LoadReport> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 11);
+  messageDesc(file_parley_worker_v1_worker, 18);
 
 /**
  * InfoRequest is the request of WorkerService.Info. It has no fields.
@@ -507,7 +874,7 @@ export type InfoRequest = Message<"parley.worker.v1.InfoRequest"> & {
  * Use `create(InfoRequestSchema)` to create a new message.
  */
 export const InfoRequestSchema: GenMessage<InfoRequest> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 12);
+  messageDesc(file_parley_worker_v1_worker, 19);
 
 /**
  * InfoResponse is the response of WorkerService.Info.
@@ -542,7 +909,7 @@ export type InfoResponse = Message<"parley.worker.v1.InfoResponse"> & {
  * Use `create(InfoResponseSchema)` to create a new message.
  */
 export const InfoResponseSchema: GenMessage<InfoResponse> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 13);
+  messageDesc(file_parley_worker_v1_worker, 20);
 
 /**
  * ModelInfo describes a model a worker serves.
@@ -598,7 +965,7 @@ export type ModelInfo = Message<"parley.worker.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 14);
+  messageDesc(file_parley_worker_v1_worker, 21);
 
 /**
  * FinishReason says why a generation ended.
@@ -640,6 +1007,13 @@ export enum FinishReason {
    * @generated from enum value: FINISH_REASON_ERROR = 4;
    */
   ERROR = 4,
+
+  /**
+   * The model called tools.
+   *
+   * @generated from enum value: FINISH_REASON_TOOL_CALLS = 5;
+   */
+  TOOL_CALLS = 5,
 }
 
 /**
