@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"slices"
 	"strings"
 
@@ -24,6 +25,8 @@ type AdminHandler struct {
 	Auth      *auth.Authenticator
 	Billing   *billing.Billing
 	Scheduler *scheduler.Scheduler
+	Usage     store.Usage
+	Pages     PageTokens
 }
 
 // AdjustBalance adds to (or, negative, deducts from) a user's balance; it
@@ -75,6 +78,38 @@ func (h *AdminHandler) ListWorkers(context.Context, *connect.Request[parleyv1.Li
 	}
 	slices.SortFunc(res.Workers, func(a, b *parleyv1.Worker) int { return strings.Compare(a.Address, b.Address) })
 	return connect.NewResponse(res), nil
+}
+
+// ListUsage pages through one user's usage records, newest first, those of
+// one end user when the request names one. An id that is no user's lists
+// nothing: records outlive the accounts they belong to.
+func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parleyv1.AdminServiceListUsageRequest]) (*connect.Response[parleyv1.AdminServiceListUsageResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	userID := req.Msg.GetUserId()
+	if userID == "" {
+		return nil, apierr.InvalidArgument("user_id", "is required")
+	}
+	size, err := PageSize(req.Msg.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	filter, err := usageFilter("end_user", req.Msg.GetEndUser())
+	if err != nil {
+		return nil, err
+	}
+	// The token is the admin's, bound to the account and the filter.
+	list := usageList("admin_usage:"+base64.RawURLEncoding.EncodeToString([]byte(userID)), filter)
+	cursor, err := h.Pages.Open(p.UserID, list, req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	records, next, err := h.Usage.List(ctx, userID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.AdminServiceListUsageResponse{
+		UsageRecords: UsageRecordsToProto(records), NextPageToken: h.Pages.Seal(p.UserID, list, next),
+	}), nil
 }
 
 // SetUserTier changes a user's tier; it is audited.

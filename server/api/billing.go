@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -56,34 +58,67 @@ func (h *BillingHandler) GetBalance(ctx context.Context, _ *connect.Request[parl
 	return connect.NewResponse(&parleyv1.GetBalanceResponse{BalanceNanos: b.AvailableNanos, ReservedNanos: b.ReservedNanos}), nil
 }
 
-// ListUsage pages through the caller's usage records, newest first.
+// ListUsage pages through the caller's usage records, newest first, those
+// of one end user when the request names one.
 func (h *BillingHandler) ListUsage(ctx context.Context, req *connect.Request[parleyv1.ListUsageRequest]) (*connect.Response[parleyv1.ListUsageResponse], error) {
 	p, _ := auth.FromContext(ctx)
 	size, err := PageSize(req.Msg.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
-	cursor, err := h.Pages.Open(p.UserID, "usage", req.Msg.GetPageToken())
+	filter, err := usageFilter("user", req.Msg.GetUser())
 	if err != nil {
 		return nil, err
 	}
-	records, next, err := h.Usage.List(ctx, p.UserID, store.UsageFilter{}, store.PageRequest{Size: size, Cursor: cursor})
+	list := usageList("usage", filter)
+	cursor, err := h.Pages.Open(p.UserID, list, req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	records, next, err := h.Usage.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}
-	res := &parleyv1.ListUsageResponse{NextPageToken: h.Pages.Seal(p.UserID, "usage", next)}
+	return connect.NewResponse(&parleyv1.ListUsageResponse{
+		UsageRecords: UsageRecordsToProto(records), NextPageToken: h.Pages.Seal(p.UserID, list, next),
+	}), nil
+}
+
+// usageFilter checks a request's end-user filter (field names it in errors).
+func usageFilter(field, endUser string) (store.UsageFilter, error) {
+	if len(endUser) > store.MaxEndUserLen {
+		return store.UsageFilter{}, apierr.InvalidArgument(field, fmt.Sprintf("is over %d bytes", store.MaxEndUserLen))
+	}
+	return store.UsageFilter{EndUser: endUser}, nil
+}
+
+// usageList names a usage list for its page tokens, so a token is only good
+// with the filter it was made under. The unfiltered name is base itself (the
+// tokens issued before filters existed stay valid); a filter's end user is
+// base64url-encoded, so no two filters share a name.
+func usageList(base string, f store.UsageFilter) string {
+	if f.EndUser == "" {
+		return base
+	}
+	return base + ":user=" + base64.RawURLEncoding.EncodeToString([]byte(f.EndUser))
+}
+
+// UsageRecordsToProto maps stored usage records to the API's.
+func UsageRecordsToProto(records []store.UsageRecord) []*parleyv1.UsageRecord {
+	out := make([]*parleyv1.UsageRecord, 0, len(records))
 	for _, r := range records {
 		channel := parleyv1.AuthChannel_AUTH_CHANNEL_SESSION
 		if r.APIKeyID != "" {
 			channel = parleyv1.AuthChannel_AUTH_CHANNEL_API_KEY
 		}
-		res.UsageRecords = append(res.UsageRecords, &parleyv1.UsageRecord{
+		out = append(out, &parleyv1.UsageRecord{
 			RequestId: r.RequestID, Model: r.Model, CostNanos: r.CostNanos, ApiKeyId: r.APIKeyID, Channel: channel,
 			FinishReason: chat.FinishReasonToProto(worker.FinishReason(r.FinishReason)),
 			Usage: &parleyv1.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 				CachedTokens: r.CachedTokens, Estimated: r.Estimated},
 			CreatedAt: timestamppb.New(r.CreatedAt),
+			User:      r.EndUser,
 		})
 	}
-	return connect.NewResponse(res), nil
+	return out
 }

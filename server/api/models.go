@@ -31,6 +31,10 @@ func ModelToProto(m *models.Model) *parleyv1.Model {
 		Id: m.ID, DisplayName: m.DisplayName, Description: m.Description, Simulated: m.Simulated,
 		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens,
 		InputPriceNanosPerMillion: m.InputPriceNanosPerMillion, OutputPriceNanosPerMillion: m.OutputPriceNanosPerMillion,
+		Kind: parleyv1.ModelKind_MODEL_KIND_CHAT,
+	}
+	if m.Embeds() {
+		pm.Kind, pm.EmbeddingDimensions = parleyv1.ModelKind_MODEL_KIND_EMBEDDING, int32(m.EmbeddingDimensions)
 	}
 	for _, mod := range m.Modalities {
 		switch mod {

@@ -56,6 +56,8 @@ var Policy = map[string]Access{
 	parleyv1connect.ChatServiceCompleteProcedure:       AccessAny,
 	parleyv1connect.ChatServiceCompleteStreamProcedure: AccessAny,
 
+	parleyv1connect.EmbeddingServiceEmbedProcedure: AccessAny,
+
 	parleyv1connect.ConversationServiceCreateConversationProcedure: AccessAny,
 	parleyv1connect.ConversationServiceListConversationsProcedure:  AccessAny,
 	parleyv1connect.ConversationServiceGetConversationProcedure:    AccessAny,
@@ -78,6 +80,7 @@ var Policy = map[string]Access{
 	parleyv1connect.AdminServiceSetUserTierProcedure:   AccessAdmin,
 	parleyv1connect.AdminServiceAdjustBalanceProcedure: AccessAdmin,
 	parleyv1connect.AdminServiceListWorkersProcedure:   AccessAdmin,
+	parleyv1connect.AdminServiceListUsageProcedure:     AccessAdmin,
 
 	"/" + grpchealth.HealthV1ServiceName + "/Check":                       AccessPublic,
 	"/" + grpchealth.HealthV1ServiceName + "/Watch":                       AccessPublic,

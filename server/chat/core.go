@@ -34,6 +34,8 @@ import (
 // scheduler.
 type Router interface {
 	Generate(ctx context.Context, job scheduler.Job, emit worker.Emit) (worker.Result, error)
+	// Embed runs a batch of embeddings on a worker.
+	Embed(ctx context.Context, req worker.EmbedRequest, priority int) (worker.EmbedResult, error)
 }
 
 // Core runs generations.
@@ -199,6 +201,9 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	}
 	if !ok {
 		return nil, 0, 0, apierr.UnknownModel("model", req.Model)
+	}
+	if m.Embeds() {
+		return nil, 0, 0, apierr.InvalidArgument("model", m.ID+" is an embedding model; use EmbeddingService.Embed or /v1/embeddings")
 	}
 	maxOut := req.MaxOutputTokens
 	switch {

@@ -77,6 +77,9 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	if !ok {
 		return "", apierr.UnknownModel("model", modelID)
 	}
+	if m.Embeds() {
+		return "", apierr.InvalidArgument("model", m.ID+" is an embedding model; it cannot chat")
+	}
 	conv.Model = m.ID
 	maxOut := req.MaxOutputTokens
 	if maxOut == 0 || maxOut > m.MaxOutputTokens {

@@ -38,7 +38,20 @@ type Model struct {
 	Modalities []string `yaml:"modalities"`
 	// TierLimits are the web channel's allowances per tier.
 	TierLimits map[store.Tier]TierLimit `yaml:"tier_limits"`
+	// Kind is KindChat (the default) or KindEmbedding.
+	Kind string `yaml:"kind"`
+	// EmbeddingDimensions is an embedding model's vector length.
+	EmbeddingDimensions int `yaml:"embedding_dimensions"`
 }
+
+// The kinds of model.
+const (
+	KindChat      = "chat"
+	KindEmbedding = "embedding"
+)
+
+// Embeds reports whether the model is an embedding model.
+func (m *Model) Embeds() bool { return m.Kind == KindEmbedding }
 
 // TierLimit is one tier's allowance on one model per window.
 type TierLimit struct {
@@ -93,13 +106,20 @@ func New(models []*Model) (*Catalog, error) {
 			return nil, fmt.Errorf("models[%d]: id is required", i)
 		case c.byID[m.ID] != nil:
 			return nil, fmt.Errorf("%s: duplicate id", where)
-		case m.ContextWindow <= 0 || m.MaxOutputTokens <= 0 || m.MaxOutputTokens >= m.ContextWindow:
+		case m.Kind != "" && m.Kind != KindChat && m.Kind != KindEmbedding:
+			return nil, fmt.Errorf("%s: kind must be chat or embedding", where)
+		case m.Kind == KindEmbedding && (m.ContextWindow <= 0 || m.EmbeddingDimensions <= 0 || len(m.TierLimits) > 0):
+			return nil, fmt.Errorf("%s: an embedding model needs context_window and embedding_dimensions, and has no tier_limits", where)
+		case m.Kind != KindEmbedding && (m.ContextWindow <= 0 || m.MaxOutputTokens <= 0 || m.MaxOutputTokens >= m.ContextWindow):
 			return nil, fmt.Errorf("%s: need 0 < max_output_tokens < context_window", where)
 		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0:
 			return nil, fmt.Errorf("%s: prices must not be negative", where)
 		}
 		if len(m.Modalities) == 0 {
 			m.Modalities = []string{"text"}
+		}
+		if m.Kind == "" {
+			m.Kind = KindChat
 		}
 		for tier, l := range m.TierLimits {
 			if !tier.Valid() || l.Window <= 0 || l.Requests <= 0 || l.InputTokens <= 0 || l.OutputTokens <= 0 {
@@ -164,6 +184,14 @@ func Defaults() []*Model {
 			InputPriceNanosPerMillion: 2_500_000_000, OutputPriceNanosPerMillion: 10_000_000_000,
 			Modalities: []string{"text", "image", "document"},
 			TierLimits: limits(1),
+		},
+		{
+			ID: "sim-embed", DisplayName: "Sim Embed (simulated)",
+			Description: "A simulated embedding model served by Parley's built-in sim engine: vectors hashed from " +
+				"the words of the text, so texts sharing words are close; no real model runs.",
+			Simulated: true, Kind: KindEmbedding, EmbeddingDimensions: 512,
+			ContextWindow:             8192,
+			InputPriceNanosPerMillion: 20_000_000,
 		},
 	}
 }

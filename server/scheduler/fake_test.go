@@ -55,6 +55,16 @@ func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit work
 	return (*f.gen.Load())(ctx, req, emit)
 }
 
+// Embed gives each input a one-dimensional vector of its length.
+func (f *fakeEngine) Embed(_ context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
+	f.calls.Add(1)
+	out := worker.EmbedResult{}
+	for _, in := range req.Inputs {
+		out.Vectors = append(out.Vectors, []float32{float32(len(in))})
+	}
+	return out, nil
+}
+
 func (f *fakeEngine) Load() worker.LoadReport {
 	f.mu.Lock()
 	defer f.mu.Unlock()

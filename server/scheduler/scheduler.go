@@ -273,6 +273,43 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (wo
 	}
 }
 
+// Embed runs a batch of embeddings on a worker that serves req.Model,
+// picked, queued and retried as Generate's are (an embedding batch holds one
+// of the worker's slots while it runs).
+func (s *Scheduler) Embed(ctx context.Context, req worker.EmbedRequest, priority int) (worker.EmbedResult, error) {
+	j := &pickJob{model: req.Model}
+	for attempt := 0; ; attempt++ {
+		m, err := s.acquire(ctx, j, priority)
+		if err != nil {
+			return worker.EmbedResult{}, err
+		}
+		res, err := m.engine.Embed(ctx, req)
+		switch {
+		case err == nil:
+			s.release(m, true, nil)
+			return res, nil
+		case ctx.Err() != nil:
+			s.release(m, true, nil)
+			return worker.EmbedResult{}, context.Cause(ctx)
+		case worker.CallerFault(err):
+			s.release(m, true, nil)
+			return worker.EmbedResult{}, err
+		case errors.Is(err, worker.ErrOverloaded), errors.Is(err, worker.ErrUnknownModel):
+			s.release(m, true, nil)
+		default:
+			s.release(m, false, err)
+		}
+		j.tried[j.ntried] = m
+		j.ntried++
+		if attempt >= s.cfg.MaxRetries {
+			s.logger.WarnContext(ctx, "embeddings failed on every worker tried", "model", j.model, "attempts", attempt+1, "err", err)
+			s.metrics.rejections.WithLabelValues("failed").Inc()
+			return worker.EmbedResult{}, apierr.Unavailable("no worker could embed the inputs", s.cfg.RetryAfter)
+		}
+		s.metrics.retries.Inc()
+	}
+}
+
 // acquire reserves a worker for j: at once if one is fit, else after waiting
 // in the model's queue.
 func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*member, error) {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -288,6 +289,24 @@ func (r *Remote) Generate(ctx context.Context, req Request, emit Emit) (Result, 
 		return Result{FinishReason: FinishCancelled, Usage: partialUsage(req, completion), Err: context.Cause(ctx)}, nil
 	}
 	return Result{FinishReason: FinishError, Usage: partialUsage(req, completion), Err: err}, nil
+}
+
+// Embed runs one batch of embeddings on the worker; errors match the
+// sentinels the worker's code stands for, as Generate's do.
+func (r *Remote) Embed(ctx context.Context, req EmbedRequest) (EmbedResult, error) {
+	res, err := r.client.Embed(ctx, connect.NewRequest(&workerv1.EmbedRequest{
+		RequestId: req.ID, Model: req.Model, Inputs: req.Inputs, Dimensions: int32(req.Dimensions)}))
+	if err != nil {
+		return EmbedResult{}, r.startError(ctx, err)
+	}
+	out := EmbedResult{Usage: usageFromProto(res.Msg.GetUsage()), Vectors: make([][]float32, len(res.Msg.GetVectors()))}
+	for i, v := range res.Msg.GetVectors() {
+		out.Vectors[i] = v.GetValues()
+	}
+	if len(out.Vectors) != len(req.Inputs) {
+		return EmbedResult{}, fmt.Errorf("worker: %d vectors for %d inputs", len(out.Vectors), len(req.Inputs))
+	}
+	return out, nil
 }
 
 func (r *Remote) startError(ctx context.Context, err error) error {

@@ -230,6 +230,23 @@ type ModelInfo struct {
 	ContextWindow, MaxOutputTokens int
 }
 
+// EmbedRequest is one batch of texts to embed.
+type EmbedRequest struct {
+	// ID identifies the request in logs.
+	ID    string
+	Model string
+	// Inputs are the texts, in order.
+	Inputs []string
+	// Dimensions shortens the vectors (0: the model's full length).
+	Dimensions int
+}
+
+// EmbedResult is one vector per input, and the tokens the inputs were.
+type EmbedResult struct {
+	Vectors [][]float32
+	Usage   Usage
+}
+
 // Errors an Engine returns from Generate before generation starts.
 var (
 	// ErrUnknownModel: the engine does not serve Request.Model.
@@ -249,6 +266,9 @@ type Engine interface {
 	// where one applies, only when generation could not start; once started, how it
 	// ended is in the Result.
 	Generate(ctx context.Context, req Request, emit Emit) (Result, error)
+	// Embed returns one unit vector per input; it fails (ErrUnknownModel,
+	// ErrInvalidRequest, or the backend's error) as a whole.
+	Embed(ctx context.Context, req EmbedRequest) (EmbedResult, error)
 	// Load reports the engine's current load.
 	Load() LoadReport
 	// LoadChanged returns a channel that is closed the next time the load changes

@@ -119,6 +119,20 @@ func (s *Service) Load(ctx context.Context, req *connect.Request[workerv1.LoadRe
 	}
 }
 
+// Embed runs one batch of embeddings on the engine.
+func (s *Service) Embed(ctx context.Context, req *connect.Request[workerv1.EmbedRequest]) (*connect.Response[workerv1.EmbedResponse], error) {
+	res, err := s.Engine.Embed(ctx, EmbedRequest{ID: req.Msg.GetRequestId(), Model: req.Msg.GetModel(),
+		Inputs: req.Msg.GetInputs(), Dimensions: int(req.Msg.GetDimensions())})
+	if err != nil {
+		return nil, errorToConnect(err)
+	}
+	out := &workerv1.EmbedResponse{Usage: usageToProto(res.Usage), Vectors: make([]*workerv1.Vector, len(res.Vectors))}
+	for i, v := range res.Vectors {
+		out.Vectors[i] = &workerv1.Vector{Values: v}
+	}
+	return connect.NewResponse(out), nil
+}
+
 // Info describes the worker and the models its engine serves.
 func (s *Service) Info(_ context.Context, _ *connect.Request[workerv1.InfoRequest]) (*connect.Response[workerv1.InfoResponse], error) {
 	out := &workerv1.InfoResponse{WorkerId: s.ID, Engine: s.EngineName}

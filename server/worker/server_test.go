@@ -33,6 +33,18 @@ func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit work
 	return f.generate(ctx, req, emit)
 }
 
+// Embed gives each input the vector (length, 1), or fails for model "bad".
+func (f *fakeEngine) Embed(_ context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
+	if req.Model != "m1" {
+		return worker.EmbedResult{}, worker.ErrUnknownModel
+	}
+	out := worker.EmbedResult{Usage: worker.Usage{PromptTokens: len(req.Inputs)}}
+	for _, in := range req.Inputs {
+		out.Vectors = append(out.Vectors, []float32{float32(len(in)), 1})
+	}
+	return out, nil
+}
+
 func (f *fakeEngine) Load() worker.LoadReport {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -219,4 +231,21 @@ func TestLoadStreamFollowsAndReconnects(t *testing.T) {
 	}
 	// The server still listens: the client reconnects on its own.
 	waitFor(t, "live again", remote.Live)
+}
+
+// Embed crosses the wire both ways: vectors in order, usage, and the
+// unknown-model error as its sentinel.
+func TestEmbedOverTheWire(t *testing.T) {
+	eng := &fakeEngine{}
+	_, remote := serveWorker(t, eng)
+	res, err := remote.Embed(context.Background(), worker.EmbedRequest{Model: "m1", Inputs: []string{"a", "bcd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Vectors) != 2 || res.Vectors[1][0] != 3 || res.Vectors[1][1] != 1 || res.Usage.PromptTokens != 2 {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := remote.Embed(context.Background(), worker.EmbedRequest{Model: "x", Inputs: []string{"a"}}); !errors.Is(err, worker.ErrUnknownModel) {
+		t.Fatalf("unknown model: %v", err)
+	}
 }

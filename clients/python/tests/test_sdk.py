@@ -1,4 +1,5 @@
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -7,17 +8,21 @@ import time
 
 import pytest
 
-from parley_client import AsyncParley, Code, ConnectError, Parley, prompt, retry_after
+from parley_client import AsyncParley, Code, ConnectError, Parley, prompt, retry_after, tool_calls, tool_result, user_text
 from parley.v1 import chat_connect, model_pb2
+from parley.v1.chat_pb2 import CompleteRequest, CompleteStreamRequest
+from parley.v1.common_pb2 import FinishReason, ResponseFormat, ResponseFormatType, Tool, ToolChoice, ToolChoiceMode
 
 README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
 
-def test_readme_example(parley_server):
-    code = re.search(r"```python\n(.*?)```", open(README).read(), re.S).group(1)
+def test_readme_examples(parley_server):
+    blocks = re.findall(r"```python\n(.*?)```", open(README).read(), re.S)
+    assert len(blocks) == 2  # streaming, tools
     env = {**os.environ, "PARLEY_URL": parley_server["url"], "PARLEY_API_KEY": parley_server["key"]}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert len(out.strip()) > 20
+    for code in blocks:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        assert len(out.strip()) > 20, out
 
 
 @pytest.mark.parametrize("protocol", ["connect", "grpc"])
@@ -35,6 +40,67 @@ def test_async_stream(parley_server):
         return [t async for t in p.stream_text("sim-small", "async hello")]
 
     assert "".join(asyncio.run(run()))
+
+
+def _text(message):
+    return "".join(p.text for p in message.parts if p.HasField("text"))
+
+
+WEATHER_PARAMS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"],
+    "additionalProperties": False,
+}
+GET_WEATHER = Tool(name="get_weather", description="The current weather in a city.", parameters=WEATHER_PARAMS)
+
+
+def test_tools(parley_server):
+    p = Parley(parley_server["url"], api_key=parley_server["key"])
+    messages = [user_text("What's the weather in Paris?")]
+    req = dict(model="sim-small", messages=messages, tools=[GET_WEATHER],
+               tool_choice=ToolChoice(mode=ToolChoiceMode.TOOL_CHOICE_MODE_REQUIRED))
+
+    res = p.chat.complete(CompleteRequest(**req))
+    assert res.finish_reason == FinishReason.FINISH_REASON_TOOL_CALLS
+    assert [c.finish_reason for c in res.choices] == [FinishReason.FINISH_REASON_TOOL_CALLS]
+    calls = [part.tool_call for part in res.message.parts if part.HasField("tool_call")]
+    assert len(calls) == 1 and calls[0].name == "get_weather" and calls[0].id
+    args = json.loads(calls[0].arguments)
+    assert set(WEATHER_PARAMS["required"]) <= args.keys(), calls[0].arguments
+    assert isinstance(args["city"], str) and args["unit"] in ("celsius", "fahrenheit")
+
+    # The same request streamed: the call's pieces, assembled by index, are the same call.
+    events = list(p.complete_stream(CompleteStreamRequest(**req)))
+    assert events[-1].finished.finish_reason == FinishReason.FINISH_REASON_TOOL_CALLS
+    assert not "".join(e.delta.text for e in events)
+    assert tool_calls(events) == calls
+
+    # Send the call and its result back: the answer quotes the result.
+    result = json.dumps({"city": args["city"], "temperature": 21, "unit": args["unit"], "conditions": "sunny"})
+    answer = p.chat.complete(CompleteRequest(model="sim-small", tools=[GET_WEATHER],
+                                             messages=[*messages, res.message, tool_result(calls[0].id, result)]))
+    assert answer.finish_reason == FinishReason.FINISH_REASON_STOP
+    assert result in _text(answer.message), _text(answer.message)
+
+
+def test_json_schema(parley_server):
+    p = Parley(parley_server["url"], api_key=parley_server["key"])
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                       "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
+    res = p.chat.complete(CompleteRequest(
+        model="sim-small", messages=[user_text("Describe a person.")],
+        response_format=ResponseFormat(type=ResponseFormatType.RESPONSE_FORMAT_TYPE_JSON_SCHEMA, name="person",
+                                       schema=schema, strict=True)))
+    assert res.finish_reason == FinishReason.FINISH_REASON_STOP
+    doc = json.loads(_text(res.message))
+    assert {"name", "age"} <= doc.keys(), _text(res.message)
+    assert isinstance(doc["name"], str) and isinstance(doc["age"], int) and 0 <= doc["age"] <= 150
 
 
 def test_session_cookie(parley_server):

@@ -10,8 +10,8 @@ import { AttachmentService } from "./gen/parley/v1/attachment_pb.js";
 import { BillingService, type LimitStatus } from "./gen/parley/v1/billing_pb.js";
 import { AdminService } from "./gen/parley/v1/admin_pb.js";
 import { FieldViolationSchema, InsufficientBalanceSchema, LimitExceededSchema, RetryInfoSchema, type FieldViolation, type InsufficientBalance } from "./gen/parley/v1/errors_pb.js";
-import { Role, type GenerationEvent, type GenerationFinished, type Message } from "./gen/parley/v1/common_pb.js";
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Role, ToolCallSchema, type GenerationEvent, type GenerationFinished, type Message, type ToolCall } from "./gen/parley/v1/common_pb.js";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 
 export type TransportKind = "connect" | "grpc-web" | "grpc";
 
@@ -140,21 +140,38 @@ export function prompt(model: string, text: string): MessageInitShape<typeof imp
   return { model, messages: [userText(text)] };
 }
 
-/** The text of a stream's answer, piece by piece. */
-export async function* deltas(stream: AsyncIterable<{ event?: GenerationEvent }>): AsyncGenerator<string> {
-  for await (const { event } of stream) if (event?.kind.case === "delta") yield event.kind.value.text;
+/** A tool message: the result (often JSON text) of the tool call with id `toolCallId`. */
+export function toolResult(toolCallId: string, content: string): MessageInitShape<typeof import("./gen/parley/v1/common_pb.js").MessageSchema> {
+  return { role: Role.TOOL, parts: [{ kind: { case: "toolResult", value: { toolCallId, content } } }] };
 }
 
-/** Reads a stream to its end: the whole text and the finished event. */
-export async function collect(stream: AsyncIterable<{ event?: GenerationEvent }>): Promise<{ text: string; finished?: GenerationFinished; lastSeq: bigint }> {
+/** The text of a stream's answer (choice 0), piece by piece. */
+export async function* deltas(stream: AsyncIterable<{ event?: GenerationEvent }>): AsyncGenerator<string> {
+  for await (const { event } of stream) if (event?.kind.case === "delta" && event.kind.value.choice === 0 && event.kind.value.text) yield event.kind.value.text;
+}
+
+/**
+ * Reads a stream to its end: the answer's text and tool calls (choice 0; each call
+ * assembled from its pieces by index), the finished event, and the last seq.
+ */
+export async function collect(stream: AsyncIterable<{ event?: GenerationEvent }>): Promise<{ text: string; toolCalls: ToolCall[]; finished?: GenerationFinished; lastSeq: bigint }> {
   let text = "", finished: GenerationFinished | undefined, lastSeq = 0n;
+  const calls: ToolCall[] = [];
   for await (const { event } of stream) {
     if (!event) continue;
     lastSeq = event.seq;
-    if (event.kind.case === "delta") text += event.kind.value.text;
+    if (event.kind.case === "delta" && event.kind.value.choice === 0) {
+      text += event.kind.value.text;
+      for (const d of event.kind.value.toolCalls) {
+        const c = (calls[d.index] ??= create(ToolCallSchema));
+        if (d.id) c.id = d.id;
+        if (d.name) c.name = d.name;
+        c.arguments += d.arguments;
+      }
+    }
     if (event.kind.case === "finished") finished = event.kind.value;
   }
-  return { text, finished, lastSeq };
+  return { text, toolCalls: calls.filter(Boolean), finished, lastSeq };
 }
 
 export type { Message, CompleteStreamRequest };

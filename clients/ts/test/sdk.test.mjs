@@ -5,21 +5,24 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { createParleyClient, ParleyError, Code, prompt, collect, deltas, FinishReason, ChatService } from "@parley/client/node";
+import { createParleyClient, ParleyError, Code, prompt, collect, deltas, userText, toolResult, FinishReason, ToolChoiceMode, ResponseFormatType, ChatService } from "@parley/client/node";
 import { startParley } from "./harness.mjs";
 
 let srv;
 before(async () => { srv = await startParley(); });
 after(async () => { await srv?.stop(); });
 
-test("the README's streaming example runs", () => {
+test("the README's examples run", () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-  const code = /```js\n([\s\S]*?)```/.exec(readme)[1];
+  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.equal(blocks.length, 2); // streaming, tools
   const file = join(import.meta.dirname, "..", "readme-example.tmp.mjs"); // inside the package: resolves @parley/client
-  writeFileSync(file, code);
   try {
-    const out = execFileSync(process.execPath, [file], { env: { ...process.env, PARLEY_URL: srv.baseUrl, PARLEY_API_KEY: srv.apiKey }, encoding: "utf8" });
-    assert.ok(out.trim().length > 20, out);
+    for (const code of blocks) {
+      writeFileSync(file, code);
+      const out = execFileSync(process.execPath, [file], { env: { ...process.env, PARLEY_URL: srv.baseUrl, PARLEY_API_KEY: srv.apiKey }, encoding: "utf8" });
+      assert.ok(out.trim().length > 20, out);
+    }
   } finally { rmSync(file, { force: true }); }
 });
 
@@ -31,6 +34,69 @@ for (const transport of ["connect", "grpc-web", "grpc"]) {
     assert.equal(finished.finishReason, FinishReason.STOP);
   });
 }
+
+const textOf = (message) => message.parts.filter((p) => p.kind.case === "text").map((p) => p.kind.value).join("");
+
+test("tools: a required call, the same call streamed, the answer to its result", async () => {
+  const parley = createParleyClient({ baseUrl: srv.baseUrl, apiKey: srv.apiKey });
+  const getWeather = {
+    name: "get_weather",
+    description: "The current weather in a city.",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } },
+      required: ["city", "unit"],
+      additionalProperties: false,
+    },
+  };
+  const messages = [userText("What's the weather in Paris?")];
+  const req = { model: "sim-small", messages, tools: [getWeather], toolChoice: { mode: ToolChoiceMode.REQUIRED } };
+
+  const res = await parley.chat.complete(req);
+  assert.equal(res.finishReason, FinishReason.TOOL_CALLS);
+  assert.equal(res.choices.length, 1);
+  assert.equal(res.choices[0].finishReason, FinishReason.TOOL_CALLS);
+  const calls = res.message.parts.filter((p) => p.kind.case === "toolCall").map((p) => p.kind.value);
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].name, "get_weather");
+  assert.ok(calls[0].id);
+  const args = JSON.parse(calls[0].arguments);
+  for (const k of getWeather.parameters.required) assert.ok(k in args, `${k} in ${calls[0].arguments}`);
+  assert.equal(typeof args.city, "string");
+  assert.ok(getWeather.parameters.properties.unit.enum.includes(args.unit), args.unit);
+
+  // The same request streamed: the call's pieces, assembled by index, are the same call.
+  const streamed = await collect(parley.chat.completeStream(req));
+  assert.equal(streamed.finished.finishReason, FinishReason.TOOL_CALLS);
+  assert.equal(streamed.text, "");
+  assert.deepEqual(streamed.toolCalls.map(({ id, name, arguments: a }) => ({ id, name, a })), calls.map(({ id, name, arguments: a }) => ({ id, name, a })));
+
+  // Send the call and its result back: the answer quotes the result.
+  const result = JSON.stringify({ city: args.city, temperature: 21, unit: args.unit, conditions: "sunny" });
+  const answer = await parley.chat.complete({ model: "sim-small", tools: [getWeather], messages: [...messages, res.message, toolResult(calls[0].id, result)] });
+  assert.equal(answer.finishReason, FinishReason.STOP);
+  assert.ok(textOf(answer.message).includes(result), textOf(answer.message));
+});
+
+test("structured output: a JSON_SCHEMA answer parses and has the required keys", async () => {
+  const parley = createParleyClient({ baseUrl: srv.baseUrl, apiKey: srv.apiKey });
+  const schema = {
+    type: "object",
+    properties: { name: { type: "string" }, age: { type: "integer", minimum: 0, maximum: 150 }, tags: { type: "array", items: { type: "string" } } },
+    required: ["name", "age"],
+    additionalProperties: false,
+  };
+  const res = await parley.chat.complete({
+    model: "sim-small",
+    messages: [userText("Describe a person.")],
+    responseFormat: { type: ResponseFormatType.JSON_SCHEMA, name: "person", schema, strict: true },
+  });
+  assert.equal(res.finishReason, FinishReason.STOP);
+  const doc = JSON.parse(textOf(res.message));
+  for (const k of schema.required) assert.ok(k in doc, `${k} in ${textOf(res.message)}`);
+  assert.equal(typeof doc.name, "string");
+  assert.ok(Number.isInteger(doc.age) && doc.age >= 0 && doc.age <= 150, String(doc.age));
+});
 
 test("cookie mode: sign up, then a web conversation", async () => {
   const parley = createParleyClient({ baseUrl: srv.baseUrl, cookies: true });

@@ -4,6 +4,7 @@ import type { Conversation, ConversationMessage } from "../../ts/src/gen/parley/
 import type { GenerationEvent, Part } from "../../ts/src/gen/parley/v1/common_pb";
 import { FinishReason, Role } from "../../ts/src/gen/parley/v1/common_pb";
 import type { Model } from "../../ts/src/gen/parley/v1/model_pb";
+import { ModelKind } from "../../ts/src/gen/parley/v1/model_pb";
 import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
 import { ArchivedFilter } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
@@ -165,7 +166,8 @@ async function start(user: User) {
 // ---------- models ----------
 async function loadModels() {
   try {
-    modelList = (await models.listModels({})).models;
+    // Embedding models answer no chat: the picker offers chat models only.
+    modelList = (await models.listModels({})).models.filter((m) => m.kind !== ModelKind.EMBEDDING);
   } catch (err) { return fail(err); }
   const saved = localStorage.getItem("parley.model");
   modelSel.replaceChildren(...modelList.map((m) => {

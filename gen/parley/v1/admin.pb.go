@@ -579,11 +579,141 @@ func (x *ListWorkersResponse) GetWorkers() []*Worker {
 	return nil
 }
 
+// AdminServiceListUsageRequest is the request of AdminService.ListUsage.
+type AdminServiceListUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The id of the user (the account) whose records to list.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Optional. Only the records whose `user` (the request's end user) is exactly
+	// this; at most 256 bytes. Empty lists every record.
+	EndUser string `protobuf:"bytes,2,opt,name=end_user,json=endUser,proto3" json:"end_user,omitempty"`
+	// Optional. The most records to return: default 50, at most 200.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. The next_page_token of the previous page, asked for with the same
+	// user_id and end_user; empty for the first page.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminServiceListUsageRequest) Reset() {
+	*x = AdminServiceListUsageRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminServiceListUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminServiceListUsageRequest) ProtoMessage() {}
+
+func (x *AdminServiceListUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminServiceListUsageRequest.ProtoReflect.Descriptor instead.
+func (*AdminServiceListUsageRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AdminServiceListUsageRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *AdminServiceListUsageRequest) GetEndUser() string {
+	if x != nil {
+		return x.EndUser
+	}
+	return ""
+}
+
+func (x *AdminServiceListUsageRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *AdminServiceListUsageRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// AdminServiceListUsageResponse is the response of AdminService.ListUsage.
+type AdminServiceListUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The records, newest first.
+	UsageRecords []*UsageRecord `protobuf:"bytes,1,rep,name=usage_records,json=usageRecords,proto3" json:"usage_records,omitempty"`
+	// The token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminServiceListUsageResponse) Reset() {
+	*x = AdminServiceListUsageResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminServiceListUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminServiceListUsageResponse) ProtoMessage() {}
+
+func (x *AdminServiceListUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminServiceListUsageResponse.ProtoReflect.Descriptor instead.
+func (*AdminServiceListUsageResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AdminServiceListUsageResponse) GetUsageRecords() []*UsageRecord {
+	if x != nil {
+		return x.UsageRecords
+	}
+	return nil
+}
+
+func (x *AdminServiceListUsageResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_parley_v1_admin_proto protoreflect.FileDescriptor
 
 const file_parley_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x16parley/v1/common.proto\"\xa4\x02\n" +
+	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\xa4\x02\n" +
 	"\x06Worker\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06models\x18\x02 \x03(\tR\x06models\x12,\n" +
@@ -615,17 +745,27 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\rbalance_nanos\x18\x01 \x01(\x03R\fbalanceNanos\"\x14\n" +
 	"\x12ListWorkersRequest\"B\n" +
 	"\x13ListWorkersResponse\x12+\n" +
-	"\aworkers\x18\x01 \x03(\v2\x11.parley.v1.WorkerR\aworkers*\x95\x01\n" +
+	"\aworkers\x18\x01 \x03(\v2\x11.parley.v1.WorkerR\aworkers\"\x8e\x01\n" +
+	"\x1cAdminServiceListUsageRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x19\n" +
+	"\bend_user\x18\x02 \x01(\tR\aendUser\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x84\x01\n" +
+	"\x1dAdminServiceListUsageResponse\x12;\n" +
+	"\rusage_records\x18\x01 \x03(\v2\x16.parley.v1.UsageRecordR\fusageRecords\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\x95\x01\n" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_READY\x10\x01\x12\x18\n" +
 	"\x14WORKER_STATE_EJECTED\x10\x02\x12\x1b\n" +
 	"\x17WORKER_STATE_CONNECTING\x10\x03\x12\x19\n" +
-	"\x15WORKER_STATE_DRAINING\x10\x042\xfe\x01\n" +
+	"\x15WORKER_STATE_DRAINING\x10\x042\xde\x02\n" +
 	"\fAdminService\x12L\n" +
 	"\vSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n" +
 	"\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n" +
-	"\vListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\vListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponse\x12^\n" +
+	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_admin_proto_rawDescOnce sync.Once
@@ -640,39 +780,45 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_parley_v1_admin_proto_goTypes = []any{
-	(WorkerState)(0),              // 0: parley.v1.WorkerState
-	(*Worker)(nil),                // 1: parley.v1.Worker
-	(*WorkerLoad)(nil),            // 2: parley.v1.WorkerLoad
-	(*SetUserTierRequest)(nil),    // 3: parley.v1.SetUserTierRequest
-	(*SetUserTierResponse)(nil),   // 4: parley.v1.SetUserTierResponse
-	(*AdjustBalanceRequest)(nil),  // 5: parley.v1.AdjustBalanceRequest
-	(*AdjustBalanceResponse)(nil), // 6: parley.v1.AdjustBalanceResponse
-	(*ListWorkersRequest)(nil),    // 7: parley.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),   // 8: parley.v1.ListWorkersResponse
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(Tier)(0),                     // 10: parley.v1.Tier
-	(*User)(nil),                  // 11: parley.v1.User
+	(WorkerState)(0),                      // 0: parley.v1.WorkerState
+	(*Worker)(nil),                        // 1: parley.v1.Worker
+	(*WorkerLoad)(nil),                    // 2: parley.v1.WorkerLoad
+	(*SetUserTierRequest)(nil),            // 3: parley.v1.SetUserTierRequest
+	(*SetUserTierResponse)(nil),           // 4: parley.v1.SetUserTierResponse
+	(*AdjustBalanceRequest)(nil),          // 5: parley.v1.AdjustBalanceRequest
+	(*AdjustBalanceResponse)(nil),         // 6: parley.v1.AdjustBalanceResponse
+	(*ListWorkersRequest)(nil),            // 7: parley.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),           // 8: parley.v1.ListWorkersResponse
+	(*AdminServiceListUsageRequest)(nil),  // 9: parley.v1.AdminServiceListUsageRequest
+	(*AdminServiceListUsageResponse)(nil), // 10: parley.v1.AdminServiceListUsageResponse
+	(*timestamppb.Timestamp)(nil),         // 11: google.protobuf.Timestamp
+	(Tier)(0),                             // 12: parley.v1.Tier
+	(*User)(nil),                          // 13: parley.v1.User
+	(*UsageRecord)(nil),                   // 14: parley.v1.UsageRecord
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
 	2,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	9,  // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	10, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	11, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	11, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	12, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	13, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
 	1,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
-	3,  // 6: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	5,  // 7: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	7,  // 8: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	4,  // 9: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	6,  // 10: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	8,  // 11: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	9,  // [9:12] is the sub-list for method output_type
-	6,  // [6:9] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	14, // 6: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	3,  // 7: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	5,  // 8: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	7,  // 9: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	9,  // 10: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	4,  // 11: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	6,  // 12: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	8,  // 13: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	10, // 14: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -681,6 +827,7 @@ func file_parley_v1_admin_proto_init() {
 		return
 	}
 	file_parley_v1_auth_proto_init()
+	file_parley_v1_billing_proto_init()
 	file_parley_v1_common_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -688,7 +835,7 @@ func file_parley_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -79,6 +79,59 @@ func (Modality) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_model_proto_rawDescGZIP(), []int{0}
 }
 
+// ModelKind is what a model does.
+type ModelKind int32
+
+const (
+	// Not set: CHAT.
+	ModelKind_MODEL_KIND_UNSPECIFIED ModelKind = 0
+	// Generates answers (ChatService, ConversationService).
+	ModelKind_MODEL_KIND_CHAT ModelKind = 1
+	// Embeds texts (EmbeddingService).
+	ModelKind_MODEL_KIND_EMBEDDING ModelKind = 2
+)
+
+// Enum value maps for ModelKind.
+var (
+	ModelKind_name = map[int32]string{
+		0: "MODEL_KIND_UNSPECIFIED",
+		1: "MODEL_KIND_CHAT",
+		2: "MODEL_KIND_EMBEDDING",
+	}
+	ModelKind_value = map[string]int32{
+		"MODEL_KIND_UNSPECIFIED": 0,
+		"MODEL_KIND_CHAT":        1,
+		"MODEL_KIND_EMBEDDING":   2,
+	}
+)
+
+func (x ModelKind) Enum() *ModelKind {
+	p := new(ModelKind)
+	*p = x
+	return p
+}
+
+func (x ModelKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ModelKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_model_proto_enumTypes[1].Descriptor()
+}
+
+func (ModelKind) Type() protoreflect.EnumType {
+	return &file_parley_v1_model_proto_enumTypes[1]
+}
+
+func (x ModelKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ModelKind.Descriptor instead.
+func (ModelKind) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_model_proto_rawDescGZIP(), []int{1}
+}
+
 // Model describes a model and its prices and limits.
 type Model struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -102,9 +155,13 @@ type Model struct {
 	// True when the model is Parley's simulated GPU (engine "sim"), not a real model.
 	Simulated bool `protobuf:"varint,9,opt,name=simulated,proto3" json:"simulated,omitempty"`
 	// The web channel's limits on this model, one per tier.
-	TierLimits    []*TierLimit `protobuf:"bytes,10,rep,name=tier_limits,json=tierLimits,proto3" json:"tier_limits,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TierLimits []*TierLimit `protobuf:"bytes,10,rep,name=tier_limits,json=tierLimits,proto3" json:"tier_limits,omitempty"`
+	// What the model does: chat or embeddings.
+	Kind ModelKind `protobuf:"varint,11,opt,name=kind,proto3,enum=parley.v1.ModelKind" json:"kind,omitempty"`
+	// For embedding models, the length of the vectors it makes.
+	EmbeddingDimensions int32 `protobuf:"varint,12,opt,name=embedding_dimensions,json=embeddingDimensions,proto3" json:"embedding_dimensions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -205,6 +262,20 @@ func (x *Model) GetTierLimits() []*TierLimit {
 		return x.TierLimits
 	}
 	return nil
+}
+
+func (x *Model) GetKind() ModelKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ModelKind_MODEL_KIND_UNSPECIFIED
+}
+
+func (x *Model) GetEmbeddingDimensions() int32 {
+	if x != nil {
+		return x.EmbeddingDimensions
+	}
+	return 0
 }
 
 // TierLimit is the web channel's limits on one model for one tier.
@@ -377,7 +448,7 @@ var File_parley_v1_model_proto protoreflect.FileDescriptor
 
 const file_parley_v1_model_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\xbf\x03\n" +
+	"\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\x9c\x04\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12 \n" +
@@ -392,7 +463,9 @@ const file_parley_v1_model_proto_rawDesc = "" +
 	"\tsimulated\x18\t \x01(\bR\tsimulated\x125\n" +
 	"\vtier_limits\x18\n" +
 	" \x03(\v2\x14.parley.v1.TierLimitR\n" +
-	"tierLimits\"\x83\x02\n" +
+	"tierLimits\x12(\n" +
+	"\x04kind\x18\v \x01(\x0e2\x14.parley.v1.ModelKindR\x04kind\x121\n" +
+	"\x14embedding_dimensions\x18\f \x01(\x05R\x13embeddingDimensions\"\x83\x02\n" +
 	"\tTierLimit\x12#\n" +
 	"\x04tier\x18\x01 \x01(\x0e2\x0f.parley.v1.TierR\x04tier\x12.\n" +
 	"\x13requests_per_window\x18\x02 \x01(\x03R\x11requestsPerWindow\x125\n" +
@@ -406,7 +479,11 @@ const file_parley_v1_model_proto_rawDesc = "" +
 	"\x14MODALITY_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rMODALITY_TEXT\x10\x01\x12\x12\n" +
 	"\x0eMODALITY_IMAGE\x10\x02\x12\x15\n" +
-	"\x11MODALITY_DOCUMENT\x10\x032Y\n" +
+	"\x11MODALITY_DOCUMENT\x10\x03*V\n" +
+	"\tModelKind\x12\x1a\n" +
+	"\x16MODEL_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fMODEL_KIND_CHAT\x10\x01\x12\x18\n" +
+	"\x14MODEL_KIND_EMBEDDING\x10\x022Y\n" +
 	"\fModelService\x12I\n" +
 	"\n" +
 	"ListModels\x12\x1c.parley.v1.ListModelsRequest\x1a\x1d.parley.v1.ListModelsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
@@ -423,30 +500,32 @@ func file_parley_v1_model_proto_rawDescGZIP() []byte {
 	return file_parley_v1_model_proto_rawDescData
 }
 
-var file_parley_v1_model_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_parley_v1_model_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_parley_v1_model_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_parley_v1_model_proto_goTypes = []any{
 	(Modality)(0),               // 0: parley.v1.Modality
-	(*Model)(nil),               // 1: parley.v1.Model
-	(*TierLimit)(nil),           // 2: parley.v1.TierLimit
-	(*ListModelsRequest)(nil),   // 3: parley.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),  // 4: parley.v1.ListModelsResponse
-	(Tier)(0),                   // 5: parley.v1.Tier
-	(*durationpb.Duration)(nil), // 6: google.protobuf.Duration
+	(ModelKind)(0),              // 1: parley.v1.ModelKind
+	(*Model)(nil),               // 2: parley.v1.Model
+	(*TierLimit)(nil),           // 3: parley.v1.TierLimit
+	(*ListModelsRequest)(nil),   // 4: parley.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),  // 5: parley.v1.ListModelsResponse
+	(Tier)(0),                   // 6: parley.v1.Tier
+	(*durationpb.Duration)(nil), // 7: google.protobuf.Duration
 }
 var file_parley_v1_model_proto_depIdxs = []int32{
 	0, // 0: parley.v1.Model.modalities:type_name -> parley.v1.Modality
-	2, // 1: parley.v1.Model.tier_limits:type_name -> parley.v1.TierLimit
-	5, // 2: parley.v1.TierLimit.tier:type_name -> parley.v1.Tier
-	6, // 3: parley.v1.TierLimit.window:type_name -> google.protobuf.Duration
-	1, // 4: parley.v1.ListModelsResponse.models:type_name -> parley.v1.Model
-	3, // 5: parley.v1.ModelService.ListModels:input_type -> parley.v1.ListModelsRequest
-	4, // 6: parley.v1.ModelService.ListModels:output_type -> parley.v1.ListModelsResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	3, // 1: parley.v1.Model.tier_limits:type_name -> parley.v1.TierLimit
+	1, // 2: parley.v1.Model.kind:type_name -> parley.v1.ModelKind
+	6, // 3: parley.v1.TierLimit.tier:type_name -> parley.v1.Tier
+	7, // 4: parley.v1.TierLimit.window:type_name -> google.protobuf.Duration
+	2, // 5: parley.v1.ListModelsResponse.models:type_name -> parley.v1.Model
+	4, // 6: parley.v1.ModelService.ListModels:input_type -> parley.v1.ListModelsRequest
+	5, // 7: parley.v1.ModelService.ListModels:output_type -> parley.v1.ListModelsResponse
+	7, // [7:8] is the sub-list for method output_type
+	6, // [6:7] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_model_proto_init() }
@@ -460,7 +539,7 @@ func file_parley_v1_model_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_model_proto_rawDesc), len(file_parley_v1_model_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -24,6 +24,7 @@ tasks:
   create-user --email E --password P [--tier free|plus|pro|max] [--admin]
   topup       --email E --usd N
   create-key  --email E [--ttl D] [--name N]   (prints the secret once)
+  usage       --email E [--end-user U] [--limit N]   (newest first, one line each)
 `
 
 // admin runs one operator task against the same stores as serve.
@@ -64,6 +65,12 @@ func admin(ctx context.Context, args []string, stdout io.Writer) error {
 		name := fs.String("name", "admin", "a name to recognise the key by")
 		run = func(ctx context.Context, s *stores, u store.User) error {
 			return createKey(ctx, s, stdout, u, *name, *ttl)
+		}
+	case "usage":
+		endUser := fs.String("end-user", "", "only the records of this end user (the API's `user` field)")
+		limit := fs.Int("limit", 50, "the most records to print (newest first)")
+		run = func(ctx context.Context, s *stores, u store.User) error {
+			return listUsage(ctx, s, stdout, u, *endUser, *limit)
 		}
 	default:
 		return fmt.Errorf("unknown task %q\n%s", task, adminUsage)
@@ -136,5 +143,40 @@ func createKey(ctx context.Context, s *stores, stdout io.Writer, u store.User, n
 	}
 	fmt.Fprintf(os.Stderr, "created API key %s (%s) for %s, expires %s\n", k.ID, k.Prefix, u.Email, k.ExpiresAt.Format(time.RFC3339))
 	fmt.Fprintln(stdout, secret)
+	return nil
+}
+
+// listUsage prints a user's newest usage records, one line each: time,
+// request ID, end user (quoted; "" when none), model, channel, tokens, cost
+// in nano-USD and finish reason.
+func listUsage(ctx context.Context, s *stores, stdout io.Writer, u store.User, endUser string, limit int) error {
+	if len(endUser) > store.MaxEndUserLen {
+		return fmt.Errorf("--end-user: at most %d bytes", store.MaxEndUserLen)
+	}
+	if limit < 1 || limit > 100_000 {
+		return errors.New("--limit: give 1–100000")
+	}
+	filter := store.UsageFilter{EndUser: endUser}
+	cursor := ""
+	for left := limit; left > 0; {
+		records, next, err := s.Usage.List(ctx, u.ID, filter, store.PageRequest{Size: min(left, store.MaxPageSize), Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			est := ""
+			if r.Estimated {
+				est = " (estimated)"
+			}
+			fmt.Fprintf(stdout, "%s %s user=%q model=%s channel=%s prompt=%d completion=%d cached=%d%s cost=%d finish=%s\n",
+				r.CreatedAt.UTC().Format(time.RFC3339Nano), r.RequestID, r.EndUser, r.Model, r.Channel,
+				r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason)
+		}
+		left -= len(records)
+		if next == "" || len(records) == 0 {
+			break
+		}
+		cursor = next
+	}
 	return nil
 }

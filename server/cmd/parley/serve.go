@@ -181,6 +181,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		parleyv1connect.ApiKeyServiceName,
 		parleyv1connect.ModelServiceName,
 		parleyv1connect.ChatServiceName,
+		parleyv1connect.EmbeddingServiceName,
 		parleyv1connect.ConversationServiceName,
 		parleyv1connect.AttachmentServiceName,
 		parleyv1connect.BillingServiceName,
@@ -190,12 +191,15 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle(parleyv1connect.NewApiKeyServiceHandler(&api.ApiKeyHandler{Auth: authn, Pages: pages}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewModelServiceHandler(&api.ModelHandler{Catalog: catalog}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewChatServiceHandler(&api.ChatHandler{Core: core}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewEmbeddingServiceHandler(&api.EmbeddingHandler{Core: core}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewConversationServiceHandler(&api.ConversationHandler{Core: core, Pages: pages}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(&api.AttachmentHandler{Attachments: attachments}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(&api.BillingHandler{
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 	}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{Auth: authn, Billing: bill, Scheduler: sched}, handlerOpts...))
+	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{
+		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Pages: pages,
+	}, handlerOpts...))
 
 	// Health and reflection over gRPC, gRPC-Web and Connect.
 	health := grpchealth.NewStaticChecker(services...)
@@ -223,6 +227,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		api.WriteOpenAIError(w, r, err)
 	})
 	mux.Handle("POST /v1/chat/completions", metrics.HTTP("openai_chat_completions", v1(http.HandlerFunc(openai.ChatCompletions))))
+	mux.Handle("POST /v1/embeddings", metrics.HTTP("openai_embeddings", v1(http.HandlerFunc(openai.Embeddings))))
 	mux.Handle("GET /v1/models", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Models))))
 	mux.Handle("GET /v1/models/{id}", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Model))))
 	mux.Handle("/v1/", metrics.HTTP("openai_not_found", http.HandlerFunc(openai.NotFound)))

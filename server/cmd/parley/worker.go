@@ -38,7 +38,7 @@ func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
 	fs.StringVar(&engineName, "engine", "sim", "inference engine: sim or openai")
 	fs.StringVar(&upstream, "upstream", "", "openai engine: the upstream's OpenAI base URL, with /v1")
 	fs.StringVar(&apiKey, "upstream-api-key", "", "openai engine: bearer token for the upstream")
-	fs.Func("models", "comma-separated model ids served (sim default: sim-small,sim-large; openai: the upstream's list)", func(s string) error {
+	fs.Func("models", "comma-separated model ids served (sim default: sim-small,sim-large,sim-embed — an id containing \"embed\" embeds; openai: the upstream's list)", func(s string) error {
 		models = nil
 		for _, m := range strings.Split(s, ",") {
 			if m = strings.TrimSpace(m); m != "" {

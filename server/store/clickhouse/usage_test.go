@@ -81,7 +81,9 @@ func TestMigrateAddsEndUser(t *testing.T) {
 			) ENGINE = ReplacingMergeTree
 			PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
 			ORDER BY (user_id, created_at, request_id)`,
-			`INSERT INTO ` + name + `.usage_records VALUES ('u1', 1000000000, 'old', '', 'api', 'm', 1, 2, 0, 0, 3, 'stop')`,
+			// INSERT … SELECT: the driver cannot send INSERT … VALUES through Exec to 18.16.
+			`INSERT INTO ` + name + `.usage_records SELECT 'u1', toInt64(1000000000), 'old', '', 'api', 'm',
+				toInt64(1), toInt64(2), toInt64(0), toUInt8(0), toInt64(3), 'stop'`,
 		} {
 			if err := admin.Exec(ctx, q); err != nil {
 				t.Fatalf("old schema: %v", err)

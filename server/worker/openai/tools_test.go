@@ -2,8 +2,10 @@ package openai_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/server/worker"
@@ -160,5 +162,45 @@ func TestSeveralChoicesAndLogprobsFromUpstream(t *testing.T) {
 	body := u.lastBody()
 	if body["n"] != float64(2) || body["logprobs"] != true || body["top_logprobs"] != float64(1) {
 		t.Fatalf("upstream body %v", body)
+	}
+}
+
+func TestEmbeddingsFromUpstream(t *testing.T) {
+	u := newUpstream(t, nil)
+	var got map[string]any
+	u.Config.Handler.(*http.ServeMux).HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		// One vector as base64 (what Parley asks for), one as numbers (what some
+		// servers send regardless), out of order.
+		_, _ = w.Write([]byte(`{"object":"list","model":"llama-3-8b","data":[
+			{"object":"embedding","index":1,"embedding":[0.6,0.8]},
+			{"object":"embedding","index":0,"embedding":"AACAPwAAAAA="}],"usage":{"prompt_tokens":7,"total_tokens":7}}`))
+	})
+	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
+	res, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "llama-3-8b", Inputs: []string{"a", "b"}, Dimensions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Vectors, [][]float32{{1, 0}, {0.6, 0.8}}) || res.Usage.PromptTokens != 7 || res.Usage.Estimated {
+		t.Fatalf("%+v", res)
+	}
+	if got["encoding_format"] != "base64" || got["dimensions"] != float64(2) || len(got["input"].([]any)) != 2 {
+		t.Fatalf("sent %v", got)
+	}
+	if _, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "nope", Inputs: []string{"a"}}); !errors.Is(err, worker.ErrUnknownModel) {
+		t.Fatalf("unknown model: %v", err)
+	}
+}
+
+func TestEmbeddingsUpstreamRefusal(t *testing.T) {
+	u := newUpstream(t, nil)
+	u.Config.Handler.(*http.ServeMux).HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"input too long","type":"invalid_request_error","code":400}}`))
+	})
+	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
+	_, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "llama-3-8b", Inputs: []string{"a"}})
+	if !errors.Is(err, worker.ErrInvalidRequest) || !strings.Contains(err.Error(), "input too long") {
+		t.Fatalf("%v", err)
 	}
 }

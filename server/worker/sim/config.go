@@ -1,12 +1,19 @@
 package sim
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Config sets the simulated GPU's shape and pace. Zero fields take the defaults
 // below, except TimeScale, whose zero value means no waiting at all.
 type Config struct {
-	// Models are the model ids served (default "sim-small", "sim-large").
+	// Models are the model ids served (default, when EmbedModels is empty too:
+	// "sim-small", "sim-large" and "sim-embed"). An id containing "embed" is
+	// an embedding model and moves to EmbedModels.
 	Models []string
+	// EmbedModels are the embedding model ids served.
+	EmbedModels []string
 	// MaxBatch is the number of sequences decoding at once (default 32).
 	MaxBatch int
 	// StepBase and StepPerSeq price one decode step: StepBase + StepPerSeq ×
@@ -28,9 +35,18 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if len(c.Models) == 0 {
-		c.Models = []string{"sim-small", "sim-large"}
+	if len(c.Models) == 0 && len(c.EmbedModels) == 0 {
+		c.Models = []string{"sim-small", "sim-large", "sim-embed"}
 	}
+	chat := make([]string, 0, len(c.Models))
+	for _, id := range c.Models {
+		if strings.Contains(id, "embed") {
+			c.EmbedModels = append(c.EmbedModels, id)
+		} else {
+			chat = append(chat, id)
+		}
+	}
+	c.Models = chat
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 32
 	}

@@ -62,6 +62,16 @@ func New(cfg Config) *Engine {
 			MaxOutputTokens: MaxOutputTokens,
 		})
 	}
+	for _, id := range cfg.EmbedModels {
+		e.models = append(e.models, worker.ModelInfo{
+			ID:          id,
+			DisplayName: id + " (simulated)",
+			Description: "Simulated embedding model: vectors hashed from the words of the text, so texts that " +
+				"share words are close; no real model runs.",
+			Simulated:     true,
+			ContextWindow: 8192,
+		})
+	}
 	return e
 }
 
@@ -97,7 +107,7 @@ const MaxChoices = 8
 // choices is its own sequence in the batch, as in a real engine, sharing the
 // prompt (the second one finds it in the prefix cache).
 func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
-	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
+	if !slices.Contains(e.cfg.Models, req.Model) {
 		return worker.Result{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
 	}
 	if len(req.Messages) == 0 {
@@ -253,7 +263,7 @@ func (e *Engine) Load() worker.LoadReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return worker.LoadReport{
-		Models:           slices.Clone(e.cfg.Models),
+		Models:           slices.Concat(e.cfg.Models, e.cfg.EmbedModels),
 		Running:          len(e.running),
 		Waiting:          len(e.waiting),
 		MaxBatch:         e.cfg.MaxBatch,

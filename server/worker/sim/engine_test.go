@@ -108,7 +108,7 @@ func userRequest(model, text string, seed int64) worker.Request {
 
 func TestModelsAreSimulated(t *testing.T) {
 	models := New(Config{}).Models()
-	if len(models) != 2 || models[0].ID != "sim-small" || models[1].ID != "sim-large" {
+	if len(models) != 3 || models[0].ID != "sim-small" || models[1].ID != "sim-large" || models[2].ID != "sim-embed" {
 		t.Fatalf("models = %+v", models)
 	}
 	for _, m := range models {

@@ -208,3 +208,45 @@ func TestLogprobs(t *testing.T) {
 		t.Fatalf("logprob tokens %q != text %q", joined.String(), c[0].text.String())
 	}
 }
+
+func cosine(a, b []float32) float64 {
+	var dot float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+	}
+	return dot
+}
+
+func TestEmbeddingsShareWords(t *testing.T) {
+	e := New(Config{})
+	res, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "sim-embed", Inputs: []string{
+		"The white rabbit ran down the hole", "A white rabbit with a pocket watch", "Quarterly revenue grew four percent",
+		"The white rabbit ran down the hole",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Vectors
+	if len(v) != 4 || len(v[0]) != EmbeddingDimensions || res.Usage.PromptTokens == 0 {
+		t.Fatalf("%d vectors of %d, usage %+v", len(v), len(v[0]), res.Usage)
+	}
+	if n := cosine(v[0], v[0]); n < 0.999 || n > 1.001 {
+		t.Fatalf("not unit length: %v", n)
+	}
+	near, far := cosine(v[0], v[1]), cosine(v[0], v[2])
+	if near <= far+0.2 || cosine(v[0], v[3]) < 0.999 {
+		t.Fatalf("shared words %.3f, none %.3f, same text %.3f", near, far, cosine(v[0], v[3]))
+	}
+	short, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "sim-embed", Inputs: []string{"white rabbit"}, Dimensions: 64})
+	if err != nil || len(short.Vectors[0]) != 64 {
+		t.Fatalf("dimensions 64: %v %d", err, len(short.Vectors[0]))
+	}
+	if n := cosine(short.Vectors[0], short.Vectors[0]); n < 0.999 || n > 1.001 {
+		t.Fatalf("shortened vector not renormalized: %v", n)
+	}
+	for _, bad := range []worker.EmbedRequest{{Model: "sim-small", Inputs: []string{"x"}}, {Model: "sim-embed"}, {Model: "sim-embed", Inputs: []string{"x"}, Dimensions: 9999}} {
+		if _, err := e.Embed(t.Context(), bad); err == nil {
+			t.Fatalf("%+v was accepted", bad)
+		}
+	}
+}

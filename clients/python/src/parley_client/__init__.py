@@ -4,13 +4,14 @@ The messages and Connect clients in the ``parley`` package are generated from
 Parley's protos (grpcio-tools + protoc-gen-connect-python); the runtime is
 connect-python from PyPI. This module adds a small sync (``Parley``) and async
 (``AsyncParley``) wrapper: authentication by API key or session cookie, the
-choice of protocol, streams as (async) iterators of GenerationEvents, and
-``retry_after`` for resource_exhausted / unavailable errors.
+choice of protocol, streams as (async) iterators of GenerationEvents,
+``tool_result`` / ``tool_calls`` for tool conversations, and ``retry_after`` for
+resource_exhausted / unavailable errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 from connectrpc.code import Code
@@ -22,11 +23,11 @@ from parley.v1 import (
     common_pb2, conversation_connect, errors_pb2, model_connect,
 )
 from parley.v1.chat_pb2 import CompleteStreamRequest
-from parley.v1.common_pb2 import GenerationEvent, Message, Part, Role
+from parley.v1.common_pb2 import GenerationEvent, Message, Part, Role, ToolCall, ToolResult
 
 __all__ = [
-    "Parley", "AsyncParley", "ConnectError", "Code", "prompt", "user_text", "retry_after",
-    "GenerationEvent", "Message", "Part", "Role",
+    "Parley", "AsyncParley", "ConnectError", "Code", "prompt", "user_text", "tool_result", "tool_calls",
+    "retry_after", "GenerationEvent", "Message", "Part", "Role", "ToolCall",
 ]
 
 _PROTOCOLS = {"connect": ProtocolType.CONNECT, "grpc": ProtocolType.GRPC}
@@ -40,6 +41,23 @@ def user_text(text: str) -> Message:
 def prompt(model: str, text: str, **kw: Any) -> CompleteStreamRequest:
     """A CompleteStreamRequest with one user message."""
     return CompleteStreamRequest(model=model, messages=[user_text(text)], **kw)
+
+
+def tool_result(tool_call_id: str, content: str) -> Message:
+    """A tool message: the result (often JSON text) of the tool call ``tool_call_id``."""
+    return Message(role=Role.ROLE_TOOL, parts=[Part(tool_result=ToolResult(tool_call_id=tool_call_id, content=content))])
+
+
+def tool_calls(events: Iterable[GenerationEvent]) -> list[ToolCall]:
+    """The tool calls of a streamed answer (choice 0), each assembled from its pieces by index."""
+    calls: dict[int, ToolCall] = {}
+    for ev in events:
+        if ev.HasField("delta") and ev.delta.choice == 0:
+            for d in ev.delta.tool_calls:
+                c = calls.setdefault(d.index, ToolCall())
+                c.id, c.name = d.id or c.id, d.name or c.name
+                c.arguments += d.arguments
+    return [calls[i] for i in sorted(calls)]
 
 
 def retry_after(err: BaseException) -> float | None:
@@ -106,9 +124,9 @@ class Parley:
             yield res.event
 
     def stream_text(self, model: str, text: str, **kw: Any) -> Iterator[str]:
-        """The answer to one prompt, piece by piece."""
+        """The answer (choice 0) to one prompt, piece by piece."""
         for ev in self.complete_stream(prompt(model, text, **kw)):
-            if ev.HasField("delta"):
+            if ev.HasField("delta") and ev.delta.choice == 0 and ev.delta.text:
                 yield ev.delta.text
 
 
@@ -133,5 +151,5 @@ class AsyncParley:
 
     async def stream_text(self, model: str, text: str, **kw: Any) -> AsyncIterator[str]:
         async for ev in self.complete_stream(prompt(model, text, **kw)):
-            if ev.HasField("delta"):
+            if ev.HasField("delta") and ev.delta.choice == 0 and ev.delta.text:
                 yield ev.delta.text

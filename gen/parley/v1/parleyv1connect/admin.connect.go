@@ -42,6 +42,8 @@ const (
 	// AdminServiceListWorkersProcedure is the fully-qualified name of the AdminService's ListWorkers
 	// RPC.
 	AdminServiceListWorkersProcedure = "/parley.v1.AdminService/ListWorkers"
+	// AdminServiceListUsageProcedure is the fully-qualified name of the AdminService's ListUsage RPC.
+	AdminServiceListUsageProcedure = "/parley.v1.AdminService/ListUsage"
 )
 
 // AdminServiceClient is a client for the parley.v1.AdminService service.
@@ -55,6 +57,10 @@ type AdminServiceClient interface {
 	AdjustBalance(context.Context, *connect.Request[v1.AdjustBalanceRequest]) (*connect.Response[v1.AdjustBalanceResponse], error)
 	// ListWorkers lists the GPU workers this gateway knows, with their state and load.
 	ListWorkers(context.Context, *connect.Request[v1.ListWorkersRequest]) (*connect.Response[v1.ListWorkersResponse], error)
+	// ListUsage pages through one user's usage records, newest first, optionally only
+	// those of one end user (the `user` the API caller named in its requests).
+	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
+	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the parley.v1.AdminService service. By default, it
@@ -86,6 +92,12 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListWorkers")),
 			connect.WithClientOptions(opts...),
 		),
+		listUsage: connect.NewClient[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse](
+			httpClient,
+			baseURL+AdminServiceListUsageProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -94,6 +106,7 @@ type adminServiceClient struct {
 	setUserTier   *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
 	adjustBalance *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
 	listWorkers   *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
+	listUsage     *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -111,6 +124,11 @@ func (c *adminServiceClient) ListWorkers(ctx context.Context, req *connect.Reque
 	return c.listWorkers.CallUnary(ctx, req)
 }
 
+// ListUsage calls parley.v1.AdminService.ListUsage.
+func (c *adminServiceClient) ListUsage(ctx context.Context, req *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
+	return c.listUsage.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the parley.v1.AdminService service.
 type AdminServiceHandler interface {
 	// SetUserTier changes a user's tier; new limits apply to the next request.
@@ -122,6 +140,10 @@ type AdminServiceHandler interface {
 	AdjustBalance(context.Context, *connect.Request[v1.AdjustBalanceRequest]) (*connect.Response[v1.AdjustBalanceResponse], error)
 	// ListWorkers lists the GPU workers this gateway knows, with their state and load.
 	ListWorkers(context.Context, *connect.Request[v1.ListWorkersRequest]) (*connect.Response[v1.ListWorkersResponse], error)
+	// ListUsage pages through one user's usage records, newest first, optionally only
+	// those of one end user (the `user` the API caller named in its requests).
+	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
+	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -149,6 +171,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListWorkers")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceListUsageHandler := connect.NewUnaryHandler(
+		AdminServiceListUsageProcedure,
+		svc.ListUsage,
+		connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceSetUserTierProcedure:
@@ -157,6 +185,8 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceAdjustBalanceHandler.ServeHTTP(w, r)
 		case AdminServiceListWorkersProcedure:
 			adminServiceListWorkersHandler.ServeHTTP(w, r)
+		case AdminServiceListUsageProcedure:
+			adminServiceListUsageHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -176,4 +206,8 @@ func (UnimplementedAdminServiceHandler) AdjustBalance(context.Context, *connect.
 
 func (UnimplementedAdminServiceHandler) ListWorkers(context.Context, *connect.Request[v1.ListWorkersRequest]) (*connect.Response[v1.ListWorkersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListWorkers is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListUsage is not implemented"))
 }

@@ -91,6 +91,180 @@ func (FinishReason) EnumDescriptor() ([]byte, []int) {
 	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{0}
 }
 
+// EmbedRequest is the request of WorkerService.Embed.
+type EmbedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The gateway's id for the request, for logs.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Required. An embedding model the worker serves.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Required. The texts.
+	Inputs []string `protobuf:"bytes,3,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	// Optional. Shorten the vectors to this many dimensions (0: all).
+	Dimensions    int32 `protobuf:"varint,4,opt,name=dimensions,proto3" json:"dimensions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedRequest) Reset() {
+	*x = EmbedRequest{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedRequest) ProtoMessage() {}
+
+func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
+func (*EmbedRequest) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *EmbedRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *EmbedRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EmbedRequest) GetInputs() []string {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *EmbedRequest) GetDimensions() int32 {
+	if x != nil {
+		return x.Dimensions
+	}
+	return 0
+}
+
+// EmbedResponse is the response of WorkerService.Embed.
+type EmbedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One vector per input, in order.
+	Vectors []*Vector `protobuf:"bytes,1,rep,name=vectors,proto3" json:"vectors,omitempty"`
+	// The tokens of the inputs (prompt_tokens).
+	Usage         *Usage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedResponse) Reset() {
+	*x = EmbedResponse{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedResponse) ProtoMessage() {}
+
+func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
+func (*EmbedResponse) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *EmbedResponse) GetVectors() []*Vector {
+	if x != nil {
+		return x.Vectors
+	}
+	return nil
+}
+
+func (x *EmbedResponse) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// Vector is one embedding.
+type Vector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The numbers.
+	Values        []float32 `protobuf:"fixed32,1,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Vector) Reset() {
+	*x = Vector{}
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Vector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Vector) ProtoMessage() {}
+
+func (x *Vector) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Vector.ProtoReflect.Descriptor instead.
+func (*Vector) Descriptor() ([]byte, []int) {
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Vector) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // GenerateRequest is the request of WorkerService.Generate.
 type GenerateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -136,7 +310,7 @@ type GenerateRequest struct {
 
 func (x *GenerateRequest) Reset() {
 	*x = GenerateRequest{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +322,7 @@ func (x *GenerateRequest) String() string {
 func (*GenerateRequest) ProtoMessage() {}
 
 func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +335,7 @@ func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRequest) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GenerateRequest) GetRequestId() string {
@@ -300,7 +474,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +486,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +499,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Tool) GetName() string {
@@ -373,7 +547,7 @@ type ResponseFormat struct {
 
 func (x *ResponseFormat) Reset() {
 	*x = ResponseFormat{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +559,7 @@ func (x *ResponseFormat) String() string {
 func (*ResponseFormat) ProtoMessage() {}
 
 func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +572,7 @@ func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResponseFormat.ProtoReflect.Descriptor instead.
 func (*ResponseFormat) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ResponseFormat) GetType() string {
@@ -442,7 +616,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +628,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +641,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -503,7 +677,7 @@ type ContentPart struct {
 
 func (x *ContentPart) Reset() {
 	*x = ContentPart{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -515,7 +689,7 @@ func (x *ContentPart) String() string {
 func (*ContentPart) ProtoMessage() {}
 
 func (x *ContentPart) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -528,7 +702,7 @@ func (x *ContentPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentPart.ProtoReflect.Descriptor instead.
 func (*ContentPart) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ContentPart) GetKind() isContentPart_Kind {
@@ -637,7 +811,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +823,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +836,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolCall) GetId() string {
@@ -699,7 +873,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +885,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +898,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolResult) GetToolCallId() string {
@@ -754,7 +928,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +940,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +953,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Image) GetData() []byte {
@@ -811,7 +985,7 @@ type Document struct {
 
 func (x *Document) Reset() {
 	*x = Document{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +997,7 @@ func (x *Document) String() string {
 func (*Document) ProtoMessage() {}
 
 func (x *Document) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +1010,7 @@ func (x *Document) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Document.ProtoReflect.Descriptor instead.
 func (*Document) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Document) GetFilename() string {
@@ -876,7 +1050,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1062,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1075,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GenerateResponse) GetKind() isGenerateResponse_Kind {
@@ -968,7 +1142,7 @@ type Delta struct {
 
 func (x *Delta) Reset() {
 	*x = Delta{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1154,7 @@ func (x *Delta) String() string {
 func (*Delta) ProtoMessage() {}
 
 func (x *Delta) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1167,7 @@ func (x *Delta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delta.ProtoReflect.Descriptor instead.
 func (*Delta) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Delta) GetText() string {
@@ -1055,7 +1229,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1241,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1254,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1128,7 +1302,7 @@ type TokenLogprob struct {
 
 func (x *TokenLogprob) Reset() {
 	*x = TokenLogprob{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1314,7 @@ func (x *TokenLogprob) String() string {
 func (*TokenLogprob) ProtoMessage() {}
 
 func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1327,7 @@ func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
 func (*TokenLogprob) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TokenLogprob) GetToken() string {
@@ -1199,7 +1373,7 @@ type TopLogprob struct {
 
 func (x *TopLogprob) Reset() {
 	*x = TopLogprob{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1385,7 @@ func (x *TopLogprob) String() string {
 func (*TopLogprob) ProtoMessage() {}
 
 func (x *TopLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[13]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1398,7 @@ func (x *TopLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
 func (*TopLogprob) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TopLogprob) GetToken() string {
@@ -1263,7 +1437,7 @@ type Finished struct {
 
 func (x *Finished) Reset() {
 	*x = Finished{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1449,7 @@ func (x *Finished) String() string {
 func (*Finished) ProtoMessage() {}
 
 func (x *Finished) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[14]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1462,7 @@ func (x *Finished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finished.ProtoReflect.Descriptor instead.
 func (*Finished) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Finished) GetFinishReason() FinishReason {
@@ -1330,7 +1504,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1516,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[15]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1529,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Usage) GetPromptTokens() int64 {
@@ -1397,7 +1571,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1583,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[16]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1596,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LoadRequest) GetGatewayId() string {
@@ -1443,7 +1617,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1629,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[17]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1642,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LoadResponse) GetReport() *LoadReport {
@@ -1505,7 +1679,7 @@ type LoadReport struct {
 
 func (x *LoadReport) Reset() {
 	*x = LoadReport{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1691,7 @@ func (x *LoadReport) String() string {
 func (*LoadReport) ProtoMessage() {}
 
 func (x *LoadReport) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1704,7 @@ func (x *LoadReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadReport.ProtoReflect.Descriptor instead.
 func (*LoadReport) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LoadReport) GetWorkerId() string {
@@ -1605,7 +1779,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1791,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1804,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 // InfoResponse is the response of WorkerService.Info.
@@ -1648,7 +1822,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1834,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1847,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InfoResponse) GetWorkerId() string {
@@ -1718,7 +1892,7 @@ type ModelInfo struct {
 
 func (x *ModelInfo) Reset() {
 	*x = ModelInfo{}
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +1904,7 @@ func (x *ModelInfo) String() string {
 func (*ModelInfo) ProtoMessage() {}
 
 func (x *ModelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_parley_worker_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +1917,7 @@ func (x *ModelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInfo.ProtoReflect.Descriptor instead.
 func (*ModelInfo) Descriptor() ([]byte, []int) {
-	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_parley_worker_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ModelInfo) GetId() string {
@@ -1792,7 +1966,20 @@ var File_parley_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1dparley/worker/v1/worker.proto\x12\x10parley.worker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x05\n" +
+	"\x1dparley/worker/v1/worker.proto\x12\x10parley.worker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"{\n" +
+	"\fEmbedRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
+	"\x06inputs\x18\x03 \x03(\tR\x06inputs\x12\x1e\n" +
+	"\n" +
+	"dimensions\x18\x04 \x01(\x05R\n" +
+	"dimensions\"r\n" +
+	"\rEmbedResponse\x122\n" +
+	"\avectors\x18\x01 \x03(\v2\x18.parley.worker.v1.VectorR\avectors\x12-\n" +
+	"\x05usage\x18\x02 \x01(\v2\x17.parley.worker.v1.UsageR\x05usage\" \n" +
+	"\x06Vector\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\x02R\x06values\"\xba\x05\n" +
 	"\x0fGenerateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -1928,11 +2115,12 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\x14FINISH_REASON_LENGTH\x10\x02\x12\x1b\n" +
 	"\x17FINISH_REASON_CANCELLED\x10\x03\x12\x17\n" +
 	"\x13FINISH_REASON_ERROR\x10\x04\x12\x1c\n" +
-	"\x18FINISH_REASON_TOOL_CALLS\x10\x052\xf4\x01\n" +
+	"\x18FINISH_REASON_TOOL_CALLS\x10\x052\xbe\x02\n" +
 	"\rWorkerService\x12S\n" +
 	"\bGenerate\x12!.parley.worker.v1.GenerateRequest\x1a\".parley.worker.v1.GenerateResponse0\x01\x12G\n" +
 	"\x04Load\x12\x1d.parley.worker.v1.LoadRequest\x1a\x1e.parley.worker.v1.LoadResponse0\x01\x12E\n" +
-	"\x04Info\x12\x1d.parley.worker.v1.InfoRequest\x1a\x1e.parley.worker.v1.InfoResponseB:Z8github.com/parleyhq/parley/gen/parley/worker/v1;workerv1b\x06proto3"
+	"\x04Info\x12\x1d.parley.worker.v1.InfoRequest\x1a\x1e.parley.worker.v1.InfoResponse\x12H\n" +
+	"\x05Embed\x12\x1e.parley.worker.v1.EmbedRequest\x1a\x1f.parley.worker.v1.EmbedResponseB:Z8github.com/parleyhq/parley/gen/parley/worker/v1;workerv1b\x06proto3"
 
 var (
 	file_parley_worker_v1_worker_proto_rawDescOnce sync.Once
@@ -1947,64 +2135,71 @@ func file_parley_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_parley_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_parley_worker_v1_worker_proto_goTypes = []any{
 	(FinishReason)(0),             // 0: parley.worker.v1.FinishReason
-	(*GenerateRequest)(nil),       // 1: parley.worker.v1.GenerateRequest
-	(*Tool)(nil),                  // 2: parley.worker.v1.Tool
-	(*ResponseFormat)(nil),        // 3: parley.worker.v1.ResponseFormat
-	(*ChatMessage)(nil),           // 4: parley.worker.v1.ChatMessage
-	(*ContentPart)(nil),           // 5: parley.worker.v1.ContentPart
-	(*ToolCall)(nil),              // 6: parley.worker.v1.ToolCall
-	(*ToolResult)(nil),            // 7: parley.worker.v1.ToolResult
-	(*Image)(nil),                 // 8: parley.worker.v1.Image
-	(*Document)(nil),              // 9: parley.worker.v1.Document
-	(*GenerateResponse)(nil),      // 10: parley.worker.v1.GenerateResponse
-	(*Delta)(nil),                 // 11: parley.worker.v1.Delta
-	(*ToolCallDelta)(nil),         // 12: parley.worker.v1.ToolCallDelta
-	(*TokenLogprob)(nil),          // 13: parley.worker.v1.TokenLogprob
-	(*TopLogprob)(nil),            // 14: parley.worker.v1.TopLogprob
-	(*Finished)(nil),              // 15: parley.worker.v1.Finished
-	(*Usage)(nil),                 // 16: parley.worker.v1.Usage
-	(*LoadRequest)(nil),           // 17: parley.worker.v1.LoadRequest
-	(*LoadResponse)(nil),          // 18: parley.worker.v1.LoadResponse
-	(*LoadReport)(nil),            // 19: parley.worker.v1.LoadReport
-	(*InfoRequest)(nil),           // 20: parley.worker.v1.InfoRequest
-	(*InfoResponse)(nil),          // 21: parley.worker.v1.InfoResponse
-	(*ModelInfo)(nil),             // 22: parley.worker.v1.ModelInfo
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*EmbedRequest)(nil),          // 1: parley.worker.v1.EmbedRequest
+	(*EmbedResponse)(nil),         // 2: parley.worker.v1.EmbedResponse
+	(*Vector)(nil),                // 3: parley.worker.v1.Vector
+	(*GenerateRequest)(nil),       // 4: parley.worker.v1.GenerateRequest
+	(*Tool)(nil),                  // 5: parley.worker.v1.Tool
+	(*ResponseFormat)(nil),        // 6: parley.worker.v1.ResponseFormat
+	(*ChatMessage)(nil),           // 7: parley.worker.v1.ChatMessage
+	(*ContentPart)(nil),           // 8: parley.worker.v1.ContentPart
+	(*ToolCall)(nil),              // 9: parley.worker.v1.ToolCall
+	(*ToolResult)(nil),            // 10: parley.worker.v1.ToolResult
+	(*Image)(nil),                 // 11: parley.worker.v1.Image
+	(*Document)(nil),              // 12: parley.worker.v1.Document
+	(*GenerateResponse)(nil),      // 13: parley.worker.v1.GenerateResponse
+	(*Delta)(nil),                 // 14: parley.worker.v1.Delta
+	(*ToolCallDelta)(nil),         // 15: parley.worker.v1.ToolCallDelta
+	(*TokenLogprob)(nil),          // 16: parley.worker.v1.TokenLogprob
+	(*TopLogprob)(nil),            // 17: parley.worker.v1.TopLogprob
+	(*Finished)(nil),              // 18: parley.worker.v1.Finished
+	(*Usage)(nil),                 // 19: parley.worker.v1.Usage
+	(*LoadRequest)(nil),           // 20: parley.worker.v1.LoadRequest
+	(*LoadResponse)(nil),          // 21: parley.worker.v1.LoadResponse
+	(*LoadReport)(nil),            // 22: parley.worker.v1.LoadReport
+	(*InfoRequest)(nil),           // 23: parley.worker.v1.InfoRequest
+	(*InfoResponse)(nil),          // 24: parley.worker.v1.InfoResponse
+	(*ModelInfo)(nil),             // 25: parley.worker.v1.ModelInfo
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
 }
 var file_parley_worker_v1_worker_proto_depIdxs = []int32{
-	4,  // 0: parley.worker.v1.GenerateRequest.messages:type_name -> parley.worker.v1.ChatMessage
-	2,  // 1: parley.worker.v1.GenerateRequest.tools:type_name -> parley.worker.v1.Tool
-	3,  // 2: parley.worker.v1.GenerateRequest.response_format:type_name -> parley.worker.v1.ResponseFormat
-	5,  // 3: parley.worker.v1.ChatMessage.parts:type_name -> parley.worker.v1.ContentPart
-	8,  // 4: parley.worker.v1.ContentPart.image:type_name -> parley.worker.v1.Image
-	9,  // 5: parley.worker.v1.ContentPart.document:type_name -> parley.worker.v1.Document
-	6,  // 6: parley.worker.v1.ContentPart.tool_call:type_name -> parley.worker.v1.ToolCall
-	7,  // 7: parley.worker.v1.ContentPart.tool_result:type_name -> parley.worker.v1.ToolResult
-	11, // 8: parley.worker.v1.GenerateResponse.delta:type_name -> parley.worker.v1.Delta
-	15, // 9: parley.worker.v1.GenerateResponse.finished:type_name -> parley.worker.v1.Finished
-	12, // 10: parley.worker.v1.Delta.tool_calls:type_name -> parley.worker.v1.ToolCallDelta
-	13, // 11: parley.worker.v1.Delta.logprobs:type_name -> parley.worker.v1.TokenLogprob
-	0,  // 12: parley.worker.v1.Delta.finish:type_name -> parley.worker.v1.FinishReason
-	14, // 13: parley.worker.v1.TokenLogprob.top:type_name -> parley.worker.v1.TopLogprob
-	0,  // 14: parley.worker.v1.Finished.finish_reason:type_name -> parley.worker.v1.FinishReason
-	16, // 15: parley.worker.v1.Finished.usage:type_name -> parley.worker.v1.Usage
-	19, // 16: parley.worker.v1.LoadResponse.report:type_name -> parley.worker.v1.LoadReport
-	23, // 17: parley.worker.v1.LoadReport.at:type_name -> google.protobuf.Timestamp
-	22, // 18: parley.worker.v1.InfoResponse.models:type_name -> parley.worker.v1.ModelInfo
-	1,  // 19: parley.worker.v1.WorkerService.Generate:input_type -> parley.worker.v1.GenerateRequest
-	17, // 20: parley.worker.v1.WorkerService.Load:input_type -> parley.worker.v1.LoadRequest
-	20, // 21: parley.worker.v1.WorkerService.Info:input_type -> parley.worker.v1.InfoRequest
-	10, // 22: parley.worker.v1.WorkerService.Generate:output_type -> parley.worker.v1.GenerateResponse
-	18, // 23: parley.worker.v1.WorkerService.Load:output_type -> parley.worker.v1.LoadResponse
-	21, // 24: parley.worker.v1.WorkerService.Info:output_type -> parley.worker.v1.InfoResponse
-	22, // [22:25] is the sub-list for method output_type
-	19, // [19:22] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	3,  // 0: parley.worker.v1.EmbedResponse.vectors:type_name -> parley.worker.v1.Vector
+	19, // 1: parley.worker.v1.EmbedResponse.usage:type_name -> parley.worker.v1.Usage
+	7,  // 2: parley.worker.v1.GenerateRequest.messages:type_name -> parley.worker.v1.ChatMessage
+	5,  // 3: parley.worker.v1.GenerateRequest.tools:type_name -> parley.worker.v1.Tool
+	6,  // 4: parley.worker.v1.GenerateRequest.response_format:type_name -> parley.worker.v1.ResponseFormat
+	8,  // 5: parley.worker.v1.ChatMessage.parts:type_name -> parley.worker.v1.ContentPart
+	11, // 6: parley.worker.v1.ContentPart.image:type_name -> parley.worker.v1.Image
+	12, // 7: parley.worker.v1.ContentPart.document:type_name -> parley.worker.v1.Document
+	9,  // 8: parley.worker.v1.ContentPart.tool_call:type_name -> parley.worker.v1.ToolCall
+	10, // 9: parley.worker.v1.ContentPart.tool_result:type_name -> parley.worker.v1.ToolResult
+	14, // 10: parley.worker.v1.GenerateResponse.delta:type_name -> parley.worker.v1.Delta
+	18, // 11: parley.worker.v1.GenerateResponse.finished:type_name -> parley.worker.v1.Finished
+	15, // 12: parley.worker.v1.Delta.tool_calls:type_name -> parley.worker.v1.ToolCallDelta
+	16, // 13: parley.worker.v1.Delta.logprobs:type_name -> parley.worker.v1.TokenLogprob
+	0,  // 14: parley.worker.v1.Delta.finish:type_name -> parley.worker.v1.FinishReason
+	17, // 15: parley.worker.v1.TokenLogprob.top:type_name -> parley.worker.v1.TopLogprob
+	0,  // 16: parley.worker.v1.Finished.finish_reason:type_name -> parley.worker.v1.FinishReason
+	19, // 17: parley.worker.v1.Finished.usage:type_name -> parley.worker.v1.Usage
+	22, // 18: parley.worker.v1.LoadResponse.report:type_name -> parley.worker.v1.LoadReport
+	26, // 19: parley.worker.v1.LoadReport.at:type_name -> google.protobuf.Timestamp
+	25, // 20: parley.worker.v1.InfoResponse.models:type_name -> parley.worker.v1.ModelInfo
+	4,  // 21: parley.worker.v1.WorkerService.Generate:input_type -> parley.worker.v1.GenerateRequest
+	20, // 22: parley.worker.v1.WorkerService.Load:input_type -> parley.worker.v1.LoadRequest
+	23, // 23: parley.worker.v1.WorkerService.Info:input_type -> parley.worker.v1.InfoRequest
+	1,  // 24: parley.worker.v1.WorkerService.Embed:input_type -> parley.worker.v1.EmbedRequest
+	13, // 25: parley.worker.v1.WorkerService.Generate:output_type -> parley.worker.v1.GenerateResponse
+	21, // 26: parley.worker.v1.WorkerService.Load:output_type -> parley.worker.v1.LoadResponse
+	24, // 27: parley.worker.v1.WorkerService.Info:output_type -> parley.worker.v1.InfoResponse
+	2,  // 28: parley.worker.v1.WorkerService.Embed:output_type -> parley.worker.v1.EmbedResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_parley_worker_v1_worker_proto_init() }
@@ -2012,15 +2207,15 @@ func file_parley_worker_v1_worker_proto_init() {
 	if File_parley_worker_v1_worker_proto != nil {
 		return
 	}
-	file_parley_worker_v1_worker_proto_msgTypes[0].OneofWrappers = []any{}
-	file_parley_worker_v1_worker_proto_msgTypes[4].OneofWrappers = []any{
+	file_parley_worker_v1_worker_proto_msgTypes[3].OneofWrappers = []any{}
+	file_parley_worker_v1_worker_proto_msgTypes[7].OneofWrappers = []any{
 		(*ContentPart_Text)(nil),
 		(*ContentPart_Image)(nil),
 		(*ContentPart_Document)(nil),
 		(*ContentPart_ToolCall)(nil),
 		(*ContentPart_ToolResult)(nil),
 	}
-	file_parley_worker_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
+	file_parley_worker_v1_worker_proto_msgTypes[12].OneofWrappers = []any{
 		(*GenerateResponse_Delta)(nil),
 		(*GenerateResponse_Finished)(nil),
 	}
@@ -2030,7 +2225,7 @@ func file_parley_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_worker_v1_worker_proto_rawDesc), len(file_parley_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,9 @@ class AdminService(Protocol):
     async def list_workers(self, request: parley_dot_v1_dot_admin__pb2.ListWorkersRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListWorkersResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
     def __init__(self, service: AdminService | AsyncGenerator[AdminService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -61,6 +64,16 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_workers,
+                ),
+                "/parley.v1.AdminService/ListUsage": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListUsage",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
+                        output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_usage,
                 ),
             },
             interceptors=interceptors,
@@ -135,6 +148,26 @@ class AdminServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def list_usage(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListUsage",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
+                output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class AdminServiceSync(Protocol):
     def set_user_tier(self, request: parley_dot_v1_dot_admin__pb2.SetUserTierRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserTierResponse:
@@ -142,6 +175,8 @@ class AdminServiceSync(Protocol):
     def adjust_balance(self, request: parley_dot_v1_dot_admin__pb2.AdjustBalanceRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdjustBalanceResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_workers(self, request: parley_dot_v1_dot_admin__pb2.ListWorkersRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListWorkersResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -178,6 +213,16 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_workers,
+                ),
+                "/parley.v1.AdminService/ListUsage": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListUsage",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
+                        output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_usage,
                 ),
             },
             interceptors=interceptors,
@@ -246,6 +291,26 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.ListWorkersRequest,
                 output=parley_dot_v1_dot_admin__pb2.ListWorkersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_usage(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListUsage",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
+                output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

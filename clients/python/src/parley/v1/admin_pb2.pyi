@@ -2,6 +2,7 @@ import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from parley.v1 import auth_pb2 as _auth_pb2
+from parley.v1 import billing_pb2 as _billing_pb2
 from parley.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -100,3 +101,23 @@ class ListWorkersResponse(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     workers: _containers.RepeatedCompositeFieldContainer[Worker]
     def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...
+
+class AdminServiceListUsageRequest(_message.Message):
+    __slots__ = ("user_id", "end_user", "page_size", "page_token")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    END_USER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    end_user: str
+    page_size: int
+    page_token: str
+    def __init__(self, user_id: _Optional[str] = ..., end_user: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class AdminServiceListUsageResponse(_message.Message):
+    __slots__ = ("usage_records", "next_page_token")
+    USAGE_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    usage_records: _containers.RepeatedCompositeFieldContainer[_billing_pb2.UsageRecord]
+    next_page_token: str
+    def __init__(self, usage_records: _Optional[_Iterable[_Union[_billing_pb2.UsageRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -17,13 +17,22 @@ class Modality(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MODALITY_TEXT: _ClassVar[Modality]
     MODALITY_IMAGE: _ClassVar[Modality]
     MODALITY_DOCUMENT: _ClassVar[Modality]
+
+class ModelKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODEL_KIND_UNSPECIFIED: _ClassVar[ModelKind]
+    MODEL_KIND_CHAT: _ClassVar[ModelKind]
+    MODEL_KIND_EMBEDDING: _ClassVar[ModelKind]
 MODALITY_UNSPECIFIED: Modality
 MODALITY_TEXT: Modality
 MODALITY_IMAGE: Modality
 MODALITY_DOCUMENT: Modality
+MODEL_KIND_UNSPECIFIED: ModelKind
+MODEL_KIND_CHAT: ModelKind
+MODEL_KIND_EMBEDDING: ModelKind
 
 class Model(_message.Message):
-    __slots__ = ("id", "display_name", "description", "context_window", "max_output_tokens", "input_price_nanos_per_million", "output_price_nanos_per_million", "modalities", "simulated", "tier_limits")
+    __slots__ = ("id", "display_name", "description", "context_window", "max_output_tokens", "input_price_nanos_per_million", "output_price_nanos_per_million", "modalities", "simulated", "tier_limits", "kind", "embedding_dimensions")
     ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +43,8 @@ class Model(_message.Message):
     MODALITIES_FIELD_NUMBER: _ClassVar[int]
     SIMULATED_FIELD_NUMBER: _ClassVar[int]
     TIER_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
     id: str
     display_name: str
     description: str
@@ -44,7 +55,9 @@ class Model(_message.Message):
     modalities: _containers.RepeatedScalarFieldContainer[Modality]
     simulated: bool
     tier_limits: _containers.RepeatedCompositeFieldContainer[TierLimit]
-    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., input_price_nanos_per_million: _Optional[int] = ..., output_price_nanos_per_million: _Optional[int] = ..., modalities: _Optional[_Iterable[_Union[Modality, str]]] = ..., simulated: _Optional[bool] = ..., tier_limits: _Optional[_Iterable[_Union[TierLimit, _Mapping]]] = ...) -> None: ...
+    kind: ModelKind
+    embedding_dimensions: int
+    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., input_price_nanos_per_million: _Optional[int] = ..., output_price_nanos_per_million: _Optional[int] = ..., modalities: _Optional[_Iterable[_Union[Modality, str]]] = ..., simulated: _Optional[bool] = ..., tier_limits: _Optional[_Iterable[_Union[TierLimit, _Mapping]]] = ..., kind: _Optional[_Union[ModelKind, str]] = ..., embedding_dimensions: _Optional[int] = ...) -> None: ...
 
 class TierLimit(_message.Message):
     __slots__ = ("tier", "requests_per_window", "input_tokens_per_window", "output_tokens_per_window", "window")

@@ -42,6 +42,8 @@ const (
 	WorkerServiceLoadProcedure = "/parley.worker.v1.WorkerService/Load"
 	// WorkerServiceInfoProcedure is the fully-qualified name of the WorkerService's Info RPC.
 	WorkerServiceInfoProcedure = "/parley.worker.v1.WorkerService/Info"
+	// WorkerServiceEmbedProcedure is the fully-qualified name of the WorkerService's Embed RPC.
+	WorkerServiceEmbedProcedure = "/parley.worker.v1.WorkerService/Embed"
 )
 
 // WorkerServiceClient is a client for the parley.worker.v1.WorkerService service.
@@ -58,6 +60,9 @@ type WorkerServiceClient interface {
 	Load(context.Context, *connect.Request[v1.LoadRequest]) (*connect.ServerStreamForClient[v1.LoadResponse], error)
 	// Info describes the worker, its engine and the models it serves.
 	Info(context.Context, *connect.Request[v1.InfoRequest]) (*connect.Response[v1.InfoResponse], error)
+	// Embed returns one unit vector per input. Errors as Generate's before its first
+	// delta.
+	Embed(context.Context, *connect.Request[v1.EmbedRequest]) (*connect.Response[v1.EmbedResponse], error)
 }
 
 // NewWorkerServiceClient constructs a client for the parley.worker.v1.WorkerService service. By
@@ -89,6 +94,12 @@ func NewWorkerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(workerServiceMethods.ByName("Info")),
 			connect.WithClientOptions(opts...),
 		),
+		embed: connect.NewClient[v1.EmbedRequest, v1.EmbedResponse](
+			httpClient,
+			baseURL+WorkerServiceEmbedProcedure,
+			connect.WithSchema(workerServiceMethods.ByName("Embed")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -97,6 +108,7 @@ type workerServiceClient struct {
 	generate *connect.Client[v1.GenerateRequest, v1.GenerateResponse]
 	load     *connect.Client[v1.LoadRequest, v1.LoadResponse]
 	info     *connect.Client[v1.InfoRequest, v1.InfoResponse]
+	embed    *connect.Client[v1.EmbedRequest, v1.EmbedResponse]
 }
 
 // Generate calls parley.worker.v1.WorkerService.Generate.
@@ -114,6 +126,11 @@ func (c *workerServiceClient) Info(ctx context.Context, req *connect.Request[v1.
 	return c.info.CallUnary(ctx, req)
 }
 
+// Embed calls parley.worker.v1.WorkerService.Embed.
+func (c *workerServiceClient) Embed(ctx context.Context, req *connect.Request[v1.EmbedRequest]) (*connect.Response[v1.EmbedResponse], error) {
+	return c.embed.CallUnary(ctx, req)
+}
+
 // WorkerServiceHandler is an implementation of the parley.worker.v1.WorkerService service.
 type WorkerServiceHandler interface {
 	// Generate runs one generation and streams its text as deltas, then one finished
@@ -128,6 +145,9 @@ type WorkerServiceHandler interface {
 	Load(context.Context, *connect.Request[v1.LoadRequest], *connect.ServerStream[v1.LoadResponse]) error
 	// Info describes the worker, its engine and the models it serves.
 	Info(context.Context, *connect.Request[v1.InfoRequest]) (*connect.Response[v1.InfoResponse], error)
+	// Embed returns one unit vector per input. Errors as Generate's before its first
+	// delta.
+	Embed(context.Context, *connect.Request[v1.EmbedRequest]) (*connect.Response[v1.EmbedResponse], error)
 }
 
 // NewWorkerServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -155,6 +175,12 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(workerServiceMethods.ByName("Info")),
 		connect.WithHandlerOptions(opts...),
 	)
+	workerServiceEmbedHandler := connect.NewUnaryHandler(
+		WorkerServiceEmbedProcedure,
+		svc.Embed,
+		connect.WithSchema(workerServiceMethods.ByName("Embed")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.worker.v1.WorkerService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case WorkerServiceGenerateProcedure:
@@ -163,6 +189,8 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 			workerServiceLoadHandler.ServeHTTP(w, r)
 		case WorkerServiceInfoProcedure:
 			workerServiceInfoHandler.ServeHTTP(w, r)
+		case WorkerServiceEmbedProcedure:
+			workerServiceEmbedHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -182,4 +210,8 @@ func (UnimplementedWorkerServiceHandler) Load(context.Context, *connect.Request[
 
 func (UnimplementedWorkerServiceHandler) Info(context.Context, *connect.Request[v1.InfoRequest]) (*connect.Response[v1.InfoResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.worker.v1.WorkerService.Info is not implemented"))
+}
+
+func (UnimplementedWorkerServiceHandler) Embed(context.Context, *connect.Request[v1.EmbedRequest]) (*connect.Response[v1.EmbedResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.worker.v1.WorkerService.Embed is not implemented"))
 }

@@ -8,6 +8,8 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { User } from "./auth_pb.js";
 import { file_parley_v1_auth } from "./auth_pb.js";
+import type { UsageRecord } from "./billing_pb.js";
+import { file_parley_v1_billing } from "./billing_pb.js";
 import type { Tier } from "./common_pb.js";
 import { file_parley_v1_common } from "./common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -16,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/admin.proto.
  */
 export const file_parley_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSLZAQoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIqlQEKC1dvcmtlclN0YXRlEhwKGFdPUktFUl9TVEFURV9VTlNQRUNJRklFRBAAEhYKEldPUktFUl9TVEFURV9SRUFEWRABEhgKFFdPUktFUl9TVEFURV9FSkVDVEVEEAISGwoXV09SS0VSX1NUQVRFX0NPTk5FQ1RJTkcQAxIZChVXT1JLRVJfU1RBVEVfRFJBSU5JTkcQBDL+AQoMQWRtaW5TZXJ2aWNlEkwKC1NldFVzZXJUaWVyEh0ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVxdWVzdBoeLnBhcmxleS52MS5TZXRVc2VyVGllclJlc3BvbnNlElIKDUFkanVzdEJhbGFuY2USHy5wYXJsZXkudjEuQWRqdXN0QmFsYW5jZVJlcXVlc3QaIC5wYXJsZXkudjEuQWRqdXN0QmFsYW5jZVJlc3BvbnNlEkwKC0xpc3RXb3JrZXJzEh0ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVxdWVzdBoeLnBhcmxleS52MS5MaXN0V29ya2Vyc1Jlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSLZAQoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiaAocQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhAKCGVuZF91c2VyGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImcKHUFkbWluU2VydmljZUxpc3RVc2FnZVJlc3BvbnNlEi0KDXVzYWdlX3JlY29yZHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKpUBCgtXb3JrZXJTdGF0ZRIcChhXT1JLRVJfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJXT1JLRVJfU1RBVEVfUkVBRFkQARIYChRXT1JLRVJfU1RBVEVfRUpFQ1RFRBACEhsKF1dPUktFUl9TVEFURV9DT05ORUNUSU5HEAMSGQoVV09SS0VSX1NUQVRFX0RSQUlOSU5HEAQy3gIKDEFkbWluU2VydmljZRJMCgtTZXRVc2VyVGllchIdLnBhcmxleS52MS5TZXRVc2VyVGllclJlcXVlc3QaHi5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXNwb25zZRJSCg1BZGp1c3RCYWxhbmNlEh8ucGFybGV5LnYxLkFkanVzdEJhbGFuY2VSZXF1ZXN0GiAucGFybGV5LnYxLkFkanVzdEJhbGFuY2VSZXNwb25zZRJMCgtMaXN0V29ya2VycxIdLnBhcmxleS52MS5MaXN0V29ya2Vyc1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXNwb25zZRJeCglMaXN0VXNhZ2USJy5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVxdWVzdBooLnBhcmxleS52MS5BZG1pblNlcnZpY2VMaXN0VXNhZ2VSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
 
 /**
  * Worker is a GPU worker as one gateway sees it.
@@ -288,6 +290,78 @@ export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__P
   messageDesc(file_parley_v1_admin, 7);
 
 /**
+ * AdminServiceListUsageRequest is the request of AdminService.ListUsage.
+ *
+ * @generated from message parley.v1.AdminServiceListUsageRequest
+ */
+export type AdminServiceListUsageRequest = Message<"parley.v1.AdminServiceListUsageRequest"> & {
+  /**
+   * Required. The id of the user (the account) whose records to list.
+   *
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * Optional. Only the records whose `user` (the request's end user) is exactly
+   * this; at most 256 bytes. Empty lists every record.
+   *
+   * @generated from field: string end_user = 2;
+   */
+  endUser: string;
+
+  /**
+   * Optional. The most records to return: default 50, at most 200.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. The next_page_token of the previous page, asked for with the same
+   * user_id and end_user; empty for the first page.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.AdminServiceListUsageRequest.
+ * Use `create(AdminServiceListUsageRequestSchema)` to create a new message.
+ */
+export const AdminServiceListUsageRequestSchema: GenMessage<AdminServiceListUsageRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 8);
+
+/**
+ * AdminServiceListUsageResponse is the response of AdminService.ListUsage.
+ *
+ * @generated from message parley.v1.AdminServiceListUsageResponse
+ */
+export type AdminServiceListUsageResponse = Message<"parley.v1.AdminServiceListUsageResponse"> & {
+  /**
+   * The records, newest first.
+   *
+   * @generated from field: repeated parley.v1.UsageRecord usage_records = 1;
+   */
+  usageRecords: UsageRecord[];
+
+  /**
+   * The token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.AdminServiceListUsageResponse.
+ * Use `create(AdminServiceListUsageResponseSchema)` to create a new message.
+ */
+export const AdminServiceListUsageResponseSchema: GenMessage<AdminServiceListUsageResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 9);
+
+/**
  * WorkerState is the gateway's view of a worker.
  *
  * @generated from enum parley.v1.WorkerState
@@ -374,6 +448,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ListWorkersRequestSchema;
     output: typeof ListWorkersResponseSchema;
+  },
+  /**
+   * ListUsage pages through one user's usage records, newest first, optionally only
+   * those of one end user (the `user` the API caller named in its requests).
+   * Errors: invalid_argument (user_id, end_user, page_size, page_token).
+   *
+   * @generated from rpc parley.v1.AdminService.ListUsage
+   */
+  listUsage: {
+    methodKind: "unary";
+    input: typeof AdminServiceListUsageRequestSchema;
+    output: typeof AdminServiceListUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_admin, 0);

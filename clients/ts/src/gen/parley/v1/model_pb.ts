@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/model.proto.
  */
 export const file_parley_v1_model: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvbW9kZWwucHJvdG8SCXBhcmxleS52MSKnAgoFTW9kZWwSCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhYKDmNvbnRleHRfd2luZG93GAQgASgDEhkKEW1heF9vdXRwdXRfdG9rZW5zGAUgASgDEiUKHWlucHV0X3ByaWNlX25hbm9zX3Blcl9taWxsaW9uGAYgASgDEiYKHm91dHB1dF9wcmljZV9uYW5vc19wZXJfbWlsbGlvbhgHIAEoAxInCgptb2RhbGl0aWVzGAggAygOMhMucGFybGV5LnYxLk1vZGFsaXR5EhEKCXNpbXVsYXRlZBgJIAEoCBIpCgt0aWVyX2xpbWl0cxgKIAMoCzIULnBhcmxleS52MS5UaWVyTGltaXQitQEKCVRpZXJMaW1pdBIdCgR0aWVyGAEgASgOMg8ucGFybGV5LnYxLlRpZXISGwoTcmVxdWVzdHNfcGVyX3dpbmRvdxgCIAEoAxIfChdpbnB1dF90b2tlbnNfcGVyX3dpbmRvdxgDIAEoAxIgChhvdXRwdXRfdG9rZW5zX3Blcl93aW5kb3cYBCABKAMSKQoGd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIhMKEUxpc3RNb2RlbHNSZXF1ZXN0IjYKEkxpc3RNb2RlbHNSZXNwb25zZRIgCgZtb2RlbHMYASADKAsyEC5wYXJsZXkudjEuTW9kZWwqYgoITW9kYWxpdHkSGAoUTU9EQUxJVFlfVU5TUEVDSUZJRUQQABIRCg1NT0RBTElUWV9URVhUEAESEgoOTU9EQUxJVFlfSU1BR0UQAhIVChFNT0RBTElUWV9ET0NVTUVOVBADMlkKDE1vZGVsU2VydmljZRJJCgpMaXN0TW9kZWxzEhwucGFybGV5LnYxLkxpc3RNb2RlbHNSZXF1ZXN0Gh0ucGFybGV5LnYxLkxpc3RNb2RlbHNSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_duration, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvbW9kZWwucHJvdG8SCXBhcmxleS52MSLpAgoFTW9kZWwSCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhYKDmNvbnRleHRfd2luZG93GAQgASgDEhkKEW1heF9vdXRwdXRfdG9rZW5zGAUgASgDEiUKHWlucHV0X3ByaWNlX25hbm9zX3Blcl9taWxsaW9uGAYgASgDEiYKHm91dHB1dF9wcmljZV9uYW5vc19wZXJfbWlsbGlvbhgHIAEoAxInCgptb2RhbGl0aWVzGAggAygOMhMucGFybGV5LnYxLk1vZGFsaXR5EhEKCXNpbXVsYXRlZBgJIAEoCBIpCgt0aWVyX2xpbWl0cxgKIAMoCzIULnBhcmxleS52MS5UaWVyTGltaXQSIgoEa2luZBgLIAEoDjIULnBhcmxleS52MS5Nb2RlbEtpbmQSHAoUZW1iZWRkaW5nX2RpbWVuc2lvbnMYDCABKAUitQEKCVRpZXJMaW1pdBIdCgR0aWVyGAEgASgOMg8ucGFybGV5LnYxLlRpZXISGwoTcmVxdWVzdHNfcGVyX3dpbmRvdxgCIAEoAxIfChdpbnB1dF90b2tlbnNfcGVyX3dpbmRvdxgDIAEoAxIgChhvdXRwdXRfdG9rZW5zX3Blcl93aW5kb3cYBCABKAMSKQoGd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIhMKEUxpc3RNb2RlbHNSZXF1ZXN0IjYKEkxpc3RNb2RlbHNSZXNwb25zZRIgCgZtb2RlbHMYASADKAsyEC5wYXJsZXkudjEuTW9kZWwqYgoITW9kYWxpdHkSGAoUTU9EQUxJVFlfVU5TUEVDSUZJRUQQABIRCg1NT0RBTElUWV9URVhUEAESEgoOTU9EQUxJVFlfSU1BR0UQAhIVChFNT0RBTElUWV9ET0NVTUVOVBADKlYKCU1vZGVsS2luZBIaChZNT0RFTF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPTU9ERUxfS0lORF9DSEFUEAESGAoUTU9ERUxfS0lORF9FTUJFRERJTkcQAjJZCgxNb2RlbFNlcnZpY2USSQoKTGlzdE1vZGVscxIcLnBhcmxleS52MS5MaXN0TW9kZWxzUmVxdWVzdBodLnBhcmxleS52MS5MaXN0TW9kZWxzUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_duration, file_parley_v1_common]);
 
 /**
  * Model describes a model and its prices and limits.
@@ -92,6 +92,20 @@ export type Model = Message<"parley.v1.Model"> & {
    * @generated from field: repeated parley.v1.TierLimit tier_limits = 10;
    */
   tierLimits: TierLimit[];
+
+  /**
+   * What the model does: chat or embeddings.
+   *
+   * @generated from field: parley.v1.ModelKind kind = 11;
+   */
+  kind: ModelKind;
+
+  /**
+   * For embedding models, the length of the vectors it makes.
+   *
+   * @generated from field: int32 embedding_dimensions = 12;
+   */
+  embeddingDimensions: number;
 };
 
 /**
@@ -227,6 +241,40 @@ export enum Modality {
  */
 export const ModalitySchema: GenEnum<Modality> = /*@__PURE__*/
   enumDesc(file_parley_v1_model, 0);
+
+/**
+ * ModelKind is what a model does.
+ *
+ * @generated from enum parley.v1.ModelKind
+ */
+export enum ModelKind {
+  /**
+   * Not set: CHAT.
+   *
+   * @generated from enum value: MODEL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Generates answers (ChatService, ConversationService).
+   *
+   * @generated from enum value: MODEL_KIND_CHAT = 1;
+   */
+  CHAT = 1,
+
+  /**
+   * Embeds texts (EmbeddingService).
+   *
+   * @generated from enum value: MODEL_KIND_EMBEDDING = 2;
+   */
+  EMBEDDING = 2,
+}
+
+/**
+ * Describes the enum parley.v1.ModelKind.
+ */
+export const ModelKindSchema: GenEnum<ModelKind> = /*@__PURE__*/
+  enumDesc(file_parley_v1_model, 1);
 
 /**
  * ModelService lists the models Parley serves. Any authenticated caller may use it.

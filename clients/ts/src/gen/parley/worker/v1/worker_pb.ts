@@ -16,7 +16,98 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/worker/v1/worker.proto.
  */
 export const file_parley_worker_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXJsZXkvd29ya2VyL3YxL3dvcmtlci5wcm90bxIQcGFybGV5Lndvcmtlci52MSKDBAoPR2VuZXJhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSLwoIbWVzc2FnZXMYAyADKAsyHS5wYXJsZXkud29ya2VyLnYxLkNoYXRNZXNzYWdlEhIKCm1heF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgV0b3BfcBgGIAEoAUgBiAEBEgwKBHN0b3AYByADKAkSEQoEc2VlZBgIIAEoA0gCiAEBEhQKDGFmZmluaXR5X2tleRgJIAEoCRIlCgV0b29scxgKIAMoCzIWLnBhcmxleS53b3JrZXIudjEuVG9vbBITCgt0b29sX2Nob2ljZRgLIAEoCRIcChR0b29sX2Nob2ljZV9mdW5jdGlvbhgMIAEoCRIgChNwYXJhbGxlbF90b29sX2NhbGxzGA0gASgISAOIAQESOQoPcmVzcG9uc2VfZm9ybWF0GA4gASgLMiAucGFybGV5Lndvcmtlci52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA8gASgFEhAKCGxvZ3Byb2JzGBAgASgIEhQKDHRvcF9sb2dwcm9icxgRIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIk0KBFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRISCgpwYXJhbWV0ZXJzGAMgASgMEg4KBnN0cmljdBgEIAEoCCJMCg5SZXNwb25zZUZvcm1hdBIMCgR0eXBlGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NoZW1hGAMgASgMEg4KBnN0cmljdBgEIAEoCCJJCgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEiwKBXBhcnRzGAIgAygLMh0ucGFybGV5Lndvcmtlci52MS5Db250ZW50UGFydCLlAQoLQ29udGVudFBhcnQSDgoEdGV4dBgBIAEoCUgAEigKBWltYWdlGAIgASgLMhcucGFybGV5Lndvcmtlci52MS5JbWFnZUgAEi4KCGRvY3VtZW50GAMgASgLMhoucGFybGV5Lndvcmtlci52MS5Eb2N1bWVudEgAEi8KCXRvb2xfY2FsbBgEIAEoCzIaLnBhcmxleS53b3JrZXIudjEuVG9vbENhbGxIABIzCgt0b29sX3Jlc3VsdBgFIAEoCzIcLnBhcmxleS53b3JrZXIudjEuVG9vbFJlc3VsdEgAQgYKBGtpbmQiNwoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiMwoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSDwoHY29udGVudBgCIAEoCSIoCgVJbWFnZRIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSI9CghEb2N1bWVudBIQCghmaWxlbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoDCJ0ChBHZW5lcmF0ZVJlc3BvbnNlEigKBWRlbHRhGAEgASgLMhcucGFybGV5Lndvcmtlci52MS5EZWx0YUgAEi4KCGZpbmlzaGVkGAIgASgLMhoucGFybGV5Lndvcmtlci52MS5GaW5pc2hlZEgAQgYKBGtpbmQizAEKBURlbHRhEgwKBHRleHQYASABKAkSDgoGdG9rZW5zGAIgASgFEg4KBmNob2ljZRgDIAEoBRIzCgp0b29sX2NhbGxzGAQgAygLMh8ucGFybGV5Lndvcmtlci52MS5Ub29sQ2FsbERlbHRhEjAKCGxvZ3Byb2JzGAUgAygLMh4ucGFybGV5Lndvcmtlci52MS5Ub2tlbkxvZ3Byb2ISLgoGZmluaXNoGAYgASgOMh4ucGFybGV5Lndvcmtlci52MS5GaW5pc2hSZWFzb24iSwoNVG9vbENhbGxEZWx0YRINCgVpbmRleBgBIAEoBRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCSJoCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARINCgVieXRlcxgDIAEoDBIpCgN0b3AYBCADKAsyHC5wYXJsZXkud29ya2VyLnYxLlRvcExvZ3Byb2IiOwoKVG9wTG9ncHJvYhINCgV0b2tlbhgBIAEoCRIPCgdsb2dwcm9iGAIgASgBEg0KBWJ5dGVzGAMgASgMIoABCghGaW5pc2hlZBI1Cg1maW5pc2hfcmVhc29uGAEgASgOMh4ucGFybGV5Lndvcmtlci52MS5GaW5pc2hSZWFzb24SJgoFdXNhZ2UYAiABKAsyFy5wYXJsZXkud29ya2VyLnYxLlVzYWdlEhUKDWVycm9yX21lc3NhZ2UYAyABKAkiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCIhCgtMb2FkUmVxdWVzdBISCgpnYXRld2F5X2lkGAEgASgJIjwKDExvYWRSZXNwb25zZRIsCgZyZXBvcnQYASABKAsyHC5wYXJsZXkud29ya2VyLnYxLkxvYWRSZXBvcnQi0wEKCkxvYWRSZXBvcnQSEQoJd29ya2VyX2lkGAEgASgJEg4KBm1vZGVscxgCIAMoCRIPCgdydW5uaW5nGAMgASgFEg8KB3dhaXRpbmcYBCABKAUSEQoJbWF4X2JhdGNoGAUgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAYgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgHIAEoAxIRCglpbl9mbGlnaHQYCCABKAUSJgoCYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIg0KC0luZm9SZXF1ZXN0Il4KDEluZm9SZXNwb25zZRIRCgl3b3JrZXJfaWQYASABKAkSDgoGZW5naW5lGAIgASgJEisKBm1vZGVscxgDIAMoCzIbLnBhcmxleS53b3JrZXIudjEuTW9kZWxJbmZvIogBCglNb2RlbEluZm8SCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCXNpbXVsYXRlZBgEIAEoCBIWCg5jb250ZXh0X3dpbmRvdxgFIAEoAxIZChFtYXhfb3V0cHV0X3Rva2VucxgGIAEoAyqzAQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBACEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAMSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAEEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxAFMvQBCg1Xb3JrZXJTZXJ2aWNlElMKCEdlbmVyYXRlEiEucGFybGV5Lndvcmtlci52MS5HZW5lcmF0ZVJlcXVlc3QaIi5wYXJsZXkud29ya2VyLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJHCgRMb2FkEh0ucGFybGV5Lndvcmtlci52MS5Mb2FkUmVxdWVzdBoeLnBhcmxleS53b3JrZXIudjEuTG9hZFJlc3BvbnNlMAESRQoESW5mbxIdLnBhcmxleS53b3JrZXIudjEuSW5mb1JlcXVlc3QaHi5wYXJsZXkud29ya2VyLnYxLkluZm9SZXNwb25zZUI6WjhnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3dvcmtlci92MTt3b3JrZXJ2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Ch1wYXJsZXkvd29ya2VyL3YxL3dvcmtlci5wcm90bxIQcGFybGV5Lndvcmtlci52MSJVCgxFbWJlZFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZpbnB1dHMYAyADKAkSEgoKZGltZW5zaW9ucxgEIAEoBSJiCg1FbWJlZFJlc3BvbnNlEikKB3ZlY3RvcnMYASADKAsyGC5wYXJsZXkud29ya2VyLnYxLlZlY3RvchImCgV1c2FnZRgCIAEoCzIXLnBhcmxleS53b3JrZXIudjEuVXNhZ2UiGAoGVmVjdG9yEg4KBnZhbHVlcxgBIAMoAiKDBAoPR2VuZXJhdGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSLwoIbWVzc2FnZXMYAyADKAsyHS5wYXJsZXkud29ya2VyLnYxLkNoYXRNZXNzYWdlEhIKCm1heF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBARISCgV0b3BfcBgGIAEoAUgBiAEBEgwKBHN0b3AYByADKAkSEQoEc2VlZBgIIAEoA0gCiAEBEhQKDGFmZmluaXR5X2tleRgJIAEoCRIlCgV0b29scxgKIAMoCzIWLnBhcmxleS53b3JrZXIudjEuVG9vbBITCgt0b29sX2Nob2ljZRgLIAEoCRIcChR0b29sX2Nob2ljZV9mdW5jdGlvbhgMIAEoCRIgChNwYXJhbGxlbF90b29sX2NhbGxzGA0gASgISAOIAQESOQoPcmVzcG9uc2VfZm9ybWF0GA4gASgLMiAucGFybGV5Lndvcmtlci52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA8gASgFEhAKCGxvZ3Byb2JzGBAgASgIEhQKDHRvcF9sb2dwcm9icxgRIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIk0KBFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRISCgpwYXJhbWV0ZXJzGAMgASgMEg4KBnN0cmljdBgEIAEoCCJMCg5SZXNwb25zZUZvcm1hdBIMCgR0eXBlGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NoZW1hGAMgASgMEg4KBnN0cmljdBgEIAEoCCJJCgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEiwKBXBhcnRzGAIgAygLMh0ucGFybGV5Lndvcmtlci52MS5Db250ZW50UGFydCLlAQoLQ29udGVudFBhcnQSDgoEdGV4dBgBIAEoCUgAEigKBWltYWdlGAIgASgLMhcucGFybGV5Lndvcmtlci52MS5JbWFnZUgAEi4KCGRvY3VtZW50GAMgASgLMhoucGFybGV5Lndvcmtlci52MS5Eb2N1bWVudEgAEi8KCXRvb2xfY2FsbBgEIAEoCzIaLnBhcmxleS53b3JrZXIudjEuVG9vbENhbGxIABIzCgt0b29sX3Jlc3VsdBgFIAEoCzIcLnBhcmxleS53b3JrZXIudjEuVG9vbFJlc3VsdEgAQgYKBGtpbmQiNwoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiMwoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSDwoHY29udGVudBgCIAEoCSIoCgVJbWFnZRIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSI9CghEb2N1bWVudBIQCghmaWxlbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoDCJ0ChBHZW5lcmF0ZVJlc3BvbnNlEigKBWRlbHRhGAEgASgLMhcucGFybGV5Lndvcmtlci52MS5EZWx0YUgAEi4KCGZpbmlzaGVkGAIgASgLMhoucGFybGV5Lndvcmtlci52MS5GaW5pc2hlZEgAQgYKBGtpbmQizAEKBURlbHRhEgwKBHRleHQYASABKAkSDgoGdG9rZW5zGAIgASgFEg4KBmNob2ljZRgDIAEoBRIzCgp0b29sX2NhbGxzGAQgAygLMh8ucGFybGV5Lndvcmtlci52MS5Ub29sQ2FsbERlbHRhEjAKCGxvZ3Byb2JzGAUgAygLMh4ucGFybGV5Lndvcmtlci52MS5Ub2tlbkxvZ3Byb2ISLgoGZmluaXNoGAYgASgOMh4ucGFybGV5Lndvcmtlci52MS5GaW5pc2hSZWFzb24iSwoNVG9vbENhbGxEZWx0YRINCgVpbmRleBgBIAEoBRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCSJoCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARINCgVieXRlcxgDIAEoDBIpCgN0b3AYBCADKAsyHC5wYXJsZXkud29ya2VyLnYxLlRvcExvZ3Byb2IiOwoKVG9wTG9ncHJvYhINCgV0b2tlbhgBIAEoCRIPCgdsb2dwcm9iGAIgASgBEg0KBWJ5dGVzGAMgASgMIoABCghGaW5pc2hlZBI1Cg1maW5pc2hfcmVhc29uGAEgASgOMh4ucGFybGV5Lndvcmtlci52MS5GaW5pc2hSZWFzb24SJgoFdXNhZ2UYAiABKAsyFy5wYXJsZXkud29ya2VyLnYxLlVzYWdlEhUKDWVycm9yX21lc3NhZ2UYAyABKAkiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCIhCgtMb2FkUmVxdWVzdBISCgpnYXRld2F5X2lkGAEgASgJIjwKDExvYWRSZXNwb25zZRIsCgZyZXBvcnQYASABKAsyHC5wYXJsZXkud29ya2VyLnYxLkxvYWRSZXBvcnQi0wEKCkxvYWRSZXBvcnQSEQoJd29ya2VyX2lkGAEgASgJEg4KBm1vZGVscxgCIAMoCRIPCgdydW5uaW5nGAMgASgFEg8KB3dhaXRpbmcYBCABKAUSEQoJbWF4X2JhdGNoGAUgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAYgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgHIAEoAxIRCglpbl9mbGlnaHQYCCABKAUSJgoCYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIg0KC0luZm9SZXF1ZXN0Il4KDEluZm9SZXNwb25zZRIRCgl3b3JrZXJfaWQYASABKAkSDgoGZW5naW5lGAIgASgJEisKBm1vZGVscxgDIAMoCzIbLnBhcmxleS53b3JrZXIudjEuTW9kZWxJbmZvIogBCglNb2RlbEluZm8SCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCXNpbXVsYXRlZBgEIAEoCBIWCg5jb250ZXh0X3dpbmRvdxgFIAEoAxIZChFtYXhfb3V0cHV0X3Rva2VucxgGIAEoAyqzAQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBACEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAMSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAEEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxAFMr4CCg1Xb3JrZXJTZXJ2aWNlElMKCEdlbmVyYXRlEiEucGFybGV5Lndvcmtlci52MS5HZW5lcmF0ZVJlcXVlc3QaIi5wYXJsZXkud29ya2VyLnYxLkdlbmVyYXRlUmVzcG9uc2UwARJHCgRMb2FkEh0ucGFybGV5Lndvcmtlci52MS5Mb2FkUmVxdWVzdBoeLnBhcmxleS53b3JrZXIudjEuTG9hZFJlc3BvbnNlMAESRQoESW5mbxIdLnBhcmxleS53b3JrZXIudjEuSW5mb1JlcXVlc3QaHi5wYXJsZXkud29ya2VyLnYxLkluZm9SZXNwb25zZRJICgVFbWJlZBIeLnBhcmxleS53b3JrZXIudjEuRW1iZWRSZXF1ZXN0Gh8ucGFybGV5Lndvcmtlci52MS5FbWJlZFJlc3BvbnNlQjpaOGdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvd29ya2VyL3YxO3dvcmtlcnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+
+/**
+ * EmbedRequest is the request of WorkerService.Embed.
+ *
+ * @generated from message parley.worker.v1.EmbedRequest
+ */
+export type EmbedRequest = Message<"parley.worker.v1.EmbedRequest"> & {
+  /**
+   * Required. The gateway's id for the request, for logs.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * Required. An embedding model the worker serves.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * Required. The texts.
+   *
+   * @generated from field: repeated string inputs = 3;
+   */
+  inputs: string[];
+
+  /**
+   * Optional. Shorten the vectors to this many dimensions (0: all).
+   *
+   * @generated from field: int32 dimensions = 4;
+   */
+  dimensions: number;
+};
+
+/**
+ * Describes the message parley.worker.v1.EmbedRequest.
+ * Use `create(EmbedRequestSchema)` to create a new message.
+ */
+export const EmbedRequestSchema: GenMessage<EmbedRequest> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 0);
+
+/**
+ * EmbedResponse is the response of WorkerService.Embed.
+ *
+ * @generated from message parley.worker.v1.EmbedResponse
+ */
+export type EmbedResponse = Message<"parley.worker.v1.EmbedResponse"> & {
+  /**
+   * One vector per input, in order.
+   *
+   * @generated from field: repeated parley.worker.v1.Vector vectors = 1;
+   */
+  vectors: Vector[];
+
+  /**
+   * The tokens of the inputs (prompt_tokens).
+   *
+   * @generated from field: parley.worker.v1.Usage usage = 2;
+   */
+  usage?: Usage | undefined;
+};
+
+/**
+ * Describes the message parley.worker.v1.EmbedResponse.
+ * Use `create(EmbedResponseSchema)` to create a new message.
+ */
+export const EmbedResponseSchema: GenMessage<EmbedResponse> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 1);
+
+/**
+ * Vector is one embedding.
+ *
+ * @generated from message parley.worker.v1.Vector
+ */
+export type Vector = Message<"parley.worker.v1.Vector"> & {
+  /**
+   * The numbers.
+   *
+   * @generated from field: repeated float values = 1;
+   */
+  values: number[];
+};
+
+/**
+ * Describes the message parley.worker.v1.Vector.
+ * Use `create(VectorSchema)` to create a new message.
+ */
+export const VectorSchema: GenMessage<Vector> = /*@__PURE__*/
+  messageDesc(file_parley_worker_v1_worker, 2);
 
 /**
  * GenerateRequest is the request of WorkerService.Generate.
@@ -151,7 +242,7 @@ export type GenerateRequest = Message<"parley.worker.v1.GenerateRequest"> & {
  * Use `create(GenerateRequestSchema)` to create a new message.
  */
 export const GenerateRequestSchema: GenMessage<GenerateRequest> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 0);
+  messageDesc(file_parley_worker_v1_worker, 3);
 
 /**
  * Tool is a function the model may call.
@@ -193,7 +284,7 @@ export type Tool = Message<"parley.worker.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 1);
+  messageDesc(file_parley_worker_v1_worker, 4);
 
 /**
  * ResponseFormat constrains an answer's text.
@@ -235,7 +326,7 @@ export type ResponseFormat = Message<"parley.worker.v1.ResponseFormat"> & {
  * Use `create(ResponseFormatSchema)` to create a new message.
  */
 export const ResponseFormatSchema: GenMessage<ResponseFormat> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 2);
+  messageDesc(file_parley_worker_v1_worker, 5);
 
 /**
  * ChatMessage is one message of the context.
@@ -263,7 +354,7 @@ export type ChatMessage = Message<"parley.worker.v1.ChatMessage"> & {
  * Use `create(ChatMessageSchema)` to create a new message.
  */
 export const ChatMessageSchema: GenMessage<ChatMessage> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 3);
+  messageDesc(file_parley_worker_v1_worker, 6);
 
 /**
  * ContentPart is one piece of a message's content.
@@ -324,7 +415,7 @@ export type ContentPart = Message<"parley.worker.v1.ContentPart"> & {
  * Use `create(ContentPartSchema)` to create a new message.
  */
 export const ContentPartSchema: GenMessage<ContentPart> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 4);
+  messageDesc(file_parley_worker_v1_worker, 7);
 
 /**
  * ToolCall is a call the model made.
@@ -359,7 +450,7 @@ export type ToolCall = Message<"parley.worker.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 5);
+  messageDesc(file_parley_worker_v1_worker, 8);
 
 /**
  * ToolResult answers a ToolCall.
@@ -387,7 +478,7 @@ export type ToolResult = Message<"parley.worker.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 6);
+  messageDesc(file_parley_worker_v1_worker, 9);
 
 /**
  * Image is an encoded image.
@@ -415,7 +506,7 @@ export type Image = Message<"parley.worker.v1.Image"> & {
  * Use `create(ImageSchema)` to create a new message.
  */
 export const ImageSchema: GenMessage<Image> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 7);
+  messageDesc(file_parley_worker_v1_worker, 10);
 
 /**
  * Document is a file whose text the model reads.
@@ -450,7 +541,7 @@ export type Document = Message<"parley.worker.v1.Document"> & {
  * Use `create(DocumentSchema)` to create a new message.
  */
 export const DocumentSchema: GenMessage<Document> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 8);
+  messageDesc(file_parley_worker_v1_worker, 11);
 
 /**
  * GenerateResponse is one message of WorkerService.Generate's stream.
@@ -487,7 +578,7 @@ export type GenerateResponse = Message<"parley.worker.v1.GenerateResponse"> & {
  * Use `create(GenerateResponseSchema)` to create a new message.
  */
 export const GenerateResponseSchema: GenMessage<GenerateResponse> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 9);
+  messageDesc(file_parley_worker_v1_worker, 12);
 
 /**
  * Delta is more output of one choice.
@@ -543,7 +634,7 @@ export type Delta = Message<"parley.worker.v1.Delta"> & {
  * Use `create(DeltaSchema)` to create a new message.
  */
 export const DeltaSchema: GenMessage<Delta> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 10);
+  messageDesc(file_parley_worker_v1_worker, 13);
 
 /**
  * ToolCallDelta is a piece of a streamed tool call.
@@ -585,7 +676,7 @@ export type ToolCallDelta = Message<"parley.worker.v1.ToolCallDelta"> & {
  * Use `create(ToolCallDeltaSchema)` to create a new message.
  */
 export const ToolCallDeltaSchema: GenMessage<ToolCallDelta> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 11);
+  messageDesc(file_parley_worker_v1_worker, 14);
 
 /**
  * TokenLogprob is one token's log probability and its alternatives.
@@ -627,7 +718,7 @@ export type TokenLogprob = Message<"parley.worker.v1.TokenLogprob"> & {
  * Use `create(TokenLogprobSchema)` to create a new message.
  */
 export const TokenLogprobSchema: GenMessage<TokenLogprob> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 12);
+  messageDesc(file_parley_worker_v1_worker, 15);
 
 /**
  * TopLogprob is one likely token.
@@ -662,7 +753,7 @@ export type TopLogprob = Message<"parley.worker.v1.TopLogprob"> & {
  * Use `create(TopLogprobSchema)` to create a new message.
  */
 export const TopLogprobSchema: GenMessage<TopLogprob> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 13);
+  messageDesc(file_parley_worker_v1_worker, 16);
 
 /**
  * Finished ends a generation.
@@ -697,7 +788,7 @@ export type Finished = Message<"parley.worker.v1.Finished"> & {
  * Use `create(FinishedSchema)` to create a new message.
  */
 export const FinishedSchema: GenMessage<Finished> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 14);
+  messageDesc(file_parley_worker_v1_worker, 17);
 
 /**
  * Usage counts the tokens of one generation.
@@ -740,7 +831,7 @@ export type Usage = Message<"parley.worker.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 15);
+  messageDesc(file_parley_worker_v1_worker, 18);
 
 /**
  * LoadRequest is the request of WorkerService.Load.
@@ -761,7 +852,7 @@ export type LoadRequest = Message<"parley.worker.v1.LoadRequest"> & {
  * Use `create(LoadRequestSchema)` to create a new message.
  */
 export const LoadRequestSchema: GenMessage<LoadRequest> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 16);
+  messageDesc(file_parley_worker_v1_worker, 19);
 
 /**
  * LoadResponse is one message of WorkerService.Load's stream.
@@ -782,7 +873,7 @@ export type LoadResponse = Message<"parley.worker.v1.LoadResponse"> & {
  * Use `create(LoadResponseSchema)` to create a new message.
  */
 export const LoadResponseSchema: GenMessage<LoadResponse> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 17);
+  messageDesc(file_parley_worker_v1_worker, 20);
 
 /**
  * LoadReport is a worker's load at one moment.
@@ -859,7 +950,7 @@ export type LoadReport = Message<"parley.worker.v1.LoadReport"> & {
  * Use `create(LoadReportSchema)` to create a new message.
  */
 export const LoadReportSchema: GenMessage<LoadReport> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 18);
+  messageDesc(file_parley_worker_v1_worker, 21);
 
 /**
  * InfoRequest is the request of WorkerService.Info. It has no fields.
@@ -874,7 +965,7 @@ export type InfoRequest = Message<"parley.worker.v1.InfoRequest"> & {
  * Use `create(InfoRequestSchema)` to create a new message.
  */
 export const InfoRequestSchema: GenMessage<InfoRequest> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 19);
+  messageDesc(file_parley_worker_v1_worker, 22);
 
 /**
  * InfoResponse is the response of WorkerService.Info.
@@ -909,7 +1000,7 @@ export type InfoResponse = Message<"parley.worker.v1.InfoResponse"> & {
  * Use `create(InfoResponseSchema)` to create a new message.
  */
 export const InfoResponseSchema: GenMessage<InfoResponse> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 20);
+  messageDesc(file_parley_worker_v1_worker, 23);
 
 /**
  * ModelInfo describes a model a worker serves.
@@ -965,7 +1056,7 @@ export type ModelInfo = Message<"parley.worker.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_parley_worker_v1_worker, 21);
+  messageDesc(file_parley_worker_v1_worker, 24);
 
 /**
  * FinishReason says why a generation ended.
@@ -1064,6 +1155,17 @@ export const WorkerService: GenService<{
     methodKind: "unary";
     input: typeof InfoRequestSchema;
     output: typeof InfoResponseSchema;
+  },
+  /**
+   * Embed returns one unit vector per input. Errors as Generate's before its first
+   * delta.
+   *
+   * @generated from rpc parley.worker.v1.WorkerService.Embed
+   */
+  embed: {
+    methodKind: "unary";
+    input: typeof EmbedRequestSchema;
+    output: typeof EmbedResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_worker_v1_worker, 0);

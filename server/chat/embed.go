@@ -1,0 +1,117 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/worker"
+)
+
+// MaxEmbedInputs bounds the texts of one embeddings request (OpenAI's own
+// limit).
+const MaxEmbedInputs = 2048
+
+// EmbedRequest is one batch of texts to embed, as the surfaces hand it to
+// the core.
+type EmbedRequest struct {
+	Model  string
+	Inputs []string
+	// Dimensions shortens the vectors (0: the model's full length).
+	Dimensions int
+	// User is the caller's end user, recorded on the usage record.
+	User string
+	// Rename, when set, gives a field's path as the caller's surface spells
+	// it (e.g. "input" for inputs).
+	Rename func(field string) string
+}
+
+// EmbedOutcome is an embeddings request's result and what it cost.
+type EmbedOutcome struct {
+	RequestID, Model string
+	Vectors          [][]float32
+	Usage            worker.Usage
+	CostNanos        int64
+}
+
+// Embed runs one embeddings request on the API channel, the path chat takes
+// without the stream: authenticate, validate and count, hold the price of
+// the inputs' tokens, run on a worker, settle what the worker counted, and
+// record the usage. An error means nothing was charged.
+func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, apierr.Unauthenticated("no credentials")
+	}
+	rename := func(err error) error { return (&Request{Rename: req.Rename}).renamed(err) }
+	m, ok := c.Models.Lookup(req.Model)
+	switch {
+	case req.Model == "":
+		return nil, rename(apierr.InvalidArgument("model", "is required"))
+	case !ok:
+		return nil, apierr.UnknownModel("model", req.Model)
+	case !m.Embeds():
+		return nil, apierr.InvalidArgument("model", m.ID+" is a chat model; it does not embed")
+	case len(req.Inputs) == 0:
+		return nil, rename(apierr.InvalidArgument("inputs", "must not be empty"))
+	case len(req.Inputs) > MaxEmbedInputs:
+		return nil, rename(apierr.InvalidArgument("inputs", fmt.Sprintf("%d inputs; at most %d", len(req.Inputs), MaxEmbedInputs)))
+	case req.Dimensions < 0 || req.Dimensions > m.EmbeddingDimensions:
+		return nil, rename(apierr.InvalidArgument("dimensions", fmt.Sprintf("must be 1 to %d for %s", m.EmbeddingDimensions, m.ID)))
+	case len(req.User) > 256:
+		return nil, apierr.InvalidArgument("user", "is over 256 bytes")
+	}
+	size := 0
+	for i, in := range req.Inputs {
+		size += len(in)
+		switch {
+		case in == "":
+			return nil, rename(apierr.InvalidArgument(fmt.Sprintf("inputs[%d]", i), "must not be empty"))
+		case !utf8.ValidString(in):
+			return nil, rename(apierr.InvalidArgument(fmt.Sprintf("inputs[%d]", i), "is not valid UTF-8"))
+		case len(in) > int(16*m.ContextWindow):
+			return nil, rename(apierr.InvalidArgument(fmt.Sprintf("inputs[%d]", i), fmt.Sprintf("is %d bytes, over %s's limit", len(in), m.ID)))
+		}
+	}
+	if c.MaxPromptBytes > 0 && size > c.MaxPromptBytes {
+		return nil, rename(apierr.InvalidArgument("inputs", fmt.Sprintf("%d bytes in all, over the limit of %d", size, c.MaxPromptBytes)))
+	}
+	tokens := 0
+	for i, in := range req.Inputs {
+		n := c.Tokens.Count(in)
+		if int64(n) > m.ContextWindow {
+			return nil, rename(apierr.InvalidArgument(fmt.Sprintf("inputs[%d]", i), fmt.Sprintf("is %d tokens, over %s's limit of %d", n, m.ID, m.ContextWindow)))
+		}
+		tokens += n
+	}
+
+	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(tokens), 0))
+	if err != nil {
+		return nil, err
+	}
+	requestID := uuid.Must(uuid.NewV7()).String()
+	res, err := c.Router.Embed(ctx, worker.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, c.APIPriority)
+	if err != nil {
+		_, _ = c.Billing.Settle(ctx, hold, 0)
+		if worker.CallerFault(err) {
+			return nil, apierr.InvalidArgument("inputs", "the model's server refused the inputs as too large or malformed")
+		}
+		return nil, err
+	}
+	out := &EmbedOutcome{RequestID: requestID, Model: m.ID, Vectors: res.Vectors, Usage: res.Usage}
+	out.CostNanos = m.Cost(int64(res.Usage.PromptTokens), 0)
+	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos); err == nil {
+		out.CostNanos = s.ChargedNanos
+	}
+	c.Usage.Record(store.UsageRecord{
+		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
+		PromptTokens: int64(res.Usage.PromptTokens), Estimated: res.Usage.Estimated,
+		CostNanos: out.CostNanos, FinishReason: string(worker.FinishStop), CreatedAt: c.Now(), EndUser: req.User,
+	})
+	return out, nil
+}
