@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,30 @@ func (e *Encoder) WriteEvent(ev Event) error {
 	e.lines("data: ", ev.Data)
 	e.w.WriteByte('\n')
 	return e.Flush()
+}
+
+// WriteData writes an event whose data is data (one line: it must hold no
+// line break) and, when flush is set, flushes it to the client. An event
+// written without flush waits in the Encoder's buffer for the next flush
+// (or FlushBuffer): events that are ready together go out in one write.
+func (e *Encoder) WriteData(data []byte, flush bool) error {
+	if bytes.ContainsAny(data, "\r\n") {
+		return e.WriteEvent(Event{Data: string(data)})
+	}
+	e.w.WriteString("data: ")
+	e.w.Write(data)
+	e.w.WriteString("\n\n")
+	if !flush {
+		return nil
+	}
+	return e.Flush()
+}
+
+// FlushBuffer hands what is buffered to the underlying writer without
+// flushing that: for the last events of a response, which the HTTP server
+// sends with the response's end in one write.
+func (e *Encoder) FlushBuffer() error {
+	return e.w.Flush()
 }
 
 // WriteComment writes a comment line (": text"), which readers ignore: the

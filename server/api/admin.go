@@ -3,6 +3,9 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -27,6 +30,33 @@ type AdminHandler struct {
 	Scheduler *scheduler.Scheduler
 	Usage     store.Usage
 	Pages     PageTokens
+	// Logger receives the store errors behind internal errors (nil: discarded).
+	Logger *slog.Logger
+}
+
+// typed turns an error of the layers below into an API error: a
+// *connect.Error as it is, the store's sentinels as not_found or
+// invalid_argument, anything else as internal, logged here and never sent:
+// a store's own words ("FOREIGN KEY constraint failed") are not the
+// client's business.
+func (h *AdminHandler) typed(ctx context.Context, what string, err error) error {
+	var ce *connect.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ce
+	case errors.Is(err, store.ErrNotFound):
+		return apierr.NotFound(what)
+	case errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrInvalidCursor):
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("invalid %s", what))
+	case ctx.Err() != nil:
+		return connect.NewError(connect.CodeCanceled, context.Cause(ctx))
+	}
+	if h.Logger != nil {
+		h.Logger.ErrorContext(ctx, "admin: store error", "what", what, "err", err)
+	}
+	return apierr.Internal()
 }
 
 // AdjustBalance adds to (or, negative, deducts from) a user's balance; it
@@ -49,7 +79,7 @@ func (h *AdminHandler) AdjustBalance(ctx context.Context, req *connect.Request[p
 	}
 	balance, err := h.Billing.Adjust(ctx, userID, req.Msg.GetDeltaNanos(), reason)
 	if err != nil {
-		return nil, err
+		return nil, h.typed(ctx, "user", err)
 	}
 	return connect.NewResponse(&parleyv1.AdjustBalanceResponse{BalanceNanos: balance}), nil
 }
@@ -105,7 +135,7 @@ func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parle
 	}
 	records, next, err := h.Usage.List(ctx, userID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, h.typed(ctx, "page_token", err)
 	}
 	return connect.NewResponse(&parleyv1.AdminServiceListUsageResponse{
 		UsageRecords: UsageRecordsToProto(records), NextPageToken: h.Pages.Seal(p.UserID, list, next),
@@ -125,7 +155,7 @@ func (h *AdminHandler) SetUserTier(ctx context.Context, req *connect.Request[par
 	}
 	u, err := h.Auth.SetUserTier(ctx, p, userID, tier, clientOf(req))
 	if err != nil {
-		return nil, err
+		return nil, h.typed(ctx, "user", err)
 	}
 	return connect.NewResponse(&parleyv1.SetUserTierResponse{User: UserToProto(u)}), nil
 }
@@ -136,7 +166,13 @@ func (h *AdminHandler) userID(ctx context.Context, id, email string) (string, er
 	case id != "" && email != "":
 		return "", apierr.InvalidArgument("user_id", "give user_id or email, not both")
 	case id != "":
-		return id, nil
+		// Looked up, so an unknown id is not_found here rather than a
+		// store's constraint error further down.
+		u, err := h.Auth.UserByID(ctx, id)
+		if err != nil {
+			return "", h.typed(ctx, "user", err)
+		}
+		return u.ID, nil
 	case email == "":
 		return "", apierr.InvalidArgument("user_id", "give user_id or email")
 	}
@@ -146,7 +182,7 @@ func (h *AdminHandler) userID(ctx context.Context, id, email string) (string, er
 	}
 	u, err := h.Auth.UserByEmail(ctx, norm)
 	if err != nil {
-		return "", err
+		return "", h.typed(ctx, "user", err)
 	}
 	return u.ID, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
-	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/worker"
 )
@@ -122,7 +122,7 @@ func (h *ChatHandler) chatRequest(ctx context.Context, m completeFields, tempera
 		return r, apierr.InvalidArgument("response_format.type", "is not a known type")
 	}
 	for i, m := range m.GetMessages() {
-		cm, err := h.chatMessage(ctx, fmt.Sprintf("messages[%d]", i), m)
+		cm, err := h.chatMessage(&r, i, fmt.Sprintf("messages[%d]", i), m)
 		if err != nil {
 			return chat.Request{}, err
 		}
@@ -131,7 +131,9 @@ func (h *ChatHandler) chatRequest(ctx context.Context, m completeFields, tempera
 	return r, nil
 }
 
-func (h *ChatHandler) chatMessage(ctx context.Context, field string, m *parleyv1.Message) (worker.ChatMessage, error) {
+// chatMessage maps message i. Images, documents and attachments are
+// deferred: the core prepares them once the request is admitted.
+func (h *ChatHandler) chatMessage(r *chat.Request, i int, field string, m *parleyv1.Message) (worker.ChatMessage, error) {
 	cm := worker.ChatMessage{Role: roleName(m.GetRole())}
 	if cm.Role == "" {
 		return cm, apierr.InvalidArgument(field+".role", "must be ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT or ROLE_TOOL")
@@ -142,29 +144,18 @@ func (h *ChatHandler) chatMessage(ctx context.Context, field string, m *parleyv1
 		case *parleyv1.Part_Text:
 			cm.Parts = append(cm.Parts, worker.Part{Text: k.Text})
 		case *parleyv1.Part_Image:
-			img, err := h.Core.Attachments.Inline().InlineImage(pf+".image", k.Image.GetData(), k.Image.GetMimeType())
-			if err != nil {
-				return cm, err
-			}
-			cm.Parts = append(cm.Parts, worker.Part{Image: img})
+			cm.Parts = append(cm.Parts, r.Defer(i, len(cm.Parts), chat.Deferred{
+				Field: pf + ".image", Kind: attach.KindImage, Data: k.Image.GetData(), MIME: k.Image.GetMimeType()}))
 		case *parleyv1.Part_Document:
-			doc, err := h.Core.Attachments.Inline().InlineDocument(pf+".document", k.Document.GetData(), k.Document.GetMimeType(), k.Document.GetFilename())
-			if err != nil {
-				return cm, err
-			}
-			cm.Parts = append(cm.Parts, worker.Part{Document: doc})
+			cm.Parts = append(cm.Parts, r.Defer(i, len(cm.Parts), chat.Deferred{
+				Field: pf + ".document", Kind: attach.KindDocument, Data: k.Document.GetData(), MIME: k.Document.GetMimeType(), Filename: k.Document.GetFilename()}))
 		case *parleyv1.Part_ToolCall:
 			c := k.ToolCall
 			cm.Parts = append(cm.Parts, worker.Part{ToolCall: &worker.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()}})
 		case *parleyv1.Part_ToolResult:
 			cm.Parts = append(cm.Parts, worker.Part{ToolResult: &worker.ToolResult{ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent()}})
 		case *parleyv1.Part_AttachmentId:
-			p, _ := auth.FromContext(ctx)
-			part, err := h.Core.Attachments.Part(ctx, p.UserID, k.AttachmentId)
-			if err != nil {
-				return cm, err
-			}
-			cm.Parts = append(cm.Parts, part)
+			cm.Parts = append(cm.Parts, r.Defer(i, len(cm.Parts), chat.Deferred{Field: pf + ".attachment_id", AttachmentID: k.AttachmentId}))
 		default:
 			return cm, apierr.InvalidArgument(pf, "is empty: set text, attachment_id, image or document")
 		}

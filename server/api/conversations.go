@@ -124,11 +124,24 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 			pm.Role = parleyv1.Role_ROLE_ASSISTANT
 		case "system":
 			pm.Role = parleyv1.Role_ROLE_SYSTEM
+		case "tool":
+			pm.Role = parleyv1.Role_ROLE_TOOL
 		}
 		for _, part := range m.Parts {
-			if part.AttachmentID != "" {
+			switch {
+			case part.AttachmentID != "":
 				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_AttachmentId{AttachmentId: part.AttachmentID}})
-			} else {
+			case part.Image != nil:
+				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Image{Image: &parleyv1.InlineImage{Data: part.Image.Data, MimeType: part.Image.MimeType}}})
+			case part.ToolCall != nil:
+				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolCall{ToolCall: &parleyv1.ToolCall{
+					Id: part.ToolCall.ID, Name: part.ToolCall.Name, Arguments: part.ToolCall.Arguments}}})
+			case part.ToolResult != nil:
+				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolResult{ToolResult: &parleyv1.ToolResult{
+					ToolCallId: part.ToolResult.ToolCallID, Content: part.ToolResult.Content}}})
+			case part.Meta != "":
+				// A surface's own record, not content (the Responses API's).
+			default:
 				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Text{Text: part.Text}})
 			}
 		}

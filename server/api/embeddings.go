@@ -6,12 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"unicode/utf8"
 
 	"connectrpc.com/connect"
 
@@ -94,6 +91,9 @@ func (h *OpenAIHandler) Embeddings(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
+// embeddingsParams are the fields /v1/embeddings reads.
+var embeddingsParams = map[string]bool{"model": true, "input": true, "dimensions": true, "encoding_format": true, "user": true}
+
 // embeddingsRequest is a parsed /v1/embeddings body.
 type embeddingsRequest struct {
 	creq   chat.EmbedRequest
@@ -101,32 +101,6 @@ type embeddingsRequest struct {
 }
 
 func (h *OpenAIHandler) parseEmbeddings(r *http.Request) (*embeddingsRequest, error) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, apierr.InvalidArgument("body", fmt.Sprintf("is over the limit of %d bytes", tooBig.Limit))
-		}
-		return nil, apierr.InvalidArgument("body", "could not be read")
-	}
-	if !utf8.Valid(data) {
-		return nil, apierr.InvalidArgument("body", "is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, apierr.InvalidArgument("body", "is not a JSON object: "+err.Error())
-	}
-	for name := range fields {
-		switch name {
-		case "model", "input", "dimensions", "encoding_format", "user":
-		default:
-			if h.Unsupported == UnsupportedDrop {
-				h.dropped(r, name)
-				continue
-			}
-			return nil, apierr.InvalidArgument(name, "is not supported by this server (an operator can drop such fields with --openai-unsupported=drop)")
-		}
-	}
 	var body struct {
 		Model          string          `json:"model"`
 		Input          json.RawMessage `json:"input"`
@@ -134,12 +108,8 @@ func (h *OpenAIHandler) parseEmbeddings(r *http.Request) (*embeddingsRequest, er
 		EncodingFormat string          `json:"encoding_format"`
 		User           string          `json:"user"`
 	}
-	if err := json.Unmarshal(data, &body); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, apierr.InvalidArgument(typeErr.Field, "has the wrong type: "+typeErr.Value)
-		}
-		return nil, apierr.InvalidArgument("body", err.Error())
+	if _, err := h.decodeBody(r, embeddingsParams, nil, &body); err != nil {
+		return nil, err
 	}
 	out := &embeddingsRequest{creq: chat.EmbedRequest{Model: body.Model, User: body.User, Rename: func(f string) string {
 		if f == "inputs" || len(f) > 6 && f[:7] == "inputs[" {

@@ -41,7 +41,8 @@ type OpenAIHandler struct {
 	// (nil: not counted).
 	DroppedParams *prometheus.CounterVec
 
-	droppedOnce sync.Map // field names already logged as dropped
+	dropMu       sync.Mutex
+	droppedNames map[string]bool // field names dropped (and logged) so far
 }
 
 // fail writes err as OpenAI's error JSON.
@@ -135,15 +136,18 @@ func (h *OpenAIHandler) stream(w http.ResponseWriter, r *http.Request, req *open
 		switch k := ev.GetKind().(type) {
 		case *parleyv1.GenerationEvent_Started:
 			chunk = sse.ChatCompletionChunk{ID: "chatcmpl-" + k.Started.GetRequestId(), Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: k.Started.GetModel()}
-			empty := ""
+			// Not flushed: the first delta follows at once and goes with them.
 			for i := range max(creq.N, 1) {
-				if err := out.chunk(&chunk, sse.Choice{Index: i, Delta: &sse.Delta{Role: "assistant", Content: empty}}); err != nil {
+				if err := out.deltaChunk(&chunk, i, "assistant", "", false); err != nil {
 					return err
 				}
 			}
 			return nil
 		case *parleyv1.GenerationEvent_Delta:
 			d := k.Delta
+			if len(d.GetToolCalls()) == 0 && !creq.Logprobs {
+				return out.deltaChunk(&chunk, int(d.GetChoice()), "", d.GetText(), true)
+			}
 			delta := &sse.Delta{Content: d.GetText()}
 			for _, tc := range d.GetToolCalls() {
 				index := int(tc.GetIndex())
@@ -173,16 +177,19 @@ func (h *OpenAIHandler) stream(w http.ResponseWriter, r *http.Request, req *open
 		out.error(err)
 		return
 	}
+	// The last events are ready together: they go out with the response's
+	// end in one write.
 	for i, reason := range result.Choices {
 		finish := openAIFinishReason(reason)
-		_ = out.chunk(&chunk, sse.Choice{Index: i, Delta: &sse.Delta{}, FinishReason: &finish})
+		chunk.Choices = append(chunk.Choices[:0], sse.Choice{Index: i, Delta: &sse.Delta{}, FinishReason: &finish})
+		_ = out.writeBuffered(&chunk)
 	}
 	if includeUsage {
 		chunk.Choices = []sse.Choice{}
 		chunk.Usage = openAIUsage(result.Usage)
-		_ = out.write(&chunk)
+		_ = out.writeBuffered(&chunk)
 	}
-	_ = out.done()
+	_ = out.doneBuffered()
 }
 
 // chunkWriter writes one stream's events; the ping goroutine shares it.
@@ -192,6 +199,7 @@ type chunkWriter struct {
 	enc     *sse.Encoder
 	opened  bool
 	scratch bytes.Buffer
+	fast    []byte // deltaChunk's buffer
 }
 
 func (c *chunkWriter) open() {
@@ -242,31 +250,12 @@ func (c *chunkWriter) done() error {
 
 // pingEvery sends `: ping` comments while the stream is otherwise quiet.
 func (c *chunkWriter) pingEvery(d time.Duration) (stop func()) {
-	if d <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				c.mu.Lock()
-				c.open()
-				err := c.enc.WriteComment("ping")
-				c.mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return keepAlive(d, func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.open()
+		return c.enc.WriteComment("ping")
+	})
 }
 
 // openAIModel is a model as OpenAI's /v1/models describes it.

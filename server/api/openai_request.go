@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/attach"
@@ -148,42 +146,9 @@ func ParseUnsupported(s string) (Unsupported, error) {
 }
 
 func (h *OpenAIHandler) parse(r *http.Request) (*openAIRequest, error) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, apierr.InvalidArgument("body", fmt.Sprintf("is over the limit of %d bytes", tooBig.Limit))
-		}
-		return nil, apierr.InvalidArgument("body", "could not be read")
-	}
-	if !utf8.Valid(data) {
-		// encoding/json would quietly turn bad bytes into U+FFFD.
-		return nil, apierr.InvalidArgument("body", "is not valid UTF-8")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, apierr.InvalidArgument("body", "is not a JSON object: "+err.Error())
-	}
-	for name, v := range fields {
-		if readParams[name] {
-			continue
-		}
-		if ok := harmlessParams[name]; ok != nil && ok(v) {
-			continue
-		}
-		if h.Unsupported == UnsupportedDrop {
-			h.dropped(r, name)
-			continue
-		}
-		return nil, apierr.InvalidArgument(name, "is not supported by this server (an operator can drop such fields with --openai-unsupported=drop)")
-	}
 	var req openAIRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, apierr.InvalidArgument(typeErr.Field, "has the wrong type: "+typeErr.Value)
-		}
-		return nil, apierr.InvalidArgument("body", err.Error())
+	if _, err := h.decodeBody(r, readParams, harmlessParams, &req); err != nil {
+		return nil, err
 	}
 	switch {
 	case req.MaxTokens != nil && req.MaxCompletionTokens != nil && *req.MaxTokens != *req.MaxCompletionTokens:
@@ -197,13 +162,32 @@ func (h *OpenAIHandler) parse(r *http.Request) (*openAIRequest, error) {
 // dropped counts and logs (once per field) a field dropped by
 // --openai-unsupported=drop.
 func (h *OpenAIHandler) dropped(r *http.Request, name string) {
+	h.dropMu.Lock()
+	first := !h.droppedNames[name]
+	if first {
+		// Field names are the client's: past maxDroppedNames distinct ones,
+		// the rest count as "other", so no client can grow the metric or the
+		// log without bound.
+		if len(h.droppedNames) >= maxDroppedNames {
+			name, first = "other", !h.droppedNames["other"]
+		}
+		if h.droppedNames == nil {
+			h.droppedNames = map[string]bool{}
+		}
+		h.droppedNames[name] = true
+	}
+	h.dropMu.Unlock()
 	if h.DroppedParams != nil {
 		h.DroppedParams.WithLabelValues(name).Inc()
 	}
-	if _, seen := h.droppedOnce.LoadOrStore(name, true); !seen && h.Core != nil && h.Core.Logger != nil {
-		h.Core.Logger.WarnContext(r.Context(), "dropped an unsupported OpenAI request field (--openai-unsupported=drop); further drops of it are only counted", "field", name)
+	if first && h.Core != nil && h.Core.Logger != nil {
+		h.Core.Logger.WarnContext(r.Context(), "dropped an unsupported request field (--openai-unsupported=drop); further drops of it are only counted", "field", name)
 	}
 }
+
+// maxDroppedNames bounds the distinct field names the dropped-params metric
+// and log name.
+const maxDroppedNames = 64
 
 // openAIFieldNames turns the core's field paths into the ones the caller
 // sent.
@@ -271,7 +255,7 @@ func (req *openAIRequest) toChat(inline *attach.Checker) (chat.Request, error) {
 		return cr, apierr.InvalidArgument("messages", "must not be empty")
 	}
 	for i, m := range req.Messages {
-		cm, err := m.toChat(fmt.Sprintf("messages[%d]", i), inline)
+		cm, err := m.toChat(fmt.Sprintf("messages[%d]", i), inline, &cr, i)
 		if err != nil {
 			return cr, err
 		}
@@ -340,9 +324,10 @@ func (req *openAIRequest) tools(cr *chat.Request) error {
 	return nil
 }
 
-// toChat maps one message: system, developer (as system), user, assistant
-// (text and/or tool calls) or tool (a tool result).
-func (m *openAIMessage) toChat(field string, inline *attach.Checker) (worker.ChatMessage, error) {
+// toChat maps one message, message i of cr: system, developer (as system),
+// user, assistant (text and/or tool calls) or tool (a tool result). Images
+// are deferred (cr.Defer): decoded only once the request is admitted.
+func (m *openAIMessage) toChat(field string, inline *attach.Checker, cr *chat.Request, i int) (worker.ChatMessage, error) {
 	cm := worker.ChatMessage{Role: m.Role}
 	switch m.Role {
 	case "system", "user", "assistant":
@@ -391,15 +376,12 @@ func (m *openAIMessage) toChat(field string, inline *attach.Checker) (worker.Cha
 				if p.ImageURL == nil {
 					return cm, apierr.InvalidArgument(pf+".image_url", "is required")
 				}
-				data, mime, err := parseDataURL(p.ImageURL.URL)
+				payload, mime, err := splitDataURL(p.ImageURL.URL)
 				if err != nil {
 					return cm, apierr.InvalidArgument(pf+".image_url.url", err.Error())
 				}
-				img, cerr := inline.InlineImage(pf+".image_url", data, mime)
-				if cerr != nil {
-					return cm, cerr
-				}
-				cm.Parts = append(cm.Parts, worker.Part{Image: img})
+				cm.Parts = append(cm.Parts, cr.Defer(i, len(cm.Parts), chat.Deferred{
+					Field: pf + ".image_url", Kind: attach.KindImage, DataURL: payload, MIME: mime}))
 			default:
 				return cm, apierr.InvalidArgument(pf+".type", fmt.Sprintf("%q is not supported; use text or image_url", p.Type))
 			}
@@ -443,18 +425,28 @@ func contentText(field string, content json.RawMessage) (string, error) {
 
 // parseDataURL decodes a base64 data URL; remote URLs are not fetched.
 func parseDataURL(u string) ([]byte, string, error) {
-	rest, ok := strings.CutPrefix(u, "data:")
-	if !ok {
-		return nil, "", errors.New("must be a data: URL (remote images are not fetched)")
-	}
-	meta, payload, ok := strings.Cut(rest, ",")
-	mime, isB64 := strings.CutSuffix(meta, ";base64")
-	if !ok || !isB64 {
-		return nil, "", errors.New("must be a base64 data URL")
+	payload, mime, err := splitDataURL(u)
+	if err != nil {
+		return nil, "", err
 	}
 	data, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
 		return nil, "", errors.New("is not valid base64")
 	}
 	return data, mime, nil
+}
+
+// splitDataURL checks the form of a base64 data URL and returns its
+// payload, still encoded, and its MIME type.
+func splitDataURL(u string) (payload, mime string, err error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", errors.New("must be a data: URL (remote images are not fetched)")
+	}
+	meta, payload, ok := strings.Cut(rest, ",")
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !isB64 {
+		return "", "", errors.New("must be a base64 data URL")
+	}
+	return payload, mime, nil
 }

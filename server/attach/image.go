@@ -2,6 +2,7 @@ package attach
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/draw"
 	_ "image/gif" // registered for image.Decode: the first frame only
@@ -29,19 +30,26 @@ type Limits struct {
 	// TextBytes is the budget of a document's text; longer text is cut
 	// with a marker (default 512 KiB).
 	TextBytes int
-	// UnzipBytes bounds the bytes decompressed from a DOCX or PPTX
-	// (default 128 MiB).
-	UnzipBytes int64
+	// InflateBytes bounds the bytes one document's extraction decompresses
+	// and parses (DOCX and PPTX parts, PDF streams); where it is spent,
+	// extraction stops and the text is cut there (default 32 MiB).
+	InflateBytes int64
 	// UnzipRatio bounds a zipped part's uncompressed to compressed size
 	// (default 100).
 	UnzipRatio int64
+	// Concurrency is how many image decodes and document extractions run
+	// at once across the gateway (default 2), and PerUser how many of them
+	// one user may hold (default 1); PerUserQueue more of a user's wait
+	// their turn, and past that they are refused (default 4).
+	Concurrency, PerUser, PerUserQueue int
 }
 
 // DefaultLimits are the limits of seed 000.
 func DefaultLimits() Limits {
 	return Limits{
 		ImageBytes: 20_000_000, DocumentBytes: 512_000_000, UserBytes: 25_000_000_000,
-		MaxPixels: 50_000_000, FitSide: 1024, TextBytes: 512 << 10, UnzipBytes: 128 << 20, UnzipRatio: 100,
+		MaxPixels: 50_000_000, FitSide: 1024, TextBytes: 512 << 10, InflateBytes: 32 << 20, UnzipRatio: 100,
+		Concurrency: 2, PerUser: 1, PerUserQueue: 4,
 	}
 }
 
@@ -65,8 +73,17 @@ func (l Limits) withDefaults() Limits {
 	if l.TextBytes <= 0 {
 		l.TextBytes = d.TextBytes
 	}
-	if l.UnzipBytes <= 0 {
-		l.UnzipBytes = d.UnzipBytes
+	if l.InflateBytes <= 0 {
+		l.InflateBytes = d.InflateBytes
+	}
+	if l.Concurrency <= 0 {
+		l.Concurrency = d.Concurrency
+	}
+	if l.PerUser <= 0 {
+		l.PerUser = d.PerUser
+	}
+	if l.PerUserQueue <= 0 {
+		l.PerUserQueue = d.PerUserQueue
 	}
 	if l.UnzipRatio <= 0 {
 		l.UnzipRatio = d.UnzipRatio
@@ -83,17 +100,22 @@ func (l Limits) MaxBytes(t Type) int64 {
 }
 
 // Checker checks files against Limits and prepares them for the model. A
-// decoded image can take hundreds of megabytes, so only a few are decoded
-// at once.
+// decoded image can take hundreds of megabytes and an extraction a core, so
+// image decodes and document extractions share one Pool, with a share per
+// user.
 type Checker struct {
 	limits Limits
-	decode chan struct{}
+	pool   *Pool
 }
 
 // NewChecker makes a Checker; zero fields of limits take their defaults.
 func NewChecker(limits Limits) *Checker {
-	return &Checker{limits: limits.withDefaults(), decode: make(chan struct{}, 2)}
+	l := limits.withDefaults()
+	return &Checker{limits: l, pool: NewPool(l.Concurrency, l.PerUser, l.PerUserQueue)}
 }
+
+// Pool returns the pool that image decodes and document extractions share.
+func (c *Checker) Pool() *Pool { return c.pool }
 
 // Limits returns the limits in force.
 func (c *Checker) Limits() Limits { return c.limits }
@@ -113,8 +135,15 @@ type Image struct {
 // the header and an image over MaxPixels refused undecoded; otherwise it is
 // decoded (a GIF's first frame), resized to fit FitSide×FitSide with
 // Catmull-Rom, and re-encoded (JPEG when opaque, else PNG), which also drops
-// its metadata.
+// its metadata. The decode runs in the shared pool as an anonymous user
+// (see ImageFor).
 func (c *Checker) Image(data []byte, t Type) (*Image, error) {
+	return c.ImageFor(context.Background(), "", data, t)
+}
+
+// ImageFor is Image for user's request: the decode waits for a slot of the
+// pool within user's share, or until ctx ends.
+func (c *Checker) ImageFor(ctx context.Context, user string, data []byte, t Type) (*Image, error) {
 	if int64(len(data)) > c.limits.ImageBytes {
 		return nil, refuse("the image is %d bytes, over the limit of %d", len(data), c.limits.ImageBytes)
 	}
@@ -125,8 +154,11 @@ func (c *Checker) Image(data []byte, t Type) (*Image, error) {
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > c.limits.MaxPixels {
 		return nil, refuse("the image is %d×%d pixels, over the limit of %d pixels", cfg.Width, cfg.Height, c.limits.MaxPixels)
 	}
-	c.decode <- struct{}{}
-	defer func() { <-c.decode }()
+	release, err := c.pool.Acquire(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	src, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, refuse("the %s is damaged or unreadable", t.Name)
@@ -152,6 +184,9 @@ func (c *Checker) Image(data []byte, t Type) (*Image, error) {
 	img.Data = out.Bytes()
 	return img, nil
 }
+
+// Fit is the size an image of w×h is prepared at to fit side×side.
+func Fit(w, h, side int) (int, int) { return fit(w, h, side) }
 
 // fit scales w×h down, keeping its aspect, to fit side×side; a smaller
 // image is not enlarged.

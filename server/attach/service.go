@@ -108,11 +108,16 @@ func (s *Service) Complete(ctx context.Context, userID, id string) (store.Attach
 	} else if err != nil {
 		return a, s.internal(ctx, "opening an upload", err)
 	}
-	res, prepared, err := s.check(a, obj)
+	res, prepared, err := s.check(ctx, a, obj)
 	obj.Close()
 	if err != nil {
 		var r *Refusal
-		if !errors.As(err, &r) {
+		switch {
+		case errors.Is(err, ErrBusy):
+			return a, Busy()
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return a, err
+		case !errors.As(err, &r):
 			return a, s.internal(ctx, "checking an upload", err)
 		}
 		res = store.AttachmentResult{Status: store.AttachmentFailed, FailureReason: r.Reason}
@@ -131,8 +136,9 @@ func (s *Service) Complete(ctx context.Context, userID, id string) (store.Attach
 	return done, nil
 }
 
-// check verifies an upload against its declaration and prepares it.
-func (s *Service) check(a store.Attachment, obj blob.Object) (store.AttachmentResult, []byte, error) {
+// check verifies an upload against its declaration and prepares it (in
+// the owner's share of the preparation pool).
+func (s *Service) check(ctx context.Context, a store.Attachment, obj blob.Object) (store.AttachmentResult, []byte, error) {
 	if obj.Size() != a.SizeBytes {
 		return store.AttachmentResult{}, nil, refuse("the upload is %d bytes, not the declared %d", obj.Size(), a.SizeBytes)
 	}
@@ -154,14 +160,14 @@ func (s *Service) check(a store.Attachment, obj blob.Object) (store.AttachmentRe
 		if _, err := obj.ReadAt(data, 0); err != nil && err != io.EOF {
 			return res, nil, err
 		}
-		img, err := s.Checker.Image(data, t)
+		img, err := s.Checker.ImageFor(ctx, a.UserID, data, t)
 		if err != nil {
 			return res, nil, err
 		}
 		res.Width, res.Height = img.Width, img.Height
 		return res, img.Data, nil
 	}
-	text, err := s.Checker.Text(obj, obj.Size(), t)
+	text, err := s.Checker.TextFor(ctx, a.UserID, obj, obj.Size(), t)
 	return res, []byte(text), err
 }
 
@@ -220,6 +226,43 @@ func (s *Service) deleteBlobs(ctx context.Context, a store.Attachment) {
 			s.Logger.WarnContext(ctx, "deleting an attachment's blob", "key", key, "err", err)
 		}
 	}
+}
+
+// Ref is what a message's reference to an attachment costs, known before
+// its prepared form is loaded.
+type Ref struct {
+	store.Attachment
+	// Kind is how it reaches the model.
+	Kind Kind
+	// PreparedBytes is the size of its prepared form (the fitted image, the
+	// document's text): what loading it reads.
+	PreparedBytes int64
+}
+
+// Ref checks a reference to the caller's attachment from its record and the
+// size of its prepared form, without reading it: another user's or a
+// deleted attachment is not_found, one not ready failed_precondition.
+func (s *Service) Ref(ctx context.Context, userID, id string) (Ref, error) {
+	a, err := s.Get(ctx, userID, id)
+	if err != nil {
+		return Ref{}, err
+	}
+	if a.Status != store.AttachmentReady {
+		return Ref{}, apierr.FailedPrecondition(fmt.Sprintf("attachment %s is %s, not ready", a.ID, a.Status))
+	}
+	obj, err := s.Blobs.Get(ctx, preparedKey(a))
+	if errors.Is(err, blob.ErrNotFound) {
+		return Ref{}, apierr.NotFound("attachment")
+	} else if err != nil {
+		return Ref{}, s.internal(ctx, "opening a prepared attachment", err)
+	}
+	size := obj.Size()
+	obj.Close()
+	kind := KindDocument
+	if strings.HasPrefix(a.MimeType, "image/") {
+		kind = KindImage
+	}
+	return Ref{Attachment: a, Kind: kind, PreparedBytes: size}, nil
 }
 
 // Part returns what the model receives of the caller's ready attachment:

@@ -50,7 +50,7 @@ func (a *Authenticator) SignUp(ctx context.Context, email, password, displayName
 // Login checks an email and password and starts a session. An unknown email
 // and a wrong password take the same time and give the same error.
 func (a *Authenticator) Login(ctx context.Context, email, password string, c Client) (store.User, NewSession, error) {
-	if err := a.throttle(ctx, "login", email, c); err != nil {
+	if err := a.loginGate(ctx, email, c); err != nil {
 		return store.User{}, NewSession{}, err
 	}
 	u, err := a.accounts.GetUserByEmail(ctx, email)
@@ -68,8 +68,10 @@ func (a *Authenticator) Login(ctx context.Context, email, password string, c Cli
 			reason = "unknown_email"
 		}
 		a.record(ctx, u.ID, store.AuditLoginFailure, c, map[string]string{"email": email, "reason": reason})
+		a.loginFailed(ctx, email, c)
 		return store.User{}, NewSession{}, apierr.Unauthenticated("wrong email or password")
 	}
+	a.loginSucceeded(ctx, email, c)
 	a.record(ctx, u.ID, store.AuditLoginSuccess, c, nil)
 	s, err := a.startSession(ctx, u, c)
 	return u, s, err
@@ -220,6 +222,18 @@ func (a *Authenticator) SetUserTier(ctx context.Context, p Principal, userID str
 	a.record(ctx, userID, store.AuditTierChanged, c, map[string]string{
 		"from": string(before.Tier), "to": string(tier), "by": p.UserID,
 	})
+	return u, nil
+}
+
+// UserByID returns the user with id, or not_found.
+func (a *Authenticator) UserByID(ctx context.Context, id string) (store.User, error) {
+	u, err := a.accounts.GetUser(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.User{}, apierr.NotFound("user")
+	}
+	if err != nil {
+		return store.User{}, a.internal("reading a user", err)
+	}
 	return u, nil
 }
 

@@ -24,9 +24,17 @@ const (
 	// DefaultCacheTTL is how long a resolved credential is trusted without
 	// asking the store; it bounds how late another gateway sees a revocation.
 	DefaultCacheTTL = 5 * time.Second
-	// DefaultLoginRate is how many Login or SignUp attempts a client IP, and
-	// an email, may make per minute.
+	// DefaultLoginRate is how many Login or SignUp attempts a client IP (and
+	// SignUp attempts an email) may make per minute.
 	DefaultLoginRate = 10
+	// DefaultLoginFreeFailures is how many wrong passwords for one account
+	// from one address are free before the back-off starts (see throttle.go).
+	DefaultLoginFreeFailures = 5
+	// DefaultLoginAccountFreeFailures is the same for one account from all
+	// addresses together: far more, so a stranger cannot lock the owner out.
+	DefaultLoginAccountFreeFailures = 100
+	// DefaultLoginBackoffMax is the longest back-off after a failure.
+	DefaultLoginBackoffMax = 15 * time.Minute
 	// DefaultTouchInterval is how often API keys' last use is written.
 	DefaultTouchInterval = 30 * time.Second
 )
@@ -42,9 +50,14 @@ type Config struct {
 	SessionTTL time.Duration
 	// CacheTTL is the credential cache's life, at most DefaultCacheTTL.
 	CacheTTL time.Duration
-	// LoginRate is the pre-auth limit per minute on Login and SignUp, per
-	// client IP and per email.
+	// LoginRate is the pre-auth limit per minute on Login and SignUp per
+	// client IP, and on SignUp per email.
 	LoginRate int64
+	// LoginFreeFailures, LoginAccountFreeFailures and LoginBackoffMax shape
+	// the login back-off per (account, address) and per account (see
+	// throttle.go).
+	LoginFreeFailures, LoginAccountFreeFailures int
+	LoginBackoffMax                             time.Duration
 	// TouchInterval is how often last_used_at of API keys is flushed.
 	TouchInterval time.Duration
 	// Password is the argon2id cost of new hashes; zero: DefaultPasswordParams.
@@ -89,6 +102,15 @@ func New(accounts store.Accounts, audit store.Audit, limiter store.Limiter, cloc
 	if cfg.LoginRate <= 0 {
 		cfg.LoginRate = DefaultLoginRate
 	}
+	if cfg.LoginFreeFailures <= 0 {
+		cfg.LoginFreeFailures = DefaultLoginFreeFailures
+	}
+	if cfg.LoginAccountFreeFailures <= 0 {
+		cfg.LoginAccountFreeFailures = DefaultLoginAccountFreeFailures
+	}
+	if cfg.LoginBackoffMax < time.Second {
+		cfg.LoginBackoffMax = DefaultLoginBackoffMax
+	}
 	if cfg.TouchInterval <= 0 {
 		cfg.TouchInterval = DefaultTouchInterval
 	}
@@ -132,7 +154,7 @@ const maxCacheEntries = 1 << 17
 // The unauthenticated errors; made per call because a *connect.Error carries
 // mutable metadata.
 func errNoCredentials() *connect.Error {
-	return apierr.Unauthenticated("no credentials: send the Session_id cookie or Authorization: Bearer <API key>")
+	return apierr.Unauthenticated("no credentials: send the Session_id cookie, Authorization: Bearer <API key> or x-api-key: <API key>")
 }
 
 func errBadSession() *connect.Error { return apierr.Unauthenticated("invalid or expired session") }

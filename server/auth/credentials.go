@@ -93,9 +93,16 @@ func (a *Authenticator) ClearCookie() string {
 	return c.String()
 }
 
+// APIKeyHeader carries an API key the way Anthropic's API and SDKs send it,
+// as an alternative to Authorization: Bearer.
+const APIKeyHeader = "X-Api-Key"
+
 // credentialsOf extracts the credential of a request: a bearer key wins over
-// the cookie. bearer is true when an Authorization header was given (even a
-// malformed one, which then fails rather than falling back to the cookie).
+// an x-api-key key, which wins over the cookie. present is true when an
+// Authorization or x-api-key header was given (even a malformed one, which
+// then fails rather than falling back to the cookie). A key header, like a
+// bearer key, cannot be sent by a page of another origin without the key,
+// so the CSRF rule does not apply to it.
 func credentialsOf(h http.Header) (kind Channel, raw string, present bool) {
 	if authz := h.Get("Authorization"); authz != "" {
 		scheme, tok, _ := strings.Cut(authz, " ")
@@ -103,6 +110,9 @@ func credentialsOf(h http.Header) (kind Channel, raw string, present bool) {
 			return ChannelAPIKey, "", true
 		}
 		return ChannelAPIKey, strings.TrimSpace(tok), true
+	}
+	if key := h.Get(APIKeyHeader); key != "" {
+		return ChannelAPIKey, strings.TrimSpace(key), true
 	}
 	// Parsed by hand rather than with http.ParseCookie, which refuses a
 	// whole line for one malformed cookie of some other application.

@@ -33,7 +33,8 @@ type Config struct {
 	Duration time.Duration
 	// Stream asks for streamed responses.
 	Stream bool
-	// APIKey authenticates against a gateway.
+	// APIKey authenticates against a gateway; with Target worker it is the
+	// worker token.
 	APIKey string
 	// Model and MaxTokens shape each request; Prompt is its user message.
 	Model     string

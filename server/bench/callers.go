@@ -83,9 +83,13 @@ func workerCaller(cfg Config, c workerv1connect.WorkerServiceClient) caller {
 		n++
 		start := time.Now()
 		var s sample
-		stream, err := c.Generate(ctx, connect.NewRequest(&workerv1.GenerateRequest{
+		req := connect.NewRequest(&workerv1.GenerateRequest{
 			RequestId: fmt.Sprintf("bench-%d", n), Model: cfg.Model, Messages: msgs, MaxTokens: int64(cfg.MaxTokens),
-		}))
+		})
+		if cfg.APIKey != "" { // the worker token
+			req.Header().Set("Authorization", "Bearer "+cfg.APIKey)
+		}
+		stream, err := c.Generate(ctx, req)
 		if err != nil {
 			return sample{err: err}
 		}

@@ -22,6 +22,10 @@ type Billing struct {
 	now     func() time.Time
 	holdTTL time.Duration
 	logger  *slog.Logger
+
+	// OnRecord, if set, is called after each settle that stored a usage
+	// record (the usage relay ships the outbox at once).
+	OnRecord func()
 }
 
 // New returns billing over ledger. holdTTL is how long a hold lives unsettled
@@ -61,29 +65,63 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 	return h, nil
 }
 
-// Settle charges cost against the hold (at most the amount held) and
-// returns the rest to the balance. It runs to the end even when ctx is
-// cancelled — a client that went away is still charged for what it used —
-// and is idempotent, so a retry never charges twice.
-func (b *Billing) Settle(ctx context.Context, h Hold, costNanos int64) (store.Settlement, error) {
+// Settle charges cost against the hold (at most the amount held), returns
+// the rest to the balance and stores the request's usage record, all in one
+// write (Ledger.Settle): no charge is ever without its record. The record is
+// stored with the cost charged. A zero Hold (nothing held: a free model, a
+// web-channel generation) stores the record alone, at no cost; a nil record
+// fits a request that never ran, whose hold is released (cost 0).
+//
+// It runs to the end even when ctx is cancelled — a client that went away
+// is still charged for what it used — retrying a failing store for up to
+// ten seconds, and is idempotent, so a retry never charges or records
+// twice. If it fails, nothing was charged or recorded and the sweeper
+// releases the hold.
+func (b *Billing) Settle(ctx context.Context, h Hold, costNanos int64, record *store.UsageRecord) (store.Settlement, error) {
 	if h.ID == "" {
-		return store.Settlement{}, nil // nothing was held
+		if record == nil {
+			return store.Settlement{}, nil // nothing was held or used
+		}
+		costNanos = 0 // nothing can be charged without a hold
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var s store.Settlement
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if s, err = b.ledger.Settle(ctx, h.ID, costNanos, b.now()); err == nil {
+	for attempt := 0; ; attempt++ {
+		if s, err = b.ledger.Settle(ctx, h.ID, costNanos, b.now(), record); err == nil {
 			if s.Late {
 				b.logger.WarnContext(ctx, "settled after the hold was swept", "reservation", h.ID, "charged_nanos", s.ChargedNanos)
 			}
+			if record != nil && b.OnRecord != nil {
+				b.OnRecord()
+			}
 			return s, nil
 		}
-		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+		if permanent(err) || !sleep(ctx, min(time.Duration(50<<min(attempt, 4))*time.Millisecond, time.Second)) {
+			break
+		}
 	}
-	b.logger.ErrorContext(ctx, "settle failed; the sweeper will release the hold", "reservation", h.ID, "cost_nanos", costNanos, "err", err)
+	b.logger.ErrorContext(ctx, "settle failed: nothing charged or recorded; the sweeper will release the hold",
+		"reservation", h.ID, "cost_nanos", costNanos, "err", err)
 	return s, err
+}
+
+// sleep waits d, or until ctx is done (it then returns false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// permanent reports errors a retry cannot cure.
+func permanent(err error) bool {
+	return errors.Is(err, store.ErrInvalidArgument) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)
 }
 
 // Adjust changes a user's balance by delta (a top-up, or a deduction that

@@ -26,7 +26,6 @@ import (
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/usage"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -44,7 +43,6 @@ type Core struct {
 	Tokens  *tokenize.Tokenizer
 	Billing *billing.Billing
 	Router  Router
-	Usage   *usage.Sink
 	Logger  *slog.Logger
 	Now     func() time.Time
 	// APIPriority is the API channel's scheduling priority among the web
@@ -53,6 +51,9 @@ type Core struct {
 	// MaxPromptBytes bounds a prompt's text before it is tokenized, so a huge
 	// body costs no tokenizer time.
 	MaxPromptBytes int
+	// Budgets bound the parts and attachments of a request, counted before
+	// any is loaded (see Budgets).
+	Budgets Budgets
 
 	// The web channel's parts: tier limits, stored conversations, and the
 	// hub of generations in progress.
@@ -100,6 +101,10 @@ type Request struct {
 	// it (e.g. "max_tokens" for max_output_tokens), so errors name what the
 	// caller sent.
 	Rename func(field string) string
+	// Deferred are the parts whose preparation costs work (inline images
+	// and documents, uploaded attachments), prepared only once the request
+	// is admitted (see Defer).
+	Deferred []Deferred
 }
 
 // renamed is err with the field it names spelled as the caller's surface
@@ -145,17 +150,32 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		return nil, apierr.Unauthenticated("no credentials")
 	}
 
-	// Validate against the model.
+	// Validate against the model, counting what the request asks for —
+	// parts, attachments, their declared sizes — before doing any of it.
 	m, maxOut, promptTokens, err := c.validate(req)
+	if err == nil && len(req.Deferred) > 0 {
+		if err = c.checkDeferred(ctx, p.UserID, m, &req); err == nil {
+			bound, _ := c.promptBound(&req) // tighter, with the attachments' records
+			promptTokens = int(min(int64(bound), m.ContextWindow-maxOut))
+		}
+	}
 	if err != nil {
 		return nil, req.renamed(err)
 	}
 
-	// Admit: hold the most this request can cost: the prompt once, and the
-	// most output for each choice.
+	// Admit: hold the most this request can cost: the prompt once (counted,
+	// or bounded from above where counting costs), and the most output for
+	// each choice.
 	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(promptTokens), maxOut*int64(max(req.N, 1))))
 	if err != nil {
 		return nil, err
+	}
+	if !c.countsExactly(&req) {
+		// Paid for: now decode, extract, load, and count exactly.
+		if promptTokens, err = c.prepareAndCount(ctx, p, &req, m, maxOut, promptTokens); err != nil {
+			_, _ = c.Billing.Settle(ctx, hold, 0, nil)
+			return nil, req.renamed(err)
+		}
 	}
 
 	// Schedule and stream.
@@ -170,30 +190,33 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		Priority:    c.APIPriority,
 		AffinityKey: promptAffinity(req.Messages),
 	}
-	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID}, choices: make([]worker.FinishReason, max(req.N, 1))}
+	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID, PromptTokens: int64(promptTokens)}, choices: make([]worker.FinishReason, max(req.N, 1))}
 	out, err := c.stream(ctx, job, ev, false)
 	if err != nil {
 		// Nothing was generated: release the whole hold.
-		_, _ = c.Billing.Settle(ctx, hold, 0)
+		_, _ = c.Billing.Settle(ctx, hold, 0, nil)
 		return nil, err
 	}
 
-	// Settle: charge what was used, return the rest, record the usage.
+	// Settle: charge what was used, return the rest, and record the usage
+	// with the charge, in one write.
 	out.CostNanos = m.Cost(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
-	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos); err == nil {
-		out.CostNanos = s.ChargedNanos
-	}
-	c.Usage.Record(store.UsageRecord{
+	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
 		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
 		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
-		CostNanos: out.CostNanos, FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User,
-	})
+		FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User,
+	}); err == nil {
+		out.CostNanos = s.ChargedNanos
+	}
 	_ = ev.finish(out)
 	return out, nil
 }
 
-// validate checks a request against its model and counts its prompt.
+// validate checks a request against its model, counts its parts, and
+// counts its prompt's tokens — exactly, or where that costs (see
+// countsExactly) a bound of them, at most the model's window less the
+// output.
 func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	m, ok := c.Models.Lookup(req.Model)
 	if req.Model == "" {
@@ -220,6 +243,10 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	if len(req.Messages) == 0 {
 		return nil, 0, 0, apierr.InvalidArgument("messages", "must not be empty")
 	}
+	if err := c.Budgets.withDefaults().countParts(req.Messages, len(req.Deferred)); err != nil {
+		return nil, 0, 0, err
+	}
+	deferred := req.deferredAt()
 	size := 0
 	for i, msg := range req.Messages {
 		switch msg.Role {
@@ -232,6 +259,9 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 		}
 		for j, part := range msg.Parts {
 			field := fmt.Sprintf("messages[%d].parts[%d]", i, j)
+			if deferred[[2]int{i, j}] {
+				continue // a placeholder: checked by checkDeferred
+			}
 			switch {
 			case part.ToolCall != nil:
 				if msg.Role != "assistant" {
@@ -266,6 +296,11 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 				}
 				size += len(part.Document.Text)
 			default:
+				if part.Text == "" {
+					// An assistant turn of tool calls only has no text part at
+					// all; an empty one is a client's mistake.
+					return nil, 0, 0, apierr.InvalidArgument(field+".text", "must not be empty")
+				}
 				if !utf8.ValidString(part.Text) {
 					return nil, 0, 0, apierr.InvalidArgument(field+".text", "is not valid UTF-8")
 				}
@@ -306,13 +341,44 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	if size > limit {
 		return nil, 0, 0, apierr.InvalidArgument("tools", fmt.Sprintf("the prompt with its tools is %d bytes, over %s's limit of %d", size, m.ID, limit))
 	}
-	wreq := worker.Request{Tools: req.Tools, Messages: req.Messages}
-	promptTokens := worker.RequestPromptTokens(c.Tokens, &wreq)
+	// The engine matches the stop sequences against the output: they are
+	// input, bounded with the rest.
+	for _, s := range req.Stop {
+		size += len(s)
+	}
+	if size > limit {
+		return nil, 0, 0, apierr.InvalidArgument("stop", fmt.Sprintf("the prompt with its stop sequences is %d bytes, over %s's limit of %d", size, m.ID, limit))
+	}
+	promptTokens, exact := c.promptBound(&req)
+	if !exact {
+		return m, maxOut, int(min(int64(promptTokens), m.ContextWindow-maxOut)), nil
+	}
 	if int64(promptTokens)+maxOut > m.ContextWindow {
-		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf(
-			"the prompt is %d tokens; with %s %d it exceeds %s's context window of %d", promptTokens, "max_output_tokens", maxOut, m.ID, m.ContextWindow))
+		return nil, 0, 0, windowError(promptTokens, maxOut, m)
 	}
 	return m, maxOut, promptTokens, nil
+}
+
+func windowError(promptTokens int, maxOut int64, m *models.Model) error {
+	return apierr.InvalidArgument("messages", fmt.Sprintf(
+		"the prompt is %d tokens; with %s %d it exceeds %s's context window of %d", promptTokens, "max_output_tokens", maxOut, m.ID, m.ContextWindow))
+}
+
+// prepareAndCount does a request's deferred work, once it is admitted, and
+// counts its prompt exactly, within the hold's bound of held tokens.
+func (c *Core) prepareAndCount(ctx context.Context, p auth.Principal, req *Request, m *models.Model, maxOut int64, held int) (int, error) {
+	if err := c.prepare(ctx, p, req); err != nil {
+		return 0, err
+	}
+	wreq := worker.Request{Tools: req.Tools, Messages: req.Messages}
+	n := worker.RequestPromptTokens(c.Tokens, &wreq)
+	if int64(n)+maxOut > m.ContextWindow {
+		return 0, windowError(n, maxOut, m)
+	}
+	if n > held {
+		c.Logger.ErrorContext(ctx, "a prompt counted over the bound it was held at", "tokens", n, "held", held)
+	}
+	return n, nil
 }
 
 // stream schedules job and relays its deltas as events. The started event

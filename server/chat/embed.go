@@ -97,7 +97,7 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	requestID := uuid.Must(uuid.NewV7()).String()
 	res, err := c.Router.Embed(ctx, worker.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, c.APIPriority)
 	if err != nil {
-		_, _ = c.Billing.Settle(ctx, hold, 0)
+		_, _ = c.Billing.Settle(ctx, hold, 0, nil)
 		if worker.CallerFault(err) {
 			return nil, apierr.InvalidArgument("inputs", "the model's server refused the inputs as too large or malformed")
 		}
@@ -105,13 +105,12 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	}
 	out := &EmbedOutcome{RequestID: requestID, Model: m.ID, Vectors: res.Vectors, Usage: res.Usage}
 	out.CostNanos = m.Cost(int64(res.Usage.PromptTokens), 0)
-	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos); err == nil {
-		out.CostNanos = s.ChargedNanos
-	}
-	c.Usage.Record(store.UsageRecord{
+	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
 		PromptTokens: int64(res.Usage.PromptTokens), Estimated: res.Usage.Estimated,
-		CostNanos: out.CostNanos, FinishReason: string(worker.FinishStop), CreatedAt: c.Now(), EndUser: req.User,
-	})
+		FinishReason: string(worker.FinishStop), CreatedAt: c.Now(), EndUser: req.User,
+	}); err == nil {
+		out.CostNanos = s.ChargedNanos
+	}
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/limits"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/scheduler"
@@ -89,10 +90,27 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 		return "", apierr.InvalidArgument("max_output_tokens", "must be positive")
 	}
 
+	// Count the message's parts and check its attachments from their
+	// records, before loading any.
+	if err := c.checkWebParts(ctx, p.UserID, m, req.Parts); err != nil {
+		return "", err
+	}
+
+	// Admit against the tier's limits at a floor — the request, the output
+	// reserved, the fewest tokens the message's text can be — before the
+	// history is loaded and the prompt counted; the exact count is taken
+	// (or refused) after.
+	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, inputFloor(text), maxOut)
+	if err != nil {
+		return "", err
+	}
+
 	// One generation at a time per conversation.
 	if err := c.Generations.Start(ctx, conv.ID); errors.Is(err, store.ErrConflict) {
+		c.Limits.Release(ctx, grant)
 		return "", apierr.FailedPrecondition("a generation is already running in this conversation; wait for it or cancel it")
 	} else if err != nil {
+		c.Limits.Release(ctx, grant)
 		return "", apierr.Unavailable("generations are unavailable", 2*time.Second)
 	}
 	// The generation outlives this request, not the server: Background
@@ -108,25 +126,26 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	// Build the context: the stored history plus the new message, cut to
 	// the model's window (the newest turns kept).
 	userMsg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "user", Parts: req.Parts, CreatedAt: now}
+	refuse := func(err error) (string, error) {
+		abandon()
+		c.Limits.Release(ctx, grant)
+		return "", err
+	}
 	var history []store.Message
 	if !isNew {
 		if history, err = c.history(ctx, conv.ID); err != nil {
-			abandon()
-			return "", err
+			return refuse(err)
 		}
 	}
 	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, maxOut, append(history, userMsg))
 	if err != nil {
-		abandon()
-		return "", err
+		return refuse(err)
 	}
 	userMsg.Tokens = int64(c.Tokens.Count(text))
 
-	// Admit against the tier's limits.
-	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, int64(promptTokens), maxOut)
-	if err != nil {
-		abandon()
-		return "", err
+	// Take the rest of the tier allowance the prompt needs, now counted.
+	if err := c.Limits.Adjust(ctx, &grant, int64(promptTokens)); err != nil {
+		return refuse(err)
 	}
 
 	// Persist the user message before generating.
@@ -205,7 +224,9 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	}
 	_ = c.Conversations.Touch(done, p.UserID, conv.ID, now, "")
 	c.Limits.Settle(done, grant, int64(out.Usage.CompletionTokens))
-	c.Usage.Record(store.UsageRecord{
+	// The usage record takes the billing path with nothing held: committed
+	// at no cost, in the ledger's store, before the finished event.
+	_, _ = c.Billing.Settle(done, billing.Hold{}, 0, &store.UsageRecord{
 		RequestID: job.Request.ID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "web", Model: m.ID,
 		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
 		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
@@ -233,30 +254,58 @@ func (c *Core) history(ctx context.Context, conversationID string) ([]store.Mess
 
 // fitContext turns stored messages into the prompt, dropping the oldest
 // turns (never a system message, never the newest) until the prompt and the
-// answer fit the model's window.
+// answer fit the model's window. Messages are converted newest first, and
+// once the window is full the older ones (which would be dropped) are left
+// as they are: their attachments never loaded, their text never counted.
 func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, maxOut int64, stored []store.Message) ([]worker.ChatMessage, int, error) {
-	msgs := make([]worker.ChatMessage, 0, len(stored))
-	for i, s := range stored {
-		if s.Role == "assistant" && s.FinishReason == string(worker.FinishError) && partsText(s.Parts) == "" {
-			continue // a failed answer with nothing in it adds nothing
-		}
-		parts, err := c.workerParts(ctx, userID, m, s.Parts, i == len(stored)-1)
-		if err != nil {
-			return nil, 0, err
-		}
-		msgs = append(msgs, worker.ChatMessage{Role: s.Role, Parts: parts})
-	}
 	budget := int(m.ContextWindow - maxOut)
 	// Drop by per-message counts (each message tokenized once), then check
 	// the exact count: recounting the whole prompt after every drop was
 	// quadratic in the length of a long conversation.
 	trailer := worker.PromptTokens(c.Tokens, nil) // the assistant tag alone
-	sizes := make([]int, len(msgs))
+	newest := len(stored) - 1
+	converted := make([]*worker.ChatMessage, len(stored))
+	sizes := make([]int, len(stored))
 	total := trailer
-	for i := range msgs {
-		sizes[i] = worker.PromptTokens(c.Tokens, msgs[i:i+1]) - trailer
+	convert := func(i int) error {
+		s := stored[i]
+		if s.Role == "assistant" && s.FinishReason == string(worker.FinishError) && partsText(s.Parts) == "" {
+			return nil // a failed answer with nothing in it adds nothing
+		}
+		parts, err := c.workerParts(ctx, userID, m, s.Parts, i == newest)
+		if err != nil {
+			return err
+		}
+		converted[i] = &worker.ChatMessage{Role: s.Role, Parts: parts}
+		sizes[i] = worker.PromptTokens(c.Tokens, []worker.ChatMessage{*converted[i]}) - trailer
 		total += sizes[i]
+		return nil
 	}
+	// What is never dropped first: system messages and the newest.
+	for i := range stored {
+		if stored[i].Role == "system" || i == newest {
+			if err := convert(i); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	// Then the others, newest first, while the window has room.
+	for i := newest - 1; i >= 0 && total <= budget; i-- {
+		if stored[i].Role != "system" {
+			if err := convert(i); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	msgs := make([]worker.ChatMessage, 0, len(stored))
+	kept := sizes[:0]
+	for i, msg := range converted {
+		if msg != nil {
+			msgs = append(msgs, *msg)
+			kept = append(kept, sizes[i])
+		}
+	}
+	sizes = kept
 	oldest := func() int { // the oldest droppable: never a system message, never the newest
 		for i := 0; i < len(msgs)-1; i++ {
 			if msgs[i].Role != "system" {
@@ -283,6 +332,11 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 	}
 	return msgs, n, nil
 }
+
+// inputFloor is the fewest input tokens a web message's text can count
+// (few tokens are over 32 bytes), the floor its tier allowance is first
+// taken at.
+func inputFloor(text string) int64 { return max(1, int64(len(text)/32)) }
 
 // Priority is the scheduling priority of a web tier.
 func Priority(t store.Tier) int {
@@ -357,6 +411,12 @@ func (c *Core) workerParts(ctx context.Context, userID string, m *models.Model, 
 			out = append(out, wp)
 		case p.Text != "":
 			out = append(out, worker.Part{Text: p.Text})
+		case p.Image != nil:
+			out = append(out, worker.Part{Image: &worker.Image{Data: p.Image.Data, MimeType: p.Image.MimeType, Width: p.Image.Width, Height: p.Image.Height}})
+		case p.ToolCall != nil:
+			out = append(out, worker.Part{ToolCall: &worker.ToolCall{ID: p.ToolCall.ID, Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}})
+		case p.ToolResult != nil:
+			out = append(out, worker.Part{ToolResult: &worker.ToolResult{ToolCallID: p.ToolResult.ToolCallID, Content: p.ToolResult.Content}})
 		}
 	}
 	return out, nil

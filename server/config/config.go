@@ -27,10 +27,18 @@ type Serve struct {
 	InsecureCookies bool
 	// MaxBodyBytes bounds every request body; larger ones are refused unread.
 	MaxBodyBytes int64
+	// ReadHeaderTimeout bounds the time to send a request's headers, and
+	// BodyReadTimeout the time to send its body (lifted once it is read, so
+	// response streams run as long as they need).
+	ReadHeaderTimeout, BodyReadTimeout time.Duration
 	// ShutdownGrace is how long open streams may run on after SIGTERM.
 	ShutdownGrace time.Duration
 	// Workers are the worker addresses (host:port); none means one in-process sim worker.
 	Workers []string
+	// WorkerToken is the secret sent to the workers on every call; they
+	// refuse calls without it. WorkerTokenFile names a file holding it
+	// instead (see ReadToken).
+	WorkerToken, WorkerTokenFile string
 	// SimTimeScale scales the in-process sim worker's delays (1 real pace, 0 none).
 	SimTimeScale float64
 	// OTLPEndpoint turns tracing on, exporting spans over OTLP/HTTP to it.
@@ -72,8 +80,12 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.Func("web-origins", "comma-separated browser origins allowed to call with credentials", listSetter(&c.WebOrigins))
 	fs.BoolVar(&c.InsecureCookies, "insecure-cookies", false, "omit the Secure cookie attribute (plain-HTTP development only)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 32<<20, "largest request body accepted")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send a request's headers")
+	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", 2*time.Minute, "longest a client may take to send a request's body, from the end of its headers (0: no limit); response streams are not cut by it")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 30*time.Second, "how long open streams may finish after SIGTERM")
 	fs.Func("workers", "comma-separated worker addresses (none: one in-process sim worker)", listSetter(&c.Workers))
+	fs.StringVar(&c.WorkerToken, "worker-token", "", "shared secret sent to the workers on every call (the workers' --worker-token)")
+	fs.StringVar(&c.WorkerTokenFile, "worker-token-file", "", "file holding the worker token (instead of --worker-token)")
 	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "time scale of the in-process sim worker (0 = no waiting)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -175,4 +187,26 @@ func yamlScalar(v any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// ReadToken returns a secret given either as the value of the flag name or
+// in the file of the flag name+"-file" (its surrounding whitespace trimmed,
+// so a file written with a trailing newline works): the worker token, for
+// example. Both given, or an empty file, is an error.
+func ReadToken(name, value, file string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("--%s and --%s-file: give one, not both", name, name)
+	case file == "":
+		return value, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--%s-file: %w", name, err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", fmt.Errorf("--%s-file: %s is empty", name, file)
+	}
+	return token, nil
 }

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/sqlite"
@@ -274,29 +278,69 @@ func TestCSRFRefusesForeignOriginWithCookie(t *testing.T) {
 	}
 }
 
+// The login throttle slows a password guesser without locking the owner
+// out: the guesser's address backs off exponentially after a few failures,
+// the owner at another address logs in at once, and the per-address limit
+// before any password work stays.
 func TestLoginThrottle(t *testing.T) {
 	s := startServer(t)
-	c := s.clients(protocols[0], cred{})
+	owner := s.newAccount(t, "victim@example.com")
 	ctx := ctxTimeout(t, 30*time.Second)
-	login := func(email string) error {
-		_, err := c.Auth.Login(ctx, connect.NewRequest(&parleyv1.LoginRequest{Email: email, Password: "wrong password"}))
+	// The attacker comes from 127.0.0.2, the owner from 127.0.0.1: both
+	// loopback, two addresses to the gateway.
+	attacker := s.clients(protocol{"connect", func() *http.Client { return fromAddr("127.0.0.2") }, nil}, cred{}).Auth
+	ownerAuth := s.clients(protocols[0], cred{}).Auth
+	login := func(c parleyv1connect.AuthServiceClient, email, password string) error {
+		_, err := c.Login(ctx, connect.NewRequest(&parleyv1.LoginRequest{Email: email, Password: password}))
 		return err
 	}
-	for i := range 10 {
-		wantCode(t, "attempt", login("victim@example.com"), connect.CodeUnauthenticated)
-		_ = i
+	for range 6 { // five free failures, and the sixth shuts the address out for 1 s
+		wantCode(t, "attempt", login(attacker, owner.Email, "wrong password"), connect.CodeUnauthenticated)
 	}
-	err := login("victim@example.com")
-	wantCode(t, "11th attempt", err, connect.CodeResourceExhausted)
-	var ce *connect.Error
-	if d, ok := apierr.RetryAfter(err); !ok || d <= 0 || d > time.Minute {
-		t.Fatalf("retry after %v %v", d, ok)
+	err := login(attacker, owner.Email, owner.Password)
+	wantCode(t, "7th attempt, even with the right password", err, connect.CodeResourceExhausted)
+	if d, ok := apierr.RetryAfter(err); !ok || d != time.Second {
+		t.Fatalf("retry after %v %v, want 1s", d, ok)
 	}
-	if ce = err.(*connect.Error); ce.Meta().Get("Retry-After") == "" {
-		t.Fatalf("no Retry-After header: %v", ce.Meta())
+	if ce := err.(*connect.Error); ce.Meta().Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After header: %v", ce.Meta())
 	}
-	// The IP's bucket is empty too: another email from the same address waits.
-	wantCode(t, "another email, same IP", login("other@example.com"), connect.CodeResourceExhausted)
+	// The owner, from another address, is not locked out.
+	if err := login(ownerAuth, owner.Email, owner.Password); err != nil {
+		t.Fatalf("owner from another address: %v", err)
+	}
+	// The attacker's next failure doubles the wait.
+	time.Sleep(time.Second)
+	wantCode(t, "after the back-off", login(attacker, owner.Email, "wrong password"), connect.CodeUnauthenticated)
+	err = login(attacker, owner.Email, "wrong password")
+	if d, _ := apierr.RetryAfter(err); connect.CodeOf(err) != connect.CodeResourceExhausted || d <= time.Second || d > 2*time.Second {
+		t.Fatalf("after the 7th failure: %v (retry after %v), want a 2 s back-off", err, d)
+	}
+	// The attacker's address has made 7 of its 10 attempts a minute (refused
+	// ones cost nothing): three more on other accounts, then even another
+	// account waits.
+	for i := range 5 {
+		err := login(attacker, fmt.Sprintf("other%d@example.com", i), "x")
+		if connect.CodeOf(err) == connect.CodeResourceExhausted {
+			if i < 3 {
+				t.Errorf("refused after %d attempts on other accounts, want 3", i)
+			}
+			break
+		}
+		wantCode(t, "another email, same address", err, connect.CodeUnauthenticated)
+		if i == 4 {
+			t.Error("the per-address limit never refused")
+		}
+	}
+	if err := login(ownerAuth, owner.Email, owner.Password); err != nil {
+		t.Fatalf("owner from another address, after the attack: %v", err)
+	}
+}
+
+// fromAddr is a client whose connections come from the local address ip.
+func fromAddr(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 }
 
 // admin runs `parley admin` on the server's data directory.

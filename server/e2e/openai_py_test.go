@@ -8,7 +8,7 @@ import (
 )
 
 // TestOfficialOpenAIPythonSDK runs the official OpenAI Python SDK and
-// langchain-openai, unchanged, against the gateway (openai-py/test_compat.py):
+// langchain-openai, unchanged, against the gateway (openai-py/test_*.py: chat completions, embeddings, completions, responses, and the anthropic SDK on /v1/messages):
 // tool calls (plain, streamed, follow-up, auto), structured output, n,
 // logprobs, models, error classes and retries. .ci/run installs them into
 // openai-py/.venv; without it the test fails in CI and skips elsewhere.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -22,6 +23,10 @@ type Server struct {
 	OnShutdown func()
 	// Logger receives the lifecycle lines.
 	Logger *slog.Logger
+	// ReadHeaderTimeout is how long a client may take to send a request's
+	// headers (default 10 s). Bodies are timed by BodyReadTimeout, a
+	// middleware, so that long response streams are not cut.
+	ReadHeaderTimeout time.Duration
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: it stops
@@ -37,7 +42,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler,
 		Protocols:         &protocols,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cmp.Or(s.ReadHeaderTimeout, 10*time.Second),
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },

@@ -34,6 +34,12 @@ type Grant struct {
 	key       string
 	limit     models.TierLimit
 	OutputMax int64
+	// Input is the input tokens taken; Adjust brings it to the exact count.
+	Input                 int64
+	userID, model         string
+	tier                  store.Tier
+	requestsKey, inputKey string
+	requests              int64
 }
 
 // kinds in the order of a Take.
@@ -76,18 +82,72 @@ func (l *Limits) Admit(ctx context.Context, userID string, tier store.Tier, m *m
 		return Grant{}, apierr.Unavailable("limits are unavailable", 2*time.Second)
 	}
 	if !d.Allowed {
-		kind := kinds[d.Denied]
-		st := d.States[d.Denied]
-		status := l.status(m.ID, kind, lim, st)
-		name := map[parleyv1.LimitKind]string{kinds[0]: "requests", kinds[1]: "input tokens", kinds[2]: "output tokens"}[kind]
-		if d.Impossible {
-			return Grant{}, apierr.LimitExceeded(fmt.Sprintf("this request needs %d %s but the %s tier allows %d per %v on %s",
-				n[d.Denied], name, tier, amount(lim, kind), lim.Window, m.ID), status, 0)
-		}
-		return Grant{}, apierr.LimitExceeded(fmt.Sprintf("%s tier limit on %s reached: %d %s per %v; retry in %v",
-			tier, m.ID, amount(lim, kind), name, lim.Window, d.RetryAfter.Round(time.Second)), status, d.RetryAfter)
+		return Grant{}, l.denied(m.ID, tier, lim, kinds[d.Denied], n[d.Denied], d.States[d.Denied], d.Impossible, d.RetryAfter)
 	}
-	return Grant{key: key(userID, m.ID, kinds[2]), limit: lim, OutputMax: maxOutput}, nil
+	return Grant{
+		key: key(userID, m.ID, kinds[2]), limit: lim, OutputMax: maxOutput, Input: inputTokens,
+		userID: userID, model: m.ID, tier: tier, requests: 1,
+		requestsKey: key(userID, m.ID, kinds[0]), inputKey: key(userID, m.ID, kinds[1]),
+	}, nil
+}
+
+func (l *Limits) denied(model string, tier store.Tier, lim models.TierLimit, kind parleyv1.LimitKind, n int64, st store.LimitState, impossible bool, retry time.Duration) error {
+	status := l.status(model, kind, lim, st)
+	name := map[parleyv1.LimitKind]string{kinds[0]: "requests", kinds[1]: "input tokens", kinds[2]: "output tokens"}[kind]
+	if impossible {
+		return apierr.LimitExceeded(fmt.Sprintf("this request needs %d %s but the %s tier allows %d per %v on %s",
+			n, name, tier, amount(lim, kind), lim.Window, model), status, 0)
+	}
+	return apierr.LimitExceeded(fmt.Sprintf("%s tier limit on %s reached: %d %s per %v; retry in %v",
+		tier, model, amount(lim, kind), name, lim.Window, retry.Round(time.Second)), status, retry)
+}
+
+// Adjust brings a grant's input tokens to the exact count, once it is
+// known: a grant taken at a floor (before the prompt was built and counted)
+// takes the rest, all or nothing, or gives back what it took too much. When
+// the rest is refused, the error is Admit's and the grant is unchanged
+// (Release it).
+func (l *Limits) Adjust(ctx context.Context, g *Grant, inputTokens int64) error {
+	if g.inputKey == "" || inputTokens == g.Input {
+		return nil
+	}
+	now := l.now()
+	if inputTokens < g.Input {
+		_, _ = l.limiter.Refund(context.WithoutCancel(ctx), now, g.inputKey, g.limit.InputTokens, g.limit.Window, g.Input-inputTokens)
+		g.Input = inputTokens
+		return nil
+	}
+	more := inputTokens - g.Input
+	d, err := l.limiter.Take(ctx, now, []store.Take{{Key: g.inputKey, Limit: g.limit.InputTokens, Window: g.limit.Window, N: more}})
+	if err != nil {
+		return apierr.Unavailable("limits are unavailable", 2*time.Second)
+	}
+	if !d.Allowed {
+		// Judged on the whole count, as Admit would have: impossible when the
+		// request alone is over the tier's allowance.
+		impossible := inputTokens > g.limit.InputTokens
+		return l.denied(g.model, g.tier, g.limit, kinds[1], inputTokens, d.States[0], impossible, d.RetryAfter)
+	}
+	g.Input = inputTokens
+	return nil
+}
+
+// Release gives back everything a grant took — the request, its input and
+// its output — for a request refused after it was admitted.
+func (l *Limits) Release(ctx context.Context, g Grant) {
+	if g.key == "" {
+		return
+	}
+	ctx, now := context.WithoutCancel(ctx), l.now()
+	if g.requestsKey != "" && g.requests > 0 {
+		_, _ = l.limiter.Refund(ctx, now, g.requestsKey, g.limit.Requests, g.limit.Window, g.requests)
+	}
+	if g.inputKey != "" && g.Input > 0 {
+		_, _ = l.limiter.Refund(ctx, now, g.inputKey, g.limit.InputTokens, g.limit.Window, g.Input)
+	}
+	if g.OutputMax > 0 {
+		_, _ = l.limiter.Refund(ctx, now, g.key, g.limit.OutputTokens, g.limit.Window, g.OutputMax)
+	}
 }
 
 // Settle gives back the output tokens a request held but did not use.

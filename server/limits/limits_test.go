@@ -121,3 +121,46 @@ func TestConcurrentAdmitsCannotOvershoot(t *testing.T) {
 		t.Fatalf("%d admitted, want 4", ok)
 	}
 }
+
+func TestAdjustTakesTheRestOrRefuses(t *testing.T) {
+	l, _ := newLimits()
+	ctx := t.Context()
+	g, err := l.Admit(ctx, "u", store.TierFree, model, 10, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Adjust(ctx, &g, 600); err != nil || g.Input != 600 {
+		t.Fatalf("Adjust up: %v, input %d", err, g.Input)
+	}
+	if err := l.Adjust(ctx, &g, 500); err != nil || g.Input != 500 {
+		t.Fatalf("Adjust down: %v, input %d", err, g.Input)
+	}
+	// 500 of 1000 used: a second request at a floor of 10 is admitted, but
+	// its exact 600 is not.
+	g2, err := l.Admit(ctx, "u", store.TierFree, model, 10, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Adjust(ctx, &g2, 600)
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || g2.Input != 10 {
+		t.Fatalf("Adjust past the limit: %v, input %d", err, g2.Input)
+	}
+	l.Release(ctx, g2)
+	if err := l.Adjust(ctx, &g2, 2000); connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Fatalf("an impossible count: %v", err)
+	}
+	// After the release, the second request's take is all given back: 500
+	// input tokens are left, and 3 requests.
+	st, err := l.Status(ctx, "u", store.TierFree, []*models.Model{model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		want := map[parleyv1.LimitKind]int64{
+			parleyv1.LimitKind_LIMIT_KIND_REQUESTS: 3, parleyv1.LimitKind_LIMIT_KIND_INPUT_TOKENS: 500, parleyv1.LimitKind_LIMIT_KIND_OUTPUT_TOKENS: 95,
+		}[s.GetKind()]
+		if s.GetRemaining() != want {
+			t.Errorf("%v: %d remaining, want %d", s.GetKind(), s.GetRemaining(), want)
+		}
+	}
+}

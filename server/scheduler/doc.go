@@ -13,7 +13,12 @@
 //
 // When every worker is full a job waits in a bounded per-model queue ordered by
 // priority (tier), then arrival; past the bound or the wait it is refused with
-// unavailable and a retry-after (queue.go). A worker that fails before the first
+// unavailable and a retry-after (queue.go). It waits only for workers that are
+// busy: with none for the model connected and in rotation (all down, ejected,
+// or already tried by the job), it is refused at once, and the jobs queued are
+// refused as the last such worker goes, so no caller holds its balance for a
+// wait that cannot end well. A worker not yet connected is waited for during
+// its first ConnectGrace only. A worker that fails before the first
 // token is ejected with exponential back-off and the job retried on another, at
 // most twice; after the first token the failure ends the generation
 // (scheduler.go). Workers come from AddWorker and from addresses and DNS names

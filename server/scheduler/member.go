@@ -25,6 +25,9 @@ type member struct {
 	inflight     int // generations this gateway runs on it now
 	failures     int
 	ejectedUntil int64 // Unix nanoseconds; the worker is out until then
+	everLive     bool  // it has been connected at least once
+	added        int64 // Unix nanoseconds; jobs may wait for its first connection for ConnectGrace
+	assumed      bool  // the log says what capacity was assumed for it
 }
 
 // load is the worker's sequences running and waiting, from its last report or
@@ -98,10 +101,13 @@ func (s *Scheduler) add(m *member) {
 	m.hash = mix64(hashString(m.name))
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	s.mu.Lock()
+	m.added = s.cfg.Now().UnixNano()
 	s.members = append(s.members, m)
 	s.observeLocked(m)
 	s.mu.Unlock()
 	s.logger.Info("worker added", "worker", m.name)
+	// Jobs queued for its first connection give up once the grace is over.
+	time.AfterFunc(s.cfg.ConnectGrace, s.dispatch)
 	go s.follow(m)
 }
 
@@ -130,6 +136,7 @@ func (s *Scheduler) observeLocked(m *member) {
 	if l, ok := m.engine.(worker.Liveness); ok {
 		m.live = l.Live()
 	}
+	m.everLive = m.everLive || m.live
 	switch {
 	case len(m.report.Models) > 0:
 		m.models = m.report.Models
@@ -143,5 +150,27 @@ func (s *Scheduler) observeLocked(m *member) {
 	if m.capacity <= 0 {
 		m.capacity = s.cfg.DefaultCapacity
 	}
+	if m.capacity <= 0 {
+		// No batch size known: no cap from a guess. Admit while the engine
+		// queues nothing; once it reports requests waiting, its slots are
+		// what it runs, and more jobs wait here, in priority order.
+		m.capacity = unknownCapacity
+		if m.report.Waiting > 0 {
+			m.capacity = max(m.report.Running, 1)
+		}
+		if m.live && !m.assumed {
+			m.assumed = true
+			s.logger.Info("worker reports no batch size: admitting without a fixed cap until it reports requests waiting (set --max-batch on the worker to cap it)",
+				"worker", m.name)
+		}
+	}
 	m.capacity += s.cfg.WorkerQueue
 }
+
+// unknownCapacity is the admission cap of a worker whose batch size is not
+// known and that queues nothing: none, in effect. Its load is scored
+// against scoreSlots slots.
+const (
+	unknownCapacity = 1 << 30
+	scoreSlots      = 1024
+)

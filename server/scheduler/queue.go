@@ -18,6 +18,9 @@ type waiter struct {
 	ready   chan *member
 	granted *member
 	evicted bool
+	// hopeless is set, with a nil on ready, when no worker able to run the
+	// job is up any more.
+	hopeless bool
 }
 
 // queue is one model's waiting jobs: a heap, highest priority first, then

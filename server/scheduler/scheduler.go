@@ -46,6 +46,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// GatewayID names this gateway in workers' logs.
 	GatewayID string
+	// WorkerToken is sent on every call to the default Dial's workers
+	// (Authorization: Bearer); workers started with a token refuse calls
+	// without it.
+	WorkerToken string
 
 	// Policy is the scheduling profile (default PolicyAffinity).
 	Policy Policy
@@ -59,7 +63,9 @@ type Config struct {
 	BalanceAbs int
 	BalanceRel float64
 	// DefaultCapacity is the slots of a worker that reports no batch size
-	// (default 64).
+	// (default 0: no fixed cap; such a worker is admitted to until it
+	// reports requests waiting on its engine, then held at what it runs —
+	// capacity by measured queueing, not by a guess).
 	DefaultCapacity int
 	// WorkerQueue is how many jobs past its batch a worker is sent before they
 	// wait in the gateway's queue instead, where priority orders them
@@ -69,7 +75,14 @@ type Config struct {
 	// QueueLimit bounds each model's gateway queue (default 256).
 	QueueLimit int
 	// MaxQueueWait is the longest a job waits for a worker (default 30 s).
+	// Jobs wait only for workers that are busy: with no worker for the
+	// model connected and in rotation, a job is refused at once with
+	// unavailable and RetryAfter, and the jobs already queued are too.
 	MaxQueueWait time.Duration
+	// ConnectGrace is how long after a worker is added jobs may wait for
+	// its first connection (default 5 s): a gateway just started, or a
+	// worker just found by DNS, is not yet a dead one.
+	ConnectGrace time.Duration
 	// RetryAfter is the delay suggested to refused clients (default 2 s).
 	RetryAfter time.Duration
 	// MaxRetries bounds the retries of a job whose worker failed before the
@@ -102,9 +115,6 @@ func (c Config) withDefaults() Config {
 	if c.BalanceRel <= 0 {
 		c.BalanceRel = 2
 	}
-	if c.DefaultCapacity <= 0 {
-		c.DefaultCapacity = 64
-	}
 	if c.QueueLimit <= 0 {
 		c.QueueLimit = 256
 	}
@@ -113,6 +123,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = 2 * time.Second
+	}
+	if c.ConnectGrace <= 0 {
+		c.ConnectGrace = 5 * time.Second
 	}
 	if c.MaxRetries <= 0 || c.MaxRetries > maxAttempts-1 {
 		c.MaxRetries = maxAttempts - 1
@@ -178,7 +191,8 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	if cfg.Dial == nil {
 		client := cfg.HTTPClient
 		cfg.Dial = func(addr string) worker.Engine {
-			return worker.Dial(client, "http://"+addr, worker.WithGatewayID(cfg.GatewayID), worker.WithDialLogger(logger))
+			return worker.Dial(client, "http://"+addr, worker.WithGatewayID(cfg.GatewayID), worker.WithDialLogger(logger),
+				worker.WithToken(cfg.WorkerToken))
 		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -324,6 +338,13 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 		s.metrics.rejections.WithLabelValues("no_worker").Inc()
 		return nil, apierr.Unavailable(fmt.Sprintf("no worker serves model %q", j.model), s.cfg.RetryAfter)
 	}
+	if !s.hopeLocked(j, true) {
+		// Every worker for the model is down, ejected or already tried:
+		// waiting would hold the caller (and its balance) for nothing.
+		s.mu.Unlock()
+		s.metrics.rejections.WithLabelValues("no_healthy_worker").Inc()
+		return nil, errNoHealthyWorker(j.model, s.cfg.RetryAfter)
+	}
 	q := s.queues[j.model]
 	if q == nil {
 		q = &queue{}
@@ -350,6 +371,10 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 	defer timer.Stop()
 	select {
 	case m := <-w.ready:
+		if m == nil && w.hopeless {
+			s.metrics.rejections.WithLabelValues("no_healthy_worker").Inc()
+			return nil, errNoHealthyWorker(j.model, s.cfg.RetryAfter)
+		}
 		if m == nil {
 			s.metrics.rejections.WithLabelValues("queue_full").Inc()
 			return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
@@ -400,6 +425,35 @@ func (s *Scheduler) mayServeLocked(model string) bool {
 	return false
 }
 
+// hopeLocked reports whether a worker that serves j's model (or might, not
+// having connected yet) could take j by waiting: one connected and not
+// ejected, however busy, or one still within its first ConnectGrace. With
+// tried, the workers j has already failed on do not count.
+func (s *Scheduler) hopeLocked(j *pickJob, tried bool) bool {
+	grace := s.cfg.ConnectGrace.Nanoseconds()
+next:
+	for _, m := range s.members {
+		if !slices.Contains(m.models, j.model) && (m.live || len(m.models) > 0) {
+			continue
+		}
+		if tried {
+			for _, t := range j.tried[:j.ntried] {
+				if t == m {
+					continue next
+				}
+			}
+		}
+		if (m.live && j.now >= m.ejectedUntil) || (!m.everLive && j.now < m.added+grace) {
+			return true
+		}
+	}
+	return false
+}
+
+func errNoHealthyWorker(model string, retryAfter time.Duration) error {
+	return apierr.Unavailable(fmt.Sprintf("no worker for model %q is up; try again shortly", model), retryAfter)
+}
+
 // release returns m's slot; a failed generation ejects m for a back-off that
 // doubles with each failure in a row, a good one clears the count.
 func (s *Scheduler) release(m *member, ok bool, cause error) {
@@ -442,6 +496,15 @@ func (s *Scheduler) dispatchLocked() {
 			heap.Pop(q)
 			w.granted = m
 			w.ready <- m
+		}
+		if q.Len() > 0 && !s.hopeLocked(&pickJob{model: model, now: now}, false) {
+			// The last worker for the model went down or was ejected: the
+			// jobs waiting for it are refused now, not at the end of their wait.
+			for q.Len() > 0 {
+				w := heap.Pop(q).(*waiter)
+				w.hopeless = true
+				w.ready <- nil
+			}
 		}
 		s.metrics.queueDepth.WithLabelValues(model).Set(float64(q.Len()))
 	}

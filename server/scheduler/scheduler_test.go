@@ -431,3 +431,49 @@ func TestConfigErrors(t *testing.T) {
 		t.Error("unknown policy accepted")
 	}
 }
+
+// A worker that reports no batch size is not capped at a guess: it takes
+// every job while its engine queues nothing, and once the engine reports
+// requests waiting, jobs wait in the gateway instead.
+func TestUnknownCapacityAdmitsByMeasuredQueueing(t *testing.T) {
+	w := newFake(0)
+	started := make(chan struct{}, 1000)
+	release := make(chan struct{})
+	w.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return worker.Result{FinishReason: worker.FinishStop}, nil
+	})
+	s := newScheduler(t, Config{QueueLimit: 10}, w)
+	const n = 300 // past the old fixed cap of 64
+	errs := make(chan error, n+1)
+	for i := range n {
+		go func() {
+			_, err := s.Generate(context.Background(), job(fmt.Sprint("k", i), 0), discard)
+			errs <- err
+		}()
+	}
+	for range n {
+		<-started
+	}
+	// The engine now says it runs 300 and queues 5: it is full.
+	w.update(func(l *worker.LoadReport) { l.Running, l.Waiting = n, 5 })
+	eventually(t, "report seen", func() bool { return s.Workers()[0].Load.Waiting == 5 })
+	go func() {
+		_, err := s.Generate(context.Background(), job("more", 0), discard)
+		errs <- err
+	}()
+	eventually(t, "job queued in the gateway", func() bool { return s.queued("m") == 1 })
+	// Its queue drains: the waiting job goes to it.
+	w.update(func(l *worker.LoadReport) { l.Waiting = 0 })
+	<-started
+	close(release)
+	for range n + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

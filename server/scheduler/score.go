@@ -34,7 +34,7 @@ func loadScore(_ *pickJob, cands []candidate, out []float64) {
 			out[i] = 0
 			continue
 		}
-		out[i] = max(0, 1-float64(c.load)/float64(c.capacity))
+		out[i] = max(0, 1-float64(c.load)/float64(min(c.capacity, max(scoreSlots, c.load+1))))
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -71,13 +72,45 @@ type Ledger interface {
 	// ErrConflict if the reservation ID exists.
 	Reserve(ctx context.Context, r Reservation) (Balance, error)
 	// Settle charges min(costNanos, amount) and returns the rest of the
-	// reservation to available. It is idempotent: a second call returns the
-	// first call's Settlement and changes nothing. Settling a reservation the
-	// sweeper released charges min(costNanos, amount, available) from the
-	// available balance (Settlement.Late). Unknown IDs give ErrNotFound.
-	Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time) (Settlement, error)
+	// reservation to available, and stores the request's usage record in
+	// the same transaction: the charge and its record commit together or
+	// not at all, so no charge is ever without its record, whatever crashes
+	// (DESIGN.md §5). The record is stored with CostNanos set to what was
+	// charged and UserID to the reservation's user, into the Usage store's
+	// table when it lives in the ledger's database, else into the
+	// UsageOutbox.
+	//
+	// Settle is idempotent: a second call returns the first call's
+	// Settlement and changes nothing (its record is not stored again).
+	// Settling a reservation the sweeper released charges
+	// min(costNanos, amount, available) from the available balance
+	// (Settlement.Late). Unknown IDs give ErrNotFound.
+	//
+	// reservationID "" settles a request that held nothing (a free model, a
+	// web-channel generation): nothing is charged and the record is stored
+	// alone, skipped if its RequestID is already stored. record may be nil
+	// only when nothing is charged (costNanos 0: a request that never ran
+	// releases its hold); a positive cost without a record is
+	// ErrInvalidArgument. With a reservation, a record whose RequestID is
+	// already stored fails with ErrConflict and charges nothing.
+	Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time, record *UsageRecord) (Settlement, error)
 	// ReleaseExpired returns every unsettled reservation expired at now
 	// (ExpiresAt <= now) to its available balance in full, and returns how
 	// many it released.
 	ReleaseExpired(ctx context.Context, now time.Time) (int64, error)
+}
+
+// CheckSettle refuses the Settle arguments every Ledger refuses before
+// touching its data: a negative cost, a charge without its usage record, a
+// record without a request ID.
+func CheckSettle(reservationID string, costNanos int64, record *UsageRecord) error {
+	switch {
+	case costNanos < 0:
+		return fmt.Errorf("%w: negative cost %d", ErrInvalidArgument, costNanos)
+	case record == nil && costNanos > 0 && reservationID != "":
+		return fmt.Errorf("%w: a charge of %d without its usage record", ErrInvalidArgument, costNanos)
+	case record != nil && record.RequestID == "":
+		return fmt.Errorf("%w: a usage record without a request ID", ErrInvalidArgument)
+	}
+	return nil
 }

@@ -5,13 +5,48 @@ import (
 	"time"
 )
 
-// Part is one piece of a message's content: text, or a reference to an
-// attachment.
+// Part is one piece of a message's content: text, a reference to an
+// attachment, an image given inline, a tool call or a tool result. Backends
+// keep a message's parts as one JSON document, so a new kind of part needs
+// no migration.
 type Part struct {
 	// Text is the text of a text part.
 	Text string `json:"text,omitempty"`
 	// AttachmentID references an Attachment for an image or document part.
 	AttachmentID string `json:"attachment_id,omitempty"`
+	// Image is an image given inline (the API channel), as the model
+	// received it: already fitted, so it is small.
+	Image *Image `json:"image,omitempty"`
+	// ToolCall is a call the model made, in an assistant message.
+	ToolCall *ToolCall `json:"tool_call,omitempty"`
+	// ToolResult is a tool's answer to a call, in a "tool" message.
+	ToolResult *ToolResult `json:"tool_result,omitempty"`
+	// Meta is JSON a surface keeps with the message that is not content:
+	// the model never sees it (the Responses API keeps a response's
+	// settings and its place in a chain here).
+	Meta string `json:"meta,omitempty"`
+}
+
+// Image is an image kept inline in a message.
+type Image struct {
+	Data     []byte `json:"data"`
+	MimeType string `json:"mime_type"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+}
+
+// ToolCall is a function call the model made: the id the result answers,
+// the function's name and its arguments (a JSON object in a string).
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolResult is the caller's answer to the tool call ToolCallID.
+type ToolResult struct {
+	ToolCallID string `json:"tool_call_id"`
+	Content    string `json:"content"`
 }
 
 // Message is one turn of a conversation.
@@ -22,7 +57,8 @@ type Message struct {
 	// ConversationID is the conversation, which is the partition key of the
 	// scale backend.
 	ConversationID string
-	// Role is "system", "user" or "assistant".
+	// Role is "system", "user", "assistant" or "tool" (a message of tool
+	// results).
 	Role string
 	// Parts is the content.
 	Parts []Part
@@ -37,7 +73,15 @@ type Message struct {
 	CreatedAt time.Time
 }
 
-// Messages stores messages, append-only and partitioned by conversation (the
+// MessageKey names one stored message of a conversation: its ID and its
+// CreatedAt, which together are the scale backend's clustering key. Take
+// both from a message as List returned it.
+type MessageKey struct {
+	ID        string
+	CreatedAt time.Time
+}
+
+// Messages stores messages, never edited and partitioned by conversation (the
 // scale backend is ScyllaDB, with conversation ID as partition key and
 // creation time and ID as clustering key). It knows nothing about owners:
 // callers check ownership with Conversations.Get first.
@@ -48,6 +92,9 @@ type Messages interface {
 	// List returns a conversation's messages, oldest first (by CreatedAt,
 	// then ID).
 	List(ctx context.Context, conversationID string, page PageRequest) ([]Message, string, error)
+	// Delete removes some of a conversation's messages; a key that names no
+	// message is ignored.
+	Delete(ctx context.Context, conversationID string, keys []MessageKey) error
 	// DeleteConversation removes all of a conversation's messages. Deleting
 	// an empty or unknown conversation is not an error.
 	DeleteConversation(ctx context.Context, conversationID string) error

@@ -120,6 +120,10 @@ type Store struct {
 	Ledger Ledger
 	// Usage holds per-request usage records.
 	Usage Usage
+	// Outbox holds the usage records the Ledger committed until a relay
+	// copies them to Usage; nil when the Ledger writes them straight into
+	// Usage (the same database).
+	Outbox UsageOutbox
 	// Attachments holds attachment metadata (the blobs live elsewhere).
 	Attachments Attachments
 	// Audit holds the security audit log.

@@ -45,7 +45,9 @@ type UsageRecord struct {
 	EndUser string
 }
 
-// Usage stores usage records (ClickHouse at scale, written in batches).
+// Usage stores usage records: in the ledger's database, written by
+// Ledger.Settle, or in ClickHouse at scale, written in batches by the relay
+// from the UsageOutbox.
 type Usage interface {
 	// Record stores a batch of records. Records whose RequestID is already
 	// stored are skipped, so a batch can be retried whole.
@@ -53,6 +55,23 @@ type Usage interface {
 	// List returns a user's records that match filter, newest first. A
 	// cursor is only valid with the filter of the list that returned it.
 	List(ctx context.Context, userID string, filter UsageFilter, page PageRequest) ([]UsageRecord, string, error)
+}
+
+// UsageOutbox holds the usage records a Ledger committed with their charges
+// when the Usage store is another system (ClickHouse): they wait in the
+// ledger's own database, written in the settle's transaction, until a relay
+// (server/usage) has copied them to the Usage store, and only then are
+// deleted. Rows survive restarts and outages of the Usage store.
+type UsageOutbox interface {
+	// Ship hands up to max of the oldest waiting records to ship, oldest
+	// first, and deletes them once ship returns nil; when ship fails they
+	// stay for a later call and Ship returns its error. Callers sharing the
+	// database (several gateways) are handed disjoint records while a ship
+	// is in progress. It returns how many records were shipped.
+	Ship(ctx context.Context, max int, ship func(context.Context, []UsageRecord) error) (int, error)
+	// Backlog returns how many records wait, and the CreatedAt of the
+	// oldest (zero when none wait).
+	Backlog(ctx context.Context) (int64, time.Time, error)
 }
 
 // MaxEndUserLen is the most bytes an end-user id (UsageRecord.EndUser) may

@@ -169,6 +169,7 @@ func (r *Remote) LastError() error {
 func (r *Remote) follow(ctx context.Context) {
 	defer close(r.done)
 	backoff := r.opts.minBackoff
+	refused := false // the worker refused the token, and it has been logged
 	for ctx.Err() == nil {
 		reported, err := r.session(ctx)
 		if ctx.Err() != nil {
@@ -181,6 +182,12 @@ func (r *Remote) follow(ctx context.Context) {
 		r.mu.Unlock()
 		if wasLive {
 			r.opts.logger.Warn("worker load stream lost", "worker", r.baseURL, "err", err)
+		}
+		if unauth := connect.CodeOf(err) == connect.CodeUnauthenticated; unauth && !refused {
+			r.opts.logger.Error("worker refuses this gateway: its --worker-token differs from the gateway's", "worker", r.baseURL)
+			refused = true
+		} else if !unauth {
+			refused = false
 		}
 		if reported {
 			backoff = r.opts.minBackoff

@@ -46,6 +46,39 @@ func render(msgs []ChatMessage, text func(string), image func(*Image)) {
 	flush()
 }
 
+// RequestPromptBound bounds RequestPromptTokens without tokenizing: the
+// length of the text it would tokenize (no token is shorter than a byte)
+// plus image(img) for each image. It follows render's layout byte for byte
+// and allocates nothing.
+func RequestPromptBound(req *Request, image func(*Image) int) int {
+	n := len("<|tools|>\n")
+	if len(req.Tools) == 0 {
+		n = 0
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(": ") + len(t.Description) + len(" ") + len(t.Parameters) + len("\n")
+	}
+	for _, m := range req.Messages {
+		n += len("<|") + len(m.Role) + len("|>\n")
+		for _, p := range m.Parts {
+			switch {
+			case p.Image != nil:
+				n += image(p.Image)
+			case p.ToolCall != nil:
+				n += len(`<tool_call id="`) + len(p.ToolCall.ID) + len(`" name="`) + len(p.ToolCall.Name) + len(`">`) + len(p.ToolCall.Arguments) + len("</tool_call>\n")
+			case p.ToolResult != nil:
+				n += len(`<tool_result id="`) + len(p.ToolResult.ToolCallID) + len(`">`) + len(p.ToolResult.Content) + len("</tool_result>\n")
+			case p.Document != nil:
+				n += len(`<document name="`) + len(p.Document.Filename) + len("\">\n") + len(p.Document.Text) + len("\n</document>\n")
+			default:
+				n += len(p.Text)
+			}
+		}
+		n += len("\n")
+	}
+	return n + len("<|assistant|>\n")
+}
+
 // ToolsPrompt is the text the tool definitions add to a prompt, as a chat
 // template puts them ahead of the messages: one line per tool with its name,
 // description and parameter schema. Both the gateway's count and the sim's

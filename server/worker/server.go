@@ -33,6 +33,10 @@ type Service struct {
 	MinInterval time.Duration
 	// Logger receives the stream lifecycle lines (default: discarded).
 	Logger *slog.Logger
+	// Token, when set, is the worker token every call must carry
+	// (Authorization: Bearer); calls without it get unauthenticated (see
+	// RequireToken).
+	Token string
 }
 
 // NewHandler serves WorkerService from engine with the defaults; it returns
@@ -56,7 +60,8 @@ func (s *Service) Handler(opts ...connect.HandlerOption) (string, http.Handler) 
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return workerv1connect.NewWorkerServiceHandler(&c, opts...)
+	path, h := workerv1connect.NewWorkerServiceHandler(&c, opts...)
+	return path, RequireToken(c.Token, h)
 }
 
 // NewWorkerID returns a process-unique worker id: the host name and a random

@@ -1531,6 +1531,9 @@ type GenerationStarted struct {
 	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	// The id under which the user message of SendMessage was stored (empty otherwise).
 	UserMessageId string `protobuf:"bytes,5,opt,name=user_message_id,json=userMessageId,proto3" json:"user_message_id,omitempty"`
+	// The prompt's tokens as the gateway counted them (ChatService; what the hold was
+	// priced at). The engine's count in GenerationFinished.usage has the last word.
+	PromptTokens  int64 `protobuf:"varint,6,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1598,6 +1601,13 @@ func (x *GenerationStarted) GetUserMessageId() string {
 		return x.UserMessageId
 	}
 	return ""
+}
+
+func (x *GenerationStarted) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
 }
 
 // GenerationDelta carries the next piece of the answer: text, pieces of tool
@@ -1837,7 +1847,7 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\astarted\x18\x02 \x01(\v2\x1c.parley.v1.GenerationStartedH\x00R\astarted\x122\n" +
 	"\x05delta\x18\x03 \x01(\v2\x1a.parley.v1.GenerationDeltaH\x00R\x05delta\x12;\n" +
 	"\bfinished\x18\x04 \x01(\v2\x1d.parley.v1.GenerationFinishedH\x00R\bfinishedB\x06\n" +
-	"\x04kind\"\xb8\x01\n" +
+	"\x04kind\"\xdd\x01\n" +
 	"\x11GenerationStarted\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12'\n" +
@@ -1845,7 +1855,8 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12&\n" +
-	"\x0fuser_message_id\x18\x05 \x01(\tR\ruserMessageId\"\xab\x01\n" +
+	"\x0fuser_message_id\x18\x05 \x01(\tR\ruserMessageId\x12#\n" +
+	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\"\xab\x01\n" +
 	"\x0fGenerationDelta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
 	"\x06choice\x18\x02 \x01(\x05R\x06choice\x127\n" +

@@ -6,15 +6,26 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/server/bench"
 	"github.com/parleyhq/parley/server/config"
+	"github.com/parleyhq/parley/server/obs"
 )
 
-// benchCmd runs the load generator against a gateway or a worker.
+// benchCmd runs the load generator against a gateway or a worker, or
+// (bench relay) the relay benchmark, or (bench mock) its mock upstream.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "relay":
+			return benchRelay(ctx, args[1:], stdout, stderr)
+		case "mock":
+			return benchMock(ctx, args[1:], stderr)
+		}
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var cfg bench.Config
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "base URL of the gateway or worker")
@@ -24,7 +35,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Requests, "requests", 1000, "requests in all (0: until --duration)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "cap on the run's length")
 	fs.BoolVar(&cfg.Stream, "stream", true, "stream responses")
-	fs.StringVar(&cfg.APIKey, "api-key", "", "API key for a gateway (or PARLEY_API_KEY)")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "API key for a gateway, or the worker token with --target worker (or PARLEY_API_KEY)")
 	fs.StringVar(&cfg.Model, "model", "sim-small", "model to ask for")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 50, "max output tokens per request")
 	fs.StringVar(&cfg.Prompt, "prompt", "Tell me a story about a rabbit with a pocket watch.", "the user message")
@@ -43,4 +54,93 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "parley bench: %s %s %s, concurrency %d, stream %v, max tokens %d\n%s\n",
 		cfg.Target, cfg.URL, cfg.Protocol, cfg.Concurrency, cfg.Stream, cfg.MaxTokens, report)
 	return nil
+}
+
+// benchRelay runs the relay benchmark: its own mock upstream, worker and
+// gateway processes, streams through them and directly, one table per run.
+func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench relay", flag.ContinueOnError)
+	var cfg bench.RelayConfig
+	fs.Func("token-delay", "comma-separated delays between the mock's tokens, one load run each (default 20ms)", durationList(&cfg.TokenDelays))
+	fs.Func("streams", "comma-separated numbers of streams in flight, one load run each (default 50)", intList(&cfg.Streams))
+	fs.IntVar(&cfg.Tokens, "tokens", 50, "tokens per answer")
+	fs.IntVar(&cfg.Answers, "answers", 1000, "answers per load run (0: no load runs)")
+	fs.IntVar(&cfg.Trials, "trials", 3, "trials of each run; medians are reported")
+	fs.Func("hold", "comma-separated numbers of streams to hold open at once (RSS per open stream)", intList(&cfg.Hold))
+	fs.DurationVar(&cfg.HoldDelay, "hold-delay", time.Second, "delay between the tokens of held streams")
+	fs.DurationVar(&cfg.HoldFor, "hold-for", 10*time.Second, "how long held streams stay open after the last has opened")
+	fs.IntVar(&cfg.HoldOpening, "hold-opening", 200, "held streams waiting for their first token at once while opening")
+	fs.StringVar(&cfg.Bin, "bin", "", "parley binary run as worker and gateway (default: this one)")
+	fs.StringVar(&cfg.BaselineBin, "baseline-bin", "", "a second parley binary measured in the same run, e.g. the previous release")
+	fs.StringVar(&cfg.CPUsServers, "cpus-servers", "", "pin worker and gateway to these CPUs (taskset list, e.g. 1)")
+	fs.StringVar(&cfg.CPUsLoad, "cpus-load", "", "pin the mock and the load client to these CPUs (e.g. 0)")
+	fs.Func("worker-args", "extra flags for the worker, space-separated", fieldsOf(&cfg.WorkerArgs))
+	fs.Func("gateway-args", "extra flags for the gateway, space-separated", fieldsOf(&cfg.GatewayArgs))
+	fs.Func("baseline-worker-args", "extra flags for the baseline's worker (default: --worker-args)", fieldsOf(&cfg.BaselineWorkerArgs))
+	fs.Func("baseline-gateway-args", "extra flags for the baseline's gateway (default: --gateway-args)", fieldsOf(&cfg.BaselineGatewayArgs))
+	fs.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU profiles of gateway and worker, taken in each load run's first trial")
+	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each CPU profile")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	if err := config.Parse(fs, args, os.Getenv); err != nil {
+		return err
+	}
+	if len(cfg.TokenDelays) == 0 {
+		cfg.TokenDelays = []time.Duration{20 * time.Millisecond}
+	}
+	if len(cfg.Streams) == 0 {
+		cfg.Streams = []int{50}
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	return bench.RunRelay(ctx, cfg, stdout)
+}
+
+// benchMock serves the relay benchmark's mock OpenAI-compatible upstream.
+func benchMock(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench mock", flag.ContinueOnError)
+	var cfg bench.MockConfig
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	fs.StringVar(&cfg.Model, "model", "mock", "the model served")
+	fs.DurationVar(&cfg.TokenDelay, "token-delay", 20*time.Millisecond, "delay before each token (a prompt's \"mock-pace delay=D tokens=N\" overrides it)")
+	fs.IntVar(&cfg.Tokens, "tokens", 50, "tokens per answer")
+	if err := config.Parse(fs, args, os.Getenv); err != nil {
+		return err
+	}
+	return bench.RunMock(ctx, *listen, cfg, obs.NewLogger(stderr, "info"))
+}
+
+func durationList(dst *[]time.Duration) func(string) error {
+	return func(s string) error {
+		*dst = nil
+		for _, f := range strings.Split(s, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, d)
+		}
+		return nil
+	}
+}
+
+func intList(dst *[]int) func(string) error {
+	return func(s string) error {
+		*dst = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want positive integers, got %q", f)
+			}
+			*dst = append(*dst, n)
+		}
+		return nil
+	}
+}
+
+func fieldsOf(dst *[]string) func(string) error {
+	return func(s string) error {
+		*dst = append([]string{}, strings.Fields(s)...)
+		return nil
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -43,7 +45,7 @@ import (
 func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := config.ServeFlags(fs)
-	loginRate := fs.Int64("login-rate", auth.DefaultLoginRate, "Login and SignUp attempts allowed per minute per client IP and per email")
+	loginRate := fs.Int64("login-rate", auth.DefaultLoginRate, "Login and SignUp attempts allowed per minute per client IP (and SignUp per email); wrong passwords back off per account and address (README: Security notes)")
 	modelsFile := fs.String("models-file", "", "YAML catalog of models (default: the embedded sim models)")
 	holdTTL := fs.Duration("hold-ttl", 15*time.Minute, "how long an unsettled billing hold lives before the sweeper releases it")
 	sweepEvery := fs.Duration("sweep-interval", 30*time.Second, "how often expired billing holds are released")
@@ -59,6 +61,20 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	blobBaseURL := fs.String("blob-base-url", "", "absolute base of signed blob URLs (empty: relative to the gateway)")
 	openaiUnsupported := fs.String("openai-unsupported", "refuse", "OpenAI request fields Parley cannot honour: refuse (400 naming the field) or drop (count in parley_openai_dropped_params_total, log once per field)")
 	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
+	// The budgets of one request, checked in order of cheapness (README: Budgets).
+	budgets := chat.DefaultBudgets()
+	fs.IntVar(&budgets.PartsPerMessage, "max-parts-per-message", budgets.PartsPerMessage, "parts one message may have")
+	fs.IntVar(&budgets.PartsPerRequest, "max-parts-per-request", budgets.PartsPerRequest, "parts one request may have, all messages together")
+	fs.IntVar(&budgets.Attachments, "max-attachments-per-request", budgets.Attachments, "inline images and documents and attachment references one request may have")
+	fs.Int64Var(&budgets.AttachmentBytes, "max-attachment-bytes-per-request", budgets.AttachmentBytes, "their declared sizes (inline bytes, uploads' prepared forms) summed, checked before any is loaded")
+	fs.IntVar(&budgets.ExactCountBytes, "exact-count-bytes", budgets.ExactCountBytes, "prompt text up to which an API request is tokenized before its hold; longer ones are held at a token per byte and counted after")
+	maxPromptBytes := fs.Int("max-prompt-bytes", 8<<20, "largest prompt text of a request, refused before it is tokenized")
+	maxElements := fs.Int("max-request-elements", 100_000, "messages, strings and JSON values one request body may decode into, counted before it is unmarshalled")
+	publicBodyBytes := fs.Int64("max-public-body-bytes", 64<<10, "largest message, after decompression, of the procedures open to anyone (SignUp, Login, health, reflection)")
+	inflateBytes := fs.Int64("document-inflate-bytes", defaults.InflateBytes, "bytes one document's extraction may decompress and parse; there it stops and the text is cut")
+	prepareConcurrency := fs.Int("prepare-concurrency", max(2, runtime.GOMAXPROCS(0)), "image decodes and document extractions running at once")
+	preparePerUser := fs.Int("prepare-per-user", max(1, runtime.GOMAXPROCS(0)/4), "of those, how many one user may hold")
+	prepareQueue := fs.Int("prepare-queue-per-user", defaults.PerUserQueue, "how many more of one user's wait for their share; past that they are refused")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -113,7 +129,8 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 	attachments := &attach.Service{
 		Store: stores.Attachments, Blobs: blobs, URLExpiry: *blobURLExpiry, Now: time.Now, Logger: logger,
-		Checker: attach.NewChecker(attach.Limits{ImageBytes: *imageBytes, DocumentBytes: *documentBytes, UserBytes: *quotaBytes}),
+		Checker: attach.NewChecker(attach.Limits{ImageBytes: *imageBytes, DocumentBytes: *documentBytes, UserBytes: *quotaBytes,
+			InflateBytes: *inflateBytes, Concurrency: *prepareConcurrency, PerUser: *preparePerUser, PerUserQueue: *prepareQueue}),
 	}
 
 	// Models, the scheduler and its workers (none given: one in-process sim).
@@ -121,8 +138,16 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	workerToken, err := config.ReadToken("worker-token", cfg.WorkerToken, cfg.WorkerTokenFile)
+	if err != nil {
+		return err
+	}
+	if len(cfg.Workers) > 0 && workerToken == "" {
+		logger.Warn("no --worker-token: the workers must accept calls without one (loopback, or --insecure-no-worker-token)")
+	}
 	sched, err := scheduler.New(scheduler.Config{
 		Workers: cfg.Workers, Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
+		WorkerToken: workerToken,
 	}, logger)
 	if err != nil {
 		return err
@@ -142,13 +167,18 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	defer stopSweep()
 	go bill.Sweep(sweepCtx, *sweepEvery)
 	go attachments.Sweep(sweepCtx, 10*time.Minute)
-	usageSink := usage.NewSink(stores.Usage, metrics.Registry, logger, 500, 100_000, time.Second)
-	defer usageSink.Close()
+	// Each usage record commits with its charge (Ledger.Settle); with
+	// ClickHouse it waits in the ledger's outbox until the relay copies it.
+	if stores.Outbox != nil {
+		relay := usage.NewRelay(stores.Outbox, stores.Usage, metrics.Registry, logger, usage.Config{})
+		defer relay.Close()
+		bill.OnRecord = relay.Kick
+	}
 	tierLimits := limits.New(stores.Limiter, time.Now)
 	generations, stopGenerations := context.WithCancel(context.Background())
 	core := &chat.Core{
-		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched, Usage: usageSink,
-		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: 8 << 20,
+		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched,
+		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: *maxPromptBytes, Budgets: budgets,
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Background: generations, Attachments: attachments,
 	}
@@ -168,7 +198,8 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 	handlerOpts := []connect.HandlerOption{
 		connect.WithInterceptors(append(interceptors, authn.Interceptor())...),
-		connect.WithReadMaxBytes(int(cfg.MaxBodyBytes)),
+		// Bytes after decompression, and elements before unmarshalling.
+		gateway.DecodeLimits(cfg.MaxBodyBytes, *maxElements),
 		// A streamed delta is a few bytes: gzip per message would cost more
 		// CPU than the whole rest of the request path.
 		connect.WithCompressMinBytes(4096),
@@ -187,7 +218,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		parleyv1connect.BillingServiceName,
 		parleyv1connect.AdminServiceName,
 	}
-	mux.Handle(parleyv1connect.NewAuthServiceHandler(&api.AuthHandler{Auth: authn}, handlerOpts...))
+	// Procedures open to anyone take small messages only.
+	publicOpts := append(slices.Clip(handlerOpts), gateway.DecodeLimits(*publicBodyBytes, 1000))
+	mux.Handle(parleyv1connect.NewAuthServiceHandler(&api.AuthHandler{Auth: authn}, publicOpts...))
 	mux.Handle(parleyv1connect.NewApiKeyServiceHandler(&api.ApiKeyHandler{Auth: authn, Pages: pages}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewModelServiceHandler(&api.ModelHandler{Catalog: catalog}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewChatServiceHandler(&api.ChatHandler{Core: core}, handlerOpts...))
@@ -198,15 +231,15 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 	}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{
-		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Pages: pages,
+		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Pages: pages, Logger: logger,
 	}, handlerOpts...))
 
 	// Health and reflection over gRPC, gRPC-Web and Connect.
 	health := grpchealth.NewStaticChecker(services...)
-	mux.Handle(grpchealth.NewHandler(health, handlerOpts...))
+	mux.Handle(grpchealth.NewHandler(health, publicOpts...))
 	reflector := grpcreflect.NewStaticReflector(append(services, grpchealth.HealthV1ServiceName)...)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector, handlerOpts...))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, handlerOpts...))
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, publicOpts...))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, publicOpts...))
 
 	// The SSE form of every server-streaming RPC, over the same handlers.
 	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: *pingEvery}))
@@ -226,10 +259,24 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	v1 := authn.Middleware(auth.AccessAny, func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
 		api.WriteOpenAIError(w, r, err)
 	})
+	v1 = gateway.Then(v1, gateway.JSONElements(*maxElements)) // counted as read, after authentication
 	mux.Handle("POST /v1/chat/completions", metrics.HTTP("openai_chat_completions", v1(http.HandlerFunc(openai.ChatCompletions))))
 	mux.Handle("POST /v1/embeddings", metrics.HTTP("openai_embeddings", v1(http.HandlerFunc(openai.Embeddings))))
 	mux.Handle("GET /v1/models", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Models))))
 	mux.Handle("GET /v1/models/{id}", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Model))))
+	mux.Handle("POST /v1/responses", metrics.HTTP("openai_responses", v1(http.HandlerFunc(openai.CreateResponse))))
+	mux.Handle("GET /v1/responses/{id}", metrics.HTTP("openai_responses_get", v1(http.HandlerFunc(openai.GetResponse))))
+	mux.Handle("DELETE /v1/responses/{id}", metrics.HTTP("openai_responses_delete", v1(http.HandlerFunc(openai.DeleteResponse))))
+	mux.Handle("GET /v1/responses/{id}/input_items", metrics.HTTP("openai_responses_input_items", v1(http.HandlerFunc(openai.ListResponseInputItems))))
+	mux.Handle("POST /v1/completions", metrics.HTTP("openai_completions", v1(http.HandlerFunc(openai.Completions))))
+	// Anthropic's Messages API (x-api-key or Bearer; errors in Anthropic's JSON).
+	anthropic := &api.AnthropicHandler{OpenAI: openai}
+	anthropicV1 := authn.Middleware(auth.AccessAny, func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
+		api.WriteAnthropicError(w, r, err)
+	})
+	anthropicV1 = gateway.Then(anthropicV1, gateway.JSONElements(*maxElements))
+	mux.Handle("POST /v1/messages", metrics.HTTP("anthropic_messages", anthropicV1(http.HandlerFunc(anthropic.Messages))))
+	mux.Handle("POST /v1/messages/count_tokens", metrics.HTTP("anthropic_count_tokens", anthropicV1(http.HandlerFunc(anthropic.CountTokens))))
 	mux.Handle("/v1/", metrics.HTTP("openai_not_found", http.HandlerFunc(openai.NotFound)))
 
 	// Plain HTTP endpoints.
@@ -245,9 +292,11 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
+		gateway.BodyReadTimeout(cfg.BodyReadTimeout),
 		gateway.CORS(cfg.WebOrigins),
 		gateway.Except(blob.Prefix, gateway.BodyLimit(cfg.MaxBodyBytes)), // an upload URL bounds its own length
 		auth.RecordOrigin,
+		authn.Gate, // credentials checked from the headers, before a body is read
 	)
 
 	if *debugListen != "" {
@@ -268,6 +317,8 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Handler: handler,
 		Grace:   cfg.ShutdownGrace,
 		Logger:  logger,
+		// Bodies are timed by gateway.BodyReadTimeout, in the chain.
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		OnShutdown: func() {
 			for _, name := range append(services, "") {
 				health.SetStatus(name, grpchealth.StatusNotServing)

@@ -70,6 +70,9 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 			return nil, err
 		}
 		s.Store = pg.Store()
+		if cfg.ClickHouseURL != "" {
+			s.Store = pg.StoreWithOutbox() // usage records wait in PostgreSQL for the relay
+		}
 		s.checks["postgres"] = pg.Ping
 	} else {
 		db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "parley.db"))
@@ -78,6 +81,9 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		}
 		s.closers = append(s.closers, db.Close)
 		s.Store = db.Store()
+		if cfg.ClickHouseURL != "" {
+			s.Store = db.StoreWithOutbox() // usage records wait in SQLite for the relay
+		}
 		s.checks["sqlite"] = db.Ping
 	}
 	if cfg.RedisURL != "" {

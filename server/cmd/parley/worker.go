@@ -29,6 +29,8 @@ func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	var (
 		listen, engineName, upstream, apiKey, logLevel string
+		token, tokenFile                               string
+		noToken                                        bool
 		models                                         []string
 		timeScale                                      float64
 		maxBatch                                       int
@@ -48,13 +50,33 @@ func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
 		return nil
 	})
 	fs.Float64Var(&timeScale, "time-scale", 1, "sim engine: time scale (1 real pace, 0 no waiting)")
-	fs.IntVar(&maxBatch, "max-batch", 0, "sequences decoded at once (sim default 32; openai: reported to the scheduler)")
+	fs.IntVar(&maxBatch, "max-batch", 0, "sequences decoded at once (sim default 32; openai: reported to the scheduler, default learned from the upstream where it tells — llama.cpp, TGI, SGLang — else none: the gateways admit by the upstream's measured queueing)")
 	fs.DurationVar(&grace, "shutdown-grace", 30*time.Second, "how long open generations may finish after SIGTERM")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
+	fs.StringVar(&token, "worker-token", "", "shared secret every WorkerService call must carry (Authorization: Bearer); give the gateways the same --worker-token")
+	fs.StringVar(&tokenFile, "worker-token-file", "", "file holding the worker token (instead of --worker-token)")
+	fs.BoolVar(&noToken, "insecure-no-worker-token", false, "serve without a worker token on a non-loopback address: anyone who reaches the port generates for free")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	logger := obs.NewLogger(logOut, logLevel)
+	token, err := config.ReadToken("worker-token", token, tokenFile)
+	if err != nil {
+		return err
+	}
+	if token == "" && !worker.IsLoopback(listen) {
+		if !noToken {
+			return fmt.Errorf("--listen %s is reachable from other hosts and no --worker-token is set: anyone who reaches it "+
+				"could generate without billing or limits. Give the worker and the gateways the same --worker-token "+
+				"(or PARLEY_WORKER_TOKEN, or --worker-token-file), or pass --insecure-no-worker-token on a network you trust", listen)
+		}
+		logger.Warn("INSECURE: no worker token on a non-loopback address; anyone who can reach this port can generate without billing or limits",
+			"listen", listen)
+	}
+	if *debugListen != "" {
+		go serveDebug(*debugListen, logger)
+	}
 
 	var engine worker.Engine
 	switch engineName {
@@ -75,7 +97,7 @@ func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 
 	mux := http.NewServeMux()
-	service := &worker.Service{Engine: engine, EngineName: engineName, Logger: logger}
+	service := &worker.Service{Engine: engine, EngineName: engineName, Logger: logger, Token: token}
 	// Deltas are a few bytes: compressing each one costs far more than it saves.
 	mux.Handle(service.Handler(connect.WithReadMaxBytes(64<<20), connect.WithCompressMinBytes(4096)))
 	health := grpchealth.NewStaticChecker(workerv1connect.WorkerServiceName)
@@ -86,7 +108,7 @@ func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	logger.Info("worker starting", "engine", engineName, "models", fmt.Sprint(modelIDs(engine)))
+	logger.Info("worker starting", "engine", engineName, "models", fmt.Sprint(modelIDs(engine)), "worker_token", token != "")
 	srv := &gateway.Server{
 		Handler: mux,
 		Grace:   grace,

@@ -1,7 +1,18 @@
 // Package clickhouse is the scale-mode store.Usage: usage records in a
 // ClickHouse MergeTree table ordered by (user_id, created_at), partitioned by
-// month, written in batches (the caller, server/usage's Sink, batches by size
-// and time off the request path) over the native protocol.
+// month, written in batches over the native protocol by server/usage's
+// Relay, which copies them from the ledger's outbox (each record committed
+// there with its charge) and deletes them only once Record returned.
+//
+// The relay ships at least once, so Record must store a retried record
+// once. 18.16 has no async inserts and no insert deduplication outside
+// Replicated tables (which need ZooKeeper), and a check for existing
+// request IDs before each insert would read the whole table (request_id is
+// not a key prefix) or race with a concurrent insert. So the table is a
+// ReplacingMergeTree whose sorting key holds the request ID: a record
+// shipped twice is the same row (same user, created_at and request ID, as
+// the outbox keeps them), folded by merges, and every read uses FINAL, so
+// no reader ever counts it twice.
 //
 // The driver is pinned at clickhouse-go/v2 v2.25.0 on purpose (go.mod): the
 // ClickHouse that Debian ships (18.16) is what our machines and CI run, and

@@ -218,6 +218,22 @@ func (db *DB) List(ctx context.Context, conversationID string, p store.PageReque
 	return out, store.EncodeCursor(last.CreatedAt.UnixNano(), last.ID), nil
 }
 
+// Delete implements store.Messages: one unlogged batch of row deletes, all
+// in the conversation's partition.
+func (db *DB) Delete(ctx context.Context, conversationID string, keys []store.MessageKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	b := db.s.Session.NewBatch(gocql.UnloggedBatch).WithContext(ctx)
+	for _, k := range keys {
+		b.Query(`DELETE FROM messages WHERE conv_id = ? AND created_at = ? AND id = ?`, conversationID, k.CreatedAt.UnixNano(), k.ID)
+	}
+	if err := db.s.Session.ExecuteBatch(b); err != nil {
+		return fmt.Errorf("cql: delete messages: %w", err)
+	}
+	return nil
+}
+
 // DeleteConversation implements store.Messages: one partition delete.
 func (db *DB) DeleteConversation(ctx context.Context, conversationID string) error {
 	if err := db.s.ContextQuery(ctx, `DELETE FROM messages WHERE conv_id = ?`, nil).Bind(conversationID).ExecRelease(); err != nil {

@@ -129,17 +129,30 @@ func (db *DB) Ping(ctx context.Context) error {
 }
 
 // Store returns the store interfaces backed by db. Limiter-free: rate limits
-// live in Redis.
+// live in Redis. The Ledger stores each settle's usage record in this
+// database's Usage, in the settle's statement.
 func (db *DB) Store() store.Store {
 	return store.Store{
 		Accounts:      accounts{db},
 		Conversations: conversations{db},
 		Messages:      messages{db},
-		Ledger:        ledger{db},
+		Ledger:        ledger{db: db},
 		Usage:         usage{db},
 		Attachments:   attachments{db},
 		Audit:         audit{db},
 	}
+}
+
+// StoreWithOutbox returns the store interfaces backed by db for a
+// deployment whose Usage store is elsewhere (ClickHouse): the Ledger stores
+// each settle's usage record in Outbox, in the settle's statement, for a
+// relay to copy to that store. Usage is nil: the caller sets it.
+func (db *DB) StoreWithOutbox() store.Store {
+	s := db.Store()
+	s.Ledger = ledger{db: db, outbox: true}
+	s.Usage = nil
+	s.Outbox = outbox{db}
+	return s
 }
 
 // Migrate applies the embedded migrations not yet recorded in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,43 @@ import (
 // table, so the pair is atomic without a transaction round trip, a
 // read-modify-write or a SERIALIZABLE retry loop. Gateways sharing the
 // database therefore cannot overshoot a balance.
-type ledger struct{ db *DB }
+//
+// Settle stores the request's usage record in the same statement or
+// transaction, into usage_records (this database's Usage) or, when the
+// Usage store is elsewhere (ClickHouse), into usage_outbox for the relay.
+type ledger struct {
+	db     *DB
+	outbox bool // records go to usage_outbox, not usage_records
+}
+
+// recordTable is where Settle writes usage records.
+func (l ledger) recordTable() string {
+	if l.outbox {
+		return "usage_outbox"
+	}
+	return "usage_records"
+}
+
+// recordColumns are the columns Settle writes, in the order of recordArgs.
+const recordColumns = `request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens,
+	cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user`
+
+// recordArgs are r's fields but its user and cost, which the statements
+// take from the settled reservation: $N+0 … $N+10 are request_id, api_key_id,
+// channel, model, prompt_tokens, completion_tokens, cached_tokens,
+// estimated, finish_reason, created_at, end_user.
+func recordArgs(r *store.UsageRecord) []any {
+	return []any{r.RequestID, r.APIKeyID, r.Channel, r.Model, r.PromptTokens, r.CompletionTokens,
+		r.CachedTokens, r.Estimated, r.FinishReason, ts(r.CreatedAt), r.EndUser}
+}
+
+// recordValues is the SELECT list that inserts a record whose arguments
+// start at $n, with user and cost from the given expressions.
+func recordValues(n int, user, cost string) string {
+	p := func(i int) string { return fmt.Sprintf("$%d", n+i) }
+	return strings.Join([]string{p(0), user, p(1), p(2), p(3), p(4) + "::bigint", p(5) + "::bigint", p(6) + "::bigint",
+		p(7) + "::boolean", cost, p(8), p(9) + "::bigint", p(10)}, ", ")
+}
 
 func (l ledger) Account(ctx context.Context, userID string) (store.Balance, error) {
 	var b store.Balance
@@ -95,22 +132,42 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 	return b, nil
 }
 
-func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time) (store.Settlement, error) {
-	if costNanos < 0 {
-		return store.Settlement{}, fmt.Errorf("%w: negative cost %d", store.ErrInvalidArgument, costNanos)
+func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time, record *store.UsageRecord) (store.Settlement, error) {
+	if err := store.CheckSettle(reservationID, costNanos, record); err != nil {
+		return store.Settlement{}, err
+	}
+	if reservationID == "" {
+		if record == nil {
+			return store.Settlement{}, nil
+		}
+		// Nothing held, nothing charged: the record alone, once.
+		_, err := l.db.exec(ctx, `INSERT INTO `+l.recordTable()+` (`+recordColumns+`)
+			SELECT `+recordValues(2, "$1", "0")+` ON CONFLICT (request_id) DO NOTHING`,
+			append([]any{record.UserID}, recordArgs(record)...)...)
+		return store.Settlement{}, err
 	}
 	var s store.Settlement
-	// The normal case, one statement: close a held reservation and return
-	// the unspent part to the balance.
-	err := l.db.pool.QueryRow(ctx, `WITH r AS (
+	// The normal case, one statement: close a held reservation, return the
+	// unspent part to the balance and store the usage record with what was
+	// charged. A failing insert (a request ID already stored) fails the
+	// statement, so nothing is charged.
+	q := `WITH r AS (
 			UPDATE reservations
 			SET status = 'settled', charged_nanos = least($1, amount_nanos), refunded_nanos = amount_nanos - least($1, amount_nanos), closed_at = $2
 			WHERE id = $3 AND status = 'held'
 			RETURNING user_id, amount_nanos, charged_nanos, refunded_nanos),
 		b AS (UPDATE billing_accounts ba
 			SET reserved_nanos = ba.reserved_nanos - r.amount_nanos, available_nanos = ba.available_nanos + r.refunded_nanos
-			FROM r WHERE ba.user_id = r.user_id)
-		SELECT charged_nanos, refunded_nanos FROM r`, costNanos, ts(now), reservationID).Scan(&s.ChargedNanos, &s.RefundedNanos)
+			FROM r WHERE ba.user_id = r.user_id)`
+	args := []any{costNanos, ts(now), reservationID}
+	if record != nil {
+		q += `,
+		u AS (INSERT INTO ` + l.recordTable() + ` (` + recordColumns + `)
+			SELECT ` + recordValues(4, "r.user_id", "r.charged_nanos") + ` FROM r)`
+		args = append(args, recordArgs(record)...)
+	}
+	err := l.db.pool.QueryRow(ctx, q+`
+		SELECT charged_nanos, refunded_nanos FROM r`, args...).Scan(&s.ChargedNanos, &s.RefundedNanos)
 	if err == nil {
 		return s, nil
 	}
@@ -118,7 +175,8 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		return store.Settlement{}, mapErr(err)
 	}
 	// Rare paths: a reservation the sweeper released (charge what the
-	// balance allows, once), or one already settled (report it).
+	// balance allows, once, with its record), or one already settled
+	// (report it).
 	err = pgx.BeginFunc(ctx, l.db.pool, func(tx pgx.Tx) error {
 		var userID, status string
 		err := tx.QueryRow(ctx, `SELECT user_id, status, charged_nanos, refunded_nanos, late FROM reservations WHERE id = $1 FOR UPDATE`,
@@ -143,13 +201,20 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			return err
 		}
 		s.RefundedNanos, s.Late = 0, true
-		_, err = tx.Exec(ctx, `UPDATE billing_accounts SET available_nanos = available_nanos - $1 WHERE user_id = $2`, s.ChargedNanos, userID)
+		if _, err = tx.Exec(ctx, `UPDATE billing_accounts SET available_nanos = available_nanos - $1 WHERE user_id = $2`, s.ChargedNanos, userID); err != nil {
+			return err
+		}
+		if record == nil {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+l.recordTable()+` (`+recordColumns+`)
+			SELECT `+recordValues(3, "$1", "$2::bigint"), append([]any{userID, s.ChargedNanos}, recordArgs(record)...)...)
 		return err
 	})
 	if errors.Is(err, errRetry) {
 		// Held again cannot happen (held is only ever left), but a row
 		// committed between the two statements can: settle it normally.
-		return l.Settle(ctx, reservationID, costNanos, now)
+		return l.Settle(ctx, reservationID, costNanos, now, record)
 	}
 	if err != nil {
 		return store.Settlement{}, mapErr(err)

@@ -46,7 +46,7 @@ func TestMeasureReserveSettle(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if _, err := s.Ledger.Settle(ctx, id, 600, now); err != nil {
+					if _, err := s.Ledger.Settle(ctx, id, 600, now, &store.UsageRecord{RequestID: id, Channel: store.ChannelAPI, Model: "m", CreatedAt: now}); err != nil {
 						t.Error(err)
 						return
 					}

@@ -64,6 +64,18 @@ func (m messages) List(ctx context.Context, conversationID string, p store.PageR
 	return out, next, nil
 }
 
+func (m messages) Delete(ctx context.Context, conversationID string, keys []store.MessageKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	_, err := m.db.exec(ctx, `DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)`, conversationID, ids)
+	return err
+}
+
 func (m messages) DeleteConversation(ctx context.Context, conversationID string) error {
 	_, err := m.db.exec(ctx, `DELETE FROM messages WHERE conversation_id = $1`, conversationID)
 	return err

@@ -43,11 +43,17 @@ func open(t testing.TB) *postgres.DB {
 
 func newStore(t *testing.T) store.Store { return open(t).Store() }
 
+// newOutboxStore is newStore for a deployment whose Usage store is
+// ClickHouse: the ledger records into the outbox.
+func newOutboxStore(t *testing.T) store.Store { return open(t).StoreWithOutbox() }
+
 func TestAccounts(t *testing.T)      { t.Parallel(); storetest.TestAccounts(t, newStore) }
 func TestConversations(t *testing.T) { t.Parallel(); storetest.TestConversations(t, newStore) }
 func TestMessages(t *testing.T)      { t.Parallel(); storetest.TestMessages(t, newStore) }
 func TestLedger(t *testing.T)        { t.Parallel(); storetest.TestLedger(t, newStore) }
 func TestUsage(t *testing.T)         { t.Parallel(); storetest.TestUsage(t, newStore) }
+func TestLedgerOutbox(t *testing.T)  { t.Parallel(); storetest.TestLedger(t, newOutboxStore) }
+func TestUsageOutbox(t *testing.T)   { t.Parallel(); storetest.TestUsageOutbox(t, newOutboxStore) }
 func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
 func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
 

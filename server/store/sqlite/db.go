@@ -42,6 +42,8 @@ type DB struct {
 	r *sql.DB // read-only connections
 
 	stmts sync.Map // query text → *sql.Stmt prepared on w
+
+	shipMu sync.Mutex // serialises UsageOutbox.Ship
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -114,17 +116,31 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Store returns the store interfaces backed by db.
+// Store returns the store interfaces backed by db. The Ledger stores each
+// settle's usage record in this database's Usage, in the settle's
+// transaction.
 func (db *DB) Store() store.Store {
 	return store.Store{
 		Accounts:      accounts{db},
 		Conversations: conversations{db},
 		Messages:      messages{db},
-		Ledger:        ledger{db},
+		Ledger:        ledger{db: db},
 		Usage:         usage{db},
 		Attachments:   attachments{db},
 		Audit:         audit{db},
 	}
+}
+
+// StoreWithOutbox returns the store interfaces backed by db for a
+// deployment whose Usage store is elsewhere (ClickHouse): the Ledger stores
+// each settle's usage record in Outbox, in the settle's transaction, for a
+// relay to copy to that store. Usage is nil: the caller sets it.
+func (db *DB) StoreWithOutbox() store.Store {
+	s := db.Store()
+	s.Ledger = ledger{db: db, outbox: true}
+	s.Usage = nil
+	s.Outbox = outbox{db: db, mu: &db.shipMu}
+	return s
 }
 
 // Migrate applies the embedded migrations that are not yet recorded in

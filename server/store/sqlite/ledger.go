@@ -14,7 +14,37 @@ import (
 // change is a conditional UPDATE inside one write transaction: the condition
 // (available >= amount, status = 'held') is evaluated by SQLite on the row it
 // changes, never by Go on a value read earlier.
-type ledger struct{ db *DB }
+//
+// Settle stores the request's usage record in the same transaction, into
+// usage_records (this database's Usage) or, when the Usage store is
+// elsewhere, into usage_outbox for the relay.
+type ledger struct {
+	db     *DB
+	outbox bool // records go to usage_outbox, not usage_records
+}
+
+// recordTable is where Settle writes usage records.
+func (l ledger) recordTable() string {
+	if l.outbox {
+		return "usage_outbox"
+	}
+	return "usage_records"
+}
+
+// insertRecord stores r (its cost and user as settled) in the transaction.
+// A RequestID already stored fails with a constraint error unless
+// skipExisting.
+func (l ledger) insertRecord(ctx context.Context, tx *txn, r *store.UsageRecord, skipExisting bool) error {
+	q := `INSERT INTO ` + l.recordTable() + ` (request_id, user_id, api_key_id, channel, model,
+		prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	if skipExisting {
+		q += ` ON CONFLICT (request_id) DO NOTHING`
+	}
+	_, err := tx.ExecContext(ctx, q, r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model,
+		r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser)
+	return err
+}
 
 func (l ledger) Account(ctx context.Context, userID string) (store.Balance, error) {
 	var b store.Balance
@@ -101,11 +131,31 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 	return b, nil
 }
 
-func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time) (store.Settlement, error) {
-	if costNanos < 0 {
-		return store.Settlement{}, fmt.Errorf("%w: negative cost %d", store.ErrInvalidArgument, costNanos)
+func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time, record *store.UsageRecord) (store.Settlement, error) {
+	if err := store.CheckSettle(reservationID, costNanos, record); err != nil {
+		return store.Settlement{}, err
+	}
+	var rec store.UsageRecord
+	if record != nil {
+		rec = *record
+	}
+	if reservationID == "" {
+		if record == nil {
+			return store.Settlement{}, nil
+		}
+		// Nothing held, nothing charged: the record alone, once.
+		rec.CostNanos = 0
+		return store.Settlement{}, mapErr(l.db.write(ctx, func(tx *txn) error { return l.insertRecord(ctx, tx, &rec, true) }))
 	}
 	var s store.Settlement
+	// record stores the usage record of a charge just made in tx.
+	recordCharge := func(tx *txn, userID string) error {
+		if record == nil {
+			return nil
+		}
+		rec.UserID, rec.CostNanos = userID, s.ChargedNanos
+		return l.insertRecord(ctx, tx, &rec, false)
+	}
 	err := l.db.write(ctx, func(tx *txn) error {
 		// The normal case: close a held reservation.
 		var userID string
@@ -122,7 +172,10 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err != nil {
 				return err
 			}
-			return affectedOne(res, "billing account")
+			if err := affectedOne(res, "billing account"); err != nil {
+				return err
+			}
+			return recordCharge(tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -141,7 +194,10 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err != nil {
 				return err
 			}
-			return affectedOne(res, "billing account")
+			if err := affectedOne(res, "billing account"); err != nil {
+				return err
+			}
+			return recordCharge(tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -63,6 +64,18 @@ func (m messages) List(ctx context.Context, conversationID string, p store.PageR
 	}
 	out, next := store.Page(out, limit, func(v store.Message) (int64, string) { return ts(v.CreatedAt), v.ID })
 	return out, next, nil
+}
+
+func (m messages) Delete(ctx context.Context, conversationID string, keys []store.MessageKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	args := []any{conversationID}
+	for _, k := range keys {
+		args = append(args, k.ID)
+	}
+	_, err := m.db.exec(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
+	return err
 }
 
 func (m messages) DeleteConversation(ctx context.Context, conversationID string) error {

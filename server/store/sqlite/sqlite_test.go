@@ -19,11 +19,25 @@ func newStore(t *testing.T) store.Store {
 	return db.Store()
 }
 
+// newOutboxStore is newStore for a deployment whose Usage store is
+// elsewhere: the ledger records into the outbox.
+func newOutboxStore(t *testing.T) store.Store {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "parley.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db.StoreWithOutbox()
+}
+
 func TestAccounts(t *testing.T)      { t.Parallel(); storetest.TestAccounts(t, newStore) }
 func TestConversations(t *testing.T) { t.Parallel(); storetest.TestConversations(t, newStore) }
 func TestMessages(t *testing.T)      { t.Parallel(); storetest.TestMessages(t, newStore) }
 func TestLedger(t *testing.T)        { t.Parallel(); storetest.TestLedger(t, newStore) }
 func TestUsage(t *testing.T)         { t.Parallel(); storetest.TestUsage(t, newStore) }
+func TestLedgerOutbox(t *testing.T)  { t.Parallel(); storetest.TestLedger(t, newOutboxStore) }
+func TestUsageOutbox(t *testing.T)   { t.Parallel(); storetest.TestUsageOutbox(t, newOutboxStore) }
 func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
 func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
 

@@ -3,6 +3,7 @@ package storetest
 import (
 	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -172,21 +173,39 @@ func TestMessages(t *testing.T, newStore NewStore) {
 			Parts: []store.Part{{Text: "Describe this"}, {AttachmentID: newID()}}, Tokens: 12, CreatedAt: t0}
 		m2 := store.Message{ID: newID(), ConversationID: conv, Role: "assistant", Parts: []store.Part{{Text: "A cat. «ünïcödé» 🐈"}},
 			Model: "sim-small", Tokens: 40, FinishReason: "stop", CreatedAt: t0.Add(time.Second)}
-		noErr(t, s.Messages.Append(ctx, m2), "Append m2")
-		noErr(t, s.Messages.Append(ctx, m1), "Append m1")
-		noErr(t, s.Messages.Append(ctx, m1), "Append m1 again (no-op)")
+		// A tool round trip: an inline image, calls (with text and a surface's
+		// meta), their results.
+		m3 := store.Message{ID: newID(), ConversationID: conv, Role: "user", CreatedAt: t0.Add(2 * time.Second), Parts: []store.Part{
+			{Text: "Weather where this is?"}, {Image: &store.Image{Data: []byte{0xff, 0xd8, 0x00, 0x7f}, MimeType: "image/jpeg", Width: 3, Height: 2}}}}
+		m4 := store.Message{ID: newID(), ConversationID: conv, Role: "assistant", Model: "sim-small", Tokens: 9, FinishReason: "tool_calls",
+			CreatedAt: t0.Add(3 * time.Second), Parts: []store.Part{
+				{Text: "Looking."},
+				{ToolCall: &store.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
+				{ToolCall: &store.ToolCall{ID: "call_2", Name: "get_time", Arguments: `{}`}},
+				{Meta: `{"previous":"x","inputs":["a","b"]}`}}}
+		m5 := store.Message{ID: newID(), ConversationID: conv, Role: "tool", CreatedAt: t0.Add(4 * time.Second), Parts: []store.Part{
+			{ToolResult: &store.ToolResult{ToolCallID: "call_1", Content: `{"temperature": 18}`}}}}
+		m6 := store.Message{ID: newID(), ConversationID: conv, Role: "tool", CreatedAt: t0.Add(4 * time.Second), Parts: []store.Part{
+			{ToolResult: &store.ToolResult{ToolCallID: "call_2", Content: ""}}}}
+		if m6.ID < m5.ID {
+			m5, m6 = m6, m5
+		}
+		for _, m := range []store.Message{m2, m1, m1, m6, m4, m3, m5} {
+			noErr(t, s.Messages.Append(ctx, m), "Append (m1 twice: a no-op)")
+		}
 		noErr(t, s.Messages.Append(ctx, store.Message{ID: newID(), ConversationID: other, Role: "user", CreatedAt: t0}), "Append other")
 
 		got, next, err := s.Messages.List(ctx, conv, store.PageRequest{})
 		noErr(t, err, "List")
-		if next != "" || len(got) != 2 {
+		all := []store.Message{m1, m2, m3, m4, m5, m6}
+		if next != "" || len(got) != len(all) {
 			t.Fatalf("List = %d messages, next %q", len(got), next)
 		}
-		for i, want := range []store.Message{m1, m2} {
+		for i, want := range all {
 			g := got[i]
 			sameTime(t, g.CreatedAt, want.CreatedAt, "CreatedAt")
 			if g.ID != want.ID || g.ConversationID != conv || g.Role != want.Role || g.Model != want.Model ||
-				g.Tokens != want.Tokens || g.FinishReason != want.FinishReason || !slices.Equal(g.Parts, want.Parts) {
+				g.Tokens != want.Tokens || g.FinishReason != want.FinishReason || !reflect.DeepEqual(g.Parts, want.Parts) {
 				t.Fatalf("message %d = %+v, want %+v", i, g, want)
 			}
 		}
@@ -203,6 +222,42 @@ func TestMessages(t *testing.T, newStore NewStore) {
 			t.Fatalf("other conversation has %d messages, want 1", len(got))
 		}
 		noErr(t, s.Messages.DeleteConversation(ctx, newID()), "DeleteConversation unknown")
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		conv, other := newID(), newID()
+		var msgs []store.Message
+		for i := range 5 {
+			m := store.Message{ID: newID(), ConversationID: conv, Role: "user", Parts: []store.Part{{Text: fmt.Sprint(i)}},
+				CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)}
+			noErr(t, s.Messages.Append(ctx, m), "Append")
+			msgs = append(msgs, m)
+		}
+		bystander := store.Message{ID: newID(), ConversationID: other, Role: "user", Parts: []store.Part{{Text: "stay"}}, CreatedAt: t0}
+		noErr(t, s.Messages.Append(ctx, bystander), "Append other")
+		listed, _, err := s.Messages.List(ctx, conv, store.PageRequest{})
+		noErr(t, err, "List")
+		key := func(m store.Message) store.MessageKey { return store.MessageKey{ID: m.ID, CreatedAt: m.CreatedAt} }
+		// The keys as List returned them; one names nothing, one is another
+		// conversation's message.
+		noErr(t, s.Messages.Delete(ctx, conv, []store.MessageKey{key(listed[1]), key(listed[3]),
+			{ID: newID(), CreatedAt: t0}, key(bystander)}), "Delete")
+		noErr(t, s.Messages.Delete(ctx, conv, nil), "Delete nothing")
+		got, _, err := s.Messages.List(ctx, conv, store.PageRequest{})
+		noErr(t, err, "List after Delete")
+		if len(got) != 3 || got[0].ID != msgs[0].ID || got[1].ID != msgs[2].ID || got[2].ID != msgs[4].ID {
+			t.Fatalf("after Delete: %+v", got)
+		}
+		got, _, err = s.Messages.List(ctx, other, store.PageRequest{})
+		noErr(t, err, "List other")
+		if len(got) != 1 || got[0].ID != bystander.ID {
+			t.Fatalf("Delete reached another conversation: %+v", got)
+		}
+		noErr(t, s.Messages.Delete(ctx, newID(), []store.MessageKey{key(msgs[0])}), "Delete in an unknown conversation")
+		if got, _, _ = s.Messages.List(ctx, conv, store.PageRequest{}); len(got) != 3 {
+			t.Fatalf("a Delete naming another conversation removed messages: %d left", len(got))
+		}
 	})
 
 	t.Run("Pagination", func(t *testing.T) {

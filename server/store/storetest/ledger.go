@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +29,65 @@ func topUp(t *testing.T, s store.Store, userID string, n int64) {
 
 func reservation(userID string, amount int64, ttl time.Duration) store.Reservation {
 	return store.Reservation{ID: newID(), UserID: userID, AmountNanos: amount, CreatedAt: t0, ExpiresAt: t0.Add(ttl)}
+}
+
+// usageOf returns a fresh request's usage record for Settle.
+func usageOf(userID string) *store.UsageRecord {
+	return &store.UsageRecord{RequestID: newID(), UserID: userID, APIKeyID: "k", Channel: store.ChannelAPI, Model: "sim-small",
+		PromptTokens: 10, CompletionTokens: 5, CachedTokens: 2, Estimated: true, FinishReason: "stop", CreatedAt: t0, EndUser: "e"}
+}
+
+// errPeek makes UsageOutbox.Ship keep the records it handed out.
+var errPeek = errors.New("storetest: peek")
+
+// recordsOf returns every usage record of the user that Settle stored: in
+// Usage, or still waiting in the Outbox.
+func recordsOf(t *testing.T, s store.Store, userID string) []store.UsageRecord {
+	t.Helper()
+	if s.Outbox == nil {
+		return collect(t, store.MaxPageSize, func(p store.PageRequest) ([]store.UsageRecord, string, error) {
+			return s.Usage.List(t.Context(), userID, store.UsageFilter{}, p)
+		})
+	}
+	var all []store.UsageRecord
+	_, err := s.Outbox.Ship(t.Context(), 1_000_000, func(_ context.Context, recs []store.UsageRecord) error {
+		all = recs
+		return errPeek
+	})
+	if !errors.Is(err, errPeek) && err != nil {
+		t.Fatalf("Outbox.Ship: %v", err)
+	}
+	var out []store.UsageRecord
+	for _, r := range all {
+		if r.UserID == userID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// wantRecords asserts that the user's stored records cost exactly these
+// amounts (in any order).
+func wantRecords(t *testing.T, s store.Store, userID string, costs ...int64) {
+	t.Helper()
+	recs := recordsOf(t, s, userID)
+	got := make([]int64, len(recs))
+	for i, r := range recs {
+		got[i] = r.CostNanos
+	}
+	slices.Sort(got)
+	slices.Sort(costs)
+	if !slices.Equal(got, costs) {
+		t.Fatalf("records of %s cost %v, want %v", userID, got, costs)
+	}
+}
+
+func sumCost(recs []store.UsageRecord) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.CostNanos
+	}
+	return n
 }
 
 // TestLedger is the conformance suite for store.Ledger.
@@ -91,13 +152,13 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		_, err = s.Ledger.Reserve(ctx, reservation(u.ID, 0, time.Hour))
 		wantErr(t, err, store.ErrInvalidArgument, "Reserve zero")
 
-		st, err := s.Ledger.Settle(ctx, r1.ID, 150, t0.Add(time.Minute))
+		st, err := s.Ledger.Settle(ctx, r1.ID, 150, t0.Add(time.Minute), usageOf(u.ID))
 		noErr(t, err, "Settle")
 		if st != (store.Settlement{ChargedNanos: 150, RefundedNanos: 250}) {
 			t.Fatalf("Settle = %+v", st)
 		}
 		wantBalance(t, s, u.ID, 850, 0)
-		again, err := s.Ledger.Settle(ctx, r1.ID, 400, t0.Add(2*time.Minute))
+		again, err := s.Ledger.Settle(ctx, r1.ID, 400, t0.Add(2*time.Minute), usageOf(u.ID))
 		noErr(t, err, "Settle again")
 		if again != st {
 			t.Fatalf("second Settle = %+v, want %+v", again, st)
@@ -108,17 +169,21 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		r2 := reservation(u.ID, 300, time.Hour)
 		_, err = s.Ledger.Reserve(ctx, r2)
 		noErr(t, err, "Reserve r2")
-		st, err = s.Ledger.Settle(ctx, r2.ID, 10_000, t0)
+		st, err = s.Ledger.Settle(ctx, r2.ID, 10_000, t0, usageOf(u.ID))
 		noErr(t, err, "Settle over")
 		if st != (store.Settlement{ChargedNanos: 300}) {
 			t.Fatalf("Settle over = %+v", st)
 		}
 		wantBalance(t, s, u.ID, 550, 0)
 		wantBalance(t, s, other.ID, 1000, 0)
+		// One record per charge, with what was charged; the second settle
+		// of r1 recorded nothing.
+		wantRecords(t, s, u.ID, 150, 300)
+		wantRecords(t, s, other.ID)
 
-		_, err = s.Ledger.Settle(ctx, newID(), 1, t0)
+		_, err = s.Ledger.Settle(ctx, newID(), 1, t0, usageOf(u.ID))
 		wantErr(t, err, store.ErrNotFound, "Settle unknown")
-		_, err = s.Ledger.Settle(ctx, r2.ID, -1, t0)
+		_, err = s.Ledger.Settle(ctx, r2.ID, -1, t0, usageOf(u.ID))
 		wantErr(t, err, store.ErrInvalidArgument, "Settle negative")
 	})
 
@@ -136,7 +201,7 @@ func TestLedger(t *testing.T, newStore NewStore) {
 			_, err := s.Ledger.Reserve(ctx, r)
 			noErr(t, err, "Reserve")
 		}
-		_, err := s.Ledger.Settle(ctx, settled.ID, 100, t0)
+		_, err := s.Ledger.Settle(ctx, settled.ID, 100, t0, usageOf(u.ID))
 		noErr(t, err, "Settle")
 		wantBalance(t, s, u.ID, 400, 500)
 
@@ -159,13 +224,13 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		}
 
 		// A settle arriving after the sweeper charges from available, once.
-		st, err := s.Ledger.Settle(ctx, short.ID, 250, t0.Add(2*time.Minute))
+		st, err := s.Ledger.Settle(ctx, short.ID, 250, t0.Add(2*time.Minute), usageOf(u.ID))
 		noErr(t, err, "late Settle")
 		if st != (store.Settlement{ChargedNanos: 250, Late: true}) {
 			t.Fatalf("late Settle = %+v", st)
 		}
 		wantBalance(t, s, u.ID, 450, 200)
-		again, err := s.Ledger.Settle(ctx, short.ID, 250, t0.Add(3*time.Minute))
+		again, err := s.Ledger.Settle(ctx, short.ID, 250, t0.Add(3*time.Minute), usageOf(u.ID))
 		noErr(t, err, "late Settle again")
 		if again != st {
 			t.Fatalf("late Settle again = %+v", again)
@@ -175,12 +240,14 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		// A late charge never takes the balance below zero.
 		_, err = s.Ledger.Adjust(ctx, store.Adjustment{UserID: v.ID, DeltaNanos: -950, Reason: "drain", At: t0})
 		noErr(t, err, "drain")
-		st, err = s.Ledger.Settle(ctx, vShort.ID, 100, t0.Add(2*time.Minute))
+		st, err = s.Ledger.Settle(ctx, vShort.ID, 100, t0.Add(2*time.Minute), usageOf(v.ID))
 		noErr(t, err, "late Settle bounded")
 		if st != (store.Settlement{ChargedNanos: 50, Late: true}) {
 			t.Fatalf("late Settle bounded = %+v", st)
 		}
 		wantBalance(t, s, v.ID, 0, 0)
+		wantRecords(t, s, u.ID, 100, 250)
+		wantRecords(t, s, v.ID, 50)
 	})
 
 	t.Run("ConcurrentReserve", func(t *testing.T) {
@@ -221,9 +288,10 @@ func TestLedger(t *testing.T, newStore NewStore) {
 			cost := (i * 37_123) % (amount + 1)
 			i++
 			var once sync.Once
+			rec := usageOf(u.ID) // both settles are the same request's
 			for range 2 {
 				wg.Go(func() {
-					st, err := s.Ledger.Settle(ctx, id, cost, t0)
+					st, err := s.Ledger.Settle(ctx, id, cost, t0, rec)
 					if err != nil {
 						t.Errorf("Settle: %v", err)
 						return
@@ -237,6 +305,12 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		}
 		wg.Wait()
 		wantBalance(t, s, u.ID, amount*fits-charged.Load(), 0)
+		// Recorded once each: as many records as reservations, costing
+		// what was charged.
+		recs := recordsOf(t, s, u.ID)
+		if len(recs) != fits || sumCost(recs) != charged.Load() {
+			t.Fatalf("%d records costing %d; want %d costing %d", len(recs), sumCost(recs), fits, charged.Load())
+		}
 	})
 
 	t.Run("ConcurrentReserveSettle", func(t *testing.T) {
@@ -256,7 +330,7 @@ func TestLedger(t *testing.T, newStore NewStore) {
 					}
 					return
 				}
-				st, err := s.Ledger.Settle(ctx, r.ID, int64(g%5)*40, t0)
+				st, err := s.Ledger.Settle(ctx, r.ID, int64(g%5)*40, t0, usageOf(u.ID))
 				if err != nil {
 					t.Errorf("Settle: %v", err)
 					return
@@ -273,5 +347,126 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		if charged.Load() == 0 {
 			t.Fatal("nothing was charged")
 		}
+		if recs := recordsOf(t, s, u.ID); sumCost(recs) != charged.Load() {
+			t.Fatalf("%d records costing %d; %d was charged", len(recs), sumCost(recs), charged.Load())
+		}
+	})
+
+	t.Run("SettleRecords", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "rec@example.com")
+		topUp(t, s, u.ID, 1000)
+
+		// The record is stored with the reservation's user and the charge.
+		r1 := reservation(u.ID, 400, time.Hour)
+		_, err := s.Ledger.Reserve(ctx, r1)
+		noErr(t, err, "Reserve")
+		rec := usageOf("")
+		rec.CostNanos = 999_999
+		_, err = s.Ledger.Settle(ctx, r1.ID, 120, t0, rec)
+		noErr(t, err, "Settle")
+		got := recordsOf(t, s, u.ID)
+		if len(got) != 1 {
+			t.Fatalf("%d records, want 1", len(got))
+		}
+		want := *rec
+		want.UserID, want.CostNanos = u.ID, 120
+		sameTime(t, got[0].CreatedAt, want.CreatedAt, "CreatedAt")
+		got[0].CreatedAt = want.CreatedAt
+		if got[0] != want {
+			t.Fatalf("record = %+v, want %+v", got[0], want)
+		}
+		if rec.CostNanos != 999_999 || rec.UserID != "" {
+			t.Fatalf("Settle changed the caller's record: %+v", rec)
+		}
+
+		// A charge needs its record; refused, it changes nothing.
+		r2 := reservation(u.ID, 100, time.Hour)
+		_, err = s.Ledger.Reserve(ctx, r2)
+		noErr(t, err, "Reserve r2")
+		_, err = s.Ledger.Settle(ctx, r2.ID, 1, t0, nil)
+		wantErr(t, err, store.ErrInvalidArgument, "Settle a charge without a record")
+		_, err = s.Ledger.Settle(ctx, r2.ID, 1, t0, &store.UsageRecord{UserID: u.ID})
+		wantErr(t, err, store.ErrInvalidArgument, "Settle with a record without a request ID")
+		wantBalance(t, s, u.ID, 780, 100)
+		// A release (nothing charged) needs none.
+		st, err := s.Ledger.Settle(ctx, r2.ID, 0, t0, nil)
+		noErr(t, err, "release")
+		if st != (store.Settlement{RefundedNanos: 100}) {
+			t.Fatalf("release = %+v", st)
+		}
+		wantBalance(t, s, u.ID, 880, 0)
+		wantRecords(t, s, u.ID, 120)
+
+		// Nothing held (a free model, the web channel): the record alone,
+		// at no cost, once.
+		free := usageOf(u.ID)
+		free.CostNanos = 5
+		for range 2 {
+			st, err = s.Ledger.Settle(ctx, "", 0, t0, free)
+			noErr(t, err, "Settle without a reservation")
+			if st != (store.Settlement{}) {
+				t.Fatalf("Settle without a reservation = %+v", st)
+			}
+		}
+		st, err = s.Ledger.Settle(ctx, "", 0, t0, nil)
+		noErr(t, err, "Settle nothing")
+		if st != (store.Settlement{}) {
+			t.Fatalf("Settle nothing = %+v", st)
+		}
+		wantBalance(t, s, u.ID, 880, 0)
+		wantRecords(t, s, u.ID, 0, 120)
+	})
+
+	t.Run("SettleIsAtomic", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "atomic@example.com")
+		topUp(t, s, u.ID, 1000)
+		held := reservation(u.ID, 300, time.Hour)
+		swept := reservation(u.ID, 200, time.Minute)
+		first := reservation(u.ID, 100, time.Hour)
+		for _, r := range []store.Reservation{held, swept, first} {
+			_, err := s.Ledger.Reserve(ctx, r)
+			noErr(t, err, "Reserve")
+		}
+		taken := usageOf(u.ID)
+		_, err := s.Ledger.Settle(ctx, first.ID, 60, t0, taken)
+		noErr(t, err, "Settle first")
+		wantBalance(t, s, u.ID, 440, 500)
+
+		// A settle whose record cannot be stored (its request ID is taken)
+		// charges nothing: the reservation stays held.
+		dup := *taken
+		dup.CostNanos = 0
+		_, err = s.Ledger.Settle(ctx, held.ID, 250, t0, &dup)
+		wantErr(t, err, store.ErrConflict, "Settle with a stored request ID")
+		wantBalance(t, s, u.ID, 440, 500)
+		wantRecords(t, s, u.ID, 60)
+
+		// The same on the late path, after the sweeper released the hold.
+		n, err := s.Ledger.ReleaseExpired(ctx, t0.Add(time.Minute))
+		noErr(t, err, "ReleaseExpired")
+		if n != 1 {
+			t.Fatalf("released %d, want 1", n)
+		}
+		wantBalance(t, s, u.ID, 640, 300)
+		_, err = s.Ledger.Settle(ctx, swept.ID, 150, t0.Add(2*time.Minute), &dup)
+		wantErr(t, err, store.ErrConflict, "late Settle with a stored request ID")
+		wantBalance(t, s, u.ID, 640, 300)
+		wantRecords(t, s, u.ID, 60)
+
+		// Both settle once the record can be stored, each with its record.
+		st, err := s.Ledger.Settle(ctx, held.ID, 250, t0, usageOf(u.ID))
+		noErr(t, err, "Settle held")
+		if st != (store.Settlement{ChargedNanos: 250, RefundedNanos: 50}) {
+			t.Fatalf("Settle held = %+v", st)
+		}
+		st, err = s.Ledger.Settle(ctx, swept.ID, 150, t0.Add(2*time.Minute), usageOf(u.ID))
+		noErr(t, err, "late Settle")
+		if st != (store.Settlement{ChargedNanos: 150, Late: true}) {
+			t.Fatalf("late Settle = %+v", st)
+		}
+		wantBalance(t, s, u.ID, 1000-60-250-150, 0)
+		wantRecords(t, s, u.ID, 60, 150, 250)
 	})
 }

@@ -39,8 +39,10 @@ type Config struct {
 	// ContextWindow and MaxOutputTokens describe every model (defaults 32768 and
 	// 4096); the gateway's catalog has the last word.
 	ContextWindow, MaxOutputTokens int
-	// MaxBatch is the upstream's sequence slots as reported to the scheduler (0:
-	// unknown, the scheduler's default applies).
+	// MaxBatch is the upstream's sequence slots as reported to the scheduler
+	// (0: learned from the upstream when New starts, where it tells — see
+	// slotProbes — else unknown: the gateways then admit by its measured
+	// queueing).
 	MaxBatch int
 	// HTTPClient reaches the upstream (default: a client without an overall
 	// timeout, which would cut long streams).
@@ -120,6 +122,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			ID: id, DisplayName: id, Description: "Served by an OpenAI-compatible inference server.",
 			ContextWindow: cfg.ContextWindow, MaxOutputTokens: cfg.MaxOutputTokens,
 		})
+	}
+	if e.cfg.MaxBatch <= 0 {
+		if n, server := e.learnSlots(ctx); n > 0 {
+			e.cfg.MaxBatch = n
+			cfg.Logger.Info("upstream slots learned", "server", server, "slots", n)
+		} else {
+			cfg.Logger.Info("upstream tells no slot count: reporting none, so gateways admit until it reports requests waiting (set --max-batch to cap)")
+		}
 	}
 	pollCtx, stop := context.WithCancel(context.Background())
 	e.stop = stop

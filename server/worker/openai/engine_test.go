@@ -343,3 +343,32 @@ func TestUnknownModel(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The engine learns its upstream's slots where the server tells them
+// (llama.cpp's /props, TGI's /info, SGLang's /get_server_info); --max-batch
+// wins; a server that tells none leaves MaxBatch 0.
+func TestLearnsUpstreamSlots(t *testing.T) {
+	for _, tc := range []struct {
+		path, body string
+		cfg        int
+		want       int
+	}{
+		{"GET /props", `{"total_slots":4,"default_generation_settings":{"n_ctx":4096}}`, 0, 4},
+		{"GET /info", `{"model_id":"m","max_concurrent_requests":128}`, 0, 128},
+		{"GET /get_server_info", `{"max_running_requests":48}`, 0, 48},
+		{"GET /get_server_info", `{"max_running_requests":null}`, 0, 0},
+		{"GET /props", `{"total_slots":4}`, 16, 16},
+		{"", "", 0, 0},
+	} {
+		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
+		if tc.path != "" {
+			u.Config.Handler.(*http.ServeMux).HandleFunc(tc.path, func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, tc.body)
+			})
+		}
+		e := newEngine(t, u, openai.Config{Models: []string{"m"}, MaxBatch: tc.cfg, MetricsURL: "-"})
+		if got := e.Load().MaxBatch; got != tc.want {
+			t.Errorf("%s %s (--max-batch %d): MaxBatch %d, want %d", tc.path, tc.body, tc.cfg, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package openai
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -152,4 +153,47 @@ func contains(names []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// slotProbe is where a kind of server says how many sequences it runs at
+// once: llama.cpp's /props (total_slots), TGI's /info
+// (max_concurrent_requests, past which it refuses) and SGLang's
+// /get_server_info (max_running_requests, when set). vLLM says it nowhere;
+// its metrics' waiting requests tell the gateways when it is full.
+var slotProbes = []struct {
+	server, path, field string
+}{
+	{"llama.cpp", "/props", "total_slots"},
+	{"TGI", "/info", "max_concurrent_requests"},
+	{"SGLang", "/get_server_info", "max_running_requests"},
+}
+
+// learnSlots asks the upstream for its sequence slots; 0 when it tells none.
+func (e *Engine) learnSlots(ctx context.Context) (slots int, server string) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	root := strings.TrimSuffix(e.cfg.BaseURL, "/v1")
+	for _, p := range slotProbes {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+p.path, nil)
+		if err != nil {
+			return 0, ""
+		}
+		e.authorize(req)
+		resp, err := e.cfg.HTTPClient.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ""
+			}
+			continue
+		}
+		var body map[string]any
+		if resp.StatusCode == http.StatusOK {
+			_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body)
+		}
+		resp.Body.Close()
+		if n, ok := body[p.field].(float64); ok && n >= 1 && n <= 1<<20 {
+			return int(n), p.server
+		}
+	}
+	return 0, ""
 }

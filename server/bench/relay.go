@@ -1,0 +1,600 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// RelayConfig is one run of the relay benchmark: a mock OpenAI-compatible
+// upstream, a worker (openai engine) in front of it and a gateway in front
+// of the worker, each its own process, with streamed answers driven through
+// the gateway and directly against the mock in the same run.
+type RelayConfig struct {
+	// Bin is the parley binary run as worker and gateway (default: this one).
+	Bin string
+	// BaselineBin, when set, is a second binary measured in the same run
+	// under the same load (e.g. the last release): its own worker and gateway.
+	BaselineBin string
+	// TokenDelays and Streams are the load runs: every pair is run.
+	TokenDelays []time.Duration
+	Streams     []int
+	// Tokens per answer and Answers per run.
+	Tokens, Answers int
+	// Trials is how many times each run is repeated; medians are reported.
+	Trials int
+	// Hold lists open-stream runs: that many streams at one token per
+	// HoldDelay held open at once, for HoldFor after the last has opened.
+	Hold               []int
+	HoldDelay, HoldFor time.Duration
+	// HoldOpening bounds the streams waiting for their first token while a
+	// hold run opens them.
+	HoldOpening int
+	// CPUsServers and CPUsLoad pin the worker and gateway, and the mock and
+	// this process, to CPU lists (taskset syntax; empty: not pinned).
+	CPUsServers, CPUsLoad string
+	// WorkerArgs and GatewayArgs are added to the processes' flags;
+	// BaselineWorkerArgs and BaselineGatewayArgs to the baseline's (default
+	// the same).
+	WorkerArgs, GatewayArgs                 []string
+	BaselineWorkerArgs, BaselineGatewayArgs []string
+	// ProfileDir, when set, receives CPU profiles of the gateway and worker
+	// (ProfileSeconds long) taken in each load run's first trial.
+	ProfileDir     string
+	ProfileSeconds int
+	// Progress receives a line per phase (nil: none).
+	Progress io.Writer
+}
+
+// variant is a parley binary under test with its worker and gateway.
+type variant struct {
+	name    string
+	bin     string
+	worker  *proc
+	gateway *proc
+	key     string
+	dir     string
+	wDebug  string // debug-listen addresses (profiling)
+	gDebug  string
+}
+
+// RunRelay runs the benchmark cfg describes and writes its tables to out.
+func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if cfg.Bin == "" {
+		cfg.Bin = self
+	}
+	if cfg.Trials <= 0 {
+		cfg.Trials = 1
+	}
+	if cfg.Tokens <= 0 {
+		cfg.Tokens = 50
+	}
+	if cfg.HoldOpening <= 0 {
+		cfg.HoldOpening = 200
+	}
+	if cfg.ProfileSeconds <= 0 {
+		cfg.ProfileSeconds = 10
+	}
+	if cfg.BaselineWorkerArgs == nil {
+		cfg.BaselineWorkerArgs = cfg.WorkerArgs
+	}
+	if cfg.BaselineGatewayArgs == nil {
+		cfg.BaselineGatewayArgs = cfg.GatewayArgs
+	}
+	if err := pinSelf(cfg.CPUsLoad); err != nil {
+		return err
+	}
+	// Open streams are open files in every process: raise the limit the
+	// processes inherit as far as allowed (a hold run of 50,000 streams
+	// needs over 100,000 in the worker).
+	raiseFileLimit()
+	r := &relay{cfg: cfg, out: out, self: self}
+	tmp, err := os.MkdirTemp("", "parley-bench-")
+	if err != nil {
+		return err
+	}
+	r.tmp = tmp
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(out, "parley bench relay: mock upstream → parley worker (openai engine) → parley serve → client over /v1/chat/completions (SSE)\n")
+	fmt.Fprintf(out, "binary %s", cfg.Bin)
+	if cfg.BaselineBin != "" {
+		fmt.Fprintf(out, ", baseline %s", cfg.BaselineBin)
+	}
+	fmt.Fprintf(out, "; %d tokens per answer, %d answers per run, medians of %d trials; %d CPUs; pinned servers %q load %q\n\n",
+		cfg.Tokens, cfg.Answers, cfg.Trials, cpuCount(), cfg.CPUsServers, cfg.CPUsLoad)
+
+	for _, n := range cfg.Hold {
+		if err := r.holdRun(ctx, n); err != nil {
+			return err
+		}
+	}
+	if len(cfg.TokenDelays) == 0 || len(cfg.Streams) == 0 || cfg.Answers <= 0 {
+		return nil
+	}
+	return r.loadRuns(ctx)
+}
+
+type relay struct {
+	cfg  RelayConfig
+	self string // this binary: it runs the mock
+	out  io.Writer
+	tmp  string
+	seq  int
+}
+
+func (r *relay) progress(format string, args ...any) {
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, time.Now().Format("15:04:05 ")+format+"\n", args...)
+	}
+}
+
+// variants are the binaries under test, the baseline first.
+func (r *relay) variants() []*variant {
+	var vs []*variant
+	if r.cfg.BaselineBin != "" {
+		vs = append(vs, &variant{name: "relay[baseline]", bin: r.cfg.BaselineBin})
+	}
+	return append(vs, &variant{name: "relay", bin: r.cfg.Bin})
+}
+
+func (r *relay) startMock(ctx context.Context) (*proc, error) {
+	return startProc(ctx, "mock", r.cfg.CPUsLoad, r.self, "bench", "mock", "--listen", "127.0.0.1:0", "--tokens", fmt.Sprint(r.cfg.Tokens))
+}
+
+// start runs v's worker (on mock) and gateway, with an account and API key
+// made with parley admin on the gateway's data directory.
+func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
+	r.seq++
+	v.dir = filepath.Join(r.tmp, fmt.Sprintf("gw%d", r.seq))
+	if err := os.MkdirAll(v.dir, 0o700); err != nil {
+		return err
+	}
+	models := filepath.Join(v.dir, "models.yaml")
+	if err := os.WriteFile(models, []byte(mockCatalog), 0o600); err != nil {
+		return err
+	}
+	base, wargs, gargs := v.name != "relay", r.cfg.WorkerArgs, r.cfg.GatewayArgs
+	if base {
+		wargs, gargs = r.cfg.BaselineWorkerArgs, r.cfg.BaselineGatewayArgs
+	}
+	args := []string{"worker", "--listen", "127.0.0.1:0", "--engine", "openai", "--upstream", mock.url + "/v1", "--models", "mock"}
+	if r.cfg.ProfileDir != "" && !base {
+		v.wDebug = freeAddr()
+		args = append(args, "--debug-listen", v.wDebug)
+	}
+	var err error
+	if v.worker, err = startProc(ctx, v.name+" worker", r.cfg.CPUsServers, v.bin, append(args, wargs...)...); err != nil {
+		return err
+	}
+	const email, password = "bench@parley.invalid", "a long bench password"
+	store := []string{"--data-dir", v.dir}
+	for _, a := range [][]string{
+		{"admin", "create-user", "--email", email, "--password", password, "--tier", "pro"},
+		{"admin", "topup", "--email", email, "--usd", "1000000"},
+	} {
+		if out, err := exec.CommandContext(ctx, v.bin, append(a, store...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("parley %s: %v: %s", strings.Join(a[:2], " "), err, out)
+		}
+	}
+	key, err := exec.CommandContext(ctx, v.bin, "admin", "create-key", "--email", email, "--data-dir", v.dir).Output()
+	if err != nil {
+		return fmt.Errorf("parley admin create-key: %v", err)
+	}
+	v.key = strings.TrimSpace(string(key))
+	args = []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", v.dir, "--workers", v.worker.addr(), "--models-file", models}
+	if r.cfg.ProfileDir != "" && !base {
+		v.gDebug = freeAddr()
+		args = append(args, "--debug-listen", v.gDebug)
+	}
+	if v.gateway, err = startProc(ctx, v.name+" gateway", r.cfg.CPUsServers, v.bin, append(args, gargs...)...); err != nil {
+		return err
+	}
+	// Ready once the worker's load stream is up.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(v.gateway.url + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s gateway not ready after 30 s\n%s", v.name, v.gateway.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (v *variant) stop() {
+	if v.gateway != nil {
+		v.gateway.stop()
+	}
+	if v.worker != nil {
+		v.worker.stop()
+	}
+}
+
+// mockCatalog is the gateway's catalog: the mock's one model, priced so
+// billing does its real work.
+const mockCatalog = `models:
+  - id: mock
+    display_name: Mock upstream
+    description: The relay benchmark's mock OpenAI-compatible upstream.
+    context_window: 131072
+    max_output_tokens: 8192
+    input_price_nanos_per_million: 150000000
+    output_price_nanos_per_million: 600000000
+`
+
+func raiseFileLimit() {
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
+		return
+	}
+	for _, n := range []uint64{1 << 20, 1 << 19, 1 << 18, lim.Max} {
+		if n < lim.Cur {
+			continue
+		}
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: max(n, lim.Max)}) == nil {
+			return
+		}
+	}
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func cpuCount() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\nprocessor")) + boolInt(bytes.HasPrefix(b, []byte("processor")))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pace is the prompt carrying a mock-pace directive.
+func pace(delay time.Duration, tokens int) string {
+	return fmt.Sprintf("Tell me about the rabbit. mock-pace delay=%s tokens=%d", delay, tokens)
+}
+
+// loadSample is one trial of one path (direct or a variant's relay).
+type loadSample struct {
+	answers, errors       int
+	firstErr              string
+	ttft50, ttft99        time.Duration
+	gap50, gap99          time.Duration
+	cpuGateway, cpuWorker float64 // CPU seconds per 1,000 answers
+	cpuMock, cpuClient    float64
+	elapsed               time.Duration
+}
+
+// measure runs one load against target, taking the CPU time of the
+// processes it uses.
+func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget, body []byte, streams int, mock *proc, v *variant, profile string) loadSample {
+	type pc struct {
+		pid int
+		dst *float64
+	}
+	var s loadSample
+	ps := []pc{{mock.pid(), &s.cpuMock}, {0, &s.cpuClient}}
+	if v != nil {
+		ps = append(ps, pc{v.gateway.pid(), &s.cpuGateway}, pc{v.worker.pid(), &s.cpuWorker})
+	}
+	before := make([]float64, len(ps))
+	for i, p := range ps {
+		before[i], _ = cpuSeconds(p.pid)
+	}
+	var profiles sync.WaitGroup
+	if profile != "" && v != nil && v.gDebug != "" {
+		for _, dp := range []struct{ addr, name string }{{v.gDebug, "gateway"}, {v.wDebug, "worker"}} {
+			profiles.Go(func() {
+				if err := fetchProfile(ctx, dp.addr, r.cfg.ProfileSeconds, filepath.Join(r.cfg.ProfileDir, profile+"-"+dp.name+".pprof")); err != nil {
+					r.progress("profile of the %s: %v", dp.name, err)
+				}
+			})
+		}
+	}
+	st := client.load(ctx, t, body, streams, r.cfg.Answers)
+	for i, p := range ps {
+		after, _ := cpuSeconds(p.pid)
+		*p.dst = (after - before[i]) / float64(max(st.answers, 1)) * 1000
+	}
+	profiles.Wait()
+	s.answers, s.errors, s.firstErr, s.elapsed = st.answers, st.errors, st.firstErr, st.elapsed
+	s.ttft50, s.ttft99 = percentile(st.ttft, 0.5), percentile(st.ttft, 0.99)
+	s.gap50, s.gap99 = percentile(st.gaps, 0.5), percentile(st.gaps, 0.99)
+	return s
+}
+
+func fetchProfile(ctx context.Context, addr string, seconds int, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", res.StatusCode)
+	}
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+func (r *relay) loadRuns(ctx context.Context) error {
+	mock, err := r.startMock(ctx)
+	if err != nil {
+		return err
+	}
+	defer mock.stop()
+	vs := r.variants()
+	defer func() {
+		for _, v := range vs {
+			v.stop()
+		}
+	}()
+	for _, v := range vs {
+		if err := r.start(ctx, v, mock); err != nil {
+			return err
+		}
+	}
+	maxStreams := slices.Max(r.cfg.Streams)
+	client := newLoadClient(maxStreams, 1)
+	defer client.close()
+	direct := streamTarget{url: mock.url, model: "mock"}
+	// Warm up every path: connections, caches, the heap.
+	r.progress("warming up")
+	for _, t := range append([]streamTarget{direct}, targets(vs)...) {
+		client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), maxStreams, 4*maxStreams)
+	}
+	for _, delay := range r.cfg.TokenDelays {
+		for _, streams := range r.cfg.Streams {
+			body := direct.body(pace(delay, r.cfg.Tokens), r.cfg.Tokens+16)
+			rows := map[string][]loadSample{}
+			for trial := range r.cfg.Trials {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				r.progress("tokens %v apart, %d streams, trial %d: direct", delay, streams, trial+1)
+				rows["direct"] = append(rows["direct"], r.measure(ctx, client, direct, body, streams, mock, nil, ""))
+				for _, v := range vs {
+					profile := ""
+					if trial == 0 && r.cfg.ProfileDir != "" {
+						profile = fmt.Sprintf("relay-%v-c%d", delay, streams)
+					}
+					r.progress("tokens %v apart, %d streams, trial %d: %s", delay, streams, trial+1, v.name)
+					t := streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}
+					rows[v.name] = append(rows[v.name], r.measure(ctx, client, t, body, streams, mock, v, profile))
+				}
+			}
+			r.loadTable(delay, streams, vs, rows)
+		}
+	}
+	return nil
+}
+
+func targets(vs []*variant) []streamTarget {
+	var out []streamTarget
+	for _, v := range vs {
+		out = append(out, streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"})
+	}
+	return out
+}
+
+func medianOf[T int | float64 | time.Duration](samples []loadSample, f func(loadSample) T) T {
+	v := make([]T, len(samples))
+	for i, s := range samples {
+		v[i] = f(s)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows map[string][]loadSample) {
+	fmt.Fprintf(r.out, "tokens %v apart, %d streams, %d answers of %d tokens (medians of %d trials)\n", delay, streams, r.cfg.Answers, r.cfg.Tokens, r.cfg.Trials)
+	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\tanswers\terrors\tTTFT p50\tTTFT p99\tgap p50\tgap p99\tCPU-s/1k gateway\tworker\tgw+worker\tmock\tclient\t")
+	d := rows["direct"]
+	ms := func(x time.Duration) string { return fmt.Sprintf("%.1fms", float64(x)/1e6) }
+	plus := func(x time.Duration) string { return fmt.Sprintf("%+.1fms", float64(x)/1e6) }
+	line := func(name string, s []loadSample) {
+		gw, wk := medianOf(s, func(x loadSample) float64 { return x.cpuGateway }), medianOf(s, func(x loadSample) float64 { return x.cpuWorker })
+		cpu := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+		g, w, sum := cpu(gw), cpu(wk), cpu(medianOf(s, func(x loadSample) float64 { return x.cpuGateway + x.cpuWorker }))
+		if name == "direct" {
+			g, w, sum = "-", "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name,
+			medianOf(s, func(x loadSample) int { return x.answers }), medianOf(s, func(x loadSample) int { return x.errors }),
+			ms(medianOf(s, func(x loadSample) time.Duration { return x.ttft50 })), ms(medianOf(s, func(x loadSample) time.Duration { return x.ttft99 })),
+			ms(medianOf(s, func(x loadSample) time.Duration { return x.gap50 })), ms(medianOf(s, func(x loadSample) time.Duration { return x.gap99 })),
+			g, w, sum, cpu(medianOf(s, func(x loadSample) float64 { return x.cpuMock })), cpu(medianOf(s, func(x loadSample) float64 { return x.cpuClient })))
+	}
+	line("direct", d)
+	for _, v := range vs {
+		line(v.name, rows[v.name])
+	}
+	for _, v := range vs {
+		s := rows[v.name]
+		// Added latency: each trial's relay against the same trial's direct run.
+		added := func(f func(loadSample) time.Duration) time.Duration {
+			diff := make([]time.Duration, len(s))
+			for i := range s {
+				diff[i] = f(s[i]) - f(d[i])
+			}
+			slices.Sort(diff)
+			return diff[len(diff)/2]
+		}
+		fmt.Fprintf(tw, "%s added\t\t\t%s\t%s\t\t%s\t\t\t\t\t\t\n", v.name,
+			plus(added(func(x loadSample) time.Duration { return x.ttft50 })), plus(added(func(x loadSample) time.Duration { return x.ttft99 })),
+			plus(added(func(x loadSample) time.Duration { return x.gap99 })))
+	}
+	_ = tw.Flush()
+	for _, name := range append([]string{"direct"}, names(vs)...) {
+		for _, s := range rows[name] {
+			if s.firstErr != "" {
+				fmt.Fprintf(r.out, "  %s: first error: %s\n", name, s.firstErr)
+				break
+			}
+		}
+	}
+	fmt.Fprintln(r.out)
+}
+
+func names(vs []*variant) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.name)
+	}
+	return out
+}
+
+// holdRun opens n streams at once at one token per HoldDelay, directly
+// against a fresh mock and then through each variant's fresh worker and
+// gateway, and reports the memory each process grew by per open stream.
+func (r *relay) holdRun(ctx context.Context, n int) error {
+	delay, holdFor := r.cfg.HoldDelay, r.cfg.HoldFor
+	if delay <= 0 {
+		delay = time.Second
+	}
+	if holdFor <= 0 {
+		holdFor = 10 * time.Second
+	}
+	spread := 1
+	if n > 10000 {
+		spread = (n + 9999) / 10000 // 10,000 connections per source address
+	}
+	// Long enough to outlast the hold; the client closes them.
+	tokens := int((time.Hour + holdFor) / delay)
+	type row struct {
+		name                      string
+		opened, errors            int
+		firstErr                  string
+		openTime                  time.Duration
+		gap50, gap99, gapMax      time.Duration
+		rssMock, rssWorker, rssGw float64 // bytes per stream
+		thrWorker, thrGw          int
+	}
+	var rows []row
+	paths := append([]*variant{nil}, r.variants()...)
+	for _, v := range paths {
+		name := "direct"
+		if v != nil {
+			name = v.name
+		}
+		r.progress("hold %d streams: %s", n, name)
+		mock, err := r.startMock(ctx)
+		if err != nil {
+			return err
+		}
+		t := streamTarget{url: mock.url, model: "mock"}
+		if v != nil {
+			if err := r.start(ctx, v, mock); err != nil {
+				mock.stop()
+				return err
+			}
+			t = streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}
+		}
+		client := newLoadClient(n, spread)
+		// A short warm-up, so the baseline memory is that of a process that
+		// has served.
+		client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), 16, 64)
+		type pr struct {
+			pid  int
+			base int64
+			dst  *float64
+		}
+		rw := row{name: name}
+		ps := []*pr{{pid: mock.pid(), dst: &rw.rssMock}}
+		if v != nil {
+			ps = append(ps, &pr{pid: v.worker.pid(), dst: &rw.rssWorker}, &pr{pid: v.gateway.pid(), dst: &rw.rssGw})
+		}
+		time.Sleep(time.Second)
+		for _, p := range ps {
+			p.base, _ = rssBytes(p.pid)
+		}
+		body := t.body(pace(delay, tokens), tokens)
+		res := client.hold(ctx, t, body, n, r.cfg.HoldOpening, func(open int) {
+			r.progress("hold %d streams: %s: %d open; holding %v", n, name, open, holdFor)
+			sleep(ctx, holdFor)
+			for _, p := range ps {
+				rss, _ := rssBytes(p.pid)
+				*p.dst = float64(rss-p.base) / float64(max(open, 1))
+			}
+			if v != nil {
+				rw.thrWorker, rw.thrGw = threads(v.worker.pid()), threads(v.gateway.pid())
+			}
+		})
+		client.close()
+		rw.opened, rw.errors, rw.firstErr, rw.openTime = res.opened, res.errors, res.firstErr, res.openTime
+		rw.gap50, rw.gap99 = percentile(res.gaps, 0.5), percentile(res.gaps, 0.99)
+		if len(res.gaps) > 0 {
+			rw.gapMax = res.gaps[len(res.gaps)-1]
+		}
+		rows = append(rows, rw)
+		if v != nil {
+			v.stop()
+		}
+		mock.stop()
+	}
+	fmt.Fprintf(r.out, "%d streams open at once, one token every %v, held %v after the last opened\n", n, delay, holdFor)
+	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\topen\terrors\topening took\tgap p50\tgap p99\tgap max\tgap p99 added\tRSS/stream gateway\tworker\tmock\tthreads gw/worker\t")
+	kb := func(b float64) string { return fmt.Sprintf("%.1f KB", b/1024) }
+	for _, rw := range rows {
+		added, gw, wk, thr := "", "-", "-", "-"
+		if rw.name != "direct" {
+			added = fmt.Sprintf("%+.1fms", float64(rw.gap99-rows[0].gap99)/1e6)
+			gw, wk, thr = kb(rw.rssGw), kb(rw.rssWorker), fmt.Sprintf("%d/%d", rw.thrGw, rw.thrWorker)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%.1fms\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%s\t\n", rw.name, rw.opened, rw.errors, rw.openTime.Seconds(),
+			float64(rw.gap50)/1e6, float64(rw.gap99)/1e6, float64(rw.gapMax)/1e6, added, gw, wk, kb(rw.rssMock), thr)
+	}
+	_ = tw.Flush()
+	for _, rw := range rows {
+		if rw.firstErr != "" {
+			fmt.Fprintf(r.out, "  %s: first error: %s\n", rw.name, rw.firstErr)
+		}
+	}
+	fmt.Fprintln(r.out)
+	if ctx.Err() != nil {
+		return errors.Join(ctx.Err())
+	}
+	return nil
+}
