@@ -22,8 +22,8 @@ const EmbeddingDimensions = 512
 // a few dimensions chosen by its hash. Texts that share words share
 // components, so their cosine similarity is higher than that of texts that
 // share none (near 0) — enough for a retrieval demo to behave sensibly, and
-// nothing like a real model's understanding. Dimensions keeps the first n
-// components, renormalized, as Matryoshka-trained models allow. The time
+// nothing like a real model's understanding. Dimensions hashes into that
+// many components instead (so short vectors keep the property). The time
 // taken is the inputs' prefill at the simulated rate.
 func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
 	if !slices.Contains(e.cfg.EmbedModels, req.Model) {
@@ -58,13 +58,13 @@ func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.Emb
 // components.
 func embedText(text string, dims int) []float32 {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	v := make([]float64, EmbeddingDimensions)
+	v := make([]float64, dims)
 	add := func(feature string, weight float64) {
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(feature))
 		x := h.Sum64()
 		for k := range 4 { // each feature touches 4 dimensions, so collisions blur rather than break
-			i := int(x % EmbeddingDimensions)
+			i := int(x % uint64(dims))
 			sign := 1.0
 			if x&(1<<40) != 0 {
 				sign = -1
@@ -82,7 +82,6 @@ func embedText(text string, dims int) []float32 {
 	if len(words) == 0 {
 		add(text, 1) // punctuation or spaces only: still a stable vector
 	}
-	v = v[:dims]
 	var norm float64
 	for _, x := range v {
 		norm += x * x
