@@ -26,11 +26,18 @@ func WithMaxLineSize(n int) DecoderOption {
 	return func(d *Decoder) { d.maxLine = n }
 }
 
+// WithBufferSize sets the read buffer's size (default 4096): each open
+// stream keeps one.
+func WithBufferSize(n int) DecoderOption {
+	return func(d *Decoder) { d.bufSize = n }
+}
+
 // Decoder reads events from a text/event-stream. It is not safe for concurrent
 // use.
 type Decoder struct {
 	r       *bufio.Reader
 	maxLine int
+	bufSize int
 	err     error // sticky: once reading fails, Next keeps failing
 
 	started bool // the optional byte-order mark has been dealt with
@@ -52,6 +59,9 @@ func NewDecoder(r io.Reader, opts ...DecoderOption) *Decoder {
 		o(d)
 	}
 	size := 4096
+	if d.bufSize > 0 {
+		size = d.bufSize
+	}
 	if d.maxLine < size {
 		size = max(16, d.maxLine)
 	}
@@ -79,6 +89,60 @@ func (d *Decoder) Next() (Event, error) {
 		}
 		d.processField(line)
 	}
+}
+
+// NextData returns the data of the next event, as Next would, without
+// copying it: the slice is valid until the next call.
+func (d *Decoder) NextData() ([]byte, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	for {
+		line, err := d.readLine()
+		if err != nil {
+			d.err = err
+			return nil, err
+		}
+		if len(line) == 0 {
+			if d.hasData {
+				data := d.data
+				if n := len(data); n > 0 && data[n-1] == '\n' {
+					data = data[:n-1]
+				}
+				d.data, d.hasData, d.eventType, d.retry = d.data[:0], false, "", 0
+				return data, nil
+			}
+			d.eventType, d.retry = "", 0
+			continue
+		}
+		d.processField(line)
+	}
+}
+
+// Buffered reports whether the next event is already in the buffer, data
+// and end, so that Next would return it without reading: a reader that
+// holds something back while more is arriving can tell when to stop
+// waiting. It may report false when in doubt (a comment-only block first,
+// CR line ends), never true wrongly.
+func (d *Decoder) Buffered() bool {
+	if d.err != nil || d.skipLF || !d.started || len(d.data) > 0 || d.hasData {
+		return false
+	}
+	buf, _ := d.r.Peek(d.r.Buffered())
+	end := bytes.Index(buf, []byte("\n\n"))
+	if crlf := bytes.Index(buf, []byte("\r\n\r\n")); crlf >= 0 && (end < 0 || crlf < end) {
+		end = crlf
+	}
+	if end < 0 {
+		return false
+	}
+	block := buf[:end+1]
+	for i, c := range block {
+		if c == '\r' && (i+1 >= len(buf) || buf[i+1] != '\n') {
+			return false // a lone CR ends a line where LF counting does not see one
+		}
+	}
+	return bytes.HasPrefix(block, []byte("data:")) || bytes.Contains(block, []byte("\ndata:"))
 }
 
 // Retry returns the reconnection time the stream last set, or zero.

@@ -206,3 +206,50 @@ func BenchmarkDecoder(b *testing.B) {
 		}
 	}
 }
+
+// NextData gives what Next gives; Buffered is true only when the next
+// event can be read without waiting.
+func TestNextDataAndBuffered(t *testing.T) {
+	stream := "data: one\n\n: ping\n\ndata: two\ndata: lines\n\nevent: x\ndata: three\r\n\r\ndata: four\n\n"
+	a, b := NewDecoder(strings.NewReader(stream)), NewDecoder(strings.NewReader(stream))
+	for {
+		ev, err1 := a.Next()
+		data, err2 := b.NextData()
+		if (err1 == nil) != (err2 == nil) || ev.Data != string(data) {
+			t.Fatalf("Next %q %v, NextData %q %v", ev.Data, err1, data, err2)
+		}
+		if err1 != nil {
+			break
+		}
+	}
+	pr, pw := io.Pipe()
+	d := NewDecoder(pr)
+	go func() { _, _ = io.WriteString(pw, "data: a\n\ndata: b\n\ndata: c") }()
+	if data, err := d.NextData(); err != nil || string(data) != "a" {
+		t.Fatal(string(data), err)
+	}
+	if !d.Buffered() {
+		t.Error("b is buffered")
+	}
+	if data, _ := d.NextData(); string(data) != "b" {
+		t.Fatal(string(data))
+	}
+	if d.Buffered() {
+		t.Error("c is not whole yet")
+	}
+	for _, tc := range []struct {
+		rest string
+		want bool
+	}{
+		{"data: x\n\n", true}, {"data: x\r\n\r\n", true}, {": c\n\ndata: x\n\n", false},
+		{"id: 1\ndata: x\n\n", true}, {"data: x\rdata: y\n\n", false}, {"data: x\n", false}, {"", false},
+	} {
+		d := NewDecoder(strings.NewReader("data: first\n\n" + tc.rest))
+		if _, err := d.NextData(); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Buffered(); got != tc.want {
+			t.Errorf("after %q: Buffered %v, want %v", tc.rest, got, tc.want)
+		}
+	}
+}

@@ -27,7 +27,9 @@ type Encoder struct {
 // (or anything else with a Flush method) every event is flushed to the client as
 // it is written; the caller sets the Content-Type header.
 func NewEncoder(w io.Writer) *Encoder {
-	e := &Encoder{w: bufio.NewWriter(w)}
+	// A small buffer: an event is written and flushed at once, and an
+	// http.ResponseWriter buffers on its own; each open stream keeps it.
+	e := &Encoder{w: bufio.NewWriterSize(w, 512)}
 	switch f := w.(type) {
 	case http.Flusher:
 		e.flush = func() error { f.Flush(); return nil }

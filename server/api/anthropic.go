@@ -2,8 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -355,9 +354,12 @@ func (h *AnthropicHandler) message(r *http.Request, field string, m anthropicMes
 			if m.Role != "user" {
 				return apierr.InvalidArgument(bf+".type", fmt.Sprintf("%s blocks belong in user messages", b.Type))
 			}
-			if part, err = anthropicMedia(bf, b, inline); err != nil {
+			// Decoded and extracted only once the request is admitted.
+			d, err := anthropicMedia(bf, b)
+			if err != nil {
 				return err
 			}
+			part = cr.Defer(len(cr.Messages), len(cur.Parts), d)
 		case "tool_use":
 			if m.Role != "assistant" {
 				return apierr.InvalidArgument(bf+".type", "tool_use blocks belong in assistant messages")
@@ -427,35 +429,31 @@ func (h *AnthropicHandler) block(r *http.Request, field string, raw json.RawMess
 	return b, false, nil
 }
 
-// anthropicMedia maps an image or document block with a base64 source (or,
-// for a document, a plain-text one) through the inline checker every surface
-// uses.
-func anthropicMedia(field string, b anthropicBlock, inline *attach.Checker) (worker.Part, error) {
+// anthropicMedia reads an image or document block with a base64 source
+// (or, for a document, a plain-text one) into a part the core prepares
+// through the inline checker every surface uses, once the request is
+// admitted.
+func anthropicMedia(field string, b anthropicBlock) (chat.Deferred, error) {
 	src := b.Source
 	if src == nil {
-		return worker.Part{}, apierr.InvalidArgument(field+".source", "is required")
+		return chat.Deferred{}, apierr.InvalidArgument(field+".source", "is required")
 	}
-	var data []byte
+	d := chat.Deferred{Field: field + ".source", Kind: attach.KindDocument, MIME: src.MediaType, Filename: b.Title}
+	if b.Type == "image" {
+		d.Kind = attach.KindImage
+	}
 	switch src.Type {
 	case "base64":
-		var err error
-		if data, err = base64.StdEncoding.DecodeString(src.Data); err != nil {
-			return worker.Part{}, apierr.InvalidArgument(field+".source.data", "is not valid base64")
-		}
+		d.DataURL, d.DataField = src.Data, field+".source.data" // decoded (or refused) once admitted
 	case "text":
 		if b.Type != "document" {
-			return worker.Part{}, apierr.InvalidArgument(field+".source.type", `"text" sources are for documents`)
+			return chat.Deferred{}, apierr.InvalidArgument(field+".source.type", `"text" sources are for documents`)
 		}
-		data = []byte(src.Data)
+		d.Data = []byte(src.Data)
 	default:
-		return worker.Part{}, apierr.InvalidArgument(field+".source.type", fmt.Sprintf("%q is not supported; send the data as base64 (URLs and files are not fetched)", src.Type))
+		return chat.Deferred{}, apierr.InvalidArgument(field+".source.type", fmt.Sprintf("%q is not supported; send the data as base64 (URLs and files are not fetched)", src.Type))
 	}
-	if b.Type == "image" {
-		img, err := inline.InlineImage(field+".source", data, src.MediaType)
-		return worker.Part{Image: img}, err
-	}
-	doc, err := inline.InlineDocument(field+".source", data, src.MediaType, b.Title)
-	return worker.Part{Document: doc}, err
+	return d, nil
 }
 
 // toolResultText reads a tool_result's content: a string, or text blocks
@@ -841,24 +839,28 @@ func keepAlive(d time.Duration, ping func() error) (stop func()) {
 	if d <= 0 {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if ping() != nil {
-					return
-				}
-			}
+	// A timer, not a goroutine with a ticker: an open stream then costs no
+	// goroutine (and its stack) for its keep-alive.
+	var (
+		mu      sync.Mutex // held while pinging, so stop waits for a ping under way
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(d, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped && ping() == nil {
+			t.Reset(d)
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
+	}
 }
 
 // fail writes err as the Messages API's error JSON.

@@ -14,8 +14,8 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
-	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/sse"
 )

@@ -125,3 +125,37 @@ func FuzzPlainText(f *testing.F) {
 	c := NewChecker(fuzzLimits)
 	f.Fuzz(func(t *testing.T, data []byte) { extractWithin(t, c, data, "text/plain") })
 }
+
+// FuzzPDFContent fuzzes the content-stream interpreter alone (what a
+// page's decoded stream feeds it), where most of a PDF's bytes go.
+func FuzzPDFContent(f *testing.F) {
+	for _, seed := range []string{
+		"BT /F1 24 Tf 72 720 Td (Hello \\(PDF\\) \\101\\n) Tj ET",
+		"BT [(a) -20 (b) <4869>] TJ T* (c) ' 1 2 (d) \" ET",
+		"q 1 0 0 1 0 0 cm BI /W 2 /H 2 /BPC 8 ID \x00\x01EI\x02 EI Q BT (after) Tj ET",
+		"<< /MCID 0 >> BDC [[[[[(deep)]]]]] TJ EMC % a comment\r(unterminated",
+		"<4", "(((", "[", "<<", "/Name#4", "BI ID",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pdfPanicOnBug = true
+		defer func() { pdfPanicOnBug = false }()
+		b := &budget{max: 4 << 10}
+		before := allocated()
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					if _, ok := p.(pdfAbort); !ok {
+						panic(p)
+					}
+				}
+			}()
+			contentText(bytes.NewReader(data), b)
+		}()
+		_ = b.text()
+		if grew := allocated() - before; grew > 1<<20+2*uint64(len(data)) {
+			t.Fatalf("allocated %d bytes for %d of content", grew, len(data))
+		}
+	})
+}

@@ -54,18 +54,18 @@ func pdfDamaged(format string, args ...any) {
 // pdfLexer reads PDF tokens and objects from a byte stream, through its
 // own buffer (a byte at a time is the hot path).
 type pdfLexer struct {
-	src     io.Reader
-	data    []byte
-	i, n    int   // next byte, bytes in data
-	base    int64 // source offset of data[0]
-	err     error
-	back    []any // tokens pushed back
-	refs    bool  // read "n g R" as a reference (not in content streams)
+	src  io.Reader
+	data []byte
+	i, n int   // next byte, bytes in data
+	base int64 // source offset of data[0]
+	err  error
+	back []any // tokens pushed back
+	refs bool  // read "n g R" as a reference (not in content streams)
 	// content reads a content stream, where only strings matter: numbers
 	// and names come back as placeholders, unparsed, and operators
 	// interned, so the lexer allocates nothing per token.
 	content bool
-	counted *int  // elements parsed, against pdfMaxElements (nil: not counted)
+	counted *int // elements parsed, against pdfMaxElements (nil: not counted)
 	buf     []byte
 }
 

@@ -10,7 +10,9 @@ import (
 // document extractions — to a fixed number at once across the gateway, with
 // a per-user share: one user holds at most PerUser slots and queues at most
 // Queue more, so a user who sends many large files at once waits on their
-// own share (or is refused) while everyone else's go ahead.
+// own share (or is refused) while everyone else's go ahead. Work of no
+// named user ("", callers that do not say whose it is) is bounded by the
+// pool's size alone.
 type Pool struct {
 	size, perUser, queue int
 
@@ -52,13 +54,13 @@ func (p *Pool) Acquire(ctx context.Context, user string) (release func(), err er
 		s = &share{}
 		p.users[user] = s
 	}
-	if p.running < p.size && s.running < p.perUser && !p.queuedAhead(user) {
+	if p.running < p.size && s.running < p.share(user) && !p.queuedAhead(user) {
 		p.running++
 		s.running++
 		p.mu.Unlock()
 		return p.releaser(user), nil
 	}
-	if s.waiting >= p.queue {
+	if s.waiting >= p.queue && user != "" {
 		p.forget(user, s)
 		p.mu.Unlock()
 		return nil, ErrBusy
@@ -119,7 +121,7 @@ func (p *Pool) release(user string) {
 	for i := 0; i < len(p.waiting) && p.running < p.size; {
 		w := p.waiting[i]
 		ws := p.users[w.user]
-		if ws.running >= p.perUser {
+		if ws.running >= p.share(w.user) {
 			i++
 			continue
 		}
@@ -129,6 +131,14 @@ func (p *Pool) release(user string) {
 		p.running++
 		close(w.ready)
 	}
+}
+
+// share is how many slots user may hold.
+func (p *Pool) share(user string) int {
+	if user == "" {
+		return p.size
+	}
+	return p.perUser
 }
 
 func (p *Pool) forget(user string, s *share) {

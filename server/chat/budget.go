@@ -77,6 +77,9 @@ type Deferred struct {
 	// only when it is prepared.
 	Data    []byte
 	DataURL string
+	// DataField names the field that held DataURL, for an error about its
+	// base64 (default Field + ".url", as in OpenAI's image_url.url).
+	DataField string
 	// MIME and Filename are the inline file's declared type and name.
 	MIME, Filename string
 	// AttachmentID names an uploaded attachment instead.
@@ -250,7 +253,11 @@ func (c *Core) prepare(ctx context.Context, p auth.Principal, req *Request) erro
 			if d.DataURL != "" {
 				var err error
 				if data, err = base64.StdEncoding.DecodeString(d.DataURL); err != nil {
-					return apierr.InvalidArgument(d.Field+".url", "is not valid base64")
+					field := d.DataField
+					if field == "" {
+						field = d.Field + ".url"
+					}
+					return apierr.InvalidArgument(field, "is not valid base64")
 				}
 			}
 			if d.Kind == attach.KindImage {

@@ -81,18 +81,41 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	if c.MaxPromptBytes > 0 && size > c.MaxPromptBytes {
 		return nil, rename(apierr.InvalidArgument("inputs", fmt.Sprintf("%d bytes in all, over the limit of %d", size, c.MaxPromptBytes)))
 	}
-	tokens := 0
-	for i, in := range req.Inputs {
-		n := c.Tokens.Count(in)
-		if int64(n) > m.ContextWindow {
-			return nil, rename(apierr.InvalidArgument(fmt.Sprintf("inputs[%d]", i), fmt.Sprintf("is %d tokens, over %s's limit of %d", n, m.ID, m.ContextWindow)))
+	count := func() (int, error) {
+		tokens := 0
+		for i, in := range req.Inputs {
+			n := c.Tokens.Count(in)
+			if int64(n) > m.ContextWindow {
+				return 0, rename(apierr.InvalidArgument(fmt.Sprintf("inputs[%d]", i), fmt.Sprintf("is %d tokens, over %s's limit of %d", n, m.ID, m.ContextWindow)))
+			}
+			tokens += n
 		}
-		tokens += n
+		return tokens, nil
+	}
+	// Inputs of more than ExactCountBytes are held at a bound (a token per
+	// byte, at most the window each) and counted only once paid for.
+	exact := size <= c.Budgets.withDefaults().ExactCountBytes
+	tokens := 0
+	if exact {
+		var err error
+		if tokens, err = count(); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, in := range req.Inputs {
+			tokens += int(min(int64(len(in)), m.ContextWindow))
+		}
 	}
 
 	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(tokens), 0))
 	if err != nil {
 		return nil, err
+	}
+	if !exact {
+		if _, err := count(); err != nil {
+			_, _ = c.Billing.Settle(ctx, hold, 0, nil)
+			return nil, err
+		}
 	}
 	requestID := uuid.Must(uuid.NewV7()).String()
 	res, err := c.Router.Embed(ctx, worker.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, c.APIPriority)

@@ -25,7 +25,7 @@ func TestOfficialOpenAIPythonSDK(t *testing.T) {
 	rich := s.newAccount(t, "py-sdk@example.com")
 	s.topup(t, rich, "5")
 	broke := s.newAccount(t, "py-broke@example.com")
-	cmd := exec.Command(python, "-m", "pytest", "-q")
+	cmd := exec.Command(python, "-m", "pytest", "-q", "-rs") // -rs: skip reasons, for scripts/test-summary.sh
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PARLEY_URL="+s.BaseURL, "PARLEY_KEY="+rich.Key, "PARLEY_BROKE_KEY="+broke.Key)
 	out, err := cmd.CombinedOutput()

@@ -24,7 +24,7 @@ func CORS(origins []string) func(http.Handler) http.Handler {
 		AllowedOrigins:   origins,
 		AllowCredentials: !slices.Contains(origins, "*"),
 		AllowedMethods:   connectcors.AllowedMethods(),
-		AllowedHeaders:   append(connectcors.AllowedHeaders(), "Authorization", "Last-Event-ID", RequestIDHeader),
+		AllowedHeaders:   append(connectcors.AllowedHeaders(), "Authorization", "X-Api-Key", "Anthropic-Version", "Anthropic-Beta", "Last-Event-ID", RequestIDHeader),
 		ExposedHeaders:   append(connectcors.ExposedHeaders(), RequestIDHeader, "Retry-After"),
 		MaxAge:           int(2 * time.Hour / time.Second),
 	})

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -37,20 +38,34 @@ func DecodeLimits(maxBytes int64, maxElements int) connect.HandlerOption {
 // ErrInflated reports a compressed message that inflates past its limit.
 var ErrInflated = errors.New("the message inflates past the size limit")
 
-// limitedGzip is a gzip decompressor that yields at most max+1 bytes (one
-// more than allowed, so the caller sees the message is too large) and then
-// fails, instead of inflating on.
+// limitedGzip is a gzip decompressor that never inflates past max+1 bytes
+// (one more than allowed, so the caller sees the message is too large).
+// Connect hands it the whole compressed message in memory, so it first
+// inflates that into nothing, counting: a message that would inflate past
+// max is refused before a byte of it is buffered.
 type limitedGzip struct {
 	gzip.Reader
 	max, n int64
+	err    error
 }
 
 func (d *limitedGzip) Reset(r io.Reader) error {
-	d.n = 0
+	d.n, d.err = 0, nil
+	if buf, ok := r.(interface{ Bytes() []byte }); ok {
+		if err := d.Reader.Reset(bytes.NewReader(buf.Bytes())); err != nil {
+			return err
+		}
+		if n, _ := io.CopyN(io.Discard, &d.Reader, d.max+1); n > d.max {
+			d.err = connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the message inflates past %d bytes, the limit", d.max))
+		}
+	}
 	return d.Reader.Reset(r)
 }
 
 func (d *limitedGzip) Read(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
 	left := d.max + 1 - d.n
 	if left <= 0 {
 		return 0, ErrInflated

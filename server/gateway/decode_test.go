@@ -57,7 +57,7 @@ func cpuTime() time.Duration {
 }
 
 func TestDecodeLimits(t *testing.T) {
-	const maxBytes = 1 << 20
+	const maxBytes = 4 << 20
 	mux := http.NewServeMux()
 	mux.Handle(parleyv1connect.NewChatServiceHandler(chatStub{}, DecodeLimits(maxBytes, 10_000)))
 	srv := httptest.NewServer(mux)
@@ -107,7 +107,7 @@ func TestDecodeLimits(t *testing.T) {
 			cpu0, start := cpuTime(), time.Now()
 			_, body := post(t, tc.path, tc.contentType, tc.header, tc.body)
 			cpu := cpuTime() - cpu0
-			if !strings.Contains(body, "resource_exhausted") || !strings.Contains(body, "larger than configured max 1048576") {
+			if !strings.Contains(body, "resource_exhausted") || !strings.Contains(body, "inflates past 4194304 bytes") {
 				t.Fatalf("body %q", body)
 			}
 			t.Logf("refused in %v, %v of CPU (client and server)", time.Since(start).Round(time.Millisecond), cpu.Round(time.Millisecond))
@@ -138,8 +138,8 @@ func TestDecodeLimits(t *testing.T) {
 	})
 	t.Run("a compressed message under the limit is served", func(t *testing.T) {
 		c := parleyv1connect.NewChatServiceClient(srv.Client(), srv.URL, connect.WithSendGzip())
-		res, err := c.Complete(t.Context(), connect.NewRequest(&parleyv1.CompleteRequest{Model: strings.Repeat("m", 500_000)}))
-		if err != nil || len(res.Msg.GetModel()) != 500_000 {
+		res, err := c.Complete(t.Context(), connect.NewRequest(&parleyv1.CompleteRequest{Model: strings.Repeat("m", 3_000_000)}))
+		if err != nil || len(res.Msg.GetModel()) != 3_000_000 {
 			t.Fatalf("%v", err)
 		}
 	})

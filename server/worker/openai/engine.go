@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley/server/tokenize"
@@ -45,7 +47,8 @@ type Config struct {
 	// queueing).
 	MaxBatch int
 	// HTTPClient reaches the upstream (default: a client without an overall
-	// timeout, which would cut long streams).
+	// timeout, which would cut long streams, that keeps a connection alive
+	// for every stream it has had open at once).
 	HTTPClient *http.Client
 	// FirstByteTimeout bounds the wait for the response and its first event;
 	// IdleTimeout the wait between events (defaults 60 s and 30 s).
@@ -92,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.MaxOutputTokens = 4096
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = &http.Client{Transport: upstreamTransport()}
 	}
 	if cfg.FirstByteTimeout <= 0 {
 		cfg.FirstByteTimeout = 60 * time.Second
@@ -139,6 +142,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		go e.pollMetrics(pollCtx)
 	}
 	return e, nil
+}
+
+// upstreamTransport is the default client's transport: every stream is a
+// connection to the upstream, so as many are kept alive as are used (the
+// default keeps two, and every other answer paid for a new connection), and
+// their buffers are small (each open stream keeps them; the decoder has its
+// own).
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0 // no limit
+	t.MaxIdleConnsPerHost = 4096
+	t.IdleConnTimeout = 90 * time.Second
+	t.WriteBufferSize = 1024
+	t.ReadBufferSize = 2048
+	return t
 }
 
 // Close stops polling the upstream's metrics.
@@ -211,7 +229,26 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	watchdog := time.AfterFunc(e.cfg.FirstByteTimeout, func() { cancel(worker.ErrUpstreamTimeout) })
+	// The watchdog: the first event within FirstByteTimeout, each next one
+	// within IdleTimeout of the last. Events only note their time; the timer
+	// is moved when it fires, not on every token.
+	start := time.Now()
+	var lastEvent atomic.Int64 // since start, in nanoseconds; 0: none yet
+	var watchdog *time.Timer
+	watchdog = time.AfterFunc(time.Duration(math.MaxInt64), func() {
+		last := lastEvent.Load()
+		if last == 0 {
+			cancel(worker.ErrUpstreamTimeout)
+			return
+		}
+		idle := time.Since(start) - time.Duration(last)
+		if idle >= e.cfg.IdleTimeout {
+			cancel(worker.ErrUpstreamTimeout)
+			return
+		}
+		watchdog.Reset(e.cfg.IdleTimeout - idle)
+	})
+	watchdog.Reset(e.cfg.FirstByteTimeout)
 	defer watchdog.Stop()
 	httpReq, err := http.NewRequestWithContext(callCtx, http.MethodPost, e.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -236,30 +273,58 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 		started    bool
 		done       bool
 		streamErr  error
+		parser     chunkParser
+		// held is text received but not yet emitted: while more chunks
+		// have already arrived (the upstream outpaced this worker), their
+		// text joins it and goes on as one delta — one message instead of
+		// several through the rest of the relay. It is emitted as soon as
+		// nothing more is waiting, so nothing is ever delayed.
+		held    worker.Delta
+		holding bool
 	)
-	dec := sse.NewDecoder(resp.Body)
+	stopped := func(err error) (worker.Result, error) {
+		cancel(err)
+		return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+	}
+	release := func() error {
+		if !holding {
+			return nil
+		}
+		holding = false
+		return emit(held)
+	}
+	// A chunk is a few hundred bytes: 1 KiB holds several, enough to see
+	// what is waiting, and each open stream keeps it.
+	dec := sse.NewDecoder(resp.Body, sse.WithBufferSize(1024))
 	for !done && streamErr == nil {
-		ev, err := dec.Next()
+		if holding && !dec.Buffered() {
+			if err := release(); err != nil {
+				return stopped(err)
+			}
+		}
+		data, err := dec.NextData()
 		if err != nil {
 			if !errors.Is(err, io.EOF) || finishes[0] == "" {
 				streamErr = err
 			}
 			break
 		}
-		watchdog.Reset(e.cfg.IdleTimeout)
-		data := strings.TrimSpace(ev.Data)
-		if data == "[DONE]" {
+		if lastEvent.Swap(max(int64(time.Since(start)), 1)) == 0 {
+			watchdog.Reset(e.cfg.IdleTimeout) // from the first byte's wait to the idle one
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
 			done = true
 			break
 		}
-		if strings.HasPrefix(data, `{"error"`) {
+		if bytes.HasPrefix(data, []byte(`{"error"`)) {
 			var er sse.ErrorResponse
-			_ = json.Unmarshal([]byte(data), &er)
+			_ = json.Unmarshal(data, &er)
 			streamErr = &worker.UpstreamError{Status: http.StatusInternalServerError, Message: er.Error.Message}
 			break
 		}
-		var chunk sse.ChatCompletionChunk
-		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+		chunk, err := parser.parse(data)
+		if err != nil {
 			streamErr = fmt.Errorf("openai: bad chunk: %w", err)
 			break
 		}
@@ -274,21 +339,40 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 			if d.Text != "" || len(d.ToolCalls) > 0 {
 				completion += d.Tokens
 				started = true
-				if err := emit(d); err != nil {
-					cancel(err)
-					return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+				switch {
+				case holding && len(d.ToolCalls) == 0 && d.Choice == held.Choice:
+					held.Text += d.Text
+					held.Tokens += d.Tokens
+					held.Logprobs = append(held.Logprobs, d.Logprobs...)
+				case len(d.ToolCalls) == 0:
+					if err := release(); err != nil {
+						return stopped(err)
+					}
+					held, holding = d, true
+				default:
+					if err := release(); err != nil {
+						return stopped(err)
+					}
+					if err := emit(d); err != nil {
+						return stopped(err)
+					}
 				}
 			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" && finishes[ch.Index] == "" {
 				finishes[ch.Index] = *ch.FinishReason
 				if len(finishes) > 1 {
+					if err := release(); err != nil {
+						return stopped(err)
+					}
 					if err := emit(worker.Delta{Choice: ch.Index, Finish: finishReason(*ch.FinishReason)}); err != nil {
-						cancel(err)
-						return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+						return stopped(err)
 					}
 				}
 			}
 		}
+	}
+	if err := release(); err != nil && ctx.Err() == nil {
+		return stopped(err)
 	}
 	finish := finishes[0]
 	if ctx.Err() != nil {
@@ -305,12 +389,14 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 		e.cfg.Logger.Warn("upstream failed mid-stream", "request", req.ID, "err", err)
 		return worker.Result{FinishReason: worker.FinishError, Usage: e.estimate(req, completion), Err: err}, nil
 	}
-	res := worker.Result{FinishReason: finishReason(finish), Usage: e.estimate(req, completion)}
+	res := worker.Result{FinishReason: finishReason(finish)}
 	if usage != nil {
 		res.Usage = worker.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens}
 		if usage.PromptTokensDetails != nil {
 			res.Usage.CachedTokens = usage.PromptTokensDetails.CachedTokens
 		}
+	} else {
+		res.Usage = e.estimate(req, completion)
 	}
 	return res, nil
 }

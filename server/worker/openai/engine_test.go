@@ -372,3 +372,44 @@ func TestLearnsUpstreamSlots(t *testing.T) {
 		}
 	}
 }
+
+// Chunks that arrive together go on as one delta; a chunk with nothing
+// behind it goes on at once, never waiting for the next.
+func TestQueuedChunksCoalesceWithoutDelay(t *testing.T) {
+	emitted := make(chan string, 16)
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		// Three chunks in one write: already waiting when the first is read.
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: %s\n\n", delta("Hello"), delta(","), delta(" world"))
+		w.(http.Flusher).Flush()
+		// The next only once that text was passed on: were the worker
+		// holding it for more, this would never come.
+		select {
+		case <-emitted:
+		case <-time.After(5 * time.Second):
+			return
+		}
+		stream(w, delta("!"))
+		select {
+		case <-emitted:
+		case <-time.After(5 * time.Second):
+			return
+		}
+		stream(w, finish("stop"), usageChunk, "[DONE]")
+	})
+	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, MetricsURL: "-"})
+	var texts []string
+	tokens := 0
+	res, err := e.Generate(context.Background(), request(), func(d worker.Delta) error {
+		texts = append(texts, d.Text)
+		tokens += d.Tokens
+		emitted <- d.Text
+		return nil
+	})
+	if err != nil || res.FinishReason != worker.FinishStop {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	if fmt.Sprint(texts) != "[Hello, world !]" || tokens != 4 {
+		t.Errorf("deltas %q (%d tokens), want [\"Hello, world\" \"!\"] (4 tokens)", texts, tokens)
+	}
+}
