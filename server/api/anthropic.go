@@ -586,16 +586,7 @@ func (h *AnthropicHandler) CountTokens(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	core := h.OpenAI.Core
-	m, ok := core.Models.Lookup(req.Model)
-	switch {
-	case req.Model == "":
-		err = apierr.InvalidArgument("model", "is required")
-	case !ok:
-		err = apierr.UnknownModel("model", req.Model)
-	case m.Embeds():
-		err = apierr.InvalidArgument("model", m.ID+" is an embedding model")
-	}
+	n, err := h.OpenAI.Core.CountPrompt(r.Context(), creq)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -603,13 +594,9 @@ func (h *AnthropicHandler) CountTokens(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(struct {
 		InputTokens int `json:"input_tokens"`
-	}{promptTokens(core, creq)})
+	}{n})
 }
 
-// promptTokens counts creq's prompt as the core does.
-func promptTokens(core *chat.Core, creq chat.Request) int {
-	return worker.RequestPromptTokens(core.Tokens, &worker.Request{Tools: creq.Tools, Messages: creq.Messages})
-}
 
 // anthropicResponse is a whole message as the Messages API answers it.
 type anthropicResponse struct {

@@ -364,6 +364,32 @@ func windowError(promptTokens int, maxOut int64, m *models.Model) error {
 		"the prompt is %d tokens; with %s %d it exceeds %s's context window of %d", promptTokens, "max_output_tokens", maxOut, m.ID, m.ContextWindow))
 }
 
+// CountPrompt counts req's prompt as Complete would price it, without
+// generating or charging (Anthropic's count_tokens): its deferred images and
+// documents are checked and prepared through the same budgets and pool.
+func (c *Core) CountPrompt(ctx context.Context, req Request) (int, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return 0, apierr.Unauthenticated("no credentials")
+	}
+	m, ok := c.Models.Lookup(req.Model)
+	switch {
+	case req.Model == "":
+		return 0, apierr.InvalidArgument("model", "is required")
+	case !ok:
+		return 0, apierr.UnknownModel("model", req.Model)
+	case m.Embeds():
+		return 0, apierr.InvalidArgument("model", m.ID+" is an embedding model")
+	}
+	if err := c.checkDeferred(ctx, p.UserID, m, &req); err != nil {
+		return 0, req.renamed(err)
+	}
+	if err := c.prepare(ctx, p, &req); err != nil {
+		return 0, req.renamed(err)
+	}
+	return worker.RequestPromptTokens(c.Tokens, &worker.Request{Tools: req.Tools, Messages: req.Messages}), nil
+}
+
 // prepareAndCount does a request's deferred work, once it is admitted, and
 // counts its prompt exactly, within the hold's bound of held tokens.
 func (c *Core) prepareAndCount(ctx context.Context, p auth.Principal, req *Request, m *models.Model, maxOut int64, held int) (int, error) {

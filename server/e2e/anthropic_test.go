@@ -289,6 +289,16 @@ func TestAnthropicMessages(t *testing.T) {
 		if res.StatusCode != 200 || json.Unmarshal(body, &n) != nil || n.InputTokens <= 0 || string(body) != fmt.Sprintf(`{"input_tokens":%d}`+"\n", n.InputTokens) {
 			t.Fatalf("%d %s", res.StatusCode, body)
 		}
+		// An image counts as the core prices it (85 + 170 per tile), not 0.
+		png := base64.StdEncoding.EncodeToString(attachtest.PNG(16, 16))
+		res, body = s.postRaw(t, "/v1/messages/count_tokens", `{"model":"sim-small","messages":[{"role":"user","content":[{"type":"text","text":"What is the weather in Paris?"},
+			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"`+png+`"}}]}]}`, map[string]string{"x-api-key": counter.Key})
+		var withImage struct {
+			InputTokens int `json:"input_tokens"`
+		}
+		if res.StatusCode != 200 || json.Unmarshal(body, &withImage) != nil || withImage.InputTokens < 255 {
+			t.Fatalf("count_tokens with an image: %d %s", res.StatusCode, body)
+		}
 		// Nothing was generated or charged.
 		c := s.api(protocols[0], cred{bearer: counter.Key})
 		bal, err := c.Billing.GetBalance(ctxTimeout(t, 5*time.Second), connect.NewRequest(&parleyv1.GetBalanceRequest{}))
