@@ -597,7 +597,6 @@ func (h *AnthropicHandler) CountTokens(w http.ResponseWriter, r *http.Request) {
 	}{n})
 }
 
-
 // anthropicResponse is a whole message as the Messages API answers it.
 type anthropicResponse struct {
 	ID           string         `json:"id"`
