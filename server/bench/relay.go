@@ -87,7 +87,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 		cfg.Tokens = 50
 	}
 	if cfg.HoldOpening <= 0 {
-		cfg.HoldOpening = 200
+		cfg.HoldOpening = 1000
 	}
 	if cfg.ProfileSeconds <= 0 {
 		cfg.ProfileSeconds = 10

@@ -51,17 +51,9 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 	}
 	now := b.now()
 	h := Hold{ID: uuid.Must(uuid.NewV7()).String(), AmountNanos: amountNanos}
-	// On a goroutine of its own: a store call (SQLite's above all) runs
-	// deep, and the caller goes on to stream for as long as the answer
-	// lasts, keeping whatever stack it grew for as long.
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.ledger.Reserve(ctx, store.Reservation{
-			ID: h.ID, UserID: userID, AmountNanos: amountNanos, CreatedAt: now, ExpiresAt: now.Add(b.holdTTL),
-		})
-		done <- err
-	}()
-	err := <-done
+	_, err := b.ledger.Reserve(ctx, store.Reservation{
+		ID: h.ID, UserID: userID, AmountNanos: amountNanos, CreatedAt: now, ExpiresAt: now.Add(b.holdTTL),
+	})
 	var short *store.InsufficientFundsError
 	if errors.As(err, &short) {
 		return Hold{}, apierr.InsufficientBalance(short.AvailableNanos, short.RequiredNanos)

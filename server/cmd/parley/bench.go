@@ -69,7 +69,7 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Func("hold", "comma-separated numbers of streams to hold open at once (RSS per open stream)", intList(&cfg.Hold))
 	fs.DurationVar(&cfg.HoldDelay, "hold-delay", time.Second, "delay between the tokens of held streams")
 	fs.DurationVar(&cfg.HoldFor, "hold-for", 10*time.Second, "how long held streams stay open after the last has opened")
-	fs.IntVar(&cfg.HoldOpening, "hold-opening", 200, "held streams waiting for their first token at once while opening")
+	fs.IntVar(&cfg.HoldOpening, "hold-opening", 1000, "held streams waiting for their first token at once while opening")
 	fs.StringVar(&cfg.Bin, "bin", "", "parley binary run as worker and gateway (default: this one)")
 	fs.StringVar(&cfg.BaselineBin, "baseline-bin", "", "a second parley binary measured in the same run, e.g. the previous release")
 	fs.StringVar(&cfg.CPUsServers, "cpus-servers", "", "pin worker and gateway to these CPUs (taskset list, e.g. 1)")

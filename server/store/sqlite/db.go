@@ -44,6 +44,8 @@ type DB struct {
 	stmts sync.Map // query text → *sql.Stmt prepared on w
 
 	shipMu sync.Mutex // serialises UsageOutbox.Ship
+
+	reserves reserveGroup // Ledger.Reserve's group commit
 }
 
 var _ store.Pinger = (*DB)(nil)

@@ -105,30 +105,8 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 	if r.AmountNanos <= 0 {
 		return store.Balance{}, fmt.Errorf("%w: reservation amount %d is not positive", store.ErrInvalidArgument, r.AmountNanos)
 	}
-	var b store.Balance
-	err := l.db.write(ctx, func(tx *txn) error {
-		err := tx.QueryRowContext(ctx, `UPDATE billing_accounts
-			SET available_nanos = available_nanos - ?1, reserved_nanos = reserved_nanos + ?1
-			WHERE user_id = ?2 AND available_nanos >= ?1
-			RETURNING available_nanos, reserved_nanos`, r.AmountNanos, r.UserID).Scan(&b.AvailableNanos, &b.ReservedNanos)
-		if errors.Is(err, sql.ErrNoRows) {
-			cur, rerr := availableTx(ctx, tx, r.UserID)
-			if rerr != nil {
-				return rerr
-			}
-			return &store.InsufficientFundsError{AvailableNanos: cur, RequiredNanos: r.AmountNanos}
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO reservations (id, user_id, amount_nanos, status, created_at, expires_at)
-			VALUES (?, ?, ?, 'held', ?, ?)`, r.ID, r.UserID, r.AmountNanos, ts(r.CreatedAt), ts(r.ExpiresAt))
-		return err
-	})
-	if err != nil {
-		return store.Balance{}, mapErr(err)
-	}
-	return b, nil
+	// Committed with the others arriving at the same time (reserve.go).
+	return l.db.reserves.reserve(ctx, l.db, r)
 }
 
 func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time, record *store.UsageRecord) (store.Settlement, error) {
