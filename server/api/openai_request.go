@@ -337,7 +337,7 @@ func (m *openAIMessage) toChat(field string, inline *attach.Checker, cr *chat.Re
 		if m.ToolCallID == "" {
 			return cm, apierr.InvalidArgument(field+".tool_call_id", "is required in a tool message")
 		}
-		text, err := contentText(field+".content", m.Content)
+		text, err := textParts(field+".content", m.Content, "text", "a tool message")
 		if err != nil {
 			return cm, err
 		}
@@ -402,21 +402,22 @@ func (m *openAIMessage) toChat(field string, inline *attach.Checker, cr *chat.Re
 	return cm, nil
 }
 
-// contentText reads a tool message's content: a string, or text parts
-// joined.
-func contentText(field string, content json.RawMessage) (string, error) {
+// textParts reads content that is a string, or an array of parts of type
+// partType whose texts are joined (a tool message's content, a Responses
+// function_call_output); holder names what holds it in errors.
+func textParts(field string, content json.RawMessage, partType, holder string) (string, error) {
 	var text string
 	if json.Unmarshal(content, &text) == nil {
 		return text, nil
 	}
-	var parts []openAIContentPart
+	var parts []struct{ Type, Text string }
 	if json.Unmarshal(content, &parts) != nil {
-		return "", apierr.InvalidArgument(field, "must be a string or an array of text parts")
+		return "", apierr.InvalidArgument(field, fmt.Sprintf("must be a string or an array of %s parts", partType))
 	}
 	var b strings.Builder
 	for j, p := range parts {
-		if p.Type != "text" {
-			return "", apierr.InvalidArgument(fmt.Sprintf("%s[%d].type", field, j), "a tool message holds text parts only")
+		if p.Type != partType {
+			return "", apierr.InvalidArgument(fmt.Sprintf("%s[%d].type", field, j), fmt.Sprintf("%s holds %s parts only", holder, partType))
 		}
 		b.WriteString(p.Text)
 	}

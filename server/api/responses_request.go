@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -305,7 +304,7 @@ func responseInputItem(field string, raw json.RawMessage, inline *attach.Checker
 		if it.CallID == "" {
 			return store.Message{}, apierr.InvalidArgument(field+".call_id", "is required")
 		}
-		out, err := responseFunctionOutput(field+".output", it.Output)
+		out, err := textParts(field+".output", it.Output, "input_text", "a function's output")
 		if err != nil {
 			return store.Message{}, err
 		}
@@ -376,25 +375,4 @@ func responseInputMessage(field string, it responsesItem, inline *attach.Checker
 		}
 	}
 	return m, nil
-}
-
-// responseFunctionOutput reads a function_call_output's output: a string, or text
-// parts joined.
-func responseFunctionOutput(field string, raw json.RawMessage) (string, error) {
-	var text string
-	if json.Unmarshal(raw, &text) == nil {
-		return text, nil
-	}
-	var parts []responsesContent
-	if json.Unmarshal(raw, &parts) != nil {
-		return "", apierr.InvalidArgument(field, "must be a string or a list of input_text parts")
-	}
-	var b strings.Builder
-	for j, p := range parts {
-		if p.Type != "input_text" {
-			return "", apierr.InvalidArgument(fmt.Sprintf("%s[%d].type", field, j), "a function's output holds input_text parts only")
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
 }

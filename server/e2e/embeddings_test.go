@@ -127,19 +127,9 @@ func TestEmbeddings(t *testing.T) {
 	// Billing is exact: what left the balance is what the usage records cost.
 	bill := s.api(protocols[0], cred{bearer: a.Key}).Billing
 	var sum int64
-	var records []*parleyv1.UsageRecord
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		u, err := bill.ListUsage(ctx, connect.NewRequest(&parleyv1.ListUsageRequest{PageSize: 200}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if records = u.Msg.GetUsageRecords(); len(records) >= 3 { // refusals leave none
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(records) != 3 {
+	records := waitUsage(t, s, a, 3) // refusals leave none
+	time.Sleep(200 * time.Millisecond) // and no fourth comes
+	if records = waitUsage(t, s, a, 3); len(records) != 3 {
 		t.Fatalf("%d usage records, want 3 (two Connect calls, one /v1/embeddings call)", len(records))
 	}
 	for _, rec := range records {

@@ -34,7 +34,7 @@ func TestPromptTokens(t *testing.T) {
 			{Document: &worker.Document{Filename: "notes.txt", MimeType: "text/plain", Text: "The rabbit is late."}},
 		}},
 	}
-	got := promptTokens(e.tok, msgs)
+	got := worker.PromptIDs(e.tok, msgs)
 	before := e.tok.Count("<|system|>\nBe brief.\n<|user|>\nWhat is in this picture and this file?")
 	after := e.tok.Count("<document name=\"notes.txt\">\nThe rabbit is late.\n</document>\n\n<|assistant|>\n")
 	if want := before + 255 + after; len(got) != want {
@@ -47,7 +47,7 @@ func TestPromptTokens(t *testing.T) {
 	other := *img
 	other.Data = []byte("other bytes")
 	msgs[1].Parts[1].Image = &other
-	got2 := promptTokens(e.tok, msgs)
+	got2 := worker.PromptIDs(e.tok, msgs)
 	if got[before] == got2[before] || len(got) != len(got2) {
 		t.Fatal("different images render the same tokens")
 	}

@@ -23,7 +23,7 @@ func TestStepCost(t *testing.T) {
 
 	req := userRequest("sim-small", "Hi", 1)
 	start(ctx, e, req)
-	prompt := len(promptTokens(e.tok, req.Messages))
+	prompt := len(worker.PromptIDs(e.tok, req.Messages))
 	if d, want := clk.step(t), prefillCost(prompt)+15*time.Millisecond+200*time.Microsecond; d != want {
 		t.Fatalf("first step %v, want prefill + step = %v", d, want)
 	}
@@ -85,7 +85,7 @@ func TestPrefixCache(t *testing.T) {
 	next.Messages = append(next.Messages[:1:1],
 		worker.ChatMessage{Role: "assistant", Parts: []worker.Part{{Text: o1.text()}}},
 		worker.ChatMessage{Role: "user", Parts: []worker.Part{{Text: "Go on."}}})
-	a, b := promptTokens(e.tok, first.Messages), promptTokens(e.tok, next.Messages)
+	a, b := worker.PromptIDs(e.tok, first.Messages), worker.PromptIDs(e.tok, next.Messages)
 	common := 0
 	for common < len(a) && common < len(b) && a[common] == b[common] {
 		common++
