@@ -36,9 +36,14 @@ func TestStepCost(t *testing.T) {
 		start(ctx, e, userRequest("sim-small", fmt.Sprint("Hi ", i), int64(i)))
 	}
 	waitLoad(t, e, func(l worker.LoadReport) bool { return l.InFlight == 32 })
+	// Read the load before firing a step: once it shows all 32 running, the
+	// step that admitted the last ones has been asked for, and firing it
+	// leaves pure decode next (read after firing, the admitting step could
+	// still be pending).
 	for {
+		l := e.Load()
 		clk.step(t)
-		if l := e.Load(); l.Running == 32 && l.Waiting == 0 {
+		if l.Running == 32 && l.Waiting == 0 {
 			break
 		}
 	}
