@@ -275,3 +275,18 @@ func checkTitle(t string) (string, error) {
 	}
 	return t, nil
 }
+
+// RegenerateMessage streams a new version of an assistant message.
+func (h *ConversationHandler) RegenerateMessage(ctx context.Context, req *connect.Request[parleyv1.RegenerateMessageRequest], stream *connect.ServerStream[parleyv1.RegenerateMessageResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("not yet"))
+}
+
+// GetCustomInstructions returns the caller's custom instructions.
+func (h *ConversationHandler) GetCustomInstructions(ctx context.Context, req *connect.Request[parleyv1.GetCustomInstructionsRequest]) (*connect.Response[parleyv1.GetCustomInstructionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("not yet"))
+}
+
+// SetCustomInstructions replaces the caller's custom instructions.
+func (h *ConversationHandler) SetCustomInstructions(ctx context.Context, req *connect.Request[parleyv1.SetCustomInstructionsRequest]) (*connect.Response[parleyv1.SetCustomInstructionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("not yet"))
+}
