@@ -3,6 +3,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -22,10 +23,29 @@ export function parleyBin() {
   return built;
 }
 
-/** Starts `parley serve` on a free loopback port; resolves to {url, stop, logs}. */
-export async function startServer(extra = []) {
-  const dataDir = mkdtempSync(join(tmpdir(), "parley-web-data-"));
-  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", ...extra];
+/** A free loopback port (to restart a server on the same address). */
+export function freePort() {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", fail);
+    srv.listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => ok(port)); });
+  });
+}
+
+/** Runs `parley admin TASK ...` against a data directory (e.g. create-user --admin). */
+export function parleyAdmin(dataDir, args) {
+  return execFileSync(parleyBin(), ["admin", ...args.slice(0, 1), "--data-dir", dataDir, ...args.slice(1)], { encoding: "utf8" });
+}
+
+/**
+ * Starts `parley serve` on a loopback port; resolves to {url, dataDir, stop, logs}.
+ * opts.dataDir reuses a directory (a restart), opts.port a port; stop({ keepData: true })
+ * kills the process and keeps the directory.
+ */
+export async function startServer(extra = [], opts = {}) {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "parley-web-data-"));
+  if (opts.before) opts.before(dataDir);
+  const args = ["serve", "--listen", `127.0.0.1:${opts.port ?? 0}`, "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", ...extra];
   const proc = spawn(parleyBin(), args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
   const url = await new Promise((ok, fail) => {
@@ -41,15 +61,35 @@ export async function startServer(extra = []) {
   });
   return {
     url,
+    dataDir,
     logs: () => logs,
-    async stop() {
-      if (proc.exitCode === null) {
+    async stop({ keepData = false } = {}) {
+      if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill("SIGKILL");
         await new Promise((r) => proc.once("exit", r));
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * test() that saves a screenshot of each open page to test-artifacts/web/fail-NAME-N.png
+ * when the body fails. pages() returns the pages to capture.
+ */
+export function shotOnFail(test, pages) {
+  return (name, opts, fn) => test(name, opts, async (t) => {
+    try {
+      await fn(t);
+    } catch (err) {
+      const slug = name.replace(/[^a-z0-9]+/gi, "-").toLowerCase().slice(0, 60);
+      let i = 0;
+      for (const p of pages()) {
+        if (p && !p.isClosed()) await p.screenshot({ path: join(artifacts, `fail-${slug}-${i++}.png`) }).catch(() => {});
+      }
+      throw err;
+    }
+  });
 }
 
 export const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";

@@ -8,6 +8,7 @@ import { ModelService } from "../../ts/src/gen/parley/v1/model_pb";
 import { ConversationService } from "../../ts/src/gen/parley/v1/conversation_pb";
 import { BillingService, LimitKind } from "../../ts/src/gen/parley/v1/billing_pb";
 import { AttachmentService } from "../../ts/src/gen/parley/v1/attachment_pb";
+import { AdminService } from "../../ts/src/gen/parley/v1/admin_pb";
 import { LimitExceededSchema, RetryInfoSchema, FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { Tier } from "../../ts/src/gen/parley/v1/common_pb";
 
@@ -22,6 +23,7 @@ export const models = createClient(ModelService, transport);
 export const convs = createClient(ConversationService, transport);
 export const billing = createClient(BillingService, transport);
 export const attachments = createClient(AttachmentService, transport);
+export const admin = createClient(AdminService, transport);
 
 export { Code, ConnectError, LimitKind, Tier, timestampMs, durationMs };
 
@@ -51,7 +53,9 @@ export function describe(err: unknown): string {
     case Code.ResourceExhausted: {
       const lim = e.findDetails(LimitExceededSchema)[0]?.limit;
       if (lim) {
-        const reset = lim.resetsAt ? ` It resets in ${until(timestampMs(lim.resetsAt) - Date.now())}.` : wait;
+        // The server's retry time says when a send will pass again; resets_at
+        // is when the allowance is whole, which can be hours later.
+        const reset = wait || (lim.resetsAt ? ` It is whole again in ${until(timestampMs(lim.resetsAt) - Date.now())}.` : "");
         return `You have reached your limit of ${lim.limit.toLocaleString()} ${limitKindName(lim.kind)} on ${lim.model}.${reset}`;
       }
       return `Limit reached: ${e.rawMessage}.${wait}`;
@@ -65,9 +69,24 @@ export function describe(err: unknown): string {
       return f ? `${f.field}: ${f.description}` : e.rawMessage;
     }
     case Code.Unknown:
+      if (isNetworkError(e)) return "Parley cannot be reached.";
+      return `Something went wrong: ${e.rawMessage || "network error"}.`;
     case Code.Internal:
       return `Something went wrong: ${e.rawMessage || "network error"}.`;
     default:
       return e.rawMessage || e.message;
   }
+}
+
+/** Whether an error is the network's or an overloaded server's: worth retrying. */
+export function isNetworkError(err: unknown): boolean {
+  const e = ConnectError.from(err);
+  if (e.code === Code.Unavailable) return true;
+  return e.code === Code.Unknown && /fetch|network|load failed|protocol error|http 50[234]/i.test(e.rawMessage || e.message);
+}
+
+/** The server's retry delay in ms, if it gave one. */
+export function retryDelayMs(err: unknown): number | undefined {
+  const r = ConnectError.from(err).findDetails(RetryInfoSchema)[0];
+  return r?.retryDelay ? durationMs(r.retryDelay) : undefined;
 }

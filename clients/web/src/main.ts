@@ -8,23 +8,14 @@ import { ModelKind } from "../../ts/src/gen/parley/v1/model_pb";
 import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
 import { ArchivedFilter } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
-  auth, billing, Code, ConnectError, convs, describe, keys, limitKindName, models, tierName, timestampMs, until, attachments,
+  auth, billing, Code, ConnectError, convs, describe, keys, models, tierName, timestampMs, attachments,
+  isNetworkError, retryDelayMs,
 } from "./api";
-import { render, StreamingMarkdown } from "./markdown";
+import { render, StreamingMarkdown, upgrade } from "./markdown";
 import { upload } from "./upload";
 
-// ---------- DOM helpers ----------
-const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, unknown> = {}, ...kids: (Node | string | null | false | undefined)[]) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v as EventListener);
-    else if (v !== undefined && v !== false) el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of kids) if (c) el.append(c);
-  return el;
-}
-const when = (ms: number) => new Date(ms).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+import { $, h, when } from "./dom";
+import { limitRows, showAdmin, showSettings, showUsage } from "./pages";
 
 document.body.innerHTML = `
 <section id="auth" class="auth" hidden>
@@ -50,19 +41,30 @@ document.body.innerHTML = `
   <div id="scrim"></div>
   <div id="chat">
     <header>
-      <button id="menu" aria-label="Conversations">☰</button>
+      <button id="menu" type="button" aria-label="Conversations">☰</button>
       <select id="model" aria-label="Model"></select>
       <span class="spacer"></span>
-      <button id="limits-btn">Limits</button>
-      <a id="keys-btn" class="button" href="#/keys">API keys</a>
-      <span id="me" class="muted"></span>
-      <button id="logout">Log out</button>
+      <button id="nav-toggle" type="button" aria-label="Menu" aria-expanded="false" aria-controls="nav">⋯</button>
+      <nav id="nav">
+        <a id="usage-btn" class="button" href="#/usage">Usage</a>
+        <button id="limits-btn" type="button">Limits</button>
+        <a id="keys-btn" class="button" href="#/keys">API keys</a>
+        <a id="settings-btn" class="button" href="#/settings">Settings</a>
+        <a id="admin-btn" class="button" href="#/admin" hidden>Admin</a>
+        <button id="theme" type="button" aria-label="Dark mode" aria-pressed="false">◐</button>
+        <span id="me" class="muted"></span>
+        <button id="logout" type="button">Log out</button>
+      </nav>
     </header>
-    <div id="banner" class="banner" role="alert" hidden></div>
+    <div id="banner" class="banner" role="alert" hidden><span id="banner-text"></span><button type="button" id="banner-close" class="link" aria-label="Dismiss">×</button></div>
     <main id="messages"></main>
-    <section id="keys-page" hidden>
+    <section id="usage-page" class="page" hidden></section>
+    <section id="settings-page" class="page" hidden></section>
+    <section id="admin-page" class="page" hidden></section>
+    <section id="keys-page" class="page" hidden>
       <h2>API keys</h2>
       <p class="muted">Keys authenticate programs (<code>Authorization: Bearer …</code>) on the developer API, billed per token.</p>
+      <p id="key-needs" class="needs">A key works only while your account has a balance: the developer API charges every request to it. <a href="#/usage">See your balance and usage</a>.</p>
       <form id="key-form" class="row">
         <input name="name" required maxlength="100" placeholder="Key name">
         <label>Expires in <input name="days" type="number" min="1" max="30" value="30" required> days</label>
@@ -78,7 +80,7 @@ document.body.innerHTML = `
     <form id="composer">
       <div id="pending"></div>
       <div class="row">
-        <label class="attach button" title="Attach images or documents" aria-label="Attach"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg><input type="file" id="file" multiple hidden accept="image/*,.pdf,.docx,.pptx,.txt,.md,.csv"></label>
+        <button type="button" id="attach" class="attach" title="Attach images or documents" aria-label="Attach files"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg></button><input type="file" id="file" multiple hidden tabindex="-1" accept="image/*,.pdf,.docx,.pptx,.txt,.md,.csv">
         <textarea id="input" rows="1" placeholder="Message Parley — Enter to send, Shift+Enter for a new line"></textarea>
         <button type="submit" id="send" class="primary">Send</button>
         <button type="button" id="stop" hidden>Stop</button>
@@ -93,6 +95,7 @@ let me: User | undefined;
 let modelList: Model[] = [];
 let currentId = ""; // the open conversation; "" is a new chat
 let listToken: string | undefined = "";
+let lastSeen = 0; // the open conversation's updated_at as last shown
 let listLoading = false;
 
 interface Gen {
@@ -109,31 +112,95 @@ const messagesEl = $("messages");
 const input = $<HTMLTextAreaElement>("input");
 const modelSel = $<HTMLSelectElement>("model");
 
-function banner(msg: string) {
-  const b = $("banner");
-  b.textContent = msg;
-  b.hidden = !msg;
+// ---------- theme ----------
+// No choice stored: the system's. The toggle stores the opposite of what shows.
+const darkQuery = matchMedia("(prefers-color-scheme: dark)");
+function applyTheme() {
+  const t = localStorage.getItem("parley.theme");
+  if (t === "dark" || t === "light") document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+  const dark = t ? t === "dark" : darkQuery.matches;
+  $("theme").setAttribute("aria-pressed", String(dark));
+  $("theme").title = dark ? "Switch to light mode" : "Switch to dark mode";
 }
+$("theme").onclick = () => {
+  const dark = document.documentElement.dataset.theme ? document.documentElement.dataset.theme === "dark" : darkQuery.matches;
+  localStorage.setItem("parley.theme", dark ? "light" : "dark");
+  applyTheme();
+};
+darkQuery.addEventListener("change", applyTheme);
+applyTheme();
+
+// ---------- errors ----------
+// A banner belongs to the page that showed it: leaving the page clears it,
+// and × dismisses it. While the server cannot be reached, a probe retries
+// with back-off and the banner goes once it answers.
+let bannerPage = "";
+function banner(msg: string) {
+  $("banner-text").textContent = msg;
+  $("banner").hidden = !msg;
+  $("banner").classList.remove("offline");
+  bannerPage = msg ? location.hash : "";
+}
+$("banner-close").onclick = () => banner("");
 function fail(err: unknown) {
   if (ConnectError.from(err).code === Code.Unauthenticated) return showAuth();
+  if (isNetworkError(err)) return offline(err);
   banner(describe(err));
 }
 
+let probe: { timer: number; delay: number } | undefined;
+/** Shows that Parley is unreachable and probes it with back-off until it answers. */
+function offline(err: unknown) {
+  if (probe) return;
+  const first = Math.max(1000, retryDelayMs(err) ?? 0);
+  probe = { timer: 0, delay: first };
+  const schedule = () => {
+    const p = probe!;
+    let left = Math.ceil(p.delay / 1000);
+    const tick = () => {
+      banner(`${describe(err)} Retrying in ${left} s…`);
+      $("banner").classList.add("offline");
+    };
+    tick();
+    p.timer = window.setInterval(async () => {
+      if (--left > 0) return tick();
+      clearInterval(p.timer);
+      try {
+        await auth.getMe({});
+      } catch (e) {
+        if (ConnectError.from(e).code === Code.Unauthenticated) { probe = undefined; banner(""); return showAuth(); }
+        p.delay = Math.min(p.delay * 2, 30_000);
+        err = e;
+        return schedule();
+      }
+      probe = undefined;
+      if ($("banner").classList.contains("offline")) banner("");
+      if (me) { reloadList(); route(); }
+    }, 1000);
+  };
+  schedule();
+}
+
 // ---------- auth ----------
+// Someone who has signed in on this browser before is offered Log in first.
 let signingUp = true;
 function showAuth() {
   me = undefined;
   $("main").hidden = true;
   $("auth").hidden = false;
+  authMode(!localStorage.getItem("parley.returning"));
+  document.title = "Parley";
 }
-$("auth-toggle").onclick = () => {
-  signingUp = !signingUp;
+$("auth-toggle").onclick = () => authMode(!signingUp);
+function authMode(up: boolean) {
+  signingUp = up;
   $("auth-submit").textContent = signingUp ? "Sign up" : "Log in";
   $("auth-toggle").textContent = signingUp ? "Have an account? Log in" : "New here? Sign up";
   $("auth-sub").textContent = signingUp ? "Create an account to start chatting." : "Welcome back.";
   $("name-row").hidden = !signingUp;
   $("auth-error").textContent = "";
-};
+}
 $<HTMLFormElement>("auth-form").onsubmit = async (e) => {
   e.preventDefault();
   const f = new FormData(e.target as HTMLFormElement);
@@ -156,6 +223,8 @@ $("logout").onclick = async () => {
 
 async function start(user: User) {
   me = user;
+  localStorage.setItem("parley.returning", "1");
+  $("admin-btn").hidden = !user.admin;
   $("auth").hidden = true;
   $("main").hidden = false;
   $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
@@ -177,7 +246,17 @@ async function loadModels() {
   }));
   if (saved && modelList.some((m) => m.id === saved)) modelSel.value = saved;
 }
-modelSel.onchange = () => localStorage.setItem("parley.model", modelSel.value);
+// The picker's choice sticks to the open conversation and becomes the model of
+// new chats; a conversation without a choice of its own uses its stored model.
+modelSel.onchange = () => {
+  localStorage.setItem("parley.model", modelSel.value);
+  if (currentId) localStorage.setItem(`parley.model.${currentId}`, modelSel.value);
+};
+function pickModel(convId: string, fallback = "") {
+  for (const m of [convId && localStorage.getItem(`parley.model.${convId}`), fallback, localStorage.getItem("parley.model")]) {
+    if (m && modelList.some((x) => x.id === m)) { modelSel.value = m; return; }
+  }
+}
 
 // ---------- conversation list ----------
 const listEl = $("conv-list");
@@ -240,6 +319,7 @@ function rename(li: HTMLLIElement, c: Conversation) {
     }
     li.replaceWith(convItem(c));
     markActive();
+    if (c.conversationId === currentId) document.title = `${c.title || "New chat"} · Parley`;
   };
   field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
   field.onblur = () => finish(true);
@@ -266,18 +346,38 @@ window.addEventListener("hashchange", () => {
   if (location.hash === ignoreHash) { ignoreHash = ""; return; }
   route();
 });
+const pages: Record<string, [string, () => void]> = {
+  "#/keys": ["API keys", () => showKeys()],
+  "#/usage": ["Usage", () => showUsage(modelSel.value)],
+  "#/settings": ["Settings", () => showSettings()],
+  "#/admin": ["Admin", () => showAdmin()],
+};
 function route() {
   if (!me) return;
   $("sidebar").classList.remove("open");
+  navOpen(false);
   const hash = location.hash;
-  const onKeys = hash === "#/keys";
-  $("keys-page").hidden = !onKeys;
-  messagesEl.hidden = onKeys;
-  $("composer").hidden = onKeys;
-  if (onKeys) return showKeys();
+  if (bannerPage !== hash && !$("banner").classList.contains("offline")) banner("");
+  const page = pages[hash];
+  for (const k of Object.keys(pages)) $(`${k.slice(2)}-page`).hidden = k !== hash;
+  messagesEl.hidden = !!page;
+  $("composer").hidden = !!page;
+  if (page) {
+    if (gen) { gen.abort.abort(); gen = undefined; setBusy(false); }
+    currentId = "";
+    markActive();
+    document.title = `${page[0]} · Parley`;
+    return page[1]();
+  }
   const m = /^#\/c\/(.+)$/.exec(hash);
   openConversation(m ? decodeURIComponent(m[1]) : "");
 }
+function navOpen(open: boolean) {
+  $("nav").classList.toggle("open", open);
+  $("nav-toggle").setAttribute("aria-expanded", String(open));
+}
+$("nav-toggle").onclick = () => navOpen(!$("nav").classList.contains("open"));
+$("nav").addEventListener("click", (e) => { if ((e.target as HTMLElement).closest("a,button:not(#theme)")) navOpen(false); });
 
 // ---------- messages ----------
 interface AssistantView { el: HTMLElement; md: StreamingMarkdown; }
@@ -304,8 +404,19 @@ function attachmentChip(id: string): HTMLElement {
   }, () => { chip.textContent = "attachment (unavailable)"; });
   return chip;
 }
-function userView(parts: Part[]) {
-  const el = h("div", { class: "msg user" }, ...partsView(parts));
+// The text each message's Copy button copies: an answer's Markdown source.
+const sourceOf = new WeakMap<HTMLElement, () => string>();
+const partsText = (parts: Part[]) => parts.map((p) => (p.kind.case === "text" ? p.kind.value : "")).join("");
+function actions(el: HTMLElement, label: string) {
+  const bar = h("div", { class: "actions" },
+    h("button", { type: "button", class: "copy-msg", "aria-label": label, title: label }, "Copy"));
+  el.append(bar);
+  return bar;
+}
+function userView(parts: Part[], id = "") {
+  const el = h("div", { class: "msg user", "data-id": id }, h("div", { class: "bubble" }, ...partsView(parts)));
+  sourceOf.set(el, () => partsText(parts));
+  actions(el, "Copy message");
   messagesEl.append(el);
   return el;
 }
@@ -315,6 +426,8 @@ function assistantView(model: string, id = ""): AssistantView {
   messagesEl.append(el);
   const md = new StreamingMarkdown(body);
   md.onFlush = () => { if (stick) toBottom(); };
+  sourceOf.set(el, () => md.text);
+  actions(el, "Copy answer");
   return { el, md };
 }
 let stick = true;
@@ -325,27 +438,46 @@ function note(v: AssistantView, reason: FinishReason, msg = "") {
     : reason === FinishReason.LENGTH ? "The answer reached its length limit."
     : reason === FinishReason.ERROR ? `The answer failed: ${msg || "error"}.` : "";
   v.el.querySelector(".note")?.remove();
-  if (text) v.el.append(h("div", { class: `note${reason === FinishReason.ERROR ? " error" : ""}` }, text));
+  if (text) v.el.querySelector(".actions")!.before(h("div", { class: `note${reason === FinishReason.ERROR ? " error" : ""}` }, text));
   v.el.classList.remove("streaming");
 }
 
 messagesEl.addEventListener("click", (e) => {
-  const b = (e.target as HTMLElement).closest(".copy");
+  const t = e.target as HTMLElement;
+  const b = t.closest(".copy, .copy-msg");
   if (!b) return;
-  navigator.clipboard?.writeText(b.closest(".code")!.querySelector("code")!.textContent ?? "");
-  b.textContent = "Copied";
-  setTimeout(() => (b.textContent = "Copy"), 1500);
+  const text = b.classList.contains("copy")
+    ? b.closest(".code")!.querySelector("code")!.textContent ?? ""
+    : sourceOf.get(b.closest(".msg") as HTMLElement)?.() ?? "";
+  copyText(text).then(() => {
+    b.textContent = "Copied";
+    setTimeout(() => (b.textContent = "Copy"), 1500);
+  }, () => banner("The browser refused to copy: select the text and copy it by hand."));
 });
+async function copyText(text: string) {
+  if (navigator.clipboard?.writeText) return navigator.clipboard.writeText(text);
+  const ta = h("textarea", {}, text) as HTMLTextAreaElement;
+  document.body.append(ta);
+  ta.select();
+  const ok = document.execCommand("copy");
+  ta.remove();
+  if (!ok) throw new Error("copy refused");
+}
 
-async function openConversation(id: string) {
+/** Shows a conversation; refresh redraws the open one in place (another tab changed it). */
+async function openConversation(id: string, refresh = false) {
   if (gen && gen.convId !== id) { gen.abort.abort(); gen = undefined; setBusy(false); }
   if (gen && gen.convId === id && id) return; // already showing it live
   currentId = id;
   markActive();
-  banner("");
-  messagesEl.textContent = "";
-  stick = true;
+  if (!refresh) {
+    if (!$("banner").classList.contains("offline")) banner("");
+    messagesEl.textContent = "";
+    stick = true;
+  }
   if (!id) {
+    pickModel("");
+    document.title = "New chat · Parley";
     messagesEl.append(h("div", { class: "empty" }, h("h2", {}, "What can I help with?"), h("p", { class: "muted" }, "Models marked simulated are Parley's built-in GPU simulation, not real models.")));
     input.focus();
     return;
@@ -354,20 +486,55 @@ async function openConversation(id: string) {
     const [c, msgs] = await Promise.all([convs.getConversation({ conversationId: id }), allMessages(id)]);
     if (currentId !== id) return;
     const conv = c.conversation!;
-    if (modelList.some((m) => m.id === conv.model)) modelSel.value = conv.model;
+    if (refresh) messagesEl.textContent = "";
+    pickModel(id, conv.model);
+    document.title = `${conv.title || "New chat"} · Parley`;
+    lastSeen = conv.updatedAt ? timestampMs(conv.updatedAt) : 0;
     let list = msgs;
     if (conv.generating && list.length && list[list.length - 1].role === Role.ASSISTANT && list[list.length - 1].finishReason === FinishReason.UNSPECIFIED) {
       list = list.slice(0, -1); // the live answer is replayed below
     }
     for (const m of list) showStored(m);
-    toBottom();
+    if (stick) toBottom();
     if (conv.generating) follow(id);
   } catch (err) {
     if (ConnectError.from(err).code === Code.NotFound) { banner("That conversation does not exist (or was deleted)."); return; }
     fail(err);
   }
-  input.focus();
+  if (!refresh) input.focus();
 }
+
+// ---------- other tabs ----------
+// Tabs of this browser tell each other at once (BroadcastChannel); tabs
+// elsewhere notice within a few seconds: a visible tab polls the open
+// conversation's updated_at (one small GetConversation) and redraws it when
+// it changed or an answer is under way.
+const channel = typeof BroadcastChannel === "function" ? new BroadcastChannel("parley") : undefined;
+function announce(convId: string) { channel?.postMessage({ conv: convId }); }
+if (channel) channel.onmessage = (e) => {
+  const id = (e.data as { conv?: string })?.conv;
+  if (!id || !me) return;
+  if (id === currentId) refreshCurrent();
+  else convs.getConversation({ conversationId: id }).then((c) => { if (listEl.querySelector(`[data-id="${id}"]`) || !$<HTMLInputElement>("show-archived").checked) upsertItem(c.conversation!); }, () => {});
+};
+let polling = false;
+async function refreshCurrent() {
+  const id = currentId;
+  if (!me || !id || gen || polling || probe) return;
+  polling = true;
+  try {
+    const c = (await convs.getConversation({ conversationId: id })).conversation!;
+    const t = c.updatedAt ? timestampMs(c.updatedAt) : 0;
+    if (currentId === id && !gen && (t !== lastSeen || c.generating)) {
+      await openConversation(id, true);
+      upsertItem(c);
+    }
+  } catch (err) {
+    if (isNetworkError(err)) offline(err);
+  } finally { polling = false; }
+}
+setInterval(() => { if (!document.hidden) refreshCurrent(); }, 4000);
+document.addEventListener("visibilitychange", () => { if (!document.hidden) refreshCurrent(); });
 async function allMessages(id: string): Promise<ConversationMessage[]> {
   const out: ConversationMessage[] = [];
   let pageToken = "";
@@ -379,11 +546,14 @@ async function allMessages(id: string): Promise<ConversationMessage[]> {
   return out;
 }
 function showStored(m: ConversationMessage) {
-  if (m.role === Role.USER) { userView(m.parts); return; }
+  if (m.role === Role.USER) { userView(m.parts, m.messageId); return; }
   if (m.role !== Role.ASSISTANT) return;
   const v = assistantView(m.model, m.messageId);
-  const text = m.parts.map((p) => (p.kind.case === "text" ? p.kind.value : "")).join("");
-  v.el.querySelector(".md")!.innerHTML = render(text);
+  const text = partsText(m.parts);
+  const md = v.el.querySelector<HTMLElement>(".md")!;
+  md.innerHTML = render(text);
+  upgrade(md);
+  sourceOf.set(v.el, () => text);
   note(v, m.finishReason);
 }
 
@@ -408,6 +578,7 @@ async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }
           location.hash = ignoreHash;
           convs.getConversation({ conversationId: s.conversationId }).then((c) => upsertItem(c.conversation!), () => {});
         }
+        announce(g.convId);
         if (!g.view) g.view = assistantView(s.model, s.messageId);
         g.view.el.classList.add("streaming");
         if (g.pendingCancel) stop();
@@ -443,20 +614,32 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
       } catch (err) {
         if (g.abort.signal.aborted) return;
         const code = ConnectError.from(err).code;
-        const transient = code === Code.Unknown || code === Code.Unavailable || code === Code.Canceled || code === Code.Internal;
-        if (!g.convId || g.lastSeq === 0n || !transient || attempt >= 5) {
+        const transient = isNetworkError(err) || code === Code.Unknown || code === Code.Canceled || code === Code.Internal;
+        if (!g.convId || g.lastSeq === 0n || !transient || attempt >= 8) {
           if (g.view) note(g.view, FinishReason.ERROR, describe(err));
           throw err;
         }
+        if (isNetworkError(err)) offline(err); // the banner, and its probe that clears it
       }
-      if (attempt++ >= 5) break;
-      await new Promise((r) => setTimeout(r, 300 * attempt));
+      if (attempt++ >= 8) break;
+      // Back-off: 0.5, 1, 2, 4, then 8 s.
+      await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** (attempt - 1))));
+      if (g.abort.signal.aborted) return;
       next = () => convs.streamGeneration({ conversationId: g.convId, afterSeq: g.lastSeq }, { signal: g.abort.signal });
     }
   } finally {
     if (gen === g) { gen = undefined; setBusy(false); }
   }
-  if (g.convId) convs.getConversation({ conversationId: g.convId }).then((c) => upsertItem(c.conversation!), () => {});
+  if (g.convId) {
+    announce(g.convId);
+    convs.getConversation({ conversationId: g.convId }).then((c) => {
+      upsertItem(c.conversation!);
+      if (c.conversation!.conversationId === currentId && !gen) {
+        lastSeen = c.conversation!.updatedAt ? timestampMs(c.conversation!.updatedAt) : 0;
+        document.title = `${c.conversation!.title || "New chat"} · Parley`;
+      }
+    }, () => {});
+  }
 }
 
 function follow(id: string) {
@@ -514,9 +697,15 @@ function autosize() {
   input.style.height = Math.min(input.scrollHeight, 200) + "px";
 }
 input.addEventListener("input", autosize);
+// On a touch keyboard Enter inserts a new line; the Send button sends.
+const touch = matchMedia("(pointer: coarse)");
+const placeholder = () => { input.placeholder = touch.matches ? "Message Parley" : "Message Parley — Enter to send, Shift+Enter for a new line"; };
+touch.addEventListener("change", placeholder);
+placeholder();
 input.addEventListener("keydown", (e) => {
-  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !touch.matches) { e.preventDefault(); send(); }
 });
+$("attach").onclick = () => $("file").click();
 document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && gen) { e.preventDefault(); stop(); }
 });
@@ -561,25 +750,12 @@ $("limits-btn").onclick = async () => {
   ($("limits") as HTMLDialogElement).showModal();
   try {
     const r = await billing.getLimits({ model: modelSel.value });
-    const now = Date.now();
-    body.replaceChildren(
-      h("p", { class: "muted" }, `${tierName(r.tier)} tier · ${modelSel.value}`),
-      h("table", {}, h("tbody", {}, ...r.limits.map((l) => {
-        const pct = l.limit > 0n ? Number((l.used * 100n) / l.limit) : 0;
-        const reset = l.resetsAt && timestampMs(l.resetsAt) > now ? `resets in ${until(timestampMs(l.resetsAt) - now)}` : "full";
-        return h("tr", {},
-          h("th", {}, limitKindName(l.kind)),
-          h("td", {}, h("meter", { min: 0, max: 100, value: pct, high: 80 }), ` ${l.used.toLocaleString()} / ${l.limit.toLocaleString()}`),
-          h("td", { class: "muted" }, reset));
-      }))));
+    body.replaceChildren(h("p", { class: "muted" }, `${tierName(r.tier)} tier · ${modelSel.value}`), limitRows(r.limits));
   } catch (err) { body.textContent = describe(err); }
 };
 
 // ---------- API keys ----------
 async function showKeys() {
-  if (gen) { gen.abort.abort(); gen = undefined; setBusy(false); }
-  currentId = "";
-  markActive();
   $("keys-error").textContent = "";
   try {
     const r = await keys.listApiKeys({ pageSize: 200 });
@@ -624,13 +800,30 @@ $("copy-secret").onclick = async () => {
   }
 };
 
-// ---------- rendering benchmark (used by the end-to-end tests) ----------
-// Feeds n synthetic tokens through the same renderer as a live answer.
-(window as unknown as Record<string, unknown>).parleyBench = (n: number, perTick: number) => new Promise<void>((done) => {
-  const words = ["the", "rabbit", "`hole`", "**very**", "deep", "well,", "and", "_Alice_", "fell."];
-  const v = assistantView("bench");
+// ---------- rendering hooks (used by the end-to-end tests) ----------
+// parleyStream feeds Markdown, `chunk` characters per 4 ms tick, through the
+// same renderer as a live answer; parleyBench feeds n synthetic tokens.
+function streamInto(next: () => string | undefined): Promise<HTMLElement> {
+  return new Promise((done) => {
+    const v = assistantView("bench");
+    v.el.classList.add("streaming");
+    const t = setInterval(() => {
+      const s = next();
+      if (s === undefined) { clearInterval(t); v.md.finish(); v.el.classList.remove("streaming"); done(v.el); return; }
+      v.md.append(s);
+    }, 4);
+  });
+}
+(window as unknown as Record<string, unknown>).parleyStream = (text: string, chunk = 3) => {
   let i = 0;
-  const t = setInterval(() => {
+  return streamInto(() => (i >= text.length ? undefined : text.slice(i, (i += chunk))));
+};
+(window as unknown as Record<string, unknown>).parleyBench = async (n: number, perTick: number) => {
+  const words = ["the", "rabbit", "`hole`", "**very**", "deep", "well,", "and", "_Alice_", "fell."];
+  let i = 0;
+  await streamInto(() => {
+    if (i >= n) return undefined;
+    let out = "";
     for (let k = 0; k < perTick && i < n; k++, i++) {
       let tok = " " + words[i % words.length];
       if (i % 120 === 119) tok += "\n\n";
@@ -638,11 +831,11 @@ $("copy-secret").onclick = async () => {
       if (i % 600 > 300 && i % 600 < 400 && i % 10 === 0) tok += "\n";
       if (i % 600 === 400) tok += "\n}\n```\n\n";
       if (i % 600 === 450) tok += "\n\n- a list item\n- another";
-      v.md.append(tok);
+      out += tok;
     }
-    if (i >= n) { clearInterval(t); v.md.finish(); done(); }
-  }, 4);
-});
+    return out;
+  });
+};
 
 // ---------- start ----------
 auth.getMe({}).then((r) => start(r.user!), (err) => {

@@ -1,88 +1,120 @@
-// A small Markdown renderer for streamed answers: paragraphs, headings, lists,
-// block quotes, rules, fenced code blocks, and inline code, bold, italic and
-// http(s) links. Everything is escaped; no raw HTML passes through.
+// Markdown for answers: marked (GitHub-flavoured: tables, nested and task
+// lists, strikethrough, autolinks), code coloured by highlight.js (its core
+// and a few languages, in highlight.ts) and math ($…$, $$…$$, \(…\), \[…\])
+// typeset by KaTeX as MathML. Both load on first use, so a page without code
+// or math never fetches them, and colour or typeset in place: the text of a
+// block does not change, so nothing already shown moves.
+// Raw HTML is shown as text, links open in a new tab and only http(s) and
+// mailto are followed; images are shown as links (nothing loads by itself).
 //
-// StreamingMarkdown renders an answer while it grows without re-rendering the
-// whole message per token: blocks that are complete (ended by a blank line or a
-// closing fence) are rendered once and never touched again; only the open block
-// at the end is redrawn, and an open code block is appended to as text. Tokens
-// are batched per animation frame.
+// StreamingMarkdown renders an answer while it grows without touching what is
+// already on screen: blocks that are complete (a blank line followed by a new
+// top-level block, or a closing fence) are rendered once and never redrawn;
+// only the open block at the end is, and an open code block is appended to
+// as text. Tokens are batched per animation frame.
+import { Marked, type Tokens, type TokenizerExtension, type RendererExtension } from "marked";
+export const esc = (s: string) =>
+  s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+function codeBlock(lang: string, code: string): string {
+  return `<div class="code"><div class="code-bar"><span>${esc(lang || "code")}</span><button class="copy" type="button">Copy</button></div><pre><code class="hljs" data-lang="${esc(lang.toLowerCase())}">${esc(code)}</code></pre></div>`;
+}
 
-export function inline(src: string): string {
-  let out = "";
-  // Code spans first: their content is literal.
-  const parts = src.split(/(`+[^`]*`+)/);
-  for (const p of parts) {
-    if (p.length > 1 && p.startsWith("`") && p.endsWith("`")) {
-      out += "<code>" + esc(p.replace(/^`+|`+$/g, "")) + "</code>";
-      continue;
-    }
-    out += esc(p)
-      .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>')
-      .replace(/\*\*([^*]+)\*\*|__([^_]+)__/g, (_, a, b) => "<strong>" + (a ?? b) + "</strong>")
-      .replace(/(^|[^*\w])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
-      .replace(/(^|\W)_([^_\s][^_]*)_(?=\W|$)/g, "$1<em>$2</em>");
+const mathSpan = (tex: string, display: boolean) =>
+  `<${display ? "div" : "span"} class="math${display ? " display" : ""}" data-tex="${esc(tex)}">${esc(tex)}</${display ? "div" : "span"}>`;
+
+const mathBlock: TokenizerExtension & RendererExtension = {
+  name: "mathBlock",
+  level: "block",
+  start: (src) => src.match(/^ {0,3}(\$\$|\\\[)/m)?.index,
+  tokenizer(src) {
+    const m = /^ {0,3}\$\$([\s\S]+?)\$\$[ \t]*(?:\n|$)/.exec(src) ?? /^ {0,3}\\\[([\s\S]+?)\\\][ \t]*(?:\n|$)/.exec(src);
+    if (m) return { type: "mathBlock", raw: m[0], text: m[1].trim() };
+  },
+  renderer: (t) => mathSpan(t.text, true),
+};
+const mathInline: TokenizerExtension & RendererExtension = {
+  name: "mathInline",
+  level: "inline",
+  start: (src) => src.match(/\$|\\\(/)?.index,
+  tokenizer(src) {
+    const m = /^\$\$([^$]+?)\$\$/.exec(src) ?? /^\$(?![\s$])((?:\\.|[^\\$\n])+?)(?<!\s)\$(?![\d$])/.exec(src) ?? /^\\\((.+?)\\\)/.exec(src);
+    if (m) return { type: "mathInline", raw: m[0], text: m[1] };
+  },
+  renderer: (t) => mathSpan(t.text, false),
+};
+
+const md = new Marked({ gfm: true, breaks: true });
+md.use({
+  extensions: [mathBlock, mathInline],
+  renderer: {
+    code: (t: Tokens.Code) => codeBlock((t.lang ?? "").split(/\s/)[0], t.text),
+    html: (t: Tokens.HTML | Tokens.Tag) => esc(t.text),
+    link(t: Tokens.Link) {
+      const text = this.parser.parseInline(t.tokens);
+      if (!/^(https?:|mailto:)/i.test(t.href)) return text;
+      return `<a href="${esc(t.href)}" target="_blank" rel="noopener noreferrer">${text}</a>`;
+    },
+    image(t: Tokens.Image) {
+      if (!/^https?:/i.test(t.href)) return esc(t.text);
+      return `<a href="${esc(t.href)}" target="_blank" rel="noopener noreferrer">${esc(t.text || t.href)}</a>`;
+    },
+  },
+});
+
+/** Renders complete Markdown source to HTML (then call upgrade on its container). */
+export function render(src: string): string {
+  return md.parse(src, { async: false }) as string;
+}
+
+type Highlight = typeof import("./highlight");
+let hl: Highlight | undefined;
+let hlLoading: Promise<Highlight> | undefined;
+/** Colours the closed code blocks under root; loads highlight.js the first time. */
+export function upgradeCode(root: ParentNode) {
+  const todo = root.querySelectorAll<HTMLElement>("code[data-lang]:not([data-lang='']):not(.done)");
+  if (!todo.length) return;
+  if (!hl) {
+    hlLoading ??= import("./highlight").then((m) => (hl = m));
+    hlLoading.then(() => upgradeCode(root), () => { /* plain text stays */ });
+    return;
   }
-  return out;
+  for (const el of todo) {
+    el.classList.add("done");
+    const html = hl.highlight(el.textContent ?? "", el.dataset.lang!);
+    if (html !== undefined) el.innerHTML = html;
+  }
+}
+
+/** Typesets math and colours code under root (both lazily). */
+export function upgrade(root: ParentNode) {
+  upgradeMath(root);
+  upgradeCode(root);
+}
+
+type Katex = typeof import("katex");
+let katex: Katex | undefined;
+let loading: Promise<Katex> | undefined;
+/** Typesets the math placeholders under root; loads KaTeX the first time. */
+export function upgradeMath(root: ParentNode) {
+  const todo = root.querySelectorAll<HTMLElement>(".math:not(.done)");
+  if (!todo.length) return;
+  if (!katex) {
+    loading ??= import("katex").then((m) => (katex = (m.default ?? m) as Katex));
+    loading.then(() => upgradeMath(root), () => { /* the source stays visible */ });
+    return;
+  }
+  for (const el of todo) {
+    try {
+      katex.render(el.dataset.tex ?? "", el, { output: "mathml", displayMode: el.classList.contains("display"), throwOnError: false });
+    } catch { /* leave the source */ }
+    el.classList.add("done");
+  }
 }
 
 const fenceRE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
-const listRE = /^\s*([-*+]|\d+[.)])\s+/;
-
-/** Renders complete Markdown source to HTML. */
-export function render(src: string): string {
-  const lines = src.split("\n");
-  let html = "";
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    const fence = fenceRE.exec(line);
-    if (fence) {
-      const close = fence[1];
-      const body: string[] = [];
-      i++;
-      while (i < lines.length && !lines[i].trimStart().startsWith(close)) body.push(lines[i++]);
-      i++;
-      html += codeBlock(fence[2], body.join("\n"));
-      continue;
-    }
-    if (/^\s*$/.test(line)) { i++; continue; }
-    const h = /^(#{1,6})\s+(.*)$/.exec(line);
-    if (h) { html += `<h${h[1].length}>${inline(h[2])}</h${h[1].length}>`; i++; continue; }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { html += "<hr>"; i++; continue; }
-    if (line.startsWith(">")) {
-      const q: string[] = [];
-      while (i < lines.length && lines[i].startsWith(">")) q.push(lines[i++].replace(/^>\s?/, ""));
-      html += "<blockquote>" + render(q.join("\n")) + "</blockquote>";
-      continue;
-    }
-    const li = listRE.exec(line);
-    if (li) {
-      const ordered = /\d/.test(li[1]);
-      html += ordered ? "<ol>" : "<ul>";
-      while (i < lines.length && listRE.test(lines[i])) {
-        let item = lines[i++].replace(listRE, "");
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !listRE.test(lines[i])) item += " " + lines[i++].trim();
-        html += "<li>" + inline(item) + "</li>";
-      }
-      html += ordered ? "</ol>" : "</ul>";
-      continue;
-    }
-    const para: string[] = [];
-    while (i < lines.length && !/^\s*$/.test(lines[i]) && !fenceRE.test(lines[i]) && !/^#{1,6}\s/.test(lines[i]) && !(para.length && listRE.test(lines[i]))) {
-      para.push(lines[i++]);
-    }
-    html += "<p>" + inline(para.join("\n")).replace(/\n/g, "<br>") + "</p>";
-  }
-  return html;
-}
-
-function codeBlock(lang: string, code: string): string {
-  return `<div class="code"><div class="code-bar"><span>${esc(lang || "code")}</span><button class="copy" type="button">Copy</button></div><pre><code>${esc(code)}</code></pre></div>`;
-}
+const mathFenceRE = /^ {0,3}(\$\$|\\\[)\s*$/;
+const listRE = /^([-*+]|\d+[.)])\s/;
 
 /** Appends streamed Markdown to an element, redrawing only the open block. */
 export class StreamingMarkdown {
@@ -110,23 +142,31 @@ export class StreamingMarkdown {
   flush() {
     if (this.scheduled) cancelAnimationFrame(this.scheduled);
     this.scheduled = 0;
-    // Find the last block boundary after `frozen`: a blank line outside a fence,
-    // or the end of a closing fence line.
+    // The last block boundary after `frozen`: a blank line outside a fence
+    // whose next line starts a new top-level block (not indented, not a list
+    // item: a list stays open until something else follows it), or the end
+    // of a closing fence line.
     let inFence: string | null = null;
     let boundary = this.frozen;
     let pos = this.frozen;
     let fenceStart = -1;
+    let blankAt = -1; // the end of the last blank line, waiting for the next line
     while (true) {
       const nl = this.src.indexOf("\n", pos);
       if (nl < 0) break;
       const line = this.src.slice(pos, nl);
-      const f = fenceRE.exec(line);
       if (inFence) {
-        if (line.trimStart().startsWith(inFence)) { inFence = null; boundary = nl + 1; }
-      } else if (f) {
-        inFence = f[1]; fenceStart = pos;
+        if (inFence === "$$" || inFence === "\\[" ? line.trim() === (inFence === "$$" ? "$$" : "\\]") : line.trimStart().startsWith(inFence)) {
+          inFence = null;
+          boundary = nl + 1;
+        }
       } else if (/^\s*$/.test(line)) {
-        boundary = nl + 1;
+        blankAt = nl + 1;
+      } else {
+        if (blankAt >= 0 && !/^\s/.test(line) && !listRE.test(line)) boundary = blankAt;
+        blankAt = -1;
+        const f = fenceRE.exec(line) ?? mathFenceRE.exec(line);
+        if (f) { inFence = f[1]; fenceStart = pos; boundary = pos; }
       }
       pos = nl + 1;
     }
@@ -134,21 +174,21 @@ export class StreamingMarkdown {
       const tpl = document.createElement("template");
       tpl.innerHTML = render(this.src.slice(this.frozen, boundary));
       this.live.before(tpl.content);
+      upgrade(this.root);
       this.frozen = boundary;
       this.liveCode = null;
       this.live.textContent = "";
     }
     const tail = this.src.slice(this.frozen);
-    if (inFence && fenceStart === this.frozen) {
+    if (inFence && fenceStart === this.frozen && fenceRE.test(tail)) {
       // The open block is a code block: append the new code as text.
       const firstNL = tail.indexOf("\n");
       const body = tail.slice(firstNL + 1);
       if (!this.liveCode) {
         const lang = fenceRE.exec(tail)![2];
-        this.live.innerHTML = codeBlock(lang, "");
-        const code = this.live.querySelector("code")!;
+        this.live.innerHTML = `<div class="code"><div class="code-bar"><span>${esc(lang || "code")}</span><button class="copy" type="button">Copy</button></div><pre><code class="hljs"></code></pre></div>`; // coloured once closed
         const text = document.createTextNode("");
-        code.append(text);
+        this.live.querySelector("code")!.append(text);
         this.liveCode = { text, done: 0 };
       }
       // Hold back a last line that may be the closing fence.
@@ -160,17 +200,18 @@ export class StreamingMarkdown {
     } else {
       this.liveCode = null;
       this.live.innerHTML = render(tail);
+      upgrade(this.live);
     }
     this.onFlush?.();
   }
 
-  /** Renders the whole answer once more, now that it is complete. */
+  /** Renders the rest of the answer once more, now that it is complete. */
   finish() {
     if (this.scheduled) cancelAnimationFrame(this.scheduled);
     this.scheduled = 0;
-    const tail = this.src.slice(this.frozen);
     this.liveCode = null;
-    this.live.innerHTML = render(tail);
+    this.live.innerHTML = render(this.src.slice(this.frozen));
+    upgrade(this.live);
     this.onFlush?.();
   }
 }
