@@ -79,6 +79,59 @@ func (ArchivedFilter) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
 }
 
+// ExportFormat is the file format of ConversationService.ExportConversation.
+type ExportFormat int32
+
+const (
+	// Not set; invalid.
+	ExportFormat_EXPORT_FORMAT_UNSPECIFIED ExportFormat = 0
+	// Markdown: a heading per message, the text as written.
+	ExportFormat_EXPORT_FORMAT_MARKDOWN ExportFormat = 1
+	// JSON: the protojson form of ConversationExport.
+	ExportFormat_EXPORT_FORMAT_JSON ExportFormat = 2
+)
+
+// Enum value maps for ExportFormat.
+var (
+	ExportFormat_name = map[int32]string{
+		0: "EXPORT_FORMAT_UNSPECIFIED",
+		1: "EXPORT_FORMAT_MARKDOWN",
+		2: "EXPORT_FORMAT_JSON",
+	}
+	ExportFormat_value = map[string]int32{
+		"EXPORT_FORMAT_UNSPECIFIED": 0,
+		"EXPORT_FORMAT_MARKDOWN":    1,
+		"EXPORT_FORMAT_JSON":        2,
+	}
+)
+
+func (x ExportFormat) Enum() *ExportFormat {
+	p := new(ExportFormat)
+	*p = x
+	return p
+}
+
+func (x ExportFormat) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ExportFormat) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_conversation_proto_enumTypes[1].Descriptor()
+}
+
+func (ExportFormat) Type() protoreflect.EnumType {
+	return &file_parley_v1_conversation_proto_enumTypes[1]
+}
+
+func (x ExportFormat) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ExportFormat.Descriptor instead.
+func (ExportFormat) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+}
+
 // Conversation is a stored chat.
 type Conversation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1233,6 +1286,902 @@ func (x *CancelGenerationResponse) GetCancelled() bool {
 	return false
 }
 
+// SearchConversationsRequest is the request of ConversationService.SearchConversations.
+type SearchConversationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The words to find, 1–200 characters with at least one letter or digit;
+	// punctuation is ignored; at most 16 words count.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Optional. The most results to return: default 50, at most 200.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. The next_page_token of the previous page, asked for with the same
+	// query; empty for the first page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchConversationsRequest) Reset() {
+	*x = SearchConversationsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchConversationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchConversationsRequest) ProtoMessage() {}
+
+func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchConversationsRequest.ProtoReflect.Descriptor instead.
+func (*SearchConversationsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SearchConversationsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchConversationsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *SearchConversationsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// SearchConversationsResponse is the response of ConversationService.SearchConversations.
+type SearchConversationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per matching conversation, most recently updated first.
+	Results []*ConversationSearchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// The token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchConversationsResponse) Reset() {
+	*x = SearchConversationsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchConversationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchConversationsResponse) ProtoMessage() {}
+
+func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchConversationsResponse.ProtoReflect.Descriptor instead.
+func (*SearchConversationsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SearchConversationsResponse) GetResults() []*ConversationSearchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *SearchConversationsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// ConversationSearchResult is one conversation that matched a search.
+type ConversationSearchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The conversation.
+	Conversation *Conversation `protobuf:"bytes,1,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	// The message whose text matched; empty when the title matched.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Plain text around the match (at most about 200 characters, "…" where cut).
+	// Never HTML: render it as text.
+	Snippet string `protobuf:"bytes,3,opt,name=snippet,proto3" json:"snippet,omitempty"`
+	// The parts of snippet that matched a query word, in order, not overlapping.
+	Highlights    []*TextRange `protobuf:"bytes,4,rep,name=highlights,proto3" json:"highlights,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationSearchResult) Reset() {
+	*x = ConversationSearchResult{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationSearchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationSearchResult) ProtoMessage() {}
+
+func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationSearchResult.ProtoReflect.Descriptor instead.
+func (*ConversationSearchResult) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ConversationSearchResult) GetConversation() *Conversation {
+	if x != nil {
+		return x.Conversation
+	}
+	return nil
+}
+
+func (x *ConversationSearchResult) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *ConversationSearchResult) GetSnippet() string {
+	if x != nil {
+		return x.Snippet
+	}
+	return ""
+}
+
+func (x *ConversationSearchResult) GetHighlights() []*TextRange {
+	if x != nil {
+		return x.Highlights
+	}
+	return nil
+}
+
+// TextRange is a half-open range [start, end) of a string, counted in Unicode code
+// points (not bytes, not UTF-16 units).
+type TextRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first code point of the range.
+	Start int32 `protobuf:"varint,1,opt,name=start,proto3" json:"start,omitempty"`
+	// One past the last code point of the range.
+	End           int32 `protobuf:"varint,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TextRange) Reset() {
+	*x = TextRange{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TextRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TextRange) ProtoMessage() {}
+
+func (x *TextRange) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TextRange.ProtoReflect.Descriptor instead.
+func (*TextRange) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TextRange) GetStart() int32 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *TextRange) GetEnd() int32 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+// ShareConversationRequest is the request of ConversationService.ShareConversation.
+type ShareConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ShareConversationRequest) Reset() {
+	*x = ShareConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareConversationRequest) ProtoMessage() {}
+
+func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareConversationRequest.ProtoReflect.Descriptor instead.
+func (*ShareConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ShareConversationRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+// ShareConversationResponse is the response of ConversationService.ShareConversation.
+type ShareConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The public id of the snapshot: the link is /share/{share_id}.
+	ShareId string `protobuf:"bytes,1,opt,name=share_id,json=shareId,proto3" json:"share_id,omitempty"`
+	// The link's path on this server, /share/{share_id}.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// What readers of the link see.
+	Shared        *SharedConversation `protobuf:"bytes,3,opt,name=shared,proto3" json:"shared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareConversationResponse) Reset() {
+	*x = ShareConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareConversationResponse) ProtoMessage() {}
+
+func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareConversationResponse.ProtoReflect.Descriptor instead.
+func (*ShareConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ShareConversationResponse) GetShareId() string {
+	if x != nil {
+		return x.ShareId
+	}
+	return ""
+}
+
+func (x *ShareConversationResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ShareConversationResponse) GetShared() *SharedConversation {
+	if x != nil {
+		return x.Shared
+	}
+	return nil
+}
+
+// UnshareConversationRequest is the request of ConversationService.UnshareConversation.
+type UnshareConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UnshareConversationRequest) Reset() {
+	*x = UnshareConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnshareConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnshareConversationRequest) ProtoMessage() {}
+
+func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnshareConversationRequest.ProtoReflect.Descriptor instead.
+func (*UnshareConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UnshareConversationRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+// UnshareConversationResponse is the response of ConversationService.UnshareConversation.
+type UnshareConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True if a link was revoked; false if the conversation was not shared.
+	Unshared      bool `protobuf:"varint,1,opt,name=unshared,proto3" json:"unshared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnshareConversationResponse) Reset() {
+	*x = UnshareConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnshareConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnshareConversationResponse) ProtoMessage() {}
+
+func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnshareConversationResponse.ProtoReflect.Descriptor instead.
+func (*UnshareConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *UnshareConversationResponse) GetUnshared() bool {
+	if x != nil {
+		return x.Unshared
+	}
+	return false
+}
+
+// GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
+type GetSharedConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The share id from the link.
+	ShareId       string `protobuf:"bytes,1,opt,name=share_id,json=shareId,proto3" json:"share_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSharedConversationRequest) Reset() {
+	*x = GetSharedConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSharedConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSharedConversationRequest) ProtoMessage() {}
+
+func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSharedConversationRequest.ProtoReflect.Descriptor instead.
+func (*GetSharedConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetSharedConversationRequest) GetShareId() string {
+	if x != nil {
+		return x.ShareId
+	}
+	return ""
+}
+
+// GetSharedConversationResponse is the response of
+// ConversationService.GetSharedConversation.
+type GetSharedConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The snapshot.
+	Shared        *SharedConversation `protobuf:"bytes,1,opt,name=shared,proto3" json:"shared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSharedConversationResponse) Reset() {
+	*x = GetSharedConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSharedConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSharedConversationResponse) ProtoMessage() {}
+
+func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSharedConversationResponse.ProtoReflect.Descriptor instead.
+func (*GetSharedConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetSharedConversationResponse) GetShared() *SharedConversation {
+	if x != nil {
+		return x.Shared
+	}
+	return nil
+}
+
+// SharedConversation is a read-only snapshot of a conversation, as shared. It holds
+// nothing that identifies the owner.
+type SharedConversation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The public id of the snapshot.
+	ShareId string `protobuf:"bytes,1,opt,name=share_id,json=shareId,proto3" json:"share_id,omitempty"`
+	// The conversation's title when shared.
+	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	// The conversation's default model when shared.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// When the snapshot was taken.
+	SharedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=shared_at,json=sharedAt,proto3" json:"shared_at,omitempty"`
+	// The messages, oldest first.
+	Messages      []*SharedMessage `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedConversation) Reset() {
+	*x = SharedConversation{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedConversation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedConversation) ProtoMessage() {}
+
+func (x *SharedConversation) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedConversation.ProtoReflect.Descriptor instead.
+func (*SharedConversation) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SharedConversation) GetShareId() string {
+	if x != nil {
+		return x.ShareId
+	}
+	return ""
+}
+
+func (x *SharedConversation) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *SharedConversation) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SharedConversation) GetSharedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SharedAt
+	}
+	return nil
+}
+
+func (x *SharedConversation) GetMessages() []*SharedMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+// SharedMessage is one message of a shared snapshot: its text only.
+type SharedMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who wrote it.
+	Role Role `protobuf:"varint,1,opt,name=role,proto3,enum=parley.v1.Role" json:"role,omitempty"`
+	// The message's text parts, joined by blank lines.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// The model that wrote it (assistant messages); empty for user messages.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// When the message was stored.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The file names of the attachments the message carried; their content is not
+	// shared.
+	AttachmentFilenames []string `protobuf:"bytes,5,rep,name=attachment_filenames,json=attachmentFilenames,proto3" json:"attachment_filenames,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SharedMessage) Reset() {
+	*x = SharedMessage{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedMessage) ProtoMessage() {}
+
+func (x *SharedMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedMessage.ProtoReflect.Descriptor instead.
+func (*SharedMessage) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SharedMessage) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *SharedMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *SharedMessage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SharedMessage) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *SharedMessage) GetAttachmentFilenames() []string {
+	if x != nil {
+		return x.AttachmentFilenames
+	}
+	return nil
+}
+
+// ExportConversationRequest is the request of ConversationService.ExportConversation.
+type ExportConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. The file format.
+	Format        ExportFormat `protobuf:"varint,2,opt,name=format,proto3,enum=parley.v1.ExportFormat" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportConversationRequest) Reset() {
+	*x = ExportConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportConversationRequest) ProtoMessage() {}
+
+func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportConversationRequest.ProtoReflect.Descriptor instead.
+func (*ExportConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExportConversationRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ExportConversationRequest) GetFormat() ExportFormat {
+	if x != nil {
+		return x.Format
+	}
+	return ExportFormat_EXPORT_FORMAT_UNSPECIFIED
+}
+
+// ExportConversationResponse is the response of ConversationService.ExportConversation.
+type ExportConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A file name for the download, such as "my-title.md"; safe in a
+	// Content-Disposition header (ASCII letters, digits, '-', '.').
+	Filename string `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
+	// The file's media type: "text/markdown; charset=utf-8" or "application/json".
+	ContentType string `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// The file's bytes.
+	Content       []byte `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportConversationResponse) Reset() {
+	*x = ExportConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportConversationResponse) ProtoMessage() {}
+
+func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportConversationResponse.ProtoReflect.Descriptor instead.
+func (*ExportConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ExportConversationResponse) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *ExportConversationResponse) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *ExportConversationResponse) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// ConversationExport is the JSON export of a conversation.
+type ConversationExport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The conversation.
+	Conversation *Conversation `protobuf:"bytes,1,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	// All its stored messages, oldest first.
+	Messages []*ConversationMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// When the export was made.
+	ExportedAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=exported_at,json=exportedAt,proto3" json:"exported_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationExport) Reset() {
+	*x = ConversationExport{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationExport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationExport) ProtoMessage() {}
+
+func (x *ConversationExport) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationExport.ProtoReflect.Descriptor instead.
+func (*ConversationExport) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ConversationExport) GetConversation() *Conversation {
+	if x != nil {
+		return x.Conversation
+	}
+	return nil
+}
+
+func (x *ConversationExport) GetMessages() []*ConversationMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ConversationExport) GetExportedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExportedAt
+	}
+	return nil
+}
+
 var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
@@ -1312,12 +2261,75 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x17CancelGenerationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"8\n" +
 	"\x18CancelGenerationResponse\x12\x1c\n" +
-	"\tcancelled\x18\x01 \x01(\bR\tcancelled*\x84\x01\n" +
+	"\tcancelled\x18\x01 \x01(\bR\tcancelled\"n\n" +
+	"\x1aSearchConversationsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x84\x01\n" +
+	"\x1bSearchConversationsResponse\x12=\n" +
+	"\aresults\x18\x01 \x03(\v2#.parley.v1.ConversationSearchResultR\aresults\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc6\x01\n" +
+	"\x18ConversationSearchResult\x12;\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x18\n" +
+	"\asnippet\x18\x03 \x01(\tR\asnippet\x124\n" +
+	"\n" +
+	"highlights\x18\x04 \x03(\v2\x14.parley.v1.TextRangeR\n" +
+	"highlights\"3\n" +
+	"\tTextRange\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\x05R\x03end\"C\n" +
+	"\x18ShareConversationRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"\x81\x01\n" +
+	"\x19ShareConversationResponse\x12\x19\n" +
+	"\bshare_id\x18\x01 \x01(\tR\ashareId\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x125\n" +
+	"\x06shared\x18\x03 \x01(\v2\x1d.parley.v1.SharedConversationR\x06shared\"E\n" +
+	"\x1aUnshareConversationRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"9\n" +
+	"\x1bUnshareConversationResponse\x12\x1a\n" +
+	"\bunshared\x18\x01 \x01(\bR\bunshared\"9\n" +
+	"\x1cGetSharedConversationRequest\x12\x19\n" +
+	"\bshare_id\x18\x01 \x01(\tR\ashareId\"V\n" +
+	"\x1dGetSharedConversationResponse\x125\n" +
+	"\x06shared\x18\x01 \x01(\v2\x1d.parley.v1.SharedConversationR\x06shared\"\xca\x01\n" +
+	"\x12SharedConversation\x12\x19\n" +
+	"\bshare_id\x18\x01 \x01(\tR\ashareId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x127\n" +
+	"\tshared_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bsharedAt\x124\n" +
+	"\bmessages\x18\x05 \x03(\v2\x18.parley.v1.SharedMessageR\bmessages\"\xcc\x01\n" +
+	"\rSharedMessage\x12#\n" +
+	"\x04role\x18\x01 \x01(\x0e2\x0f.parley.v1.RoleR\x04role\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x121\n" +
+	"\x14attachment_filenames\x18\x05 \x03(\tR\x13attachmentFilenames\"u\n" +
+	"\x19ExportConversationRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12/\n" +
+	"\x06format\x18\x02 \x01(\x0e2\x17.parley.v1.ExportFormatR\x06format\"u\n" +
+	"\x1aExportConversationResponse\x12\x1a\n" +
+	"\bfilename\x18\x01 \x01(\tR\bfilename\x12!\n" +
+	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x18\n" +
+	"\acontent\x18\x03 \x01(\fR\acontent\"\xca\x01\n" +
+	"\x12ConversationExport\x12;\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12:\n" +
+	"\bmessages\x18\x02 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12;\n" +
+	"\vexported_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"exportedAt*\x84\x01\n" +
 	"\x0eArchivedFilter\x12\x1f\n" +
 	"\x1bARCHIVED_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ARCHIVED_FILTER_ACTIVE\x10\x01\x12\x1c\n" +
 	"\x18ARCHIVED_FILTER_ARCHIVED\x10\x02\x12\x17\n" +
-	"\x13ARCHIVED_FILTER_ALL\x10\x032\xd5\x06\n" +
+	"\x13ARCHIVED_FILTER_ALL\x10\x03*a\n" +
+	"\fExportFormat\x12\x1d\n" +
+	"\x19EXPORT_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16EXPORT_FORMAT_MARKDOWN\x10\x01\x12\x16\n" +
+	"\x12EXPORT_FORMAT_JSON\x10\x022\xd0\n" +
+	"\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -1327,7 +2339,12 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x12DeleteConversation\x12$.parley.v1.DeleteConversationRequest\x1a%.parley.v1.DeleteConversationResponse\x12N\n" +
 	"\vSendMessage\x12\x1d.parley.v1.SendMessageRequest\x1a\x1e.parley.v1.SendMessageResponse0\x01\x12]\n" +
 	"\x10StreamGeneration\x12\".parley.v1.StreamGenerationRequest\x1a#.parley.v1.StreamGenerationResponse0\x01\x12[\n" +
-	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponse\x12d\n" +
+	"\x13SearchConversations\x12%.parley.v1.SearchConversationsRequest\x1a&.parley.v1.SearchConversationsResponse\x12^\n" +
+	"\x11ShareConversation\x12#.parley.v1.ShareConversationRequest\x1a$.parley.v1.ShareConversationResponse\x12d\n" +
+	"\x13UnshareConversation\x12%.parley.v1.UnshareConversationRequest\x1a&.parley.v1.UnshareConversationResponse\x12j\n" +
+	"\x15GetSharedConversation\x12'.parley.v1.GetSharedConversationRequest\x1a(.parley.v1.GetSharedConversationResponse\x12a\n" +
+	"\x12ExportConversation\x12$.parley.v1.ExportConversationRequest\x1a%.parley.v1.ExportConversationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_conversation_proto_rawDescOnce sync.Once
@@ -1341,75 +2358,114 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 	return file_parley_v1_conversation_proto_rawDescData
 }
 
-var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_parley_v1_conversation_proto_goTypes = []any{
-	(ArchivedFilter)(0),                // 0: parley.v1.ArchivedFilter
-	(*Conversation)(nil),               // 1: parley.v1.Conversation
-	(*ConversationMessage)(nil),        // 2: parley.v1.ConversationMessage
-	(*CreateConversationRequest)(nil),  // 3: parley.v1.CreateConversationRequest
-	(*CreateConversationResponse)(nil), // 4: parley.v1.CreateConversationResponse
-	(*ListConversationsRequest)(nil),   // 5: parley.v1.ListConversationsRequest
-	(*ListConversationsResponse)(nil),  // 6: parley.v1.ListConversationsResponse
-	(*GetConversationRequest)(nil),     // 7: parley.v1.GetConversationRequest
-	(*GetConversationResponse)(nil),    // 8: parley.v1.GetConversationResponse
-	(*ListMessagesRequest)(nil),        // 9: parley.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),       // 10: parley.v1.ListMessagesResponse
-	(*UpdateConversationRequest)(nil),  // 11: parley.v1.UpdateConversationRequest
-	(*UpdateConversationResponse)(nil), // 12: parley.v1.UpdateConversationResponse
-	(*DeleteConversationRequest)(nil),  // 13: parley.v1.DeleteConversationRequest
-	(*DeleteConversationResponse)(nil), // 14: parley.v1.DeleteConversationResponse
-	(*SendMessageRequest)(nil),         // 15: parley.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),        // 16: parley.v1.SendMessageResponse
-	(*StreamGenerationRequest)(nil),    // 17: parley.v1.StreamGenerationRequest
-	(*StreamGenerationResponse)(nil),   // 18: parley.v1.StreamGenerationResponse
-	(*CancelGenerationRequest)(nil),    // 19: parley.v1.CancelGenerationRequest
-	(*CancelGenerationResponse)(nil),   // 20: parley.v1.CancelGenerationResponse
-	(*timestamppb.Timestamp)(nil),      // 21: google.protobuf.Timestamp
-	(Role)(0),                          // 22: parley.v1.Role
-	(*Part)(nil),                       // 23: parley.v1.Part
-	(FinishReason)(0),                  // 24: parley.v1.FinishReason
-	(*GenerationEvent)(nil),            // 25: parley.v1.GenerationEvent
+	(ArchivedFilter)(0),                   // 0: parley.v1.ArchivedFilter
+	(ExportFormat)(0),                     // 1: parley.v1.ExportFormat
+	(*Conversation)(nil),                  // 2: parley.v1.Conversation
+	(*ConversationMessage)(nil),           // 3: parley.v1.ConversationMessage
+	(*CreateConversationRequest)(nil),     // 4: parley.v1.CreateConversationRequest
+	(*CreateConversationResponse)(nil),    // 5: parley.v1.CreateConversationResponse
+	(*ListConversationsRequest)(nil),      // 6: parley.v1.ListConversationsRequest
+	(*ListConversationsResponse)(nil),     // 7: parley.v1.ListConversationsResponse
+	(*GetConversationRequest)(nil),        // 8: parley.v1.GetConversationRequest
+	(*GetConversationResponse)(nil),       // 9: parley.v1.GetConversationResponse
+	(*ListMessagesRequest)(nil),           // 10: parley.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),          // 11: parley.v1.ListMessagesResponse
+	(*UpdateConversationRequest)(nil),     // 12: parley.v1.UpdateConversationRequest
+	(*UpdateConversationResponse)(nil),    // 13: parley.v1.UpdateConversationResponse
+	(*DeleteConversationRequest)(nil),     // 14: parley.v1.DeleteConversationRequest
+	(*DeleteConversationResponse)(nil),    // 15: parley.v1.DeleteConversationResponse
+	(*SendMessageRequest)(nil),            // 16: parley.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),           // 17: parley.v1.SendMessageResponse
+	(*StreamGenerationRequest)(nil),       // 18: parley.v1.StreamGenerationRequest
+	(*StreamGenerationResponse)(nil),      // 19: parley.v1.StreamGenerationResponse
+	(*CancelGenerationRequest)(nil),       // 20: parley.v1.CancelGenerationRequest
+	(*CancelGenerationResponse)(nil),      // 21: parley.v1.CancelGenerationResponse
+	(*SearchConversationsRequest)(nil),    // 22: parley.v1.SearchConversationsRequest
+	(*SearchConversationsResponse)(nil),   // 23: parley.v1.SearchConversationsResponse
+	(*ConversationSearchResult)(nil),      // 24: parley.v1.ConversationSearchResult
+	(*TextRange)(nil),                     // 25: parley.v1.TextRange
+	(*ShareConversationRequest)(nil),      // 26: parley.v1.ShareConversationRequest
+	(*ShareConversationResponse)(nil),     // 27: parley.v1.ShareConversationResponse
+	(*UnshareConversationRequest)(nil),    // 28: parley.v1.UnshareConversationRequest
+	(*UnshareConversationResponse)(nil),   // 29: parley.v1.UnshareConversationResponse
+	(*GetSharedConversationRequest)(nil),  // 30: parley.v1.GetSharedConversationRequest
+	(*GetSharedConversationResponse)(nil), // 31: parley.v1.GetSharedConversationResponse
+	(*SharedConversation)(nil),            // 32: parley.v1.SharedConversation
+	(*SharedMessage)(nil),                 // 33: parley.v1.SharedMessage
+	(*ExportConversationRequest)(nil),     // 34: parley.v1.ExportConversationRequest
+	(*ExportConversationResponse)(nil),    // 35: parley.v1.ExportConversationResponse
+	(*ConversationExport)(nil),            // 36: parley.v1.ConversationExport
+	(*timestamppb.Timestamp)(nil),         // 37: google.protobuf.Timestamp
+	(Role)(0),                             // 38: parley.v1.Role
+	(*Part)(nil),                          // 39: parley.v1.Part
+	(FinishReason)(0),                     // 40: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 41: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	21, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	21, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	23, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	24, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	21, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 6: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	37, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	37, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	38, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	39, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	40, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	37, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 6: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
 	0,  // 7: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
-	1,  // 8: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
-	1,  // 9: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
-	2,  // 10: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
-	1,  // 11: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	23, // 12: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	25, // 13: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	25, // 14: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	3,  // 15: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	5,  // 16: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	7,  // 17: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	9,  // 18: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	11, // 19: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	13, // 20: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	15, // 21: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	17, // 22: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	19, // 23: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	4,  // 24: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	6,  // 25: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	8,  // 26: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	10, // 27: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	12, // 28: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	14, // 29: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	16, // 30: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	18, // 31: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	20, // 32: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	2,  // 8: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
+	2,  // 9: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
+	3,  // 10: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
+	2,  // 11: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	39, // 12: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	41, // 13: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	41, // 14: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	24, // 15: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
+	2,  // 16: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
+	25, // 17: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
+	32, // 18: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	32, // 19: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	37, // 20: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	33, // 21: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
+	38, // 22: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	37, // 23: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 24: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
+	2,  // 25: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
+	3,  // 26: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
+	37, // 27: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	4,  // 28: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	6,  // 29: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	8,  // 30: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	10, // 31: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	12, // 32: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	14, // 33: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	16, // 34: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	18, // 35: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	20, // 36: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	22, // 37: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	26, // 38: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	28, // 39: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	30, // 40: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	34, // 41: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	5,  // 42: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	7,  // 43: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	9,  // 44: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	11, // 45: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	13, // 46: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	15, // 47: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	17, // 48: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	19, // 49: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	21, // 50: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	23, // 51: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	27, // 52: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	29, // 53: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	31, // 54: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	35, // 55: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	42, // [42:56] is the sub-list for method output_type
+	28, // [28:42] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -1424,8 +2480,8 @@ func file_parley_v1_conversation_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   20,
+			NumEnums:      2,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

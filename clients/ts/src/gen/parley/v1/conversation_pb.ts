@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/conversation.proto.
  */
 export const file_parley_v1_conversation: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEiywEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCCKAAgoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCSJLChpDcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIm4KGExpc3RDb252ZXJzYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIrCghhcmNoaXZlZBgDIAEoDjIZLnBhcmxleS52MS5BcmNoaXZlZEZpbHRlciJkChlMaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlEi4KDWNvbnZlcnNhdGlvbnMYASADKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJIChdHZXRDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIlUKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKGVVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKBXRpdGxlGAIgASgJSACIAQESFQoIYXJjaGl2ZWQYAyABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkIksKGlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24iNAoZRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiHAoaRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2UidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCqEAQoOQXJjaGl2ZWRGaWx0ZXISHwobQVJDSElWRURfRklMVEVSX1VOU1BFQ0lGSUVEEAASGgoWQVJDSElWRURfRklMVEVSX0FDVElWRRABEhwKGEFSQ0hJVkVEX0ZJTFRFUl9BUkNISVZFRBACEhcKE0FSQ0hJVkVEX0ZJTFRFUl9BTEwQAzLVBgoTQ29udmVyc2F0aW9uU2VydmljZRJhChJDcmVhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRJeChFMaXN0Q29udmVyc2F0aW9ucxIjLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRJYCg9HZXRDb252ZXJzYXRpb24SIS5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXNwb25zZRJPCgxMaXN0TWVzc2FnZXMSHi5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBofLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJhChJVcGRhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRJhChJEZWxldGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIdLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXNwb25zZTABEl0KEFN0cmVhbUdlbmVyYXRpb24SIi5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlMAESWwoQQ2FuY2VsR2VuZXJhdGlvbhIiLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEiywEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCCKAAgoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCSJLChpDcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIm4KGExpc3RDb252ZXJzYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIrCghhcmNoaXZlZBgDIAEoDjIZLnBhcmxleS52MS5BcmNoaXZlZEZpbHRlciJkChlMaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlEi4KDWNvbnZlcnNhdGlvbnMYASADKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJIChdHZXRDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIlUKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKGVVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKBXRpdGxlGAIgASgJSACIAQESFQoIYXJjaGl2ZWQYAyABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkIksKGlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24iNAoZRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiHAoaRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2UidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJSChpTZWFyY2hDb252ZXJzYXRpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJsChtTZWFyY2hDb252ZXJzYXRpb25zUmVzcG9uc2USNAoHcmVzdWx0cxgBIAMoCzIjLnBhcmxleS52MS5Db252ZXJzYXRpb25TZWFyY2hSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpgBChhDb252ZXJzYXRpb25TZWFyY2hSZXN1bHQSLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhISCgptZXNzYWdlX2lkGAIgASgJEg8KB3NuaXBwZXQYAyABKAkSKAoKaGlnaGxpZ2h0cxgEIAMoCzIULnBhcmxleS52MS5UZXh0UmFuZ2UiJwoJVGV4dFJhbmdlEg0KBXN0YXJ0GAEgASgFEgsKA2VuZBgCIAEoBSIzChhTaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJImoKGVNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIc2hhcmVfaWQYASABKAkSDAoEcGF0aBgCIAEoCRItCgZzaGFyZWQYAyABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIjUKGlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIvChtVbnNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIdW5zaGFyZWQYASABKAgiMAocR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBIQCghzaGFyZV9pZBgBIAEoCSJOCh1HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRItCgZzaGFyZWQYASABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIp8BChJTaGFyZWRDb252ZXJzYXRpb24SEAoIc2hhcmVfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSLQoJc2hhcmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghtZXNzYWdlcxgFIAMoCzIYLnBhcmxleS52MS5TaGFyZWRNZXNzYWdlIpkBCg1TaGFyZWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIMCgR0ZXh0GAIgASgJEg0KBW1vZGVsGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGF0dGFjaG1lbnRfZmlsZW5hbWVzGAUgAygJIl0KGUV4cG9ydENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEicKBmZvcm1hdBgCIAEoDjIXLnBhcmxleS52MS5FeHBvcnRGb3JtYXQiVQoaRXhwb3J0Q29udmVyc2F0aW9uUmVzcG9uc2USEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwipgEKEkNvbnZlcnNhdGlvbkV4cG9ydBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEjAKCG1lc3NhZ2VzGAIgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USLwoLZXhwb3J0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKoQBCg5BcmNoaXZlZEZpbHRlchIfChtBUkNISVZFRF9GSUxURVJfVU5TUEVDSUZJRUQQABIaChZBUkNISVZFRF9GSUxURVJfQUNUSVZFEAESHAoYQVJDSElWRURfRklMVEVSX0FSQ0hJVkVEEAISFwoTQVJDSElWRURfRklMVEVSX0FMTBADKmEKDEV4cG9ydEZvcm1hdBIdChlFWFBPUlRfRk9STUFUX1VOU1BFQ0lGSUVEEAASGgoWRVhQT1JUX0ZPUk1BVF9NQVJLRE9XThABEhYKEkVYUE9SVF9GT1JNQVRfSlNPThACMtAKChNDb252ZXJzYXRpb25TZXJ2aWNlEmEKEkNyZWF0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEl4KEUxpc3RDb252ZXJzYXRpb25zEiMucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVxdWVzdBokLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlElgKD0dldENvbnZlcnNhdGlvbhIhLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXF1ZXN0GiIucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlc3BvbnNlEk8KDExpc3RNZXNzYWdlcxIeLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0Gh8ucGFybGV5LnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlEmEKElVwZGF0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEmEKEkRlbGV0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkRlbGV0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEk4KC1NlbmRNZXNzYWdlEh0ucGFybGV5LnYxLlNlbmRNZXNzYWdlUmVxdWVzdBoeLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlc3BvbnNlMAESXQoQU3RyZWFtR2VuZXJhdGlvbhIiLnBhcmxleS52MS5TdHJlYW1HZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5TdHJlYW1HZW5lcmF0aW9uUmVzcG9uc2UwARJbChBDYW5jZWxHZW5lcmF0aW9uEiIucGFybGV5LnYxLkNhbmNlbEdlbmVyYXRpb25SZXF1ZXN0GiMucGFybGV5LnYxLkNhbmNlbEdlbmVyYXRpb25SZXNwb25zZRJkChNTZWFyY2hDb252ZXJzYXRpb25zEiUucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0GiYucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRJeChFTaGFyZUNvbnZlcnNhdGlvbhIjLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJC5wYXJsZXkudjEuU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJkChNVbnNoYXJlQ29udmVyc2F0aW9uEiUucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0GiYucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJqChVHZXRTaGFyZWRDb252ZXJzYXRpb24SJy5wYXJsZXkudjEuR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBooLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRJhChJFeHBvcnRDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_common]);
 
 /**
  * Conversation is a stored chat.
@@ -622,6 +622,483 @@ export const CancelGenerationResponseSchema: GenMessage<CancelGenerationResponse
   messageDesc(file_parley_v1_conversation, 19);
 
 /**
+ * SearchConversationsRequest is the request of ConversationService.SearchConversations.
+ *
+ * @generated from message parley.v1.SearchConversationsRequest
+ */
+export type SearchConversationsRequest = Message<"parley.v1.SearchConversationsRequest"> & {
+  /**
+   * Required. The words to find, 1–200 characters with at least one letter or digit;
+   * punctuation is ignored; at most 16 words count.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * Optional. The most results to return: default 50, at most 200.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. The next_page_token of the previous page, asked for with the same
+   * query; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.SearchConversationsRequest.
+ * Use `create(SearchConversationsRequestSchema)` to create a new message.
+ */
+export const SearchConversationsRequestSchema: GenMessage<SearchConversationsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 20);
+
+/**
+ * SearchConversationsResponse is the response of ConversationService.SearchConversations.
+ *
+ * @generated from message parley.v1.SearchConversationsResponse
+ */
+export type SearchConversationsResponse = Message<"parley.v1.SearchConversationsResponse"> & {
+  /**
+   * One result per matching conversation, most recently updated first.
+   *
+   * @generated from field: repeated parley.v1.ConversationSearchResult results = 1;
+   */
+  results: ConversationSearchResult[];
+
+  /**
+   * The token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.SearchConversationsResponse.
+ * Use `create(SearchConversationsResponseSchema)` to create a new message.
+ */
+export const SearchConversationsResponseSchema: GenMessage<SearchConversationsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 21);
+
+/**
+ * ConversationSearchResult is one conversation that matched a search.
+ *
+ * @generated from message parley.v1.ConversationSearchResult
+ */
+export type ConversationSearchResult = Message<"parley.v1.ConversationSearchResult"> & {
+  /**
+   * The conversation.
+   *
+   * @generated from field: parley.v1.Conversation conversation = 1;
+   */
+  conversation?: Conversation | undefined;
+
+  /**
+   * The message whose text matched; empty when the title matched.
+   *
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * Plain text around the match (at most about 200 characters, "…" where cut).
+   * Never HTML: render it as text.
+   *
+   * @generated from field: string snippet = 3;
+   */
+  snippet: string;
+
+  /**
+   * The parts of snippet that matched a query word, in order, not overlapping.
+   *
+   * @generated from field: repeated parley.v1.TextRange highlights = 4;
+   */
+  highlights: TextRange[];
+};
+
+/**
+ * Describes the message parley.v1.ConversationSearchResult.
+ * Use `create(ConversationSearchResultSchema)` to create a new message.
+ */
+export const ConversationSearchResultSchema: GenMessage<ConversationSearchResult> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 22);
+
+/**
+ * TextRange is a half-open range [start, end) of a string, counted in Unicode code
+ * points (not bytes, not UTF-16 units).
+ *
+ * @generated from message parley.v1.TextRange
+ */
+export type TextRange = Message<"parley.v1.TextRange"> & {
+  /**
+   * The first code point of the range.
+   *
+   * @generated from field: int32 start = 1;
+   */
+  start: number;
+
+  /**
+   * One past the last code point of the range.
+   *
+   * @generated from field: int32 end = 2;
+   */
+  end: number;
+};
+
+/**
+ * Describes the message parley.v1.TextRange.
+ * Use `create(TextRangeSchema)` to create a new message.
+ */
+export const TextRangeSchema: GenMessage<TextRange> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 23);
+
+/**
+ * ShareConversationRequest is the request of ConversationService.ShareConversation.
+ *
+ * @generated from message parley.v1.ShareConversationRequest
+ */
+export type ShareConversationRequest = Message<"parley.v1.ShareConversationRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message parley.v1.ShareConversationRequest.
+ * Use `create(ShareConversationRequestSchema)` to create a new message.
+ */
+export const ShareConversationRequestSchema: GenMessage<ShareConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 24);
+
+/**
+ * ShareConversationResponse is the response of ConversationService.ShareConversation.
+ *
+ * @generated from message parley.v1.ShareConversationResponse
+ */
+export type ShareConversationResponse = Message<"parley.v1.ShareConversationResponse"> & {
+  /**
+   * The public id of the snapshot: the link is /share/{share_id}.
+   *
+   * @generated from field: string share_id = 1;
+   */
+  shareId: string;
+
+  /**
+   * The link's path on this server, /share/{share_id}.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * What readers of the link see.
+   *
+   * @generated from field: parley.v1.SharedConversation shared = 3;
+   */
+  shared?: SharedConversation | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ShareConversationResponse.
+ * Use `create(ShareConversationResponseSchema)` to create a new message.
+ */
+export const ShareConversationResponseSchema: GenMessage<ShareConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 25);
+
+/**
+ * UnshareConversationRequest is the request of ConversationService.UnshareConversation.
+ *
+ * @generated from message parley.v1.UnshareConversationRequest
+ */
+export type UnshareConversationRequest = Message<"parley.v1.UnshareConversationRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message parley.v1.UnshareConversationRequest.
+ * Use `create(UnshareConversationRequestSchema)` to create a new message.
+ */
+export const UnshareConversationRequestSchema: GenMessage<UnshareConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 26);
+
+/**
+ * UnshareConversationResponse is the response of ConversationService.UnshareConversation.
+ *
+ * @generated from message parley.v1.UnshareConversationResponse
+ */
+export type UnshareConversationResponse = Message<"parley.v1.UnshareConversationResponse"> & {
+  /**
+   * True if a link was revoked; false if the conversation was not shared.
+   *
+   * @generated from field: bool unshared = 1;
+   */
+  unshared: boolean;
+};
+
+/**
+ * Describes the message parley.v1.UnshareConversationResponse.
+ * Use `create(UnshareConversationResponseSchema)` to create a new message.
+ */
+export const UnshareConversationResponseSchema: GenMessage<UnshareConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 27);
+
+/**
+ * GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
+ *
+ * @generated from message parley.v1.GetSharedConversationRequest
+ */
+export type GetSharedConversationRequest = Message<"parley.v1.GetSharedConversationRequest"> & {
+  /**
+   * Required. The share id from the link.
+   *
+   * @generated from field: string share_id = 1;
+   */
+  shareId: string;
+};
+
+/**
+ * Describes the message parley.v1.GetSharedConversationRequest.
+ * Use `create(GetSharedConversationRequestSchema)` to create a new message.
+ */
+export const GetSharedConversationRequestSchema: GenMessage<GetSharedConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 28);
+
+/**
+ * GetSharedConversationResponse is the response of
+ * ConversationService.GetSharedConversation.
+ *
+ * @generated from message parley.v1.GetSharedConversationResponse
+ */
+export type GetSharedConversationResponse = Message<"parley.v1.GetSharedConversationResponse"> & {
+  /**
+   * The snapshot.
+   *
+   * @generated from field: parley.v1.SharedConversation shared = 1;
+   */
+  shared?: SharedConversation | undefined;
+};
+
+/**
+ * Describes the message parley.v1.GetSharedConversationResponse.
+ * Use `create(GetSharedConversationResponseSchema)` to create a new message.
+ */
+export const GetSharedConversationResponseSchema: GenMessage<GetSharedConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 29);
+
+/**
+ * SharedConversation is a read-only snapshot of a conversation, as shared. It holds
+ * nothing that identifies the owner.
+ *
+ * @generated from message parley.v1.SharedConversation
+ */
+export type SharedConversation = Message<"parley.v1.SharedConversation"> & {
+  /**
+   * The public id of the snapshot.
+   *
+   * @generated from field: string share_id = 1;
+   */
+  shareId: string;
+
+  /**
+   * The conversation's title when shared.
+   *
+   * @generated from field: string title = 2;
+   */
+  title: string;
+
+  /**
+   * The conversation's default model when shared.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * When the snapshot was taken.
+   *
+   * @generated from field: google.protobuf.Timestamp shared_at = 4;
+   */
+  sharedAt?: Timestamp | undefined;
+
+  /**
+   * The messages, oldest first.
+   *
+   * @generated from field: repeated parley.v1.SharedMessage messages = 5;
+   */
+  messages: SharedMessage[];
+};
+
+/**
+ * Describes the message parley.v1.SharedConversation.
+ * Use `create(SharedConversationSchema)` to create a new message.
+ */
+export const SharedConversationSchema: GenMessage<SharedConversation> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 30);
+
+/**
+ * SharedMessage is one message of a shared snapshot: its text only.
+ *
+ * @generated from message parley.v1.SharedMessage
+ */
+export type SharedMessage = Message<"parley.v1.SharedMessage"> & {
+  /**
+   * Who wrote it.
+   *
+   * @generated from field: parley.v1.Role role = 1;
+   */
+  role: Role;
+
+  /**
+   * The message's text parts, joined by blank lines.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * The model that wrote it (assistant messages); empty for user messages.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * When the message was stored.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 4;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * The file names of the attachments the message carried; their content is not
+   * shared.
+   *
+   * @generated from field: repeated string attachment_filenames = 5;
+   */
+  attachmentFilenames: string[];
+};
+
+/**
+ * Describes the message parley.v1.SharedMessage.
+ * Use `create(SharedMessageSchema)` to create a new message.
+ */
+export const SharedMessageSchema: GenMessage<SharedMessage> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 31);
+
+/**
+ * ExportConversationRequest is the request of ConversationService.ExportConversation.
+ *
+ * @generated from message parley.v1.ExportConversationRequest
+ */
+export type ExportConversationRequest = Message<"parley.v1.ExportConversationRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * Required. The file format.
+   *
+   * @generated from field: parley.v1.ExportFormat format = 2;
+   */
+  format: ExportFormat;
+};
+
+/**
+ * Describes the message parley.v1.ExportConversationRequest.
+ * Use `create(ExportConversationRequestSchema)` to create a new message.
+ */
+export const ExportConversationRequestSchema: GenMessage<ExportConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 32);
+
+/**
+ * ExportConversationResponse is the response of ConversationService.ExportConversation.
+ *
+ * @generated from message parley.v1.ExportConversationResponse
+ */
+export type ExportConversationResponse = Message<"parley.v1.ExportConversationResponse"> & {
+  /**
+   * A file name for the download, such as "my-title.md"; safe in a
+   * Content-Disposition header (ASCII letters, digits, '-', '.').
+   *
+   * @generated from field: string filename = 1;
+   */
+  filename: string;
+
+  /**
+   * The file's media type: "text/markdown; charset=utf-8" or "application/json".
+   *
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * The file's bytes.
+   *
+   * @generated from field: bytes content = 3;
+   */
+  content: Uint8Array;
+};
+
+/**
+ * Describes the message parley.v1.ExportConversationResponse.
+ * Use `create(ExportConversationResponseSchema)` to create a new message.
+ */
+export const ExportConversationResponseSchema: GenMessage<ExportConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 33);
+
+/**
+ * ConversationExport is the JSON export of a conversation.
+ *
+ * @generated from message parley.v1.ConversationExport
+ */
+export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
+  /**
+   * The conversation.
+   *
+   * @generated from field: parley.v1.Conversation conversation = 1;
+   */
+  conversation?: Conversation | undefined;
+
+  /**
+   * All its stored messages, oldest first.
+   *
+   * @generated from field: repeated parley.v1.ConversationMessage messages = 2;
+   */
+  messages: ConversationMessage[];
+
+  /**
+   * When the export was made.
+   *
+   * @generated from field: google.protobuf.Timestamp exported_at = 3;
+   */
+  exportedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ConversationExport.
+ * Use `create(ConversationExportSchema)` to create a new message.
+ */
+export const ConversationExportSchema: GenMessage<ConversationExport> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 34);
+
+/**
  * ArchivedFilter selects conversations by their archived flag.
  *
  * @generated from enum parley.v1.ArchivedFilter
@@ -661,6 +1138,40 @@ export enum ArchivedFilter {
  */
 export const ArchivedFilterSchema: GenEnum<ArchivedFilter> = /*@__PURE__*/
   enumDesc(file_parley_v1_conversation, 0);
+
+/**
+ * ExportFormat is the file format of ConversationService.ExportConversation.
+ *
+ * @generated from enum parley.v1.ExportFormat
+ */
+export enum ExportFormat {
+  /**
+   * Not set; invalid.
+   *
+   * @generated from enum value: EXPORT_FORMAT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Markdown: a heading per message, the text as written.
+   *
+   * @generated from enum value: EXPORT_FORMAT_MARKDOWN = 1;
+   */
+  MARKDOWN = 1,
+
+  /**
+   * JSON: the protojson form of ConversationExport.
+   *
+   * @generated from enum value: EXPORT_FORMAT_JSON = 2;
+   */
+  JSON = 2,
+}
+
+/**
+ * Describes the enum parley.v1.ExportFormat.
+ */
+export const ExportFormatSchema: GenEnum<ExportFormat> = /*@__PURE__*/
+  enumDesc(file_parley_v1_conversation, 1);
 
 /**
  * ConversationService is the web chat channel: conversations whose history Parley
@@ -784,6 +1295,71 @@ export const ConversationService: GenService<{
     methodKind: "unary";
     input: typeof CancelGenerationRequestSchema;
     output: typeof CancelGenerationResponseSchema;
+  },
+  /**
+   * SearchConversations finds the caller's conversations whose title or message text
+   * holds every word of the query (a word matches as a prefix, case-insensitively),
+   * most recently updated first, each with a snippet of the matching text. Messages
+   * are searched where they live in the SQL store (SQLite, PostgreSQL); with
+   * messages in ScyllaDB/Cassandra only titles are searched.
+   * Errors: invalid_argument (query, page_size, page_token).
+   *
+   * @generated from rpc parley.v1.ConversationService.SearchConversations
+   */
+  searchConversations: {
+    methodKind: "unary";
+    input: typeof SearchConversationsRequestSchema;
+    output: typeof SearchConversationsResponseSchema;
+  },
+  /**
+   * ShareConversation makes a read-only snapshot of the conversation as it is now,
+   * readable by anyone with its link (/share/{share_id}) and no session. Sharing a
+   * conversation that is already shared refreshes the snapshot under the same id.
+   * Only the title, the model and the messages' text (with attachment file names)
+   * are shared; nothing else of the owner's.
+   * Errors: not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.ShareConversation
+   */
+  shareConversation: {
+    methodKind: "unary";
+    input: typeof ShareConversationRequestSchema;
+    output: typeof ShareConversationResponseSchema;
+  },
+  /**
+   * UnshareConversation revokes the conversation's share link: it reads not_found
+   * from then on. Sharing again makes a new link.
+   * Errors: not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.UnshareConversation
+   */
+  unshareConversation: {
+    methodKind: "unary";
+    input: typeof UnshareConversationRequestSchema;
+    output: typeof UnshareConversationResponseSchema;
+  },
+  /**
+   * GetSharedConversation reads a shared snapshot. It needs no credentials.
+   * Errors: invalid_argument (share_id), not_found (no such link, or revoked).
+   *
+   * @generated from rpc parley.v1.ConversationService.GetSharedConversation
+   */
+  getSharedConversation: {
+    methodKind: "unary";
+    input: typeof GetSharedConversationRequestSchema;
+    output: typeof GetSharedConversationResponseSchema;
+  },
+  /**
+   * ExportConversation returns the conversation with all its stored messages as a
+   * file to download: Markdown or JSON (the protojson of ConversationExport).
+   * Errors: invalid_argument (format), not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.ExportConversation
+   */
+  exportConversation: {
+    methodKind: "unary";
+    input: typeof ExportConversationRequestSchema;
+    output: typeof ExportConversationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_conversation, 0);
