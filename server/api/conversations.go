@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/chat"
@@ -21,6 +22,7 @@ import (
 
 // ConversationHandler serves ConversationService: the web channel.
 type ConversationHandler struct {
+	parleyv1connect.UnimplementedConversationServiceHandler
 	Core  *chat.Core
 	Pages PageTokens
 }

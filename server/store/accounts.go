@@ -114,6 +114,13 @@ type Accounts interface {
 	// SetUserTier changes a user's tier and returns the updated user, or
 	// ErrNotFound.
 	SetUserTier(ctx context.Context, id string, tier Tier) (User, error)
+	// SetUserAdmin sets a user's admin flag and returns the updated user, or
+	// ErrNotFound.
+	SetUserAdmin(ctx context.Context, id string, admin bool) (User, error)
+	// SearchUsers returns the users whose lower-cased email starts with
+	// prefix (every user when it is ""), by lower-cased email. The cursor
+	// is the last email's.
+	SearchUsers(ctx context.Context, prefix string, page PageRequest) ([]User, string, error)
 
 	// CreateSession stores s. It returns ErrConflict if the token hash
 	// exists, ErrNotFound if the user does not.

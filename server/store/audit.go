@@ -21,6 +21,11 @@ const (
 	AuditAPIKeyRevoked = "api_key_revoked"
 	// AuditTierChanged records a tier change.
 	AuditTierChanged = "tier_changed"
+	// AuditAdminChanged records an admin flag granted or taken away.
+	AuditAdminChanged = "admin_changed"
+	// AuditBalanceAdjusted records an operator's top-up or correction of a
+	// balance (Detail: delta_nanos, reason, by, balance_nanos).
+	AuditBalanceAdjusted = "balance_adjusted"
 )
 
 // AuditEvent is one security-relevant event. It never holds a secret.

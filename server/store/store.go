@@ -128,4 +128,8 @@ type Store struct {
 	Attachments Attachments
 	// Audit holds the security audit log.
 	Audit Audit
+	// Search finds conversations by the words of their titles and messages.
+	Search ConversationSearch
+	// Shares holds conversations' public share links.
+	Shares Shares
 }

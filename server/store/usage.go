@@ -55,7 +55,30 @@ type Usage interface {
 	// List returns a user's records that match filter, newest first. A
 	// cursor is only valid with the filter of the list that returned it.
 	List(ctx context.Context, userID string, filter UsageFilter, page PageRequest) ([]UsageRecord, string, error)
+	// Summarize adds up a user's records with from <= CreatedAt < to per
+	// day and model, ordered by day and then model. A day is a calendar day
+	// at offset from UTC (UsageDay.Day counts days from 1970-01-01 there).
+	Summarize(ctx context.Context, userID string, from, to time.Time, offset time.Duration) ([]UsageDay, error)
 }
+
+// UsageDay is the usage of one model on one day.
+type UsageDay struct {
+	// Day is the day's number: days since 1970-01-01 at the summary's
+	// offset from UTC.
+	Day int64
+	// Model is the model used.
+	Model string
+	// Requests is how many records were counted.
+	Requests int64
+	// PromptTokens, CompletionTokens and CachedTokens are the sums of the
+	// records' counts.
+	PromptTokens, CompletionTokens, CachedTokens int64
+	// CostNanos is the sum of what was charged, in nano-USD.
+	CostNanos int64
+}
+
+// NanosPerDay is the length of a summary's day in nanoseconds.
+const NanosPerDay = int64(24 * time.Hour)
 
 // UsageOutbox holds the usage records a Ledger committed with their charges
 // when the Usage store is another system (ClickHouse): they wait in the

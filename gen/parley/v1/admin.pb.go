@@ -709,6 +709,523 @@ func (x *AdminServiceListUsageResponse) GetNextPageToken() string {
 	return ""
 }
 
+// SearchUsersRequest is the request of AdminService.SearchUsers.
+type SearchUsersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The start of the email, in any case; at most 254 bytes.
+	EmailPrefix string `protobuf:"bytes,1,opt,name=email_prefix,json=emailPrefix,proto3" json:"email_prefix,omitempty"`
+	// Optional. The most users to return: default 50, at most 200.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. The next_page_token of the previous page, asked for with the same
+	// email_prefix; empty for the first page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchUsersRequest) Reset() {
+	*x = SearchUsersRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchUsersRequest) ProtoMessage() {}
+
+func (x *SearchUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchUsersRequest.ProtoReflect.Descriptor instead.
+func (*SearchUsersRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SearchUsersRequest) GetEmailPrefix() string {
+	if x != nil {
+		return x.EmailPrefix
+	}
+	return ""
+}
+
+func (x *SearchUsersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *SearchUsersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// SearchUsersResponse is the response of AdminService.SearchUsers.
+type SearchUsersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The users, by email.
+	Users []*AdminUser `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	// The token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchUsersResponse) Reset() {
+	*x = SearchUsersResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchUsersResponse) ProtoMessage() {}
+
+func (x *SearchUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchUsersResponse.ProtoReflect.Descriptor instead.
+func (*SearchUsersResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SearchUsersResponse) GetUsers() []*AdminUser {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *SearchUsersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// AdminUser is a user as an operator sees them.
+type AdminUser struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user.
+	User *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The API balance in nano-USD, including the reserved part.
+	BalanceNanos int64 `protobuf:"varint,2,opt,name=balance_nanos,json=balanceNanos,proto3" json:"balance_nanos,omitempty"`
+	// The part of the balance held by generations in progress, in nano-USD.
+	ReservedNanos int64 `protobuf:"varint,3,opt,name=reserved_nanos,json=reservedNanos,proto3" json:"reserved_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminUser) Reset() {
+	*x = AdminUser{}
+	mi := &file_parley_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminUser) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminUser) ProtoMessage() {}
+
+func (x *AdminUser) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminUser.ProtoReflect.Descriptor instead.
+func (*AdminUser) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AdminUser) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *AdminUser) GetBalanceNanos() int64 {
+	if x != nil {
+		return x.BalanceNanos
+	}
+	return 0
+}
+
+func (x *AdminUser) GetReservedNanos() int64 {
+	if x != nil {
+		return x.ReservedNanos
+	}
+	return 0
+}
+
+// SetUserAdminRequest is the request of AdminService.SetUserAdmin. Exactly one of
+// user_id and email must be set.
+type SetUserAdminRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user's id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The user's email, in any case.
+	Email string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// The new admin flag.
+	Admin         bool `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetUserAdminRequest) Reset() {
+	*x = SetUserAdminRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetUserAdminRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetUserAdminRequest) ProtoMessage() {}
+
+func (x *SetUserAdminRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetUserAdminRequest.ProtoReflect.Descriptor instead.
+func (*SetUserAdminRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetUserAdminRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *SetUserAdminRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *SetUserAdminRequest) GetAdmin() bool {
+	if x != nil {
+		return x.Admin
+	}
+	return false
+}
+
+// SetUserAdminResponse is the response of AdminService.SetUserAdmin.
+type SetUserAdminResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user after the change.
+	User          *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetUserAdminResponse) Reset() {
+	*x = SetUserAdminResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetUserAdminResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetUserAdminResponse) ProtoMessage() {}
+
+func (x *SetUserAdminResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetUserAdminResponse.ProtoReflect.Descriptor instead.
+func (*SetUserAdminResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SetUserAdminResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+// ListAuditEventsRequest is the request of AdminService.ListAuditEvents.
+type ListAuditEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The id of the user whose events to list.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Optional. The most events to return: default 50, at most 200.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. The next_page_token of the previous page, asked for with the same
+	// user_id; empty for the first page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsRequest) Reset() {
+	*x = ListAuditEventsRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsRequest) ProtoMessage() {}
+
+func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListAuditEventsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAuditEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListAuditEventsResponse is the response of AdminService.ListAuditEvents.
+type ListAuditEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events, newest first.
+	Events []*AuditEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// The token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsResponse) Reset() {
+	*x = ListAuditEventsResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsResponse) ProtoMessage() {}
+
+func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListAuditEventsResponse) GetEvents() []*AuditEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListAuditEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// AuditEvent is one entry of the audit log.
+type AuditEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event's id.
+	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// The user concerned.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// What happened: signup, login_success, login_failure, logout, api_key_created,
+	// api_key_revoked, tier_changed, admin_changed, balance_adjusted.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The client's address.
+	Ip string `protobuf:"bytes,4,opt,name=ip,proto3" json:"ip,omitempty"`
+	// The client's User-Agent.
+	UserAgent string `protobuf:"bytes,5,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	// Kind-specific details as a JSON object (for balance_adjusted: delta_nanos,
+	// reason, by, balance_nanos); may be empty.
+	Detail string `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+	// When it happened.
+	At            *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEvent) Reset() {
+	*x = AuditEvent{}
+	mi := &file_parley_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEvent) ProtoMessage() {}
+
+func (x *AuditEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
+func (*AuditEvent) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AuditEvent) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetUserAgent() string {
+	if x != nil {
+		return x.UserAgent
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 var File_parley_v1_admin_proto protoreflect.FileDescriptor
 
 const file_parley_v1_admin_proto_rawDesc = "" +
@@ -754,18 +1271,57 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"\x84\x01\n" +
 	"\x1dAdminServiceListUsageResponse\x12;\n" +
 	"\rusage_records\x18\x01 \x03(\v2\x16.parley.v1.UsageRecordR\fusageRecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\x95\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"s\n" +
+	"\x12SearchUsersRequest\x12!\n" +
+	"\femail_prefix\x18\x01 \x01(\tR\vemailPrefix\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"i\n" +
+	"\x13SearchUsersResponse\x12*\n" +
+	"\x05users\x18\x01 \x03(\v2\x14.parley.v1.AdminUserR\x05users\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n" +
+	"\tAdminUser\x12#\n" +
+	"\x04user\x18\x01 \x01(\v2\x0f.parley.v1.UserR\x04user\x12#\n" +
+	"\rbalance_nanos\x18\x02 \x01(\x03R\fbalanceNanos\x12%\n" +
+	"\x0ereserved_nanos\x18\x03 \x01(\x03R\rreservedNanos\"Z\n" +
+	"\x13SetUserAdminRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x14\n" +
+	"\x05admin\x18\x03 \x01(\bR\x05admin\";\n" +
+	"\x14SetUserAdminResponse\x12#\n" +
+	"\x04user\x18\x01 \x01(\v2\x0f.parley.v1.UserR\x04user\"m\n" +
+	"\x16ListAuditEventsRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"p\n" +
+	"\x17ListAuditEventsResponse\x12-\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.parley.v1.AuditEventR\x06events\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc7\x01\n" +
+	"\n" +
+	"AuditEvent\x12\x19\n" +
+	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02ip\x18\x04 \x01(\tR\x02ip\x12\x1d\n" +
+	"\n" +
+	"user_agent\x18\x05 \x01(\tR\tuserAgent\x12\x16\n" +
+	"\x06detail\x18\x06 \x01(\tR\x06detail\x12*\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at*\x95\x01\n" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_READY\x10\x01\x12\x18\n" +
 	"\x14WORKER_STATE_EJECTED\x10\x02\x12\x1b\n" +
 	"\x17WORKER_STATE_CONNECTING\x10\x03\x12\x19\n" +
-	"\x15WORKER_STATE_DRAINING\x10\x042\xde\x02\n" +
+	"\x15WORKER_STATE_DRAINING\x10\x042\xd7\x04\n" +
 	"\fAdminService\x12L\n" +
 	"\vSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n" +
 	"\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n" +
 	"\vListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponse\x12^\n" +
-	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12L\n" +
+	"\vSearchUsers\x12\x1d.parley.v1.SearchUsersRequest\x1a\x1e.parley.v1.SearchUsersResponse\x12O\n" +
+	"\fSetUserAdmin\x12\x1e.parley.v1.SetUserAdminRequest\x1a\x1f.parley.v1.SetUserAdminResponse\x12X\n" +
+	"\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_admin_proto_rawDescOnce sync.Once
@@ -780,7 +1336,7 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_parley_v1_admin_proto_goTypes = []any{
 	(WorkerState)(0),                      // 0: parley.v1.WorkerState
 	(*Worker)(nil),                        // 1: parley.v1.Worker
@@ -793,32 +1349,51 @@ var file_parley_v1_admin_proto_goTypes = []any{
 	(*ListWorkersResponse)(nil),           // 8: parley.v1.ListWorkersResponse
 	(*AdminServiceListUsageRequest)(nil),  // 9: parley.v1.AdminServiceListUsageRequest
 	(*AdminServiceListUsageResponse)(nil), // 10: parley.v1.AdminServiceListUsageResponse
-	(*timestamppb.Timestamp)(nil),         // 11: google.protobuf.Timestamp
-	(Tier)(0),                             // 12: parley.v1.Tier
-	(*User)(nil),                          // 13: parley.v1.User
-	(*UsageRecord)(nil),                   // 14: parley.v1.UsageRecord
+	(*SearchUsersRequest)(nil),            // 11: parley.v1.SearchUsersRequest
+	(*SearchUsersResponse)(nil),           // 12: parley.v1.SearchUsersResponse
+	(*AdminUser)(nil),                     // 13: parley.v1.AdminUser
+	(*SetUserAdminRequest)(nil),           // 14: parley.v1.SetUserAdminRequest
+	(*SetUserAdminResponse)(nil),          // 15: parley.v1.SetUserAdminResponse
+	(*ListAuditEventsRequest)(nil),        // 16: parley.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),       // 17: parley.v1.ListAuditEventsResponse
+	(*AuditEvent)(nil),                    // 18: parley.v1.AuditEvent
+	(*timestamppb.Timestamp)(nil),         // 19: google.protobuf.Timestamp
+	(Tier)(0),                             // 20: parley.v1.Tier
+	(*User)(nil),                          // 21: parley.v1.User
+	(*UsageRecord)(nil),                   // 22: parley.v1.UsageRecord
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
 	2,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	11, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	12, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	13, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	19, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	20, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	21, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
 	1,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
-	14, // 6: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	3,  // 7: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	5,  // 8: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	7,  // 9: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	9,  // 10: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
-	4,  // 11: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	6,  // 12: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	8,  // 13: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	10, // 14: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	22, // 6: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	13, // 7: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
+	21, // 8: parley.v1.AdminUser.user:type_name -> parley.v1.User
+	21, // 9: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
+	18, // 10: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	19, // 11: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	3,  // 12: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	5,  // 13: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	7,  // 14: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	9,  // 15: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	11, // 16: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
+	14, // 17: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
+	16, // 18: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
+	4,  // 19: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	6,  // 20: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	8,  // 21: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	10, // 22: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	12, // 23: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
+	15, // 24: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
+	17, // 25: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -835,7 +1410,7 @@ func file_parley_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -80,6 +80,63 @@ func (LimitKind) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_billing_proto_rawDescGZIP(), []int{0}
 }
 
+// UsageGroupBy is how GetUsageSummary groups records.
+type UsageGroupBy int32
+
+const (
+	// Not set: the same as USAGE_GROUP_BY_DAY.
+	UsageGroupBy_USAGE_GROUP_BY_UNSPECIFIED UsageGroupBy = 0
+	// One bucket per day.
+	UsageGroupBy_USAGE_GROUP_BY_DAY UsageGroupBy = 1
+	// One bucket per model.
+	UsageGroupBy_USAGE_GROUP_BY_MODEL UsageGroupBy = 2
+	// One bucket per day and model.
+	UsageGroupBy_USAGE_GROUP_BY_DAY_AND_MODEL UsageGroupBy = 3
+)
+
+// Enum value maps for UsageGroupBy.
+var (
+	UsageGroupBy_name = map[int32]string{
+		0: "USAGE_GROUP_BY_UNSPECIFIED",
+		1: "USAGE_GROUP_BY_DAY",
+		2: "USAGE_GROUP_BY_MODEL",
+		3: "USAGE_GROUP_BY_DAY_AND_MODEL",
+	}
+	UsageGroupBy_value = map[string]int32{
+		"USAGE_GROUP_BY_UNSPECIFIED":   0,
+		"USAGE_GROUP_BY_DAY":           1,
+		"USAGE_GROUP_BY_MODEL":         2,
+		"USAGE_GROUP_BY_DAY_AND_MODEL": 3,
+	}
+)
+
+func (x UsageGroupBy) Enum() *UsageGroupBy {
+	p := new(UsageGroupBy)
+	*p = x
+	return p
+}
+
+func (x UsageGroupBy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UsageGroupBy) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_billing_proto_enumTypes[1].Descriptor()
+}
+
+func (UsageGroupBy) Type() protoreflect.EnumType {
+	return &file_parley_v1_billing_proto_enumTypes[1]
+}
+
+func (x UsageGroupBy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UsageGroupBy.Descriptor instead.
+func (UsageGroupBy) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_billing_proto_rawDescGZIP(), []int{1}
+}
+
 // UsageRecord is one generation's use.
 type UsageRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -223,10 +280,20 @@ type LimitStatus struct {
 	Remaining int64 `protobuf:"varint,5,opt,name=remaining,proto3" json:"remaining,omitempty"`
 	// The window's length.
 	Window *durationpb.Duration `protobuf:"bytes,6,opt,name=window,proto3" json:"window,omitempty"`
-	// When the limit is whole again if nothing more is used.
-	ResetsAt      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When the limit is whole again if nothing more is used (a full refill: most
+	// requests are admitted long before).
+	ResetsAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	// When this limit admits the next request of next_request_amount, if nothing
+	// more is used meanwhile: now (or earlier) when it would be admitted now. The time
+	// to show a person who was refused ("retry in …").
+	NextRequestAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=next_request_at,json=nextRequestAt,proto3" json:"next_request_at,omitempty"`
+	// The amount next_request_at is for: 1 request; the request's input tokens
+	// (GetLimitsRequest.input_tokens, default 1); its output reservation
+	// (GetLimitsRequest.max_output_tokens, default the model's max_output_tokens, what
+	// a message sent without a cap reserves).
+	NextRequestAmount int64 `protobuf:"varint,9,opt,name=next_request_amount,json=nextRequestAmount,proto3" json:"next_request_amount,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *LimitStatus) Reset() {
@@ -306,6 +373,20 @@ func (x *LimitStatus) GetResetsAt() *timestamppb.Timestamp {
 		return x.ResetsAt
 	}
 	return nil
+}
+
+func (x *LimitStatus) GetNextRequestAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextRequestAt
+	}
+	return nil
+}
+
+func (x *LimitStatus) GetNextRequestAmount() int64 {
+	if x != nil {
+		return x.NextRequestAmount
+	}
+	return 0
 }
 
 // GetBalanceRequest is the request of BillingService.GetBalance. It has no fields.
@@ -525,9 +606,15 @@ func (x *ListUsageResponse) GetNextPageToken() string {
 type GetLimitsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Optional. A model's id; empty means every model.
-	Model         string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// Optional. The input tokens of the next request, for next_request_at (the web
+	// app passes its conversation's size); 0 means 1.
+	InputTokens int64 `protobuf:"varint,2,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Optional. The output cap of the next request, for next_request_at; 0 means the
+	// model's max_output_tokens.
+	MaxOutputTokens int64 `protobuf:"varint,3,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetLimitsRequest) Reset() {
@@ -565,6 +652,20 @@ func (x *GetLimitsRequest) GetModel() string {
 		return x.Model
 	}
 	return ""
+}
+
+func (x *GetLimitsRequest) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *GetLimitsRequest) GetMaxOutputTokens() int64 {
+	if x != nil {
+		return x.MaxOutputTokens
+	}
+	return 0
 }
 
 // GetLimitsResponse is the response of BillingService.GetLimits.
@@ -622,6 +723,236 @@ func (x *GetLimitsResponse) GetLimits() []*LimitStatus {
 	return nil
 }
 
+// GetUsageSummaryRequest is the request of BillingService.GetUsageSummary.
+type GetUsageSummaryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The first instant counted; unset means 30 days before end_time.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Optional. The instant after the last one counted (exclusive); unset means now.
+	// At most 400 days after start_time.
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// Optional. The grouping; unset means per day.
+	GroupBy UsageGroupBy `protobuf:"varint,3,opt,name=group_by,json=groupBy,proto3,enum=parley.v1.UsageGroupBy" json:"group_by,omitempty"`
+	// Optional. The caller's offset from UTC in minutes (-840 to 840), for where a day
+	// starts; 0 means UTC days.
+	UtcOffsetMinutes int32 `protobuf:"varint,4,opt,name=utc_offset_minutes,json=utcOffsetMinutes,proto3" json:"utc_offset_minutes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetUsageSummaryRequest) Reset() {
+	*x = GetUsageSummaryRequest{}
+	mi := &file_parley_v1_billing_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageSummaryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageSummaryRequest) ProtoMessage() {}
+
+func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_billing_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageSummaryRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageSummaryRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_billing_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetUsageSummaryRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *GetUsageSummaryRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *GetUsageSummaryRequest) GetGroupBy() UsageGroupBy {
+	if x != nil {
+		return x.GroupBy
+	}
+	return UsageGroupBy_USAGE_GROUP_BY_UNSPECIFIED
+}
+
+func (x *GetUsageSummaryRequest) GetUtcOffsetMinutes() int32 {
+	if x != nil {
+		return x.UtcOffsetMinutes
+	}
+	return 0
+}
+
+// GetUsageSummaryResponse is the response of BillingService.GetUsageSummary.
+type GetUsageSummaryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The buckets that have any usage, by day (oldest first) and then model.
+	Buckets []*UsageBucket `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// The sum of all buckets (day and model empty).
+	Total         *UsageBucket `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageSummaryResponse) Reset() {
+	*x = GetUsageSummaryResponse{}
+	mi := &file_parley_v1_billing_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageSummaryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageSummaryResponse) ProtoMessage() {}
+
+func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_billing_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageSummaryResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageSummaryResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_billing_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetUsageSummaryResponse) GetBuckets() []*UsageBucket {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *GetUsageSummaryResponse) GetTotal() *UsageBucket {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+// UsageBucket is the usage of one day, one model, or one model on one day.
+type UsageBucket struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The day, "YYYY-MM-DD" at the request's UTC offset; empty when not grouped by day.
+	Day string `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	// The model; empty when not grouped by model.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Generations counted.
+	Requests int64 `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
+	// Prompt tokens.
+	PromptTokens int64 `protobuf:"varint,4,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	// Generated tokens.
+	CompletionTokens int64 `protobuf:"varint,5,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	// The part of prompt_tokens served from a prefix cache.
+	CachedTokens int64 `protobuf:"varint,6,opt,name=cached_tokens,json=cachedTokens,proto3" json:"cached_tokens,omitempty"`
+	// What was charged, in nano-USD (the web channel costs 0).
+	CostNanos     int64 `protobuf:"varint,7,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageBucket) Reset() {
+	*x = UsageBucket{}
+	mi := &file_parley_v1_billing_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageBucket) ProtoMessage() {}
+
+func (x *UsageBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_billing_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageBucket.ProtoReflect.Descriptor instead.
+func (*UsageBucket) Descriptor() ([]byte, []int) {
+	return file_parley_v1_billing_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UsageBucket) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *UsageBucket) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageBucket) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *UsageBucket) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *UsageBucket) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *UsageBucket) GetCachedTokens() int64 {
+	if x != nil {
+		return x.CachedTokens
+	}
+	return 0
+}
+
+func (x *UsageBucket) GetCostNanos() int64 {
+	if x != nil {
+		return x.CostNanos
+	}
+	return 0
+}
+
 var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
@@ -642,7 +973,7 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12'\n" +
 	"\x0fconversation_id\x18\t \x01(\tR\x0econversationId\x12\x12\n" +
 	"\x04user\x18\n" +
-	" \x01(\tR\x04user\"\x81\x02\n" +
+	" \x01(\tR\x04user\"\xf5\x02\n" +
 	"\vLimitStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.parley.v1.LimitKindR\x04kind\x12\x14\n" +
@@ -650,7 +981,9 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x04used\x18\x04 \x01(\x03R\x04used\x12\x1c\n" +
 	"\tremaining\x18\x05 \x01(\x03R\tremaining\x121\n" +
 	"\x06window\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x06window\x127\n" +
-	"\tresets_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\"\x13\n" +
+	"\tresets_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12B\n" +
+	"\x0fnext_request_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rnextRequestAt\x12.\n" +
+	"\x13next_request_amount\x18\t \x01(\x03R\x11nextRequestAmount\"\x13\n" +
 	"\x11GetBalanceRequest\"`\n" +
 	"\x12GetBalanceResponse\x12#\n" +
 	"\rbalance_nanos\x18\x01 \x01(\x03R\fbalanceNanos\x12%\n" +
@@ -662,22 +995,48 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x04user\x18\x03 \x01(\tR\x04user\"x\n" +
 	"\x11ListUsageResponse\x12;\n" +
 	"\rusage_records\x18\x01 \x03(\v2\x16.parley.v1.UsageRecordR\fusageRecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"(\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"w\n" +
 	"\x10GetLimitsRequest\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\tR\x05model\"h\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12!\n" +
+	"\finput_tokens\x18\x02 \x01(\x03R\vinputTokens\x12*\n" +
+	"\x11max_output_tokens\x18\x03 \x01(\x03R\x0fmaxOutputTokens\"h\n" +
 	"\x11GetLimitsResponse\x12#\n" +
 	"\x04tier\x18\x01 \x01(\x0e2\x0f.parley.v1.TierR\x04tier\x12.\n" +
-	"\x06limits\x18\x02 \x03(\v2\x16.parley.v1.LimitStatusR\x06limits*{\n" +
+	"\x06limits\x18\x02 \x03(\v2\x16.parley.v1.LimitStatusR\x06limits\"\xec\x01\n" +
+	"\x16GetUsageSummaryRequest\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x122\n" +
+	"\bgroup_by\x18\x03 \x01(\x0e2\x17.parley.v1.UsageGroupByR\agroupBy\x12,\n" +
+	"\x12utc_offset_minutes\x18\x04 \x01(\x05R\x10utcOffsetMinutes\"y\n" +
+	"\x17GetUsageSummaryResponse\x120\n" +
+	"\abuckets\x18\x01 \x03(\v2\x16.parley.v1.UsageBucketR\abuckets\x12,\n" +
+	"\x05total\x18\x02 \x01(\v2\x16.parley.v1.UsageBucketR\x05total\"\xe7\x01\n" +
+	"\vUsageBucket\x12\x10\n" +
+	"\x03day\x18\x01 \x01(\tR\x03day\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
+	"\brequests\x18\x03 \x01(\x03R\brequests\x12#\n" +
+	"\rprompt_tokens\x18\x04 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x05 \x01(\x03R\x10completionTokens\x12#\n" +
+	"\rcached_tokens\x18\x06 \x01(\x03R\fcachedTokens\x12\x1d\n" +
+	"\n" +
+	"cost_nanos\x18\a \x01(\x03R\tcostNanos*{\n" +
 	"\tLimitKind\x12\x1a\n" +
 	"\x16LIMIT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LIMIT_KIND_REQUESTS\x10\x01\x12\x1b\n" +
 	"\x17LIMIT_KIND_INPUT_TOKENS\x10\x02\x12\x1c\n" +
-	"\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x032\xeb\x01\n" +
+	"\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x03*\x82\x01\n" +
+	"\fUsageGroupBy\x12\x1e\n" +
+	"\x1aUSAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12USAGE_GROUP_BY_DAY\x10\x01\x12\x18\n" +
+	"\x14USAGE_GROUP_BY_MODEL\x10\x02\x12 \n" +
+	"\x1cUSAGE_GROUP_BY_DAY_AND_MODEL\x10\x032\xc5\x02\n" +
 	"\x0eBillingService\x12I\n" +
 	"\n" +
 	"GetBalance\x12\x1c.parley.v1.GetBalanceRequest\x1a\x1d.parley.v1.GetBalanceResponse\x12F\n" +
 	"\tListUsage\x12\x1b.parley.v1.ListUsageRequest\x1a\x1c.parley.v1.ListUsageResponse\x12F\n" +
-	"\tGetLimits\x12\x1b.parley.v1.GetLimitsRequest\x1a\x1c.parley.v1.GetLimitsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\tGetLimits\x12\x1b.parley.v1.GetLimitsRequest\x1a\x1c.parley.v1.GetLimitsResponse\x12X\n" +
+	"\x0fGetUsageSummary\x12!.parley.v1.GetUsageSummaryRequest\x1a\".parley.v1.GetUsageSummaryResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_billing_proto_rawDescOnce sync.Once
@@ -691,47 +1050,59 @@ func file_parley_v1_billing_proto_rawDescGZIP() []byte {
 	return file_parley_v1_billing_proto_rawDescData
 }
 
-var file_parley_v1_billing_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_parley_v1_billing_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_parley_v1_billing_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_parley_v1_billing_proto_goTypes = []any{
-	(LimitKind)(0),                // 0: parley.v1.LimitKind
-	(*UsageRecord)(nil),           // 1: parley.v1.UsageRecord
-	(*LimitStatus)(nil),           // 2: parley.v1.LimitStatus
-	(*GetBalanceRequest)(nil),     // 3: parley.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),    // 4: parley.v1.GetBalanceResponse
-	(*ListUsageRequest)(nil),      // 5: parley.v1.ListUsageRequest
-	(*ListUsageResponse)(nil),     // 6: parley.v1.ListUsageResponse
-	(*GetLimitsRequest)(nil),      // 7: parley.v1.GetLimitsRequest
-	(*GetLimitsResponse)(nil),     // 8: parley.v1.GetLimitsResponse
-	(*Usage)(nil),                 // 9: parley.v1.Usage
-	(FinishReason)(0),             // 10: parley.v1.FinishReason
-	(AuthChannel)(0),              // 11: parley.v1.AuthChannel
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
-	(Tier)(0),                     // 14: parley.v1.Tier
+	(LimitKind)(0),                  // 0: parley.v1.LimitKind
+	(UsageGroupBy)(0),               // 1: parley.v1.UsageGroupBy
+	(*UsageRecord)(nil),             // 2: parley.v1.UsageRecord
+	(*LimitStatus)(nil),             // 3: parley.v1.LimitStatus
+	(*GetBalanceRequest)(nil),       // 4: parley.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),      // 5: parley.v1.GetBalanceResponse
+	(*ListUsageRequest)(nil),        // 6: parley.v1.ListUsageRequest
+	(*ListUsageResponse)(nil),       // 7: parley.v1.ListUsageResponse
+	(*GetLimitsRequest)(nil),        // 8: parley.v1.GetLimitsRequest
+	(*GetLimitsResponse)(nil),       // 9: parley.v1.GetLimitsResponse
+	(*GetUsageSummaryRequest)(nil),  // 10: parley.v1.GetUsageSummaryRequest
+	(*GetUsageSummaryResponse)(nil), // 11: parley.v1.GetUsageSummaryResponse
+	(*UsageBucket)(nil),             // 12: parley.v1.UsageBucket
+	(*Usage)(nil),                   // 13: parley.v1.Usage
+	(FinishReason)(0),               // 14: parley.v1.FinishReason
+	(AuthChannel)(0),                // 15: parley.v1.AuthChannel
+	(*timestamppb.Timestamp)(nil),   // 16: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 17: google.protobuf.Duration
+	(Tier)(0),                       // 18: parley.v1.Tier
 }
 var file_parley_v1_billing_proto_depIdxs = []int32{
-	9,  // 0: parley.v1.UsageRecord.usage:type_name -> parley.v1.Usage
-	10, // 1: parley.v1.UsageRecord.finish_reason:type_name -> parley.v1.FinishReason
-	11, // 2: parley.v1.UsageRecord.channel:type_name -> parley.v1.AuthChannel
-	12, // 3: parley.v1.UsageRecord.created_at:type_name -> google.protobuf.Timestamp
+	13, // 0: parley.v1.UsageRecord.usage:type_name -> parley.v1.Usage
+	14, // 1: parley.v1.UsageRecord.finish_reason:type_name -> parley.v1.FinishReason
+	15, // 2: parley.v1.UsageRecord.channel:type_name -> parley.v1.AuthChannel
+	16, // 3: parley.v1.UsageRecord.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: parley.v1.LimitStatus.kind:type_name -> parley.v1.LimitKind
-	13, // 5: parley.v1.LimitStatus.window:type_name -> google.protobuf.Duration
-	12, // 6: parley.v1.LimitStatus.resets_at:type_name -> google.protobuf.Timestamp
-	1,  // 7: parley.v1.ListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	14, // 8: parley.v1.GetLimitsResponse.tier:type_name -> parley.v1.Tier
-	2,  // 9: parley.v1.GetLimitsResponse.limits:type_name -> parley.v1.LimitStatus
-	3,  // 10: parley.v1.BillingService.GetBalance:input_type -> parley.v1.GetBalanceRequest
-	5,  // 11: parley.v1.BillingService.ListUsage:input_type -> parley.v1.ListUsageRequest
-	7,  // 12: parley.v1.BillingService.GetLimits:input_type -> parley.v1.GetLimitsRequest
-	4,  // 13: parley.v1.BillingService.GetBalance:output_type -> parley.v1.GetBalanceResponse
-	6,  // 14: parley.v1.BillingService.ListUsage:output_type -> parley.v1.ListUsageResponse
-	8,  // 15: parley.v1.BillingService.GetLimits:output_type -> parley.v1.GetLimitsResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	17, // 5: parley.v1.LimitStatus.window:type_name -> google.protobuf.Duration
+	16, // 6: parley.v1.LimitStatus.resets_at:type_name -> google.protobuf.Timestamp
+	16, // 7: parley.v1.LimitStatus.next_request_at:type_name -> google.protobuf.Timestamp
+	2,  // 8: parley.v1.ListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	18, // 9: parley.v1.GetLimitsResponse.tier:type_name -> parley.v1.Tier
+	3,  // 10: parley.v1.GetLimitsResponse.limits:type_name -> parley.v1.LimitStatus
+	16, // 11: parley.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	16, // 12: parley.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	1,  // 13: parley.v1.GetUsageSummaryRequest.group_by:type_name -> parley.v1.UsageGroupBy
+	12, // 14: parley.v1.GetUsageSummaryResponse.buckets:type_name -> parley.v1.UsageBucket
+	12, // 15: parley.v1.GetUsageSummaryResponse.total:type_name -> parley.v1.UsageBucket
+	4,  // 16: parley.v1.BillingService.GetBalance:input_type -> parley.v1.GetBalanceRequest
+	6,  // 17: parley.v1.BillingService.ListUsage:input_type -> parley.v1.ListUsageRequest
+	8,  // 18: parley.v1.BillingService.GetLimits:input_type -> parley.v1.GetLimitsRequest
+	10, // 19: parley.v1.BillingService.GetUsageSummary:input_type -> parley.v1.GetUsageSummaryRequest
+	5,  // 20: parley.v1.BillingService.GetBalance:output_type -> parley.v1.GetBalanceResponse
+	7,  // 21: parley.v1.BillingService.ListUsage:output_type -> parley.v1.ListUsageResponse
+	9,  // 22: parley.v1.BillingService.GetLimits:output_type -> parley.v1.GetLimitsResponse
+	11, // 23: parley.v1.BillingService.GetUsageSummary:output_type -> parley.v1.GetUsageSummaryResponse
+	20, // [20:24] is the sub-list for method output_type
+	16, // [16:20] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_billing_proto_init() }
@@ -745,8 +1116,8 @@ func file_parley_v1_billing_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_billing_proto_rawDesc), len(file_parley_v1_billing_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   8,
+			NumEnums:      2,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -139,6 +139,59 @@ func (MessageStatus) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
 }
 
+// ExportFormat is the file format of ConversationService.ExportConversation.
+type ExportFormat int32
+
+const (
+	// Not set; invalid.
+	ExportFormat_EXPORT_FORMAT_UNSPECIFIED ExportFormat = 0
+	// Markdown: a heading per message, the text as written.
+	ExportFormat_EXPORT_FORMAT_MARKDOWN ExportFormat = 1
+	// JSON: the protojson form of ConversationExport.
+	ExportFormat_EXPORT_FORMAT_JSON ExportFormat = 2
+)
+
+// Enum value maps for ExportFormat.
+var (
+	ExportFormat_name = map[int32]string{
+		0: "EXPORT_FORMAT_UNSPECIFIED",
+		1: "EXPORT_FORMAT_MARKDOWN",
+		2: "EXPORT_FORMAT_JSON",
+	}
+	ExportFormat_value = map[string]int32{
+		"EXPORT_FORMAT_UNSPECIFIED": 0,
+		"EXPORT_FORMAT_MARKDOWN":    1,
+		"EXPORT_FORMAT_JSON":        2,
+	}
+)
+
+func (x ExportFormat) Enum() *ExportFormat {
+	p := new(ExportFormat)
+	*p = x
+	return p
+}
+
+func (x ExportFormat) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ExportFormat) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_conversation_proto_enumTypes[2].Descriptor()
+}
+
+func (ExportFormat) Type() protoreflect.EnumType {
+	return &file_parley_v1_conversation_proto_enumTypes[2]
+}
+
+func (x ExportFormat) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ExportFormat.Descriptor instead.
+func (ExportFormat) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
+}
+
 // Conversation is a stored chat.
 type Conversation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1726,6 +1779,902 @@ func (x *SetCustomInstructionsResponse) GetInstructions() string {
 	return ""
 }
 
+// SearchConversationsRequest is the request of ConversationService.SearchConversations.
+type SearchConversationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The words to find, 1–200 characters with at least one letter or digit;
+	// punctuation is ignored; at most 16 words count.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Optional. The most results to return: default 50, at most 200.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. The next_page_token of the previous page, asked for with the same
+	// query; empty for the first page.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchConversationsRequest) Reset() {
+	*x = SearchConversationsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchConversationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchConversationsRequest) ProtoMessage() {}
+
+func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchConversationsRequest.ProtoReflect.Descriptor instead.
+func (*SearchConversationsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SearchConversationsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchConversationsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *SearchConversationsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// SearchConversationsResponse is the response of ConversationService.SearchConversations.
+type SearchConversationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per matching conversation, most recently updated first.
+	Results []*ConversationSearchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// The token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchConversationsResponse) Reset() {
+	*x = SearchConversationsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchConversationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchConversationsResponse) ProtoMessage() {}
+
+func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchConversationsResponse.ProtoReflect.Descriptor instead.
+func (*SearchConversationsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SearchConversationsResponse) GetResults() []*ConversationSearchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *SearchConversationsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// ConversationSearchResult is one conversation that matched a search.
+type ConversationSearchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The conversation.
+	Conversation *Conversation `protobuf:"bytes,1,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	// The message whose text matched; empty when the title matched.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Plain text around the match (at most about 200 characters, "…" where cut).
+	// Never HTML: render it as text.
+	Snippet string `protobuf:"bytes,3,opt,name=snippet,proto3" json:"snippet,omitempty"`
+	// The parts of snippet that matched a query word, in order, not overlapping.
+	Highlights    []*TextRange `protobuf:"bytes,4,rep,name=highlights,proto3" json:"highlights,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationSearchResult) Reset() {
+	*x = ConversationSearchResult{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationSearchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationSearchResult) ProtoMessage() {}
+
+func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationSearchResult.ProtoReflect.Descriptor instead.
+func (*ConversationSearchResult) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ConversationSearchResult) GetConversation() *Conversation {
+	if x != nil {
+		return x.Conversation
+	}
+	return nil
+}
+
+func (x *ConversationSearchResult) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *ConversationSearchResult) GetSnippet() string {
+	if x != nil {
+		return x.Snippet
+	}
+	return ""
+}
+
+func (x *ConversationSearchResult) GetHighlights() []*TextRange {
+	if x != nil {
+		return x.Highlights
+	}
+	return nil
+}
+
+// TextRange is a half-open range [start, end) of a string, counted in Unicode code
+// points (not bytes, not UTF-16 units).
+type TextRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first code point of the range.
+	Start int32 `protobuf:"varint,1,opt,name=start,proto3" json:"start,omitempty"`
+	// One past the last code point of the range.
+	End           int32 `protobuf:"varint,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TextRange) Reset() {
+	*x = TextRange{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TextRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TextRange) ProtoMessage() {}
+
+func (x *TextRange) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TextRange.ProtoReflect.Descriptor instead.
+func (*TextRange) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TextRange) GetStart() int32 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *TextRange) GetEnd() int32 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+// ShareConversationRequest is the request of ConversationService.ShareConversation.
+type ShareConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ShareConversationRequest) Reset() {
+	*x = ShareConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareConversationRequest) ProtoMessage() {}
+
+func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareConversationRequest.ProtoReflect.Descriptor instead.
+func (*ShareConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ShareConversationRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+// ShareConversationResponse is the response of ConversationService.ShareConversation.
+type ShareConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The public id of the snapshot: the link is /share/{share_id}.
+	ShareId string `protobuf:"bytes,1,opt,name=share_id,json=shareId,proto3" json:"share_id,omitempty"`
+	// The link's path on this server, /share/{share_id}.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// What readers of the link see.
+	Shared        *SharedConversation `protobuf:"bytes,3,opt,name=shared,proto3" json:"shared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareConversationResponse) Reset() {
+	*x = ShareConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareConversationResponse) ProtoMessage() {}
+
+func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareConversationResponse.ProtoReflect.Descriptor instead.
+func (*ShareConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ShareConversationResponse) GetShareId() string {
+	if x != nil {
+		return x.ShareId
+	}
+	return ""
+}
+
+func (x *ShareConversationResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ShareConversationResponse) GetShared() *SharedConversation {
+	if x != nil {
+		return x.Shared
+	}
+	return nil
+}
+
+// UnshareConversationRequest is the request of ConversationService.UnshareConversation.
+type UnshareConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UnshareConversationRequest) Reset() {
+	*x = UnshareConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnshareConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnshareConversationRequest) ProtoMessage() {}
+
+func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnshareConversationRequest.ProtoReflect.Descriptor instead.
+func (*UnshareConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *UnshareConversationRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+// UnshareConversationResponse is the response of ConversationService.UnshareConversation.
+type UnshareConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True if a link was revoked; false if the conversation was not shared.
+	Unshared      bool `protobuf:"varint,1,opt,name=unshared,proto3" json:"unshared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnshareConversationResponse) Reset() {
+	*x = UnshareConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnshareConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnshareConversationResponse) ProtoMessage() {}
+
+func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnshareConversationResponse.ProtoReflect.Descriptor instead.
+func (*UnshareConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *UnshareConversationResponse) GetUnshared() bool {
+	if x != nil {
+		return x.Unshared
+	}
+	return false
+}
+
+// GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
+type GetSharedConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The share id from the link.
+	ShareId       string `protobuf:"bytes,1,opt,name=share_id,json=shareId,proto3" json:"share_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSharedConversationRequest) Reset() {
+	*x = GetSharedConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSharedConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSharedConversationRequest) ProtoMessage() {}
+
+func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSharedConversationRequest.ProtoReflect.Descriptor instead.
+func (*GetSharedConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *GetSharedConversationRequest) GetShareId() string {
+	if x != nil {
+		return x.ShareId
+	}
+	return ""
+}
+
+// GetSharedConversationResponse is the response of
+// ConversationService.GetSharedConversation.
+type GetSharedConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The snapshot.
+	Shared        *SharedConversation `protobuf:"bytes,1,opt,name=shared,proto3" json:"shared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSharedConversationResponse) Reset() {
+	*x = GetSharedConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSharedConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSharedConversationResponse) ProtoMessage() {}
+
+func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSharedConversationResponse.ProtoReflect.Descriptor instead.
+func (*GetSharedConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetSharedConversationResponse) GetShared() *SharedConversation {
+	if x != nil {
+		return x.Shared
+	}
+	return nil
+}
+
+// SharedConversation is a read-only snapshot of a conversation, as shared. It holds
+// nothing that identifies the owner.
+type SharedConversation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The public id of the snapshot.
+	ShareId string `protobuf:"bytes,1,opt,name=share_id,json=shareId,proto3" json:"share_id,omitempty"`
+	// The conversation's title when shared.
+	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	// The conversation's default model when shared.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// When the snapshot was taken.
+	SharedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=shared_at,json=sharedAt,proto3" json:"shared_at,omitempty"`
+	// The messages, oldest first.
+	Messages      []*SharedMessage `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedConversation) Reset() {
+	*x = SharedConversation{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedConversation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedConversation) ProtoMessage() {}
+
+func (x *SharedConversation) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedConversation.ProtoReflect.Descriptor instead.
+func (*SharedConversation) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *SharedConversation) GetShareId() string {
+	if x != nil {
+		return x.ShareId
+	}
+	return ""
+}
+
+func (x *SharedConversation) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *SharedConversation) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SharedConversation) GetSharedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SharedAt
+	}
+	return nil
+}
+
+func (x *SharedConversation) GetMessages() []*SharedMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+// SharedMessage is one message of a shared snapshot: its text only.
+type SharedMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who wrote it.
+	Role Role `protobuf:"varint,1,opt,name=role,proto3,enum=parley.v1.Role" json:"role,omitempty"`
+	// The message's text parts, joined by blank lines.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// The model that wrote it (assistant messages); empty for user messages.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// When the message was stored.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The file names of the attachments the message carried; their content is not
+	// shared.
+	AttachmentFilenames []string `protobuf:"bytes,5,rep,name=attachment_filenames,json=attachmentFilenames,proto3" json:"attachment_filenames,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SharedMessage) Reset() {
+	*x = SharedMessage{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedMessage) ProtoMessage() {}
+
+func (x *SharedMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedMessage.ProtoReflect.Descriptor instead.
+func (*SharedMessage) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SharedMessage) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *SharedMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *SharedMessage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SharedMessage) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *SharedMessage) GetAttachmentFilenames() []string {
+	if x != nil {
+		return x.AttachmentFilenames
+	}
+	return nil
+}
+
+// ExportConversationRequest is the request of ConversationService.ExportConversation.
+type ExportConversationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. The file format.
+	Format        ExportFormat `protobuf:"varint,2,opt,name=format,proto3,enum=parley.v1.ExportFormat" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportConversationRequest) Reset() {
+	*x = ExportConversationRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportConversationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportConversationRequest) ProtoMessage() {}
+
+func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportConversationRequest.ProtoReflect.Descriptor instead.
+func (*ExportConversationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ExportConversationRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ExportConversationRequest) GetFormat() ExportFormat {
+	if x != nil {
+		return x.Format
+	}
+	return ExportFormat_EXPORT_FORMAT_UNSPECIFIED
+}
+
+// ExportConversationResponse is the response of ConversationService.ExportConversation.
+type ExportConversationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A file name for the download, such as "my-title.md"; safe in a
+	// Content-Disposition header (ASCII letters, digits, '-', '.').
+	Filename string `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
+	// The file's media type: "text/markdown; charset=utf-8" or "application/json".
+	ContentType string `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// The file's bytes.
+	Content       []byte `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportConversationResponse) Reset() {
+	*x = ExportConversationResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportConversationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportConversationResponse) ProtoMessage() {}
+
+func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportConversationResponse.ProtoReflect.Descriptor instead.
+func (*ExportConversationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ExportConversationResponse) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *ExportConversationResponse) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *ExportConversationResponse) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// ConversationExport is the JSON export of a conversation.
+type ConversationExport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The conversation.
+	Conversation *Conversation `protobuf:"bytes,1,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	// All its stored messages, oldest first.
+	Messages []*ConversationMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// When the export was made.
+	ExportedAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=exported_at,json=exportedAt,proto3" json:"exported_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationExport) Reset() {
+	*x = ConversationExport{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationExport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationExport) ProtoMessage() {}
+
+func (x *ConversationExport) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationExport.ProtoReflect.Descriptor instead.
+func (*ConversationExport) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ConversationExport) GetConversation() *Conversation {
+	if x != nil {
+		return x.Conversation
+	}
+	return nil
+}
+
+func (x *ConversationExport) GetMessages() []*ConversationMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ConversationExport) GetExportedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExportedAt
+	}
+	return nil
+}
+
 var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
@@ -1836,7 +2785,65 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x1cSetCustomInstructionsRequest\x12\"\n" +
 	"\finstructions\x18\x01 \x01(\tR\finstructions\"C\n" +
 	"\x1dSetCustomInstructionsResponse\x12\"\n" +
-	"\finstructions\x18\x01 \x01(\tR\finstructions*\x84\x01\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"n\n" +
+	"\x1aSearchConversationsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x84\x01\n" +
+	"\x1bSearchConversationsResponse\x12=\n" +
+	"\aresults\x18\x01 \x03(\v2#.parley.v1.ConversationSearchResultR\aresults\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc6\x01\n" +
+	"\x18ConversationSearchResult\x12;\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x18\n" +
+	"\asnippet\x18\x03 \x01(\tR\asnippet\x124\n" +
+	"\n" +
+	"highlights\x18\x04 \x03(\v2\x14.parley.v1.TextRangeR\n" +
+	"highlights\"3\n" +
+	"\tTextRange\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\x05R\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\x05R\x03end\"C\n" +
+	"\x18ShareConversationRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"\x81\x01\n" +
+	"\x19ShareConversationResponse\x12\x19\n" +
+	"\bshare_id\x18\x01 \x01(\tR\ashareId\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x125\n" +
+	"\x06shared\x18\x03 \x01(\v2\x1d.parley.v1.SharedConversationR\x06shared\"E\n" +
+	"\x1aUnshareConversationRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"9\n" +
+	"\x1bUnshareConversationResponse\x12\x1a\n" +
+	"\bunshared\x18\x01 \x01(\bR\bunshared\"9\n" +
+	"\x1cGetSharedConversationRequest\x12\x19\n" +
+	"\bshare_id\x18\x01 \x01(\tR\ashareId\"V\n" +
+	"\x1dGetSharedConversationResponse\x125\n" +
+	"\x06shared\x18\x01 \x01(\v2\x1d.parley.v1.SharedConversationR\x06shared\"\xca\x01\n" +
+	"\x12SharedConversation\x12\x19\n" +
+	"\bshare_id\x18\x01 \x01(\tR\ashareId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x127\n" +
+	"\tshared_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bsharedAt\x124\n" +
+	"\bmessages\x18\x05 \x03(\v2\x18.parley.v1.SharedMessageR\bmessages\"\xcc\x01\n" +
+	"\rSharedMessage\x12#\n" +
+	"\x04role\x18\x01 \x01(\x0e2\x0f.parley.v1.RoleR\x04role\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x121\n" +
+	"\x14attachment_filenames\x18\x05 \x03(\tR\x13attachmentFilenames\"u\n" +
+	"\x19ExportConversationRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12/\n" +
+	"\x06format\x18\x02 \x01(\x0e2\x17.parley.v1.ExportFormatR\x06format\"u\n" +
+	"\x1aExportConversationResponse\x12\x1a\n" +
+	"\bfilename\x18\x01 \x01(\tR\bfilename\x12!\n" +
+	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x18\n" +
+	"\acontent\x18\x03 \x01(\fR\acontent\"\xca\x01\n" +
+	"\x12ConversationExport\x12;\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12:\n" +
+	"\bmessages\x18\x02 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12;\n" +
+	"\vexported_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"exportedAt*\x84\x01\n" +
 	"\x0eArchivedFilter\x12\x1f\n" +
 	"\x1bARCHIVED_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ARCHIVED_FILTER_ACTIVE\x10\x01\x12\x1c\n" +
@@ -1846,7 +2853,11 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MESSAGE_STATUS_COMPLETE\x10\x01\x12\x1e\n" +
 	"\x1aMESSAGE_STATUS_IN_PROGRESS\x10\x02\x12\x1e\n" +
-	"\x1aMESSAGE_STATUS_INTERRUPTED\x10\x032\x8f\t\n" +
+	"\x1aMESSAGE_STATUS_INTERRUPTED\x10\x03*a\n" +
+	"\fExportFormat\x12\x1d\n" +
+	"\x19EXPORT_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16EXPORT_FORMAT_MARKDOWN\x10\x01\x12\x16\n" +
+	"\x12EXPORT_FORMAT_JSON\x10\x022\x8a\r\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -1859,7 +2870,12 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponse\x12`\n" +
 	"\x11RegenerateMessage\x12#.parley.v1.RegenerateMessageRequest\x1a$.parley.v1.RegenerateMessageResponse0\x01\x12j\n" +
 	"\x15GetCustomInstructions\x12'.parley.v1.GetCustomInstructionsRequest\x1a(.parley.v1.GetCustomInstructionsResponse\x12j\n" +
-	"\x15SetCustomInstructions\x12'.parley.v1.SetCustomInstructionsRequest\x1a(.parley.v1.SetCustomInstructionsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x15SetCustomInstructions\x12'.parley.v1.SetCustomInstructionsRequest\x1a(.parley.v1.SetCustomInstructionsResponse\x12d\n" +
+	"\x13SearchConversations\x12%.parley.v1.SearchConversationsRequest\x1a&.parley.v1.SearchConversationsResponse\x12^\n" +
+	"\x11ShareConversation\x12#.parley.v1.ShareConversationRequest\x1a$.parley.v1.ShareConversationResponse\x12d\n" +
+	"\x13UnshareConversation\x12%.parley.v1.UnshareConversationRequest\x1a&.parley.v1.UnshareConversationResponse\x12j\n" +
+	"\x15GetSharedConversation\x12'.parley.v1.GetSharedConversationRequest\x1a(.parley.v1.GetSharedConversationResponse\x12a\n" +
+	"\x12ExportConversation\x12$.parley.v1.ExportConversationRequest\x1a%.parley.v1.ExportConversationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_conversation_proto_rawDescOnce sync.Once
@@ -1873,90 +2889,129 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 	return file_parley_v1_conversation_proto_rawDescData
 }
 
-var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_parley_v1_conversation_proto_goTypes = []any{
 	(ArchivedFilter)(0),                   // 0: parley.v1.ArchivedFilter
 	(MessageStatus)(0),                    // 1: parley.v1.MessageStatus
-	(*Conversation)(nil),                  // 2: parley.v1.Conversation
-	(*ConversationMessage)(nil),           // 3: parley.v1.ConversationMessage
-	(*CreateConversationRequest)(nil),     // 4: parley.v1.CreateConversationRequest
-	(*CreateConversationResponse)(nil),    // 5: parley.v1.CreateConversationResponse
-	(*ListConversationsRequest)(nil),      // 6: parley.v1.ListConversationsRequest
-	(*ListConversationsResponse)(nil),     // 7: parley.v1.ListConversationsResponse
-	(*GetConversationRequest)(nil),        // 8: parley.v1.GetConversationRequest
-	(*GetConversationResponse)(nil),       // 9: parley.v1.GetConversationResponse
-	(*ListMessagesRequest)(nil),           // 10: parley.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),          // 11: parley.v1.ListMessagesResponse
-	(*UpdateConversationRequest)(nil),     // 12: parley.v1.UpdateConversationRequest
-	(*UpdateConversationResponse)(nil),    // 13: parley.v1.UpdateConversationResponse
-	(*DeleteConversationRequest)(nil),     // 14: parley.v1.DeleteConversationRequest
-	(*DeleteConversationResponse)(nil),    // 15: parley.v1.DeleteConversationResponse
-	(*SendMessageRequest)(nil),            // 16: parley.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),           // 17: parley.v1.SendMessageResponse
-	(*StreamGenerationRequest)(nil),       // 18: parley.v1.StreamGenerationRequest
-	(*StreamGenerationResponse)(nil),      // 19: parley.v1.StreamGenerationResponse
-	(*CancelGenerationRequest)(nil),       // 20: parley.v1.CancelGenerationRequest
-	(*CancelGenerationResponse)(nil),      // 21: parley.v1.CancelGenerationResponse
-	(*RegenerateMessageRequest)(nil),      // 22: parley.v1.RegenerateMessageRequest
-	(*RegenerateMessageResponse)(nil),     // 23: parley.v1.RegenerateMessageResponse
-	(*GetCustomInstructionsRequest)(nil),  // 24: parley.v1.GetCustomInstructionsRequest
-	(*GetCustomInstructionsResponse)(nil), // 25: parley.v1.GetCustomInstructionsResponse
-	(*SetCustomInstructionsRequest)(nil),  // 26: parley.v1.SetCustomInstructionsRequest
-	(*SetCustomInstructionsResponse)(nil), // 27: parley.v1.SetCustomInstructionsResponse
-	(*timestamppb.Timestamp)(nil),         // 28: google.protobuf.Timestamp
-	(Role)(0),                             // 29: parley.v1.Role
-	(*Part)(nil),                          // 30: parley.v1.Part
-	(FinishReason)(0),                     // 31: parley.v1.FinishReason
-	(*GenerationEvent)(nil),               // 32: parley.v1.GenerationEvent
+	(ExportFormat)(0),                     // 2: parley.v1.ExportFormat
+	(*Conversation)(nil),                  // 3: parley.v1.Conversation
+	(*ConversationMessage)(nil),           // 4: parley.v1.ConversationMessage
+	(*CreateConversationRequest)(nil),     // 5: parley.v1.CreateConversationRequest
+	(*CreateConversationResponse)(nil),    // 6: parley.v1.CreateConversationResponse
+	(*ListConversationsRequest)(nil),      // 7: parley.v1.ListConversationsRequest
+	(*ListConversationsResponse)(nil),     // 8: parley.v1.ListConversationsResponse
+	(*GetConversationRequest)(nil),        // 9: parley.v1.GetConversationRequest
+	(*GetConversationResponse)(nil),       // 10: parley.v1.GetConversationResponse
+	(*ListMessagesRequest)(nil),           // 11: parley.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),          // 12: parley.v1.ListMessagesResponse
+	(*UpdateConversationRequest)(nil),     // 13: parley.v1.UpdateConversationRequest
+	(*UpdateConversationResponse)(nil),    // 14: parley.v1.UpdateConversationResponse
+	(*DeleteConversationRequest)(nil),     // 15: parley.v1.DeleteConversationRequest
+	(*DeleteConversationResponse)(nil),    // 16: parley.v1.DeleteConversationResponse
+	(*SendMessageRequest)(nil),            // 17: parley.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),           // 18: parley.v1.SendMessageResponse
+	(*StreamGenerationRequest)(nil),       // 19: parley.v1.StreamGenerationRequest
+	(*StreamGenerationResponse)(nil),      // 20: parley.v1.StreamGenerationResponse
+	(*CancelGenerationRequest)(nil),       // 21: parley.v1.CancelGenerationRequest
+	(*CancelGenerationResponse)(nil),      // 22: parley.v1.CancelGenerationResponse
+	(*RegenerateMessageRequest)(nil),      // 23: parley.v1.RegenerateMessageRequest
+	(*RegenerateMessageResponse)(nil),     // 24: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 25: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 26: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 27: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 28: parley.v1.SetCustomInstructionsResponse
+	(*SearchConversationsRequest)(nil),    // 29: parley.v1.SearchConversationsRequest
+	(*SearchConversationsResponse)(nil),   // 30: parley.v1.SearchConversationsResponse
+	(*ConversationSearchResult)(nil),      // 31: parley.v1.ConversationSearchResult
+	(*TextRange)(nil),                     // 32: parley.v1.TextRange
+	(*ShareConversationRequest)(nil),      // 33: parley.v1.ShareConversationRequest
+	(*ShareConversationResponse)(nil),     // 34: parley.v1.ShareConversationResponse
+	(*UnshareConversationRequest)(nil),    // 35: parley.v1.UnshareConversationRequest
+	(*UnshareConversationResponse)(nil),   // 36: parley.v1.UnshareConversationResponse
+	(*GetSharedConversationRequest)(nil),  // 37: parley.v1.GetSharedConversationRequest
+	(*GetSharedConversationResponse)(nil), // 38: parley.v1.GetSharedConversationResponse
+	(*SharedConversation)(nil),            // 39: parley.v1.SharedConversation
+	(*SharedMessage)(nil),                 // 40: parley.v1.SharedMessage
+	(*ExportConversationRequest)(nil),     // 41: parley.v1.ExportConversationRequest
+	(*ExportConversationResponse)(nil),    // 42: parley.v1.ExportConversationResponse
+	(*ConversationExport)(nil),            // 43: parley.v1.ConversationExport
+	(*timestamppb.Timestamp)(nil),         // 44: google.protobuf.Timestamp
+	(Role)(0),                             // 45: parley.v1.Role
+	(*Part)(nil),                          // 46: parley.v1.Part
+	(FinishReason)(0),                     // 47: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 48: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	28, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	28, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	29, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	30, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	31, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	28, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	44, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	44, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	45, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	46, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	47, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	44, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 6: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
-	2,  // 7: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	3,  // 7: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
 	0,  // 8: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
-	2,  // 9: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
-	2,  // 10: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
-	3,  // 11: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
-	2,  // 12: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	30, // 13: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	32, // 14: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	32, // 15: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	32, // 16: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	4,  // 17: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	6,  // 18: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	8,  // 19: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	10, // 20: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	12, // 21: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	14, // 22: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	16, // 23: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	18, // 24: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	20, // 25: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	22, // 26: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
-	24, // 27: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
-	26, // 28: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
-	5,  // 29: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	7,  // 30: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	9,  // 31: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	11, // 32: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	13, // 33: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	15, // 34: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	17, // 35: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	19, // 36: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	21, // 37: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	23, // 38: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
-	25, // 39: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
-	27, // 40: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
-	29, // [29:41] is the sub-list for method output_type
-	17, // [17:29] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	3,  // 9: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
+	3,  // 10: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
+	4,  // 11: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
+	3,  // 12: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	46, // 13: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	48, // 14: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	48, // 15: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	48, // 16: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	31, // 17: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
+	3,  // 18: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
+	32, // 19: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
+	39, // 20: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	39, // 21: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	44, // 22: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	40, // 23: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
+	45, // 24: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	44, // 25: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 26: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
+	3,  // 27: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
+	4,  // 28: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
+	44, // 29: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	5,  // 30: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	7,  // 31: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	9,  // 32: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	11, // 33: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	13, // 34: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	15, // 35: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	17, // 36: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	19, // 37: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	21, // 38: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	23, // 39: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	25, // 40: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	27, // 41: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	29, // 42: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	33, // 43: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	35, // 44: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	37, // 45: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	41, // 46: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	6,  // 47: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	8,  // 48: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	10, // 49: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	12, // 50: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	14, // 51: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	16, // 52: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	18, // 53: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	20, // 54: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	22, // 55: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	24, // 56: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	26, // 57: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	28, // 58: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	30, // 59: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	34, // 60: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	36, // 61: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	38, // 62: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	42, // 63: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	47, // [47:64] is the sub-list for method output_type
+	30, // [30:47] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -1972,8 +3027,8 @@ func file_parley_v1_conversation_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   26,
+			NumEnums:      3,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -140,6 +140,8 @@ func (db *DB) Store() store.Store {
 		Usage:         usage{db},
 		Attachments:   attachments{db},
 		Audit:         audit{db},
+		Search:        search{db},
+		Shares:        shares{db},
 	}
 }
 

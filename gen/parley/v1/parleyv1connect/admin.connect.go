@@ -44,6 +44,15 @@ const (
 	AdminServiceListWorkersProcedure = "/parley.v1.AdminService/ListWorkers"
 	// AdminServiceListUsageProcedure is the fully-qualified name of the AdminService's ListUsage RPC.
 	AdminServiceListUsageProcedure = "/parley.v1.AdminService/ListUsage"
+	// AdminServiceSearchUsersProcedure is the fully-qualified name of the AdminService's SearchUsers
+	// RPC.
+	AdminServiceSearchUsersProcedure = "/parley.v1.AdminService/SearchUsers"
+	// AdminServiceSetUserAdminProcedure is the fully-qualified name of the AdminService's SetUserAdmin
+	// RPC.
+	AdminServiceSetUserAdminProcedure = "/parley.v1.AdminService/SetUserAdmin"
+	// AdminServiceListAuditEventsProcedure is the fully-qualified name of the AdminService's
+	// ListAuditEvents RPC.
+	AdminServiceListAuditEventsProcedure = "/parley.v1.AdminService/ListAuditEvents"
 )
 
 // AdminServiceClient is a client for the parley.v1.AdminService service.
@@ -61,6 +70,19 @@ type AdminServiceClient interface {
 	// those of one end user (the `user` the API caller named in its requests).
 	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// SearchUsers pages through the users whose email starts with email_prefix (all
+	// users when empty), by email, with their balances.
+	// Errors: invalid_argument (email_prefix, page_size, page_token).
+	SearchUsers(context.Context, *connect.Request[v1.SearchUsersRequest]) (*connect.Response[v1.SearchUsersResponse], error)
+	// SetUserAdmin grants or takes away a user's admin flag. An admin cannot take
+	// away their own.
+	// Errors: invalid_argument (user_id/email), not_found (user), failed_precondition
+	// (taking away one's own flag).
+	SetUserAdmin(context.Context, *connect.Request[v1.SetUserAdminRequest]) (*connect.Response[v1.SetUserAdminResponse], error)
+	// ListAuditEvents pages through one user's audit log, newest first: sign-ups,
+	// logins, keys, tier, admin flag and balance changes.
+	// Errors: invalid_argument (user_id, page_size, page_token).
+	ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the parley.v1.AdminService service. By default, it
@@ -98,15 +120,36 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 			connect.WithClientOptions(opts...),
 		),
+		searchUsers: connect.NewClient[v1.SearchUsersRequest, v1.SearchUsersResponse](
+			httpClient,
+			baseURL+AdminServiceSearchUsersProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("SearchUsers")),
+			connect.WithClientOptions(opts...),
+		),
+		setUserAdmin: connect.NewClient[v1.SetUserAdminRequest, v1.SetUserAdminResponse](
+			httpClient,
+			baseURL+AdminServiceSetUserAdminProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("SetUserAdmin")),
+			connect.WithClientOptions(opts...),
+		),
+		listAuditEvents: connect.NewClient[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse](
+			httpClient,
+			baseURL+AdminServiceListAuditEventsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListAuditEvents")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // adminServiceClient implements AdminServiceClient.
 type adminServiceClient struct {
-	setUserTier   *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
-	adjustBalance *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
-	listWorkers   *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
-	listUsage     *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
+	setUserTier     *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
+	adjustBalance   *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
+	listWorkers     *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
+	listUsage       *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
+	searchUsers     *connect.Client[v1.SearchUsersRequest, v1.SearchUsersResponse]
+	setUserAdmin    *connect.Client[v1.SetUserAdminRequest, v1.SetUserAdminResponse]
+	listAuditEvents *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -129,6 +172,21 @@ func (c *adminServiceClient) ListUsage(ctx context.Context, req *connect.Request
 	return c.listUsage.CallUnary(ctx, req)
 }
 
+// SearchUsers calls parley.v1.AdminService.SearchUsers.
+func (c *adminServiceClient) SearchUsers(ctx context.Context, req *connect.Request[v1.SearchUsersRequest]) (*connect.Response[v1.SearchUsersResponse], error) {
+	return c.searchUsers.CallUnary(ctx, req)
+}
+
+// SetUserAdmin calls parley.v1.AdminService.SetUserAdmin.
+func (c *adminServiceClient) SetUserAdmin(ctx context.Context, req *connect.Request[v1.SetUserAdminRequest]) (*connect.Response[v1.SetUserAdminResponse], error) {
+	return c.setUserAdmin.CallUnary(ctx, req)
+}
+
+// ListAuditEvents calls parley.v1.AdminService.ListAuditEvents.
+func (c *adminServiceClient) ListAuditEvents(ctx context.Context, req *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error) {
+	return c.listAuditEvents.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the parley.v1.AdminService service.
 type AdminServiceHandler interface {
 	// SetUserTier changes a user's tier; new limits apply to the next request.
@@ -144,6 +202,19 @@ type AdminServiceHandler interface {
 	// those of one end user (the `user` the API caller named in its requests).
 	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// SearchUsers pages through the users whose email starts with email_prefix (all
+	// users when empty), by email, with their balances.
+	// Errors: invalid_argument (email_prefix, page_size, page_token).
+	SearchUsers(context.Context, *connect.Request[v1.SearchUsersRequest]) (*connect.Response[v1.SearchUsersResponse], error)
+	// SetUserAdmin grants or takes away a user's admin flag. An admin cannot take
+	// away their own.
+	// Errors: invalid_argument (user_id/email), not_found (user), failed_precondition
+	// (taking away one's own flag).
+	SetUserAdmin(context.Context, *connect.Request[v1.SetUserAdminRequest]) (*connect.Response[v1.SetUserAdminResponse], error)
+	// ListAuditEvents pages through one user's audit log, newest first: sign-ups,
+	// logins, keys, tier, admin flag and balance changes.
+	// Errors: invalid_argument (user_id, page_size, page_token).
+	ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -177,6 +248,24 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceSearchUsersHandler := connect.NewUnaryHandler(
+		AdminServiceSearchUsersProcedure,
+		svc.SearchUsers,
+		connect.WithSchema(adminServiceMethods.ByName("SearchUsers")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceSetUserAdminHandler := connect.NewUnaryHandler(
+		AdminServiceSetUserAdminProcedure,
+		svc.SetUserAdmin,
+		connect.WithSchema(adminServiceMethods.ByName("SetUserAdmin")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListAuditEventsHandler := connect.NewUnaryHandler(
+		AdminServiceListAuditEventsProcedure,
+		svc.ListAuditEvents,
+		connect.WithSchema(adminServiceMethods.ByName("ListAuditEvents")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceSetUserTierProcedure:
@@ -187,6 +276,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceListWorkersHandler.ServeHTTP(w, r)
 		case AdminServiceListUsageProcedure:
 			adminServiceListUsageHandler.ServeHTTP(w, r)
+		case AdminServiceSearchUsersProcedure:
+			adminServiceSearchUsersHandler.ServeHTTP(w, r)
+		case AdminServiceSetUserAdminProcedure:
+			adminServiceSetUserAdminHandler.ServeHTTP(w, r)
+		case AdminServiceListAuditEventsProcedure:
+			adminServiceListAuditEventsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -210,4 +305,16 @@ func (UnimplementedAdminServiceHandler) ListWorkers(context.Context, *connect.Re
 
 func (UnimplementedAdminServiceHandler) ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListUsage is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) SearchUsers(context.Context, *connect.Request[v1.SearchUsersRequest]) (*connect.Response[v1.SearchUsersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.SearchUsers is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) SetUserAdmin(context.Context, *connect.Request[v1.SetUserAdminRequest]) (*connect.Response[v1.SetUserAdminResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.SetUserAdmin is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListAuditEvents is not implemented"))
 }

@@ -42,6 +42,9 @@ const (
 	// BillingServiceGetLimitsProcedure is the fully-qualified name of the BillingService's GetLimits
 	// RPC.
 	BillingServiceGetLimitsProcedure = "/parley.v1.BillingService/GetLimits"
+	// BillingServiceGetUsageSummaryProcedure is the fully-qualified name of the BillingService's
+	// GetUsageSummary RPC.
+	BillingServiceGetUsageSummaryProcedure = "/parley.v1.BillingService/GetUsageSummary"
 )
 
 // BillingServiceClient is a client for the parley.v1.BillingService service.
@@ -55,6 +58,12 @@ type BillingServiceClient interface {
 	// GetLimits returns the caller's tier limits, their use and when they reset.
 	// Errors: not_found (model).
 	GetLimits(context.Context, *connect.Request[v1.GetLimitsRequest]) (*connect.Response[v1.GetLimitsResponse], error)
+	// GetUsageSummary adds up the caller's usage records between two times: requests,
+	// tokens and spend, per day, per model, or per day and model, with the total.
+	// Days are calendar days at the given UTC offset. Records are written
+	// asynchronously and may be counted a few seconds late.
+	// Errors: invalid_argument (start_time, end_time, group_by, utc_offset_minutes).
+	GetUsageSummary(context.Context, *connect.Request[v1.GetUsageSummaryRequest]) (*connect.Response[v1.GetUsageSummaryResponse], error)
 }
 
 // NewBillingServiceClient constructs a client for the parley.v1.BillingService service. By default,
@@ -86,14 +95,21 @@ func NewBillingServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(billingServiceMethods.ByName("GetLimits")),
 			connect.WithClientOptions(opts...),
 		),
+		getUsageSummary: connect.NewClient[v1.GetUsageSummaryRequest, v1.GetUsageSummaryResponse](
+			httpClient,
+			baseURL+BillingServiceGetUsageSummaryProcedure,
+			connect.WithSchema(billingServiceMethods.ByName("GetUsageSummary")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // billingServiceClient implements BillingServiceClient.
 type billingServiceClient struct {
-	getBalance *connect.Client[v1.GetBalanceRequest, v1.GetBalanceResponse]
-	listUsage  *connect.Client[v1.ListUsageRequest, v1.ListUsageResponse]
-	getLimits  *connect.Client[v1.GetLimitsRequest, v1.GetLimitsResponse]
+	getBalance      *connect.Client[v1.GetBalanceRequest, v1.GetBalanceResponse]
+	listUsage       *connect.Client[v1.ListUsageRequest, v1.ListUsageResponse]
+	getLimits       *connect.Client[v1.GetLimitsRequest, v1.GetLimitsResponse]
+	getUsageSummary *connect.Client[v1.GetUsageSummaryRequest, v1.GetUsageSummaryResponse]
 }
 
 // GetBalance calls parley.v1.BillingService.GetBalance.
@@ -111,6 +127,11 @@ func (c *billingServiceClient) GetLimits(ctx context.Context, req *connect.Reque
 	return c.getLimits.CallUnary(ctx, req)
 }
 
+// GetUsageSummary calls parley.v1.BillingService.GetUsageSummary.
+func (c *billingServiceClient) GetUsageSummary(ctx context.Context, req *connect.Request[v1.GetUsageSummaryRequest]) (*connect.Response[v1.GetUsageSummaryResponse], error) {
+	return c.getUsageSummary.CallUnary(ctx, req)
+}
+
 // BillingServiceHandler is an implementation of the parley.v1.BillingService service.
 type BillingServiceHandler interface {
 	// GetBalance returns the caller's balance and how much of it is reserved by
@@ -122,6 +143,12 @@ type BillingServiceHandler interface {
 	// GetLimits returns the caller's tier limits, their use and when they reset.
 	// Errors: not_found (model).
 	GetLimits(context.Context, *connect.Request[v1.GetLimitsRequest]) (*connect.Response[v1.GetLimitsResponse], error)
+	// GetUsageSummary adds up the caller's usage records between two times: requests,
+	// tokens and spend, per day, per model, or per day and model, with the total.
+	// Days are calendar days at the given UTC offset. Records are written
+	// asynchronously and may be counted a few seconds late.
+	// Errors: invalid_argument (start_time, end_time, group_by, utc_offset_minutes).
+	GetUsageSummary(context.Context, *connect.Request[v1.GetUsageSummaryRequest]) (*connect.Response[v1.GetUsageSummaryResponse], error)
 }
 
 // NewBillingServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -149,6 +176,12 @@ func NewBillingServiceHandler(svc BillingServiceHandler, opts ...connect.Handler
 		connect.WithSchema(billingServiceMethods.ByName("GetLimits")),
 		connect.WithHandlerOptions(opts...),
 	)
+	billingServiceGetUsageSummaryHandler := connect.NewUnaryHandler(
+		BillingServiceGetUsageSummaryProcedure,
+		svc.GetUsageSummary,
+		connect.WithSchema(billingServiceMethods.ByName("GetUsageSummary")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.BillingService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BillingServiceGetBalanceProcedure:
@@ -157,6 +190,8 @@ func NewBillingServiceHandler(svc BillingServiceHandler, opts ...connect.Handler
 			billingServiceListUsageHandler.ServeHTTP(w, r)
 		case BillingServiceGetLimitsProcedure:
 			billingServiceGetLimitsHandler.ServeHTTP(w, r)
+		case BillingServiceGetUsageSummaryProcedure:
+			billingServiceGetUsageSummaryHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -176,4 +211,8 @@ func (UnimplementedBillingServiceHandler) ListUsage(context.Context, *connect.Re
 
 func (UnimplementedBillingServiceHandler) GetLimits(context.Context, *connect.Request[v1.GetLimitsRequest]) (*connect.Response[v1.GetLimitsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.BillingService.GetLimits is not implemented"))
+}
+
+func (UnimplementedBillingServiceHandler) GetUsageSummary(context.Context, *connect.Request[v1.GetUsageSummaryRequest]) (*connect.Response[v1.GetUsageSummaryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.BillingService.GetUsageSummary is not implemented"))
 }

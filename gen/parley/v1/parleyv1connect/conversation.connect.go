@@ -69,6 +69,21 @@ const (
 	// ConversationServiceSetCustomInstructionsProcedure is the fully-qualified name of the
 	// ConversationService's SetCustomInstructions RPC.
 	ConversationServiceSetCustomInstructionsProcedure = "/parley.v1.ConversationService/SetCustomInstructions"
+	// ConversationServiceSearchConversationsProcedure is the fully-qualified name of the
+	// ConversationService's SearchConversations RPC.
+	ConversationServiceSearchConversationsProcedure = "/parley.v1.ConversationService/SearchConversations"
+	// ConversationServiceShareConversationProcedure is the fully-qualified name of the
+	// ConversationService's ShareConversation RPC.
+	ConversationServiceShareConversationProcedure = "/parley.v1.ConversationService/ShareConversation"
+	// ConversationServiceUnshareConversationProcedure is the fully-qualified name of the
+	// ConversationService's UnshareConversation RPC.
+	ConversationServiceUnshareConversationProcedure = "/parley.v1.ConversationService/UnshareConversation"
+	// ConversationServiceGetSharedConversationProcedure is the fully-qualified name of the
+	// ConversationService's GetSharedConversation RPC.
+	ConversationServiceGetSharedConversationProcedure = "/parley.v1.ConversationService/GetSharedConversation"
+	// ConversationServiceExportConversationProcedure is the fully-qualified name of the
+	// ConversationService's ExportConversation RPC.
+	ConversationServiceExportConversationProcedure = "/parley.v1.ConversationService/ExportConversation"
 )
 
 // ConversationServiceClient is a client for the parley.v1.ConversationService service.
@@ -133,6 +148,31 @@ type ConversationServiceClient interface {
 	// them. They apply to every later answer, as the first part of its system message.
 	// Errors: invalid_argument (instructions).
 	SetCustomInstructions(context.Context, *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error)
+	// SearchConversations finds the caller's conversations whose title or message text
+	// holds every word of the query (a word matches as a prefix, case-insensitively),
+	// most recently updated first, each with a snippet of the matching text. Messages
+	// are searched where they live in the SQL store (SQLite, PostgreSQL); with
+	// messages in ScyllaDB/Cassandra only titles are searched.
+	// Errors: invalid_argument (query, page_size, page_token).
+	SearchConversations(context.Context, *connect.Request[v1.SearchConversationsRequest]) (*connect.Response[v1.SearchConversationsResponse], error)
+	// ShareConversation makes a read-only snapshot of the conversation as it is now,
+	// readable by anyone with its link (/share/{share_id}) and no session. Sharing a
+	// conversation that is already shared refreshes the snapshot under the same id.
+	// Only the title, the model and the messages' text (with attachment file names)
+	// are shared; nothing else of the owner's.
+	// Errors: not_found (conversation).
+	ShareConversation(context.Context, *connect.Request[v1.ShareConversationRequest]) (*connect.Response[v1.ShareConversationResponse], error)
+	// UnshareConversation revokes the conversation's share link: it reads not_found
+	// from then on. Sharing again makes a new link.
+	// Errors: not_found (conversation).
+	UnshareConversation(context.Context, *connect.Request[v1.UnshareConversationRequest]) (*connect.Response[v1.UnshareConversationResponse], error)
+	// GetSharedConversation reads a shared snapshot. It needs no credentials.
+	// Errors: invalid_argument (share_id), not_found (no such link, or revoked).
+	GetSharedConversation(context.Context, *connect.Request[v1.GetSharedConversationRequest]) (*connect.Response[v1.GetSharedConversationResponse], error)
+	// ExportConversation returns the conversation with all its stored messages as a
+	// file to download: Markdown or JSON (the protojson of ConversationExport).
+	// Errors: invalid_argument (format), not_found (conversation).
+	ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error)
 }
 
 // NewConversationServiceClient constructs a client for the parley.v1.ConversationService service.
@@ -218,6 +258,36 @@ func NewConversationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(conversationServiceMethods.ByName("SetCustomInstructions")),
 			connect.WithClientOptions(opts...),
 		),
+		searchConversations: connect.NewClient[v1.SearchConversationsRequest, v1.SearchConversationsResponse](
+			httpClient,
+			baseURL+ConversationServiceSearchConversationsProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("SearchConversations")),
+			connect.WithClientOptions(opts...),
+		),
+		shareConversation: connect.NewClient[v1.ShareConversationRequest, v1.ShareConversationResponse](
+			httpClient,
+			baseURL+ConversationServiceShareConversationProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("ShareConversation")),
+			connect.WithClientOptions(opts...),
+		),
+		unshareConversation: connect.NewClient[v1.UnshareConversationRequest, v1.UnshareConversationResponse](
+			httpClient,
+			baseURL+ConversationServiceUnshareConversationProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("UnshareConversation")),
+			connect.WithClientOptions(opts...),
+		),
+		getSharedConversation: connect.NewClient[v1.GetSharedConversationRequest, v1.GetSharedConversationResponse](
+			httpClient,
+			baseURL+ConversationServiceGetSharedConversationProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("GetSharedConversation")),
+			connect.WithClientOptions(opts...),
+		),
+		exportConversation: connect.NewClient[v1.ExportConversationRequest, v1.ExportConversationResponse](
+			httpClient,
+			baseURL+ConversationServiceExportConversationProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("ExportConversation")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -235,6 +305,11 @@ type conversationServiceClient struct {
 	regenerateMessage     *connect.Client[v1.RegenerateMessageRequest, v1.RegenerateMessageResponse]
 	getCustomInstructions *connect.Client[v1.GetCustomInstructionsRequest, v1.GetCustomInstructionsResponse]
 	setCustomInstructions *connect.Client[v1.SetCustomInstructionsRequest, v1.SetCustomInstructionsResponse]
+	searchConversations   *connect.Client[v1.SearchConversationsRequest, v1.SearchConversationsResponse]
+	shareConversation     *connect.Client[v1.ShareConversationRequest, v1.ShareConversationResponse]
+	unshareConversation   *connect.Client[v1.UnshareConversationRequest, v1.UnshareConversationResponse]
+	getSharedConversation *connect.Client[v1.GetSharedConversationRequest, v1.GetSharedConversationResponse]
+	exportConversation    *connect.Client[v1.ExportConversationRequest, v1.ExportConversationResponse]
 }
 
 // CreateConversation calls parley.v1.ConversationService.CreateConversation.
@@ -295,6 +370,31 @@ func (c *conversationServiceClient) GetCustomInstructions(ctx context.Context, r
 // SetCustomInstructions calls parley.v1.ConversationService.SetCustomInstructions.
 func (c *conversationServiceClient) SetCustomInstructions(ctx context.Context, req *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error) {
 	return c.setCustomInstructions.CallUnary(ctx, req)
+}
+
+// SearchConversations calls parley.v1.ConversationService.SearchConversations.
+func (c *conversationServiceClient) SearchConversations(ctx context.Context, req *connect.Request[v1.SearchConversationsRequest]) (*connect.Response[v1.SearchConversationsResponse], error) {
+	return c.searchConversations.CallUnary(ctx, req)
+}
+
+// ShareConversation calls parley.v1.ConversationService.ShareConversation.
+func (c *conversationServiceClient) ShareConversation(ctx context.Context, req *connect.Request[v1.ShareConversationRequest]) (*connect.Response[v1.ShareConversationResponse], error) {
+	return c.shareConversation.CallUnary(ctx, req)
+}
+
+// UnshareConversation calls parley.v1.ConversationService.UnshareConversation.
+func (c *conversationServiceClient) UnshareConversation(ctx context.Context, req *connect.Request[v1.UnshareConversationRequest]) (*connect.Response[v1.UnshareConversationResponse], error) {
+	return c.unshareConversation.CallUnary(ctx, req)
+}
+
+// GetSharedConversation calls parley.v1.ConversationService.GetSharedConversation.
+func (c *conversationServiceClient) GetSharedConversation(ctx context.Context, req *connect.Request[v1.GetSharedConversationRequest]) (*connect.Response[v1.GetSharedConversationResponse], error) {
+	return c.getSharedConversation.CallUnary(ctx, req)
+}
+
+// ExportConversation calls parley.v1.ConversationService.ExportConversation.
+func (c *conversationServiceClient) ExportConversation(ctx context.Context, req *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error) {
+	return c.exportConversation.CallUnary(ctx, req)
 }
 
 // ConversationServiceHandler is an implementation of the parley.v1.ConversationService service.
@@ -359,6 +459,31 @@ type ConversationServiceHandler interface {
 	// them. They apply to every later answer, as the first part of its system message.
 	// Errors: invalid_argument (instructions).
 	SetCustomInstructions(context.Context, *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error)
+	// SearchConversations finds the caller's conversations whose title or message text
+	// holds every word of the query (a word matches as a prefix, case-insensitively),
+	// most recently updated first, each with a snippet of the matching text. Messages
+	// are searched where they live in the SQL store (SQLite, PostgreSQL); with
+	// messages in ScyllaDB/Cassandra only titles are searched.
+	// Errors: invalid_argument (query, page_size, page_token).
+	SearchConversations(context.Context, *connect.Request[v1.SearchConversationsRequest]) (*connect.Response[v1.SearchConversationsResponse], error)
+	// ShareConversation makes a read-only snapshot of the conversation as it is now,
+	// readable by anyone with its link (/share/{share_id}) and no session. Sharing a
+	// conversation that is already shared refreshes the snapshot under the same id.
+	// Only the title, the model and the messages' text (with attachment file names)
+	// are shared; nothing else of the owner's.
+	// Errors: not_found (conversation).
+	ShareConversation(context.Context, *connect.Request[v1.ShareConversationRequest]) (*connect.Response[v1.ShareConversationResponse], error)
+	// UnshareConversation revokes the conversation's share link: it reads not_found
+	// from then on. Sharing again makes a new link.
+	// Errors: not_found (conversation).
+	UnshareConversation(context.Context, *connect.Request[v1.UnshareConversationRequest]) (*connect.Response[v1.UnshareConversationResponse], error)
+	// GetSharedConversation reads a shared snapshot. It needs no credentials.
+	// Errors: invalid_argument (share_id), not_found (no such link, or revoked).
+	GetSharedConversation(context.Context, *connect.Request[v1.GetSharedConversationRequest]) (*connect.Response[v1.GetSharedConversationResponse], error)
+	// ExportConversation returns the conversation with all its stored messages as a
+	// file to download: Markdown or JSON (the protojson of ConversationExport).
+	// Errors: invalid_argument (format), not_found (conversation).
+	ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error)
 }
 
 // NewConversationServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -440,6 +565,36 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 		connect.WithSchema(conversationServiceMethods.ByName("SetCustomInstructions")),
 		connect.WithHandlerOptions(opts...),
 	)
+	conversationServiceSearchConversationsHandler := connect.NewUnaryHandler(
+		ConversationServiceSearchConversationsProcedure,
+		svc.SearchConversations,
+		connect.WithSchema(conversationServiceMethods.ByName("SearchConversations")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceShareConversationHandler := connect.NewUnaryHandler(
+		ConversationServiceShareConversationProcedure,
+		svc.ShareConversation,
+		connect.WithSchema(conversationServiceMethods.ByName("ShareConversation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceUnshareConversationHandler := connect.NewUnaryHandler(
+		ConversationServiceUnshareConversationProcedure,
+		svc.UnshareConversation,
+		connect.WithSchema(conversationServiceMethods.ByName("UnshareConversation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceGetSharedConversationHandler := connect.NewUnaryHandler(
+		ConversationServiceGetSharedConversationProcedure,
+		svc.GetSharedConversation,
+		connect.WithSchema(conversationServiceMethods.ByName("GetSharedConversation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceExportConversationHandler := connect.NewUnaryHandler(
+		ConversationServiceExportConversationProcedure,
+		svc.ExportConversation,
+		connect.WithSchema(conversationServiceMethods.ByName("ExportConversation")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.ConversationService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ConversationServiceCreateConversationProcedure:
@@ -466,6 +621,16 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 			conversationServiceGetCustomInstructionsHandler.ServeHTTP(w, r)
 		case ConversationServiceSetCustomInstructionsProcedure:
 			conversationServiceSetCustomInstructionsHandler.ServeHTTP(w, r)
+		case ConversationServiceSearchConversationsProcedure:
+			conversationServiceSearchConversationsHandler.ServeHTTP(w, r)
+		case ConversationServiceShareConversationProcedure:
+			conversationServiceShareConversationHandler.ServeHTTP(w, r)
+		case ConversationServiceUnshareConversationProcedure:
+			conversationServiceUnshareConversationHandler.ServeHTTP(w, r)
+		case ConversationServiceGetSharedConversationProcedure:
+			conversationServiceGetSharedConversationHandler.ServeHTTP(w, r)
+		case ConversationServiceExportConversationProcedure:
+			conversationServiceExportConversationHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -521,4 +686,24 @@ func (UnimplementedConversationServiceHandler) GetCustomInstructions(context.Con
 
 func (UnimplementedConversationServiceHandler) SetCustomInstructions(context.Context, *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.SetCustomInstructions is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) SearchConversations(context.Context, *connect.Request[v1.SearchConversationsRequest]) (*connect.Response[v1.SearchConversationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.SearchConversations is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) ShareConversation(context.Context, *connect.Request[v1.ShareConversationRequest]) (*connect.Response[v1.ShareConversationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.ShareConversation is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) UnshareConversation(context.Context, *connect.Request[v1.UnshareConversationRequest]) (*connect.Response[v1.UnshareConversationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.UnshareConversation is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) GetSharedConversation(context.Context, *connect.Request[v1.GetSharedConversationRequest]) (*connect.Response[v1.GetSharedConversationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.GetSharedConversation is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.ExportConversation is not implemented"))
 }

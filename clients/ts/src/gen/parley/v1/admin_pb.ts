@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/admin.proto.
  */
 export const file_parley_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSLZAQoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiaAocQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhAKCGVuZF91c2VyGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImcKHUFkbWluU2VydmljZUxpc3RVc2FnZVJlc3BvbnNlEi0KDXVzYWdlX3JlY29yZHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKpUBCgtXb3JrZXJTdGF0ZRIcChhXT1JLRVJfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJXT1JLRVJfU1RBVEVfUkVBRFkQARIYChRXT1JLRVJfU1RBVEVfRUpFQ1RFRBACEhsKF1dPUktFUl9TVEFURV9DT05ORUNUSU5HEAMSGQoVV09SS0VSX1NUQVRFX0RSQUlOSU5HEAQy3gIKDEFkbWluU2VydmljZRJMCgtTZXRVc2VyVGllchIdLnBhcmxleS52MS5TZXRVc2VyVGllclJlcXVlc3QaHi5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXNwb25zZRJSCg1BZGp1c3RCYWxhbmNlEh8ucGFybGV5LnYxLkFkanVzdEJhbGFuY2VSZXF1ZXN0GiAucGFybGV5LnYxLkFkanVzdEJhbGFuY2VSZXNwb25zZRJMCgtMaXN0V29ya2VycxIdLnBhcmxleS52MS5MaXN0V29ya2Vyc1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXNwb25zZRJeCglMaXN0VXNhZ2USJy5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVxdWVzdBooLnBhcmxleS52MS5BZG1pblNlcnZpY2VMaXN0VXNhZ2VSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSLZAQoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiaAocQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhAKCGVuZF91c2VyGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImcKHUFkbWluU2VydmljZUxpc3RVc2FnZVJlc3BvbnNlEi0KDXVzYWdlX3JlY29yZHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlEKElNlYXJjaFVzZXJzUmVxdWVzdBIUCgxlbWFpbF9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUwoTU2VhcmNoVXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULnBhcmxleS52MS5BZG1pblVzZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKCUFkbWluVXNlchIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISFQoNYmFsYW5jZV9uYW5vcxgCIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgDIAEoAyJEChNTZXRVc2VyQWRtaW5SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFYWRtaW4YAyABKAgiNQoUU2V0VXNlckFkbWluUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyIlAKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5wYXJsZXkudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilQEKCkF1ZGl0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRraW5kGAMgASgJEgoKAmlwGAQgASgJEhIKCnVzZXJfYWdlbnQYBSABKAkSDgoGZGV0YWlsGAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqVAQoLV29ya2VyU3RhdGUSHAoYV09SS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSV09SS0VSX1NUQVRFX1JFQURZEAESGAoUV09SS0VSX1NUQVRFX0VKRUNURUQQAhIbChdXT1JLRVJfU1RBVEVfQ09OTkVDVElORxADEhkKFVdPUktFUl9TVEFURV9EUkFJTklORxAEMtcECgxBZG1pblNlcnZpY2USTAoLU2V0VXNlclRpZXISHS5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXF1ZXN0Gh4ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVzcG9uc2USUgoNQWRqdXN0QmFsYW5jZRIfLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVxdWVzdBogLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVzcG9uc2USTAoLTGlzdFdvcmtlcnMSHS5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USXgoJTGlzdFVzYWdlEicucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QaKC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USTAoLU2VhcmNoVXNlcnMSHS5wYXJsZXkudjEuU2VhcmNoVXNlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVzcG9uc2USTwoMU2V0VXNlckFkbWluEh4ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlcXVlc3QaHy5wYXJsZXkudjEuU2V0VXNlckFkbWluUmVzcG9uc2USWAoPTGlzdEF1ZGl0RXZlbnRzEiEucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
 
 /**
  * Worker is a GPU worker as one gateway sees it.
@@ -362,6 +362,291 @@ export const AdminServiceListUsageResponseSchema: GenMessage<AdminServiceListUsa
   messageDesc(file_parley_v1_admin, 9);
 
 /**
+ * SearchUsersRequest is the request of AdminService.SearchUsers.
+ *
+ * @generated from message parley.v1.SearchUsersRequest
+ */
+export type SearchUsersRequest = Message<"parley.v1.SearchUsersRequest"> & {
+  /**
+   * Optional. The start of the email, in any case; at most 254 bytes.
+   *
+   * @generated from field: string email_prefix = 1;
+   */
+  emailPrefix: string;
+
+  /**
+   * Optional. The most users to return: default 50, at most 200.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. The next_page_token of the previous page, asked for with the same
+   * email_prefix; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.SearchUsersRequest.
+ * Use `create(SearchUsersRequestSchema)` to create a new message.
+ */
+export const SearchUsersRequestSchema: GenMessage<SearchUsersRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 10);
+
+/**
+ * SearchUsersResponse is the response of AdminService.SearchUsers.
+ *
+ * @generated from message parley.v1.SearchUsersResponse
+ */
+export type SearchUsersResponse = Message<"parley.v1.SearchUsersResponse"> & {
+  /**
+   * The users, by email.
+   *
+   * @generated from field: repeated parley.v1.AdminUser users = 1;
+   */
+  users: AdminUser[];
+
+  /**
+   * The token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.SearchUsersResponse.
+ * Use `create(SearchUsersResponseSchema)` to create a new message.
+ */
+export const SearchUsersResponseSchema: GenMessage<SearchUsersResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 11);
+
+/**
+ * AdminUser is a user as an operator sees them.
+ *
+ * @generated from message parley.v1.AdminUser
+ */
+export type AdminUser = Message<"parley.v1.AdminUser"> & {
+  /**
+   * The user.
+   *
+   * @generated from field: parley.v1.User user = 1;
+   */
+  user?: User | undefined;
+
+  /**
+   * The API balance in nano-USD, including the reserved part.
+   *
+   * @generated from field: int64 balance_nanos = 2;
+   */
+  balanceNanos: bigint;
+
+  /**
+   * The part of the balance held by generations in progress, in nano-USD.
+   *
+   * @generated from field: int64 reserved_nanos = 3;
+   */
+  reservedNanos: bigint;
+};
+
+/**
+ * Describes the message parley.v1.AdminUser.
+ * Use `create(AdminUserSchema)` to create a new message.
+ */
+export const AdminUserSchema: GenMessage<AdminUser> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 12);
+
+/**
+ * SetUserAdminRequest is the request of AdminService.SetUserAdmin. Exactly one of
+ * user_id and email must be set.
+ *
+ * @generated from message parley.v1.SetUserAdminRequest
+ */
+export type SetUserAdminRequest = Message<"parley.v1.SetUserAdminRequest"> & {
+  /**
+   * The user's id.
+   *
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * The user's email, in any case.
+   *
+   * @generated from field: string email = 2;
+   */
+  email: string;
+
+  /**
+   * The new admin flag.
+   *
+   * @generated from field: bool admin = 3;
+   */
+  admin: boolean;
+};
+
+/**
+ * Describes the message parley.v1.SetUserAdminRequest.
+ * Use `create(SetUserAdminRequestSchema)` to create a new message.
+ */
+export const SetUserAdminRequestSchema: GenMessage<SetUserAdminRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 13);
+
+/**
+ * SetUserAdminResponse is the response of AdminService.SetUserAdmin.
+ *
+ * @generated from message parley.v1.SetUserAdminResponse
+ */
+export type SetUserAdminResponse = Message<"parley.v1.SetUserAdminResponse"> & {
+  /**
+   * The user after the change.
+   *
+   * @generated from field: parley.v1.User user = 1;
+   */
+  user?: User | undefined;
+};
+
+/**
+ * Describes the message parley.v1.SetUserAdminResponse.
+ * Use `create(SetUserAdminResponseSchema)` to create a new message.
+ */
+export const SetUserAdminResponseSchema: GenMessage<SetUserAdminResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 14);
+
+/**
+ * ListAuditEventsRequest is the request of AdminService.ListAuditEvents.
+ *
+ * @generated from message parley.v1.ListAuditEventsRequest
+ */
+export type ListAuditEventsRequest = Message<"parley.v1.ListAuditEventsRequest"> & {
+  /**
+   * Required. The id of the user whose events to list.
+   *
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * Optional. The most events to return: default 50, at most 200.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. The next_page_token of the previous page, asked for with the same
+   * user_id; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 15);
+
+/**
+ * ListAuditEventsResponse is the response of AdminService.ListAuditEvents.
+ *
+ * @generated from message parley.v1.ListAuditEventsResponse
+ */
+export type ListAuditEventsResponse = Message<"parley.v1.ListAuditEventsResponse"> & {
+  /**
+   * The events, newest first.
+   *
+   * @generated from field: repeated parley.v1.AuditEvent events = 1;
+   */
+  events: AuditEvent[];
+
+  /**
+   * The token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 16);
+
+/**
+ * AuditEvent is one entry of the audit log.
+ *
+ * @generated from message parley.v1.AuditEvent
+ */
+export type AuditEvent = Message<"parley.v1.AuditEvent"> & {
+  /**
+   * The event's id.
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * The user concerned.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * What happened: signup, login_success, login_failure, logout, api_key_created,
+   * api_key_revoked, tier_changed, admin_changed, balance_adjusted.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * The client's address.
+   *
+   * @generated from field: string ip = 4;
+   */
+  ip: string;
+
+  /**
+   * The client's User-Agent.
+   *
+   * @generated from field: string user_agent = 5;
+   */
+  userAgent: string;
+
+  /**
+   * Kind-specific details as a JSON object (for balance_adjusted: delta_nanos,
+   * reason, by, balance_nanos); may be empty.
+   *
+   * @generated from field: string detail = 6;
+   */
+  detail: string;
+
+  /**
+   * When it happened.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 7;
+   */
+  at?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.AuditEvent.
+ * Use `create(AuditEventSchema)` to create a new message.
+ */
+export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 17);
+
+/**
  * WorkerState is the gateway's view of a worker.
  *
  * @generated from enum parley.v1.WorkerState
@@ -460,6 +745,43 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof AdminServiceListUsageRequestSchema;
     output: typeof AdminServiceListUsageResponseSchema;
+  },
+  /**
+   * SearchUsers pages through the users whose email starts with email_prefix (all
+   * users when empty), by email, with their balances.
+   * Errors: invalid_argument (email_prefix, page_size, page_token).
+   *
+   * @generated from rpc parley.v1.AdminService.SearchUsers
+   */
+  searchUsers: {
+    methodKind: "unary";
+    input: typeof SearchUsersRequestSchema;
+    output: typeof SearchUsersResponseSchema;
+  },
+  /**
+   * SetUserAdmin grants or takes away a user's admin flag. An admin cannot take
+   * away their own.
+   * Errors: invalid_argument (user_id/email), not_found (user), failed_precondition
+   * (taking away one's own flag).
+   *
+   * @generated from rpc parley.v1.AdminService.SetUserAdmin
+   */
+  setUserAdmin: {
+    methodKind: "unary";
+    input: typeof SetUserAdminRequestSchema;
+    output: typeof SetUserAdminResponseSchema;
+  },
+  /**
+   * ListAuditEvents pages through one user's audit log, newest first: sign-ups,
+   * logins, keys, tier, admin flag and balance changes.
+   * Errors: invalid_argument (user_id, page_size, page_token).
+   *
+   * @generated from rpc parley.v1.AdminService.ListAuditEvents
+   */
+  listAuditEvents: {
+    methodKind: "unary";
+    input: typeof ListAuditEventsRequestSchema;
+    output: typeof ListAuditEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_admin, 0);

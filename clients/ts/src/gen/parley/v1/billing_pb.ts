@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/billing.proto.
  */
 export const file_parley_v1_billing: GenFile = /*@__PURE__*/
-  fileDesc("ChdwYXJsZXkvdjEvYmlsbGluZy5wcm90bxIJcGFybGV5LnYxIqkCCgtVc2FnZVJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEh8KBXVzYWdlGAMgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYBCABKAMSLgoNZmluaXNoX3JlYXNvbhgFIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SJwoHY2hhbm5lbBgGIAEoDjIWLnBhcmxleS52MS5BdXRoQ2hhbm5lbBISCgphcGlfa2V5X2lkGAcgASgJEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2NvbnZlcnNhdGlvbl9pZBgJIAEoCRIMCgR1c2VyGAogASgJIsoBCgtMaW1pdFN0YXR1cxINCgVtb2RlbBgBIAEoCRIiCgRraW5kGAIgASgOMhQucGFybGV5LnYxLkxpbWl0S2luZBINCgVsaW1pdBgDIAEoAxIMCgR1c2VkGAQgASgDEhEKCXJlbWFpbmluZxgFIAEoAxIpCgZ3aW5kb3cYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLQoJcmVzZXRzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCITChFHZXRCYWxhbmNlUmVxdWVzdCJDChJHZXRCYWxhbmNlUmVzcG9uc2USFQoNYmFsYW5jZV9uYW5vcxgBIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgCIAEoAyJHChBMaXN0VXNhZ2VSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEgwKBHVzZXIYAyABKAkiWwoRTGlzdFVzYWdlUmVzcG9uc2USLQoNdXNhZ2VfcmVjb3JkcxgBIAMoCzIWLnBhcmxleS52MS5Vc2FnZVJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIQoQR2V0TGltaXRzUmVxdWVzdBINCgVtb2RlbBgBIAEoCSJaChFHZXRMaW1pdHNSZXNwb25zZRIdCgR0aWVyGAEgASgOMg8ucGFybGV5LnYxLlRpZXISJgoGbGltaXRzGAIgAygLMhYucGFybGV5LnYxLkxpbWl0U3RhdHVzKnsKCUxpbWl0S2luZBIaChZMSU1JVF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTTElNSVRfS0lORF9SRVFVRVNUUxABEhsKF0xJTUlUX0tJTkRfSU5QVVRfVE9LRU5TEAISHAoYTElNSVRfS0lORF9PVVRQVVRfVE9LRU5TEAMy6wEKDkJpbGxpbmdTZXJ2aWNlEkkKCkdldEJhbGFuY2USHC5wYXJsZXkudjEuR2V0QmFsYW5jZVJlcXVlc3QaHS5wYXJsZXkudjEuR2V0QmFsYW5jZVJlc3BvbnNlEkYKCUxpc3RVc2FnZRIbLnBhcmxleS52MS5MaXN0VXNhZ2VSZXF1ZXN0GhwucGFybGV5LnYxLkxpc3RVc2FnZVJlc3BvbnNlEkYKCUdldExpbWl0cxIbLnBhcmxleS52MS5HZXRMaW1pdHNSZXF1ZXN0GhwucGFybGV5LnYxLkdldExpbWl0c1Jlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChdwYXJsZXkvdjEvYmlsbGluZy5wcm90bxIJcGFybGV5LnYxIqkCCgtVc2FnZVJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEh8KBXVzYWdlGAMgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYBCABKAMSLgoNZmluaXNoX3JlYXNvbhgFIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SJwoHY2hhbm5lbBgGIAEoDjIWLnBhcmxleS52MS5BdXRoQ2hhbm5lbBISCgphcGlfa2V5X2lkGAcgASgJEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2NvbnZlcnNhdGlvbl9pZBgJIAEoCRIMCgR1c2VyGAogASgJIpwCCgtMaW1pdFN0YXR1cxINCgVtb2RlbBgBIAEoCRIiCgRraW5kGAIgASgOMhQucGFybGV5LnYxLkxpbWl0S2luZBINCgVsaW1pdBgDIAEoAxIMCgR1c2VkGAQgASgDEhEKCXJlbWFpbmluZxgFIAEoAxIpCgZ3aW5kb3cYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLQoJcmVzZXRzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9uZXh0X3JlcXVlc3RfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE25leHRfcmVxdWVzdF9hbW91bnQYCSABKAMiEwoRR2V0QmFsYW5jZVJlcXVlc3QiQwoSR2V0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMSFgoOcmVzZXJ2ZWRfbmFub3MYAiABKAMiRwoQTGlzdFVzYWdlUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIMCgR1c2VyGAMgASgJIlsKEUxpc3RVc2FnZVJlc3BvbnNlEi0KDXVzYWdlX3JlY29yZHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlIKEEdldExpbWl0c1JlcXVlc3QSDQoFbW9kZWwYASABKAkSFAoMaW5wdXRfdG9rZW5zGAIgASgDEhkKEW1heF9vdXRwdXRfdG9rZW5zGAMgASgDIloKEUdldExpbWl0c1Jlc3BvbnNlEh0KBHRpZXIYASABKA4yDy5wYXJsZXkudjEuVGllchImCgZsaW1pdHMYAiADKAsyFi5wYXJsZXkudjEuTGltaXRTdGF0dXMivQEKFkdldFVzYWdlU3VtbWFyeVJlcXVlc3QSLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCGdyb3VwX2J5GAMgASgOMhcucGFybGV5LnYxLlVzYWdlR3JvdXBCeRIaChJ1dGNfb2Zmc2V0X21pbnV0ZXMYBCABKAUiaQoXR2V0VXNhZ2VTdW1tYXJ5UmVzcG9uc2USJwoHYnVja2V0cxgBIAMoCzIWLnBhcmxleS52MS5Vc2FnZUJ1Y2tldBIlCgV0b3RhbBgCIAEoCzIWLnBhcmxleS52MS5Vc2FnZUJ1Y2tldCKYAQoLVXNhZ2VCdWNrZXQSCwoDZGF5GAEgASgJEg0KBW1vZGVsGAIgASgJEhAKCHJlcXVlc3RzGAMgASgDEhUKDXByb21wdF90b2tlbnMYBCABKAMSGQoRY29tcGxldGlvbl90b2tlbnMYBSABKAMSFQoNY2FjaGVkX3Rva2VucxgGIAEoAxISCgpjb3N0X25hbm9zGAcgASgDKnsKCUxpbWl0S2luZBIaChZMSU1JVF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTTElNSVRfS0lORF9SRVFVRVNUUxABEhsKF0xJTUlUX0tJTkRfSU5QVVRfVE9LRU5TEAISHAoYTElNSVRfS0lORF9PVVRQVVRfVE9LRU5TEAMqggEKDFVzYWdlR3JvdXBCeRIeChpVU0FHRV9HUk9VUF9CWV9VTlNQRUNJRklFRBAAEhYKElVTQUdFX0dST1VQX0JZX0RBWRABEhgKFFVTQUdFX0dST1VQX0JZX01PREVMEAISIAocVVNBR0VfR1JPVVBfQllfREFZX0FORF9NT0RFTBADMsUCCg5CaWxsaW5nU2VydmljZRJJCgpHZXRCYWxhbmNlEhwucGFybGV5LnYxLkdldEJhbGFuY2VSZXF1ZXN0Gh0ucGFybGV5LnYxLkdldEJhbGFuY2VSZXNwb25zZRJGCglMaXN0VXNhZ2USGy5wYXJsZXkudjEuTGlzdFVzYWdlUmVxdWVzdBocLnBhcmxleS52MS5MaXN0VXNhZ2VSZXNwb25zZRJGCglHZXRMaW1pdHMSGy5wYXJsZXkudjEuR2V0TGltaXRzUmVxdWVzdBocLnBhcmxleS52MS5HZXRMaW1pdHNSZXNwb25zZRJYCg9HZXRVc2FnZVN1bW1hcnkSIS5wYXJsZXkudjEuR2V0VXNhZ2VTdW1tYXJ5UmVxdWVzdBoiLnBhcmxleS52MS5HZXRVc2FnZVN1bW1hcnlSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_common]);
 
 /**
  * UsageRecord is one generation's use.
@@ -150,11 +150,31 @@ export type LimitStatus = Message<"parley.v1.LimitStatus"> & {
   window?: Duration | undefined;
 
   /**
-   * When the limit is whole again if nothing more is used.
+   * When the limit is whole again if nothing more is used (a full refill: most
+   * requests are admitted long before).
    *
    * @generated from field: google.protobuf.Timestamp resets_at = 7;
    */
   resetsAt?: Timestamp | undefined;
+
+  /**
+   * When this limit admits the next request of next_request_amount, if nothing
+   * more is used meanwhile: now (or earlier) when it would be admitted now. The time
+   * to show a person who was refused ("retry in …").
+   *
+   * @generated from field: google.protobuf.Timestamp next_request_at = 8;
+   */
+  nextRequestAt?: Timestamp | undefined;
+
+  /**
+   * The amount next_request_at is for: 1 request; the request's input tokens
+   * (GetLimitsRequest.input_tokens, default 1); its output reservation
+   * (GetLimitsRequest.max_output_tokens, default the model's max_output_tokens, what
+   * a message sent without a cap reserves).
+   *
+   * @generated from field: int64 next_request_amount = 9;
+   */
+  nextRequestAmount: bigint;
 };
 
 /**
@@ -284,6 +304,22 @@ export type GetLimitsRequest = Message<"parley.v1.GetLimitsRequest"> & {
    * @generated from field: string model = 1;
    */
   model: string;
+
+  /**
+   * Optional. The input tokens of the next request, for next_request_at (the web
+   * app passes its conversation's size); 0 means 1.
+   *
+   * @generated from field: int64 input_tokens = 2;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Optional. The output cap of the next request, for next_request_at; 0 means the
+   * model's max_output_tokens.
+   *
+   * @generated from field: int64 max_output_tokens = 3;
+   */
+  maxOutputTokens: bigint;
 };
 
 /**
@@ -320,6 +356,141 @@ export type GetLimitsResponse = Message<"parley.v1.GetLimitsResponse"> & {
  */
 export const GetLimitsResponseSchema: GenMessage<GetLimitsResponse> = /*@__PURE__*/
   messageDesc(file_parley_v1_billing, 7);
+
+/**
+ * GetUsageSummaryRequest is the request of BillingService.GetUsageSummary.
+ *
+ * @generated from message parley.v1.GetUsageSummaryRequest
+ */
+export type GetUsageSummaryRequest = Message<"parley.v1.GetUsageSummaryRequest"> & {
+  /**
+   * Optional. The first instant counted; unset means 30 days before end_time.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * Optional. The instant after the last one counted (exclusive); unset means now.
+   * At most 400 days after start_time.
+   *
+   * @generated from field: google.protobuf.Timestamp end_time = 2;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * Optional. The grouping; unset means per day.
+   *
+   * @generated from field: parley.v1.UsageGroupBy group_by = 3;
+   */
+  groupBy: UsageGroupBy;
+
+  /**
+   * Optional. The caller's offset from UTC in minutes (-840 to 840), for where a day
+   * starts; 0 means UTC days.
+   *
+   * @generated from field: int32 utc_offset_minutes = 4;
+   */
+  utcOffsetMinutes: number;
+};
+
+/**
+ * Describes the message parley.v1.GetUsageSummaryRequest.
+ * Use `create(GetUsageSummaryRequestSchema)` to create a new message.
+ */
+export const GetUsageSummaryRequestSchema: GenMessage<GetUsageSummaryRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_billing, 8);
+
+/**
+ * GetUsageSummaryResponse is the response of BillingService.GetUsageSummary.
+ *
+ * @generated from message parley.v1.GetUsageSummaryResponse
+ */
+export type GetUsageSummaryResponse = Message<"parley.v1.GetUsageSummaryResponse"> & {
+  /**
+   * The buckets that have any usage, by day (oldest first) and then model.
+   *
+   * @generated from field: repeated parley.v1.UsageBucket buckets = 1;
+   */
+  buckets: UsageBucket[];
+
+  /**
+   * The sum of all buckets (day and model empty).
+   *
+   * @generated from field: parley.v1.UsageBucket total = 2;
+   */
+  total?: UsageBucket | undefined;
+};
+
+/**
+ * Describes the message parley.v1.GetUsageSummaryResponse.
+ * Use `create(GetUsageSummaryResponseSchema)` to create a new message.
+ */
+export const GetUsageSummaryResponseSchema: GenMessage<GetUsageSummaryResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_billing, 9);
+
+/**
+ * UsageBucket is the usage of one day, one model, or one model on one day.
+ *
+ * @generated from message parley.v1.UsageBucket
+ */
+export type UsageBucket = Message<"parley.v1.UsageBucket"> & {
+  /**
+   * The day, "YYYY-MM-DD" at the request's UTC offset; empty when not grouped by day.
+   *
+   * @generated from field: string day = 1;
+   */
+  day: string;
+
+  /**
+   * The model; empty when not grouped by model.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * Generations counted.
+   *
+   * @generated from field: int64 requests = 3;
+   */
+  requests: bigint;
+
+  /**
+   * Prompt tokens.
+   *
+   * @generated from field: int64 prompt_tokens = 4;
+   */
+  promptTokens: bigint;
+
+  /**
+   * Generated tokens.
+   *
+   * @generated from field: int64 completion_tokens = 5;
+   */
+  completionTokens: bigint;
+
+  /**
+   * The part of prompt_tokens served from a prefix cache.
+   *
+   * @generated from field: int64 cached_tokens = 6;
+   */
+  cachedTokens: bigint;
+
+  /**
+   * What was charged, in nano-USD (the web channel costs 0).
+   *
+   * @generated from field: int64 cost_nanos = 7;
+   */
+  costNanos: bigint;
+};
+
+/**
+ * Describes the message parley.v1.UsageBucket.
+ * Use `create(UsageBucketSchema)` to create a new message.
+ */
+export const UsageBucketSchema: GenMessage<UsageBucket> = /*@__PURE__*/
+  messageDesc(file_parley_v1_billing, 10);
 
 /**
  * LimitKind is what a tier limit counts.
@@ -363,6 +534,47 @@ export const LimitKindSchema: GenEnum<LimitKind> = /*@__PURE__*/
   enumDesc(file_parley_v1_billing, 0);
 
 /**
+ * UsageGroupBy is how GetUsageSummary groups records.
+ *
+ * @generated from enum parley.v1.UsageGroupBy
+ */
+export enum UsageGroupBy {
+  /**
+   * Not set: the same as USAGE_GROUP_BY_DAY.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One bucket per day.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_DAY = 1;
+   */
+  DAY = 1,
+
+  /**
+   * One bucket per model.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_MODEL = 2;
+   */
+  MODEL = 2,
+
+  /**
+   * One bucket per day and model.
+   *
+   * @generated from enum value: USAGE_GROUP_BY_DAY_AND_MODEL = 3;
+   */
+  DAY_AND_MODEL = 3,
+}
+
+/**
+ * Describes the enum parley.v1.UsageGroupBy.
+ */
+export const UsageGroupBySchema: GenEnum<UsageGroupBy> = /*@__PURE__*/
+  enumDesc(file_parley_v1_billing, 1);
+
+/**
  * BillingService reports the caller's balance, usage and limits. The API channel is
  * billed per token from a prepaid balance; the web channel is limited per tier.
  *
@@ -401,6 +613,20 @@ export const BillingService: GenService<{
     methodKind: "unary";
     input: typeof GetLimitsRequestSchema;
     output: typeof GetLimitsResponseSchema;
+  },
+  /**
+   * GetUsageSummary adds up the caller's usage records between two times: requests,
+   * tokens and spend, per day, per model, or per day and model, with the total.
+   * Days are calendar days at the given UTC offset. Records are written
+   * asynchronously and may be counted a few seconds late.
+   * Errors: invalid_argument (start_time, end_time, group_by, utc_offset_minutes).
+   *
+   * @generated from rpc parley.v1.BillingService.GetUsageSummary
+   */
+  getUsageSummary: {
+    methodKind: "unary";
+    input: typeof GetUsageSummaryRequestSchema;
+    output: typeof GetUsageSummaryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_billing, 0);

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/conversation.proto.
  */
 export const file_parley_v1_conversation: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEi/gEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCBIVCg1zeXN0ZW1fcHJvbXB0GAggASgJEhoKEmN1cnJlbnRfbWVzc2FnZV9pZBgJIAEoCSKQAwoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcGFyZW50X21lc3NhZ2VfaWQYCSABKAkSFQoNc2libGluZ19pbmRleBgKIAEoBRIVCg1zaWJsaW5nX2NvdW50GAsgASgFEhsKE3NpYmxpbmdfbWVzc2FnZV9pZHMYDCADKAkSKAoGc3RhdHVzGA0gASgOMhgucGFybGV5LnYxLk1lc3NhZ2VTdGF0dXMiUAoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJIksKGkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ibgoYTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEisKCGFyY2hpdmVkGAMgASgOMhkucGFybGV5LnYxLkFyY2hpdmVkRmlsdGVyImQKGUxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USLgoNY29udmVyc2F0aW9ucxgBIAMoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjEKFkdldENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIkgKF0dldENvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ihAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgEIAEoCRIUCgxtYWtlX2N1cnJlbnQYBSABKAgiegoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFwoPbGVhZl9tZXNzYWdlX2lkGAMgASgJIqQBChlVcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgV0aXRsZRgCIAEoCUgAiAEBEhUKCGFyY2hpdmVkGAMgASgISAGIAQESGgoNc3lzdGVtX3Byb21wdBgEIAEoCUgCiAEBQggKBl90aXRsZUILCglfYXJjaGl2ZWRCEAoOX3N5c3RlbV9wcm9tcHQiSwoaVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiI0ChlEZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIcChpEZWxldGVDb252ZXJzYXRpb25SZXNwb25zZSKtAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDEh4KEXBhcmVudF9tZXNzYWdlX2lkGAUgASgJSACIAQFCFAoSX3BhcmVudF9tZXNzYWdlX2lkIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJxChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJKoQBCg5BcmNoaXZlZEZpbHRlchIfChtBUkNISVZFRF9GSUxURVJfVU5TUEVDSUZJRUQQABIaChZBUkNISVZFRF9GSUxURVJfQUNUSVZFEAESHAoYQVJDSElWRURfRklMVEVSX0FSQ0hJVkVEEAISFwoTQVJDSElWRURfRklMVEVSX0FMTBADKowBCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXTUVTU0FHRV9TVEFUVVNfQ09NUExFVEUQARIeChpNRVNTQUdFX1NUQVRVU19JTl9QUk9HUkVTUxACEh4KGk1FU1NBR0VfU1RBVFVTX0lOVEVSUlVQVEVEEAMyjwkKE0NvbnZlcnNhdGlvblNlcnZpY2USYQoSQ3JlYXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLkNyZWF0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USXgoRTGlzdENvbnZlcnNhdGlvbnMSIy5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0GiQucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USWAoPR2V0Q29udmVyc2F0aW9uEiEucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlcXVlc3QaIi5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USTwoMTGlzdE1lc3NhZ2VzEh4ucGFybGV5LnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaHy5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USYQoSVXBkYXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLlVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USYQoSRGVsZXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLkRlbGV0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2USTgoLU2VuZE1lc3NhZ2USHS5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UwARJdChBTdHJlYW1HZW5lcmF0aW9uEiIucGFybGV5LnYxLlN0cmVhbUdlbmVyYXRpb25SZXF1ZXN0GiMucGFybGV5LnYxLlN0cmVhbUdlbmVyYXRpb25SZXNwb25zZTABElsKEENhbmNlbEdlbmVyYXRpb24SIi5wYXJsZXkudjEuQ2FuY2VsR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEmAKEVJlZ2VuZXJhdGVNZXNzYWdlEiMucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVxdWVzdBokLnBhcmxleS52MS5SZWdlbmVyYXRlTWVzc2FnZVJlc3BvbnNlMAESagoVR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zEicucGFybGV5LnYxLkdldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QaKC5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USagoVU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zEicucGFybGV5LnYxLlNldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QaKC5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEi/gEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCBIVCg1zeXN0ZW1fcHJvbXB0GAggASgJEhoKEmN1cnJlbnRfbWVzc2FnZV9pZBgJIAEoCSKQAwoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcGFyZW50X21lc3NhZ2VfaWQYCSABKAkSFQoNc2libGluZ19pbmRleBgKIAEoBRIVCg1zaWJsaW5nX2NvdW50GAsgASgFEhsKE3NpYmxpbmdfbWVzc2FnZV9pZHMYDCADKAkSKAoGc3RhdHVzGA0gASgOMhgucGFybGV5LnYxLk1lc3NhZ2VTdGF0dXMiUAoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJIksKGkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ibgoYTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEisKCGFyY2hpdmVkGAMgASgOMhkucGFybGV5LnYxLkFyY2hpdmVkRmlsdGVyImQKGUxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USLgoNY29udmVyc2F0aW9ucxgBIAMoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjEKFkdldENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIkgKF0dldENvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ihAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgEIAEoCRIUCgxtYWtlX2N1cnJlbnQYBSABKAgiegoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFwoPbGVhZl9tZXNzYWdlX2lkGAMgASgJIqQBChlVcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgV0aXRsZRgCIAEoCUgAiAEBEhUKCGFyY2hpdmVkGAMgASgISAGIAQESGgoNc3lzdGVtX3Byb21wdBgEIAEoCUgCiAEBQggKBl90aXRsZUILCglfYXJjaGl2ZWRCEAoOX3N5c3RlbV9wcm9tcHQiSwoaVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiI0ChlEZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIcChpEZWxldGVDb252ZXJzYXRpb25SZXNwb25zZSKtAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDEh4KEXBhcmVudF9tZXNzYWdlX2lkGAUgASgJSACIAQFCFAoSX3BhcmVudF9tZXNzYWdlX2lkIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJxChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJIlIKGlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImwKG1NlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRI0CgdyZXN1bHRzGAEgAygLMiMucGFybGV5LnYxLkNvbnZlcnNhdGlvblNlYXJjaFJlc3VsdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkimAEKGENvbnZlcnNhdGlvblNlYXJjaFJlc3VsdBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhIKCm1lc3NhZ2VfaWQYAiABKAkSDwoHc25pcHBldBgDIAEoCRIoCgpoaWdobGlnaHRzGAQgAygLMhQucGFybGV5LnYxLlRleHRSYW5nZSInCglUZXh0UmFuZ2USDQoFc3RhcnQYASABKAUSCwoDZW5kGAIgASgFIjMKGFNoYXJlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiagoZU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRIQCghzaGFyZV9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEi0KBnNoYXJlZBgDIAEoCzIdLnBhcmxleS52MS5TaGFyZWRDb252ZXJzYXRpb24iNQoaVW5zaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIi8KG1Vuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRIQCgh1bnNoYXJlZBgBIAEoCCIwChxHZXRTaGFyZWRDb252ZXJzYXRpb25SZXF1ZXN0EhAKCHNoYXJlX2lkGAEgASgJIk4KHUdldFNoYXJlZENvbnZlcnNhdGlvblJlc3BvbnNlEi0KBnNoYXJlZBgBIAEoCzIdLnBhcmxleS52MS5TaGFyZWRDb252ZXJzYXRpb24inwEKElNoYXJlZENvbnZlcnNhdGlvbhIQCghzaGFyZV9pZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVtb2RlbBgDIAEoCRItCglzaGFyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAUgAygLMhgucGFybGV5LnYxLlNoYXJlZE1lc3NhZ2UimQEKDVNoYXJlZE1lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLnBhcmxleS52MS5Sb2xlEgwKBHRleHQYAiABKAkSDQoFbW9kZWwYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUYXR0YWNobWVudF9maWxlbmFtZXMYBSADKAkiXQoZRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSJwoGZm9ybWF0GAIgASgOMhcucGFybGV5LnYxLkV4cG9ydEZvcm1hdCJVChpFeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZRIQCghmaWxlbmFtZRgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDCKmAQoSQ29udmVyc2F0aW9uRXhwb3J0Ei0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SMAoIbWVzc2FnZXMYAiADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIvCgtleHBvcnRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqhAEKDkFyY2hpdmVkRmlsdGVyEh8KG0FSQ0hJVkVEX0ZJTFRFUl9VTlNQRUNJRklFRBAAEhoKFkFSQ0hJVkVEX0ZJTFRFUl9BQ1RJVkUQARIcChhBUkNISVZFRF9GSUxURVJfQVJDSElWRUQQAhIXChNBUkNISVZFRF9GSUxURVJfQUxMEAMqjAEKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdNRVNTQUdFX1NUQVRVU19DT01QTEVURRABEh4KGk1FU1NBR0VfU1RBVFVTX0lOX1BST0dSRVNTEAISHgoaTUVTU0FHRV9TVEFUVVNfSU5URVJSVVBURUQQAyphCgxFeHBvcnRGb3JtYXQSHQoZRVhQT1JUX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhoKFkVYUE9SVF9GT1JNQVRfTUFSS0RPV04QARIWChJFWFBPUlRfRk9STUFUX0pTT04QAjKKDQoTQ29udmVyc2F0aW9uU2VydmljZRJhChJDcmVhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRJeChFMaXN0Q29udmVyc2F0aW9ucxIjLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRJYCg9HZXRDb252ZXJzYXRpb24SIS5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXNwb25zZRJPCgxMaXN0TWVzc2FnZXMSHi5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBofLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJhChJVcGRhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRJhChJEZWxldGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIdLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXNwb25zZTABEl0KEFN0cmVhbUdlbmVyYXRpb24SIi5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlMAESWwoQQ2FuY2VsR2VuZXJhdGlvbhIiLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVzcG9uc2USYAoRUmVnZW5lcmF0ZU1lc3NhZ2USIy5wYXJsZXkudjEuUmVnZW5lcmF0ZU1lc3NhZ2VSZXF1ZXN0GiQucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVzcG9uc2UwARJqChVHZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJqChVTZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJkChNTZWFyY2hDb252ZXJzYXRpb25zEiUucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0GiYucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRJeChFTaGFyZUNvbnZlcnNhdGlvbhIjLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJC5wYXJsZXkudjEuU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJkChNVbnNoYXJlQ29udmVyc2F0aW9uEiUucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0GiYucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJqChVHZXRTaGFyZWRDb252ZXJzYXRpb24SJy5wYXJsZXkudjEuR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBooLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRJhChJFeHBvcnRDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_common]);
 
 /**
  * Conversation is a stored chat.
@@ -876,6 +876,483 @@ export const SetCustomInstructionsResponseSchema: GenMessage<SetCustomInstructio
   messageDesc(file_parley_v1_conversation, 25);
 
 /**
+ * SearchConversationsRequest is the request of ConversationService.SearchConversations.
+ *
+ * @generated from message parley.v1.SearchConversationsRequest
+ */
+export type SearchConversationsRequest = Message<"parley.v1.SearchConversationsRequest"> & {
+  /**
+   * Required. The words to find, 1–200 characters with at least one letter or digit;
+   * punctuation is ignored; at most 16 words count.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * Optional. The most results to return: default 50, at most 200.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. The next_page_token of the previous page, asked for with the same
+   * query; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.SearchConversationsRequest.
+ * Use `create(SearchConversationsRequestSchema)` to create a new message.
+ */
+export const SearchConversationsRequestSchema: GenMessage<SearchConversationsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 26);
+
+/**
+ * SearchConversationsResponse is the response of ConversationService.SearchConversations.
+ *
+ * @generated from message parley.v1.SearchConversationsResponse
+ */
+export type SearchConversationsResponse = Message<"parley.v1.SearchConversationsResponse"> & {
+  /**
+   * One result per matching conversation, most recently updated first.
+   *
+   * @generated from field: repeated parley.v1.ConversationSearchResult results = 1;
+   */
+  results: ConversationSearchResult[];
+
+  /**
+   * The token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.SearchConversationsResponse.
+ * Use `create(SearchConversationsResponseSchema)` to create a new message.
+ */
+export const SearchConversationsResponseSchema: GenMessage<SearchConversationsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 27);
+
+/**
+ * ConversationSearchResult is one conversation that matched a search.
+ *
+ * @generated from message parley.v1.ConversationSearchResult
+ */
+export type ConversationSearchResult = Message<"parley.v1.ConversationSearchResult"> & {
+  /**
+   * The conversation.
+   *
+   * @generated from field: parley.v1.Conversation conversation = 1;
+   */
+  conversation?: Conversation | undefined;
+
+  /**
+   * The message whose text matched; empty when the title matched.
+   *
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * Plain text around the match (at most about 200 characters, "…" where cut).
+   * Never HTML: render it as text.
+   *
+   * @generated from field: string snippet = 3;
+   */
+  snippet: string;
+
+  /**
+   * The parts of snippet that matched a query word, in order, not overlapping.
+   *
+   * @generated from field: repeated parley.v1.TextRange highlights = 4;
+   */
+  highlights: TextRange[];
+};
+
+/**
+ * Describes the message parley.v1.ConversationSearchResult.
+ * Use `create(ConversationSearchResultSchema)` to create a new message.
+ */
+export const ConversationSearchResultSchema: GenMessage<ConversationSearchResult> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 28);
+
+/**
+ * TextRange is a half-open range [start, end) of a string, counted in Unicode code
+ * points (not bytes, not UTF-16 units).
+ *
+ * @generated from message parley.v1.TextRange
+ */
+export type TextRange = Message<"parley.v1.TextRange"> & {
+  /**
+   * The first code point of the range.
+   *
+   * @generated from field: int32 start = 1;
+   */
+  start: number;
+
+  /**
+   * One past the last code point of the range.
+   *
+   * @generated from field: int32 end = 2;
+   */
+  end: number;
+};
+
+/**
+ * Describes the message parley.v1.TextRange.
+ * Use `create(TextRangeSchema)` to create a new message.
+ */
+export const TextRangeSchema: GenMessage<TextRange> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 29);
+
+/**
+ * ShareConversationRequest is the request of ConversationService.ShareConversation.
+ *
+ * @generated from message parley.v1.ShareConversationRequest
+ */
+export type ShareConversationRequest = Message<"parley.v1.ShareConversationRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message parley.v1.ShareConversationRequest.
+ * Use `create(ShareConversationRequestSchema)` to create a new message.
+ */
+export const ShareConversationRequestSchema: GenMessage<ShareConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 30);
+
+/**
+ * ShareConversationResponse is the response of ConversationService.ShareConversation.
+ *
+ * @generated from message parley.v1.ShareConversationResponse
+ */
+export type ShareConversationResponse = Message<"parley.v1.ShareConversationResponse"> & {
+  /**
+   * The public id of the snapshot: the link is /share/{share_id}.
+   *
+   * @generated from field: string share_id = 1;
+   */
+  shareId: string;
+
+  /**
+   * The link's path on this server, /share/{share_id}.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * What readers of the link see.
+   *
+   * @generated from field: parley.v1.SharedConversation shared = 3;
+   */
+  shared?: SharedConversation | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ShareConversationResponse.
+ * Use `create(ShareConversationResponseSchema)` to create a new message.
+ */
+export const ShareConversationResponseSchema: GenMessage<ShareConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 31);
+
+/**
+ * UnshareConversationRequest is the request of ConversationService.UnshareConversation.
+ *
+ * @generated from message parley.v1.UnshareConversationRequest
+ */
+export type UnshareConversationRequest = Message<"parley.v1.UnshareConversationRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message parley.v1.UnshareConversationRequest.
+ * Use `create(UnshareConversationRequestSchema)` to create a new message.
+ */
+export const UnshareConversationRequestSchema: GenMessage<UnshareConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 32);
+
+/**
+ * UnshareConversationResponse is the response of ConversationService.UnshareConversation.
+ *
+ * @generated from message parley.v1.UnshareConversationResponse
+ */
+export type UnshareConversationResponse = Message<"parley.v1.UnshareConversationResponse"> & {
+  /**
+   * True if a link was revoked; false if the conversation was not shared.
+   *
+   * @generated from field: bool unshared = 1;
+   */
+  unshared: boolean;
+};
+
+/**
+ * Describes the message parley.v1.UnshareConversationResponse.
+ * Use `create(UnshareConversationResponseSchema)` to create a new message.
+ */
+export const UnshareConversationResponseSchema: GenMessage<UnshareConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 33);
+
+/**
+ * GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
+ *
+ * @generated from message parley.v1.GetSharedConversationRequest
+ */
+export type GetSharedConversationRequest = Message<"parley.v1.GetSharedConversationRequest"> & {
+  /**
+   * Required. The share id from the link.
+   *
+   * @generated from field: string share_id = 1;
+   */
+  shareId: string;
+};
+
+/**
+ * Describes the message parley.v1.GetSharedConversationRequest.
+ * Use `create(GetSharedConversationRequestSchema)` to create a new message.
+ */
+export const GetSharedConversationRequestSchema: GenMessage<GetSharedConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 34);
+
+/**
+ * GetSharedConversationResponse is the response of
+ * ConversationService.GetSharedConversation.
+ *
+ * @generated from message parley.v1.GetSharedConversationResponse
+ */
+export type GetSharedConversationResponse = Message<"parley.v1.GetSharedConversationResponse"> & {
+  /**
+   * The snapshot.
+   *
+   * @generated from field: parley.v1.SharedConversation shared = 1;
+   */
+  shared?: SharedConversation | undefined;
+};
+
+/**
+ * Describes the message parley.v1.GetSharedConversationResponse.
+ * Use `create(GetSharedConversationResponseSchema)` to create a new message.
+ */
+export const GetSharedConversationResponseSchema: GenMessage<GetSharedConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 35);
+
+/**
+ * SharedConversation is a read-only snapshot of a conversation, as shared. It holds
+ * nothing that identifies the owner.
+ *
+ * @generated from message parley.v1.SharedConversation
+ */
+export type SharedConversation = Message<"parley.v1.SharedConversation"> & {
+  /**
+   * The public id of the snapshot.
+   *
+   * @generated from field: string share_id = 1;
+   */
+  shareId: string;
+
+  /**
+   * The conversation's title when shared.
+   *
+   * @generated from field: string title = 2;
+   */
+  title: string;
+
+  /**
+   * The conversation's default model when shared.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * When the snapshot was taken.
+   *
+   * @generated from field: google.protobuf.Timestamp shared_at = 4;
+   */
+  sharedAt?: Timestamp | undefined;
+
+  /**
+   * The messages, oldest first.
+   *
+   * @generated from field: repeated parley.v1.SharedMessage messages = 5;
+   */
+  messages: SharedMessage[];
+};
+
+/**
+ * Describes the message parley.v1.SharedConversation.
+ * Use `create(SharedConversationSchema)` to create a new message.
+ */
+export const SharedConversationSchema: GenMessage<SharedConversation> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 36);
+
+/**
+ * SharedMessage is one message of a shared snapshot: its text only.
+ *
+ * @generated from message parley.v1.SharedMessage
+ */
+export type SharedMessage = Message<"parley.v1.SharedMessage"> & {
+  /**
+   * Who wrote it.
+   *
+   * @generated from field: parley.v1.Role role = 1;
+   */
+  role: Role;
+
+  /**
+   * The message's text parts, joined by blank lines.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * The model that wrote it (assistant messages); empty for user messages.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * When the message was stored.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 4;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * The file names of the attachments the message carried; their content is not
+   * shared.
+   *
+   * @generated from field: repeated string attachment_filenames = 5;
+   */
+  attachmentFilenames: string[];
+};
+
+/**
+ * Describes the message parley.v1.SharedMessage.
+ * Use `create(SharedMessageSchema)` to create a new message.
+ */
+export const SharedMessageSchema: GenMessage<SharedMessage> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 37);
+
+/**
+ * ExportConversationRequest is the request of ConversationService.ExportConversation.
+ *
+ * @generated from message parley.v1.ExportConversationRequest
+ */
+export type ExportConversationRequest = Message<"parley.v1.ExportConversationRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * Required. The file format.
+   *
+   * @generated from field: parley.v1.ExportFormat format = 2;
+   */
+  format: ExportFormat;
+};
+
+/**
+ * Describes the message parley.v1.ExportConversationRequest.
+ * Use `create(ExportConversationRequestSchema)` to create a new message.
+ */
+export const ExportConversationRequestSchema: GenMessage<ExportConversationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 38);
+
+/**
+ * ExportConversationResponse is the response of ConversationService.ExportConversation.
+ *
+ * @generated from message parley.v1.ExportConversationResponse
+ */
+export type ExportConversationResponse = Message<"parley.v1.ExportConversationResponse"> & {
+  /**
+   * A file name for the download, such as "my-title.md"; safe in a
+   * Content-Disposition header (ASCII letters, digits, '-', '.').
+   *
+   * @generated from field: string filename = 1;
+   */
+  filename: string;
+
+  /**
+   * The file's media type: "text/markdown; charset=utf-8" or "application/json".
+   *
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * The file's bytes.
+   *
+   * @generated from field: bytes content = 3;
+   */
+  content: Uint8Array;
+};
+
+/**
+ * Describes the message parley.v1.ExportConversationResponse.
+ * Use `create(ExportConversationResponseSchema)` to create a new message.
+ */
+export const ExportConversationResponseSchema: GenMessage<ExportConversationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 39);
+
+/**
+ * ConversationExport is the JSON export of a conversation.
+ *
+ * @generated from message parley.v1.ConversationExport
+ */
+export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
+  /**
+   * The conversation.
+   *
+   * @generated from field: parley.v1.Conversation conversation = 1;
+   */
+  conversation?: Conversation | undefined;
+
+  /**
+   * All its stored messages, oldest first.
+   *
+   * @generated from field: repeated parley.v1.ConversationMessage messages = 2;
+   */
+  messages: ConversationMessage[];
+
+  /**
+   * When the export was made.
+   *
+   * @generated from field: google.protobuf.Timestamp exported_at = 3;
+   */
+  exportedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ConversationExport.
+ * Use `create(ConversationExportSchema)` to create a new message.
+ */
+export const ConversationExportSchema: GenMessage<ConversationExport> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 40);
+
+/**
  * ArchivedFilter selects conversations by their archived flag.
  *
  * @generated from enum parley.v1.ArchivedFilter
@@ -959,6 +1436,40 @@ export enum MessageStatus {
  */
 export const MessageStatusSchema: GenEnum<MessageStatus> = /*@__PURE__*/
   enumDesc(file_parley_v1_conversation, 1);
+
+/**
+ * ExportFormat is the file format of ConversationService.ExportConversation.
+ *
+ * @generated from enum parley.v1.ExportFormat
+ */
+export enum ExportFormat {
+  /**
+   * Not set; invalid.
+   *
+   * @generated from enum value: EXPORT_FORMAT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Markdown: a heading per message, the text as written.
+   *
+   * @generated from enum value: EXPORT_FORMAT_MARKDOWN = 1;
+   */
+  MARKDOWN = 1,
+
+  /**
+   * JSON: the protojson form of ConversationExport.
+   *
+   * @generated from enum value: EXPORT_FORMAT_JSON = 2;
+   */
+  JSON = 2,
+}
+
+/**
+ * Describes the enum parley.v1.ExportFormat.
+ */
+export const ExportFormatSchema: GenEnum<ExportFormat> = /*@__PURE__*/
+  enumDesc(file_parley_v1_conversation, 2);
 
 /**
  * ConversationService is the web chat channel: conversations whose history Parley
@@ -1128,6 +1639,71 @@ export const ConversationService: GenService<{
     methodKind: "unary";
     input: typeof SetCustomInstructionsRequestSchema;
     output: typeof SetCustomInstructionsResponseSchema;
+  },
+  /**
+   * SearchConversations finds the caller's conversations whose title or message text
+   * holds every word of the query (a word matches as a prefix, case-insensitively),
+   * most recently updated first, each with a snippet of the matching text. Messages
+   * are searched where they live in the SQL store (SQLite, PostgreSQL); with
+   * messages in ScyllaDB/Cassandra only titles are searched.
+   * Errors: invalid_argument (query, page_size, page_token).
+   *
+   * @generated from rpc parley.v1.ConversationService.SearchConversations
+   */
+  searchConversations: {
+    methodKind: "unary";
+    input: typeof SearchConversationsRequestSchema;
+    output: typeof SearchConversationsResponseSchema;
+  },
+  /**
+   * ShareConversation makes a read-only snapshot of the conversation as it is now,
+   * readable by anyone with its link (/share/{share_id}) and no session. Sharing a
+   * conversation that is already shared refreshes the snapshot under the same id.
+   * Only the title, the model and the messages' text (with attachment file names)
+   * are shared; nothing else of the owner's.
+   * Errors: not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.ShareConversation
+   */
+  shareConversation: {
+    methodKind: "unary";
+    input: typeof ShareConversationRequestSchema;
+    output: typeof ShareConversationResponseSchema;
+  },
+  /**
+   * UnshareConversation revokes the conversation's share link: it reads not_found
+   * from then on. Sharing again makes a new link.
+   * Errors: not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.UnshareConversation
+   */
+  unshareConversation: {
+    methodKind: "unary";
+    input: typeof UnshareConversationRequestSchema;
+    output: typeof UnshareConversationResponseSchema;
+  },
+  /**
+   * GetSharedConversation reads a shared snapshot. It needs no credentials.
+   * Errors: invalid_argument (share_id), not_found (no such link, or revoked).
+   *
+   * @generated from rpc parley.v1.ConversationService.GetSharedConversation
+   */
+  getSharedConversation: {
+    methodKind: "unary";
+    input: typeof GetSharedConversationRequestSchema;
+    output: typeof GetSharedConversationResponseSchema;
+  },
+  /**
+   * ExportConversation returns the conversation with all its stored messages as a
+   * file to download: Markdown or JSON (the protojson of ConversationExport).
+   * Errors: invalid_argument (format), not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.ExportConversation
+   */
+  exportConversation: {
+    methodKind: "unary";
+    input: typeof ExportConversationRequestSchema;
+    output: typeof ExportConversationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_conversation, 0);

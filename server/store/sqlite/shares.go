@@ -1,0 +1,46 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+type shares struct{ db *DB }
+
+func (s shares) Put(ctx context.Context, v store.Share) (store.Share, error) {
+	// Inserted from the conversation's row, so a conversation that is not
+	// the user's inserts nothing.
+	var created int64
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO shares (id, conversation_id, user_id, snapshot, created_at)
+		SELECT ?, id, user_id, ?, ? FROM conversations WHERE id = ? AND user_id = ?
+		ON CONFLICT (conversation_id) DO UPDATE SET snapshot = excluded.snapshot, created_at = excluded.created_at
+		RETURNING id, created_at`,
+		v.ID, v.Snapshot, ts(v.CreatedAt), v.ConversationID, v.UserID).Scan(&v.ID, &created)
+	if err != nil {
+		return store.Share{}, notFound(err, "conversation")
+	}
+	v.CreatedAt = fromTS(created)
+	return v, nil
+}
+
+func (s shares) Get(ctx context.Context, id string) (store.Share, error) {
+	var v store.Share
+	var created int64
+	err := s.db.r.QueryRowContext(ctx, `SELECT id, user_id, conversation_id, snapshot, created_at FROM shares WHERE id = ?`, id).
+		Scan(&v.ID, &v.UserID, &v.ConversationID, &v.Snapshot, &created)
+	if err != nil {
+		return store.Share{}, notFound(err, "share")
+	}
+	v.CreatedAt = fromTS(created)
+	return v, nil
+}
+
+func (s shares) Delete(ctx context.Context, userID, conversationID string) (bool, error) {
+	res, err := s.db.exec(ctx, `DELETE FROM shares WHERE conversation_id = ? AND user_id = ?`, conversationID, userID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
