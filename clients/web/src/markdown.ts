@@ -114,7 +114,7 @@ export function upgradeMath(root: ParentNode) {
 
 const fenceRE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
 const mathFenceRE = /^ {0,3}(\$\$|\\\[)\s*$/;
-const listRE = /^([-*+]|\d+[.)])\s/;
+const listRE = /^ ?([-*+]|\d+[.)])\s/;
 
 /** Appends streamed Markdown to an element, redrawing only the open block. */
 export class StreamingMarkdown {
@@ -143,9 +143,9 @@ export class StreamingMarkdown {
     if (this.scheduled) cancelAnimationFrame(this.scheduled);
     this.scheduled = 0;
     // The last block boundary after `frozen`: a blank line outside a fence
-    // whose next line starts a new top-level block (not indented, not a list
-    // item: a list stays open until something else follows it), or the end
-    // of a closing fence line.
+    // whose next line starts a new top-level block (indented less than two
+    // spaces, not a list item: a list stays open until something else follows
+    // it), the start of a fence, or the end of a closing fence line.
     let inFence: string | null = null;
     let boundary = this.frozen;
     let pos = this.frozen;
@@ -163,7 +163,8 @@ export class StreamingMarkdown {
       } else if (/^\s*$/.test(line)) {
         blankAt = nl + 1;
       } else {
-        if (blankAt >= 0 && !/^\s/.test(line) && !listRE.test(line)) boundary = blankAt;
+        // Indented by two or more, a line may continue a list item: wait.
+        if (blankAt >= 0 && !/^(\t| {2})/.test(line) && !listRE.test(line)) boundary = blankAt;
         blankAt = -1;
         const f = fenceRE.exec(line) ?? mathFenceRE.exec(line);
         if (f) { inFence = f[1]; fenceStart = pos; boundary = pos; }

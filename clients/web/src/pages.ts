@@ -86,7 +86,7 @@ export async function showUsage(model: string) {
   const [b, l, u] = await Promise.allSettled([
     billing.getBalance({}),
     billing.getLimits({ model }),
-    recentUsage((pageToken) => billing.listUsage({ pageSize: 500, pageToken }), since),
+    recentUsage((pageToken) => billing.listUsage({ pageSize: 200, pageToken }), since),
   ]);
   if (b.status === "fulfilled") {
     balance.replaceChildren(h("strong", {}, usd(b.value.balanceNanos)),
