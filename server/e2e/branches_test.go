@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -522,4 +523,102 @@ func init() {
 			intact: conversationIntact,
 		},
 	)
+}
+
+// kill -9 of the gateway mid-answer: what had been saved of the answer
+// stays stored, and after the restart it reads as interrupted, answering
+// its question (never two questions in a row); the conversation goes on
+// from it.
+func TestCrashLeavesThePartialAnswerInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	args := append(fastAuth, "--data-dir", dir, "--sim-time-scale", "10") // ~7 tokens a second
+	s := startServer(t, args...)
+	a := s.newAccount(t, "crash@example.com")
+	c := s.api(protocols[0], cred{cookie: a.Cookie})
+	ctx := ctxTimeout(t, 60*time.Second)
+	stream, err := c.Conv.SendMessage(ctx, connect.NewRequest(&parleyv1.SendMessageRequest{
+		Model: "sim-small", Parts: textPart("Tell me everything you know."), MaxOutputTokens: 2000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started *parleyv1.GenerationStarted
+	var streamed strings.Builder
+	for stream.Receive() && started == nil {
+		started = stream.Msg().GetEvent().GetStarted()
+	}
+	if started == nil {
+		t.Fatalf("no generation started: %v", stream.Err())
+	}
+	conv := started.GetConversationId()
+	// While it runs the answer is stored in progress, and grows.
+	var saved string
+	deadline := time.Now().Add(20 * time.Second)
+	for saved == "" {
+		for stream.Receive() {
+			streamed.WriteString(stream.Msg().GetEvent().GetDelta().GetText())
+			if streamed.Len() > 0 {
+				break
+			}
+		}
+		msgs := branchOf(t, ctx, c, conv, "", false)
+		if len(msgs) != 2 || msgs[1].GetMessageId() != started.GetMessageId() || msgs[1].GetStatus() != parleyv1.MessageStatus_MESSAGE_STATUS_IN_PROGRESS {
+			t.Fatalf("while generating: %v", msgs)
+		}
+		saved = textOf(msgs[1])
+		if time.Now().After(deadline) {
+			t.Fatal("nothing of the answer saved in 20 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.Signal(syscall.SIGKILL)
+	if _, err := s.Wait(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stored := storedMessages(t, dir, conv)
+	if len(stored) != 2 || stored[1].Status != "in_progress" || len(stored[1].Parts) != 1 || stored[1].Parts[0].Text == "" || stored[1].ParentID != stored[0].ID {
+		t.Fatalf("stored after kill -9: %+v", stored)
+	}
+	partial := stored[1].Parts[0].Text
+	if !strings.HasPrefix(partial, saved) {
+		t.Fatalf("stored %q does not continue what was saved before (%q)", partial, saved)
+	}
+
+	// Restarted, the answer reads as interrupted, with what was saved.
+	s2 := startServer(t, args...)
+	c = s2.api(protocols[0], cred{cookie: a.Cookie})
+	msgs := branchOf(t, ctx, c, conv, "", false)
+	if len(msgs) != 2 || msgs[0].GetRole() != parleyv1.Role_ROLE_USER || msgs[1].GetRole() != parleyv1.Role_ROLE_ASSISTANT ||
+		msgs[1].GetStatus() != parleyv1.MessageStatus_MESSAGE_STATUS_INTERRUPTED || textOf(msgs[1]) != partial {
+		t.Fatalf("after the restart: %v", msgs)
+	}
+	if stored := storedMessages(t, dir, conv); stored[1].Status != "interrupted" {
+		t.Fatalf("stored status after the restart: %q", stored[1].Status)
+	}
+	got, err := c.Conv.GetConversation(ctx, connect.NewRequest(&parleyv1.GetConversationRequest{ConversationId: conv}))
+	if err != nil || got.Msg.GetConversation().GetGenerating() {
+		t.Fatalf("conversation after the restart: %v %v", got, err)
+	}
+	// The next question follows the partial answer, which is in its context.
+	g := mustSend(t, ctx, c, &parleyv1.SendMessageRequest{ConversationId: conv, Parts: textPart("Go on."), MaxOutputTokens: 5})
+	want := prompt(turn("user", "Tell me everything you know."), turn("assistant", partial), turn("user", "Go on."))
+	if p := g.finished.GetUsage().GetPromptTokens(); p != want {
+		t.Fatalf("next prompt %d tokens, want %d (with the partial answer)", p, want)
+	}
+	msgs = branchOf(t, ctx, c, conv, "", false)
+	for i, m := range msgs {
+		if wantRole := []parleyv1.Role{parleyv1.Role_ROLE_USER, parleyv1.Role_ROLE_ASSISTANT}[i%2]; m.GetRole() != wantRole {
+			t.Fatalf("message %d is %v: %v", i, m.GetRole(), msgs)
+		}
+	}
+	if len(msgs) != 4 || msgs[3].GetStatus() != parleyv1.MessageStatus_MESSAGE_STATUS_COMPLETE {
+		t.Fatalf("after the next question: %v", msgs)
+	}
+}
+
+func textOf(m *parleyv1.ConversationMessage) string {
+	var b strings.Builder
+	for _, p := range m.GetParts() {
+		b.WriteString(p.GetText())
+	}
+	return b.String()
 }
