@@ -163,7 +163,7 @@ func wantField(t *testing.T, what string, err error, code connect.Code, field st
 }
 
 // tinyModels writes a models file with one small model whose free tier has
-// the given limits over a window so long (a year) that nothing refills
+// the given limits over a window so long (83 days, under the Redis limiter's 104) that nothing refills
 // while a test runs: the tier's counts are exact.
 func tinyModels(t *testing.T, limits string) string {
 	t.Helper()
@@ -175,7 +175,7 @@ func tinyModels(t *testing.T, limits string) string {
   context_window: 4096
   max_output_tokens: 10
   tier_limits:
-    free: {`+limits+`, window: 8760h}
+    free: {`+limits+`, window: 2000h}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,16 @@ func tinyModels(t *testing.T, limits string) string {
 // continue one and edit the first question: the tree, the active branch,
 // the sibling counts, the context of each answer, its usage record and the
 // tier's counts; the eighth request is over the tier's limit.
-func TestBranchesRegenerateAndEdit(t *testing.T) {
+func TestBranchesRegenerateAndEdit(t *testing.T) { testBranches(t) }
+
+// The same on the scale backends: PostgreSQL, Redis (limits and the
+// generations' log), Cassandra for the messages, ClickHouse for usage.
+func TestScaleBranchesRegenerateAndEdit(t *testing.T) {
+	scaleMode(t)
+	testBranches(t)
+}
+
+func testBranches(t *testing.T) {
 	s := startServer(t, append(fastAuth, "--models-file", tinyModels(t, "requests: 7, input_tokens: 10000, output_tokens: 1000"))...)
 	a := s.newAccount(t, "branches@example.com")
 	c := s.api(protocols[0], cred{cookie: a.Cookie})
