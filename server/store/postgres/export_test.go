@@ -8,3 +8,9 @@ func (db *DB) AuditPartitionOf(ctx context.Context, id string) (string, error) {
 	err := db.pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM audit_log WHERE id = $1`, id).Scan(&name)
 	return name, err
 }
+
+// ExecRaw runs a statement on the store's schema (tests).
+func (db *DB) ExecRaw(ctx context.Context, q string, args ...any) error {
+	_, err := db.pool.Exec(ctx, q, args...)
+	return err
+}
