@@ -29,6 +29,7 @@ type AdminHandler struct {
 	Billing   *billing.Billing
 	Scheduler *scheduler.Scheduler
 	Usage     store.Usage
+	Audit     store.Audit
 	Pages     PageTokens
 	// Logger receives the store errors behind internal errors (nil: discarded).
 	Logger *slog.Logger
@@ -81,6 +82,7 @@ func (h *AdminHandler) AdjustBalance(ctx context.Context, req *connect.Request[p
 	if err != nil {
 		return nil, h.typed(ctx, "user", err)
 	}
+	h.Auth.RecordBalanceAdjusted(ctx, userID, p.UserID, req.Msg.GetDeltaNanos(), balance, reason, clientOf(req))
 	return connect.NewResponse(&parleyv1.AdjustBalanceResponse{BalanceNanos: balance}), nil
 }
 

@@ -41,7 +41,14 @@ func (h *BillingHandler) GetLimits(ctx context.Context, req *connect.Request[par
 		}
 		ms = []*models.Model{m}
 	}
-	st, err := h.Limits.Status(ctx, p.UserID, p.Tier, ms)
+	next := limits.NextRequest{InputTokens: req.Msg.GetInputTokens(), MaxOutputTokens: req.Msg.GetMaxOutputTokens()}
+	if next.InputTokens < 0 {
+		return nil, apierr.InvalidArgument("input_tokens", "must not be negative")
+	}
+	if next.MaxOutputTokens < 0 {
+		return nil, apierr.InvalidArgument("max_output_tokens", "must not be negative")
+	}
+	st, err := h.Limits.Status(ctx, p.UserID, p.Tier, ms, next)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ type ConversationHandler struct {
 	parleyv1connect.UnimplementedConversationServiceHandler
 	Core  *chat.Core
 	Pages PageTokens
+	// Search, Shares and Attachments serve search, share links and export.
+	Search      store.ConversationSearch
+	Shares      store.Shares
+	Attachments store.Attachments
 }
 
 const maxTitle = 200

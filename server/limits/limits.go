@@ -7,6 +7,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -92,7 +93,7 @@ func (l *Limits) Admit(ctx context.Context, userID string, tier store.Tier, m *m
 }
 
 func (l *Limits) denied(model string, tier store.Tier, lim models.TierLimit, kind parleyv1.LimitKind, n int64, st store.LimitState, impossible bool, retry time.Duration) error {
-	status := l.status(model, kind, lim, st)
+	status := l.status(model, kind, lim, st, n, l.now())
 	name := map[parleyv1.LimitKind]string{kinds[0]: "requests", kinds[1]: "input tokens", kinds[2]: "output tokens"}[kind]
 	if impossible {
 		return apierr.LimitExceeded(fmt.Sprintf("this request needs %d %s but the %s tier allows %d per %v on %s",
@@ -157,8 +158,32 @@ func (l *Limits) Settle(ctx context.Context, g Grant, usedOutput int64) {
 	}
 }
 
-// Status reports each limit of the user's tier on each model (or one model).
-func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms []*models.Model) ([]*parleyv1.LimitStatus, error) {
+// NextRequest is the size of the request whose admission time Status
+// reports (LimitStatus.next_request_at).
+type NextRequest struct {
+	// InputTokens is its prompt; 0 means 1.
+	InputTokens int64
+	// MaxOutputTokens is its output cap; 0 means the model's
+	// max_output_tokens, what a message sent without a cap reserves.
+	MaxOutputTokens int64
+}
+
+// amounts returns what a request of size next takes from each limit on m,
+// in the order of kinds.
+func (next NextRequest) amounts(m *models.Model) [3]int64 {
+	in, out := next.InputTokens, next.MaxOutputTokens
+	if in <= 0 {
+		in = 1
+	}
+	if out <= 0 {
+		out = m.MaxOutputTokens
+	}
+	return [3]int64{1, in, out}
+}
+
+// Status reports each limit of the user's tier on each model (or one model),
+// with when each admits the next request of size next.
+func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms []*models.Model, next NextRequest) ([]*parleyv1.LimitStatus, error) {
 	var out []*parleyv1.LimitStatus
 	now := l.now()
 	for _, m := range ms {
@@ -166,21 +191,47 @@ func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms 
 		if !ok {
 			continue
 		}
-		for _, kind := range kinds {
+		n := next.amounts(m)
+		for i, kind := range kinds {
 			st, err := l.limiter.Peek(ctx, now, key(userID, m.ID, kind), amount(lim, kind), lim.Window)
 			if err != nil {
 				return nil, apierr.Unavailable("limits are unavailable", 2*time.Second)
 			}
-			out = append(out, l.status(m.ID, kind, lim, st))
+			out = append(out, l.status(m.ID, kind, lim, st, n[i], now))
 		}
 	}
 	return out, nil
 }
 
-func (l *Limits) status(model string, kind parleyv1.LimitKind, lim models.TierLimit, st store.LimitState) *parleyv1.LimitStatus {
+func (l *Limits) status(model string, kind parleyv1.LimitKind, lim models.TierLimit, st store.LimitState, n int64, now time.Time) *parleyv1.LimitStatus {
 	total := amount(lim, kind)
-	return &parleyv1.LimitStatus{
+	ls := &parleyv1.LimitStatus{
 		Model: model, Kind: kind, Limit: total, Used: total - st.Remaining, Remaining: st.Remaining,
-		Window: durationpb.New(lim.Window), ResetsAt: timestamppb.New(st.ResetAt),
+		Window: durationpb.New(lim.Window), ResetsAt: timestamppb.New(st.ResetAt), NextRequestAmount: n,
 	}
+	if at, ok := availableAt(st.ResetAt, total, lim.Window, n); ok {
+		if at.Before(now) {
+			at = now
+		}
+		ls.NextRequestAt = timestamppb.New(at)
+	}
+	return ls
+}
+
+// availableAt is when a bucket of capacity limit, refilled continuously at
+// limit per window and full at full, holds n: full less the time to refill
+// the limit-n above it, (limit-n)·window/limit, in exact 128-bit integer
+// arithmetic (the product overflows int64 for a large limit and a long
+// window), rounded down so the bucket does hold n then. False when n is
+// more than the bucket ever holds.
+func availableAt(full time.Time, limit int64, window time.Duration, n int64) (time.Time, bool) {
+	if n > limit || limit <= 0 || window <= 0 {
+		return time.Time{}, false
+	}
+	if n < 0 {
+		n = 0
+	}
+	hi, lo := bits.Mul64(uint64(limit-n), uint64(window))
+	q, _ := bits.Div64(hi, lo, uint64(limit)) // hi < limit: the quotient is below window
+	return full.Add(-time.Duration(q)), true
 }

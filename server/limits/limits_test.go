@@ -78,7 +78,7 @@ func TestUnusedOutputIsReturned(t *testing.T) {
 		t.Fatal("output held at max_output_tokens should leave none")
 	}
 	l.Settle(ctx, g, 30) // used 30: 70 come back
-	st, _ := l.Status(ctx, "u", store.TierFree, []*models.Model{model})
+	st, _ := l.Status(ctx, "u", store.TierFree, []*models.Model{model}, NextRequest{})
 	for _, s := range st {
 		if s.GetKind() == parleyv1.LimitKind_LIMIT_KIND_OUTPUT_TOKENS && (s.GetUsed() != 30 || s.GetRemaining() != 70) {
 			t.Fatalf("output after settle: %v", s)
@@ -151,7 +151,7 @@ func TestAdjustTakesTheRestOrRefuses(t *testing.T) {
 	}
 	// After the release, the second request's take is all given back: 500
 	// input tokens are left, and 3 requests.
-	st, err := l.Status(ctx, "u", store.TierFree, []*models.Model{model})
+	st, err := l.Status(ctx, "u", store.TierFree, []*models.Model{model}, NextRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,12 +51,16 @@ func admin(ctx context.Context, args []string, stdout io.Writer) error {
 			if math.IsNaN(*usd) || math.Abs(*usd) > 1e9 || *usd == 0 {
 				return errors.New("--usd: give a non-zero amount of at most 1e9")
 			}
+			delta := int64(math.Round(*usd * 1e9))
 			balance, err := s.Ledger.Adjust(ctx, store.Adjustment{
-				UserID: u.ID, DeltaNanos: int64(math.Round(*usd * 1e9)), Reason: "admin topup", At: time.Now(),
+				UserID: u.ID, DeltaNanos: delta, Reason: "admin topup", At: time.Now(),
 			})
 			if err != nil {
 				return err
 			}
+			// Audited as AdminService.AdjustBalance audits, by "cli".
+			auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{}).
+				RecordBalanceAdjusted(ctx, u.ID, "cli", delta, balance, "admin topup", auth.Client{IP: "cli", UserAgent: "parley admin"})
 			fmt.Fprintf(stdout, "balance of %s: %d nano-USD ($%.9f)\n", u.Email, balance, float64(balance)/1e9)
 			return nil
 		}

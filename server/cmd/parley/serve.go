@@ -225,13 +225,16 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle(parleyv1connect.NewModelServiceHandler(&api.ModelHandler{Catalog: catalog}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewChatServiceHandler(&api.ChatHandler{Core: core}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewEmbeddingServiceHandler(&api.EmbeddingHandler{Core: core}, handlerOpts...))
-	mux.Handle(parleyv1connect.NewConversationServiceHandler(&api.ConversationHandler{Core: core, Pages: pages}, handlerOpts...))
+	conversations := &api.ConversationHandler{
+		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments,
+	}
+	mux.Handle(parleyv1connect.NewConversationServiceHandler(conversations, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(&api.AttachmentHandler{Attachments: attachments}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(&api.BillingHandler{
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 	}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{
-		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Pages: pages, Logger: logger,
+		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger,
 	}, handlerOpts...))
 
 	// Health and reflection over gRPC, gRPC-Web and Connect.
@@ -286,6 +289,11 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
 	mux.Handle(blob.Prefix, metrics.HTTP("blob", localBlobs)) // signed URLs: the URL is the credential
+	// Conversation downloads (Content-Disposition), over ExportConversation.
+	exportAuth := authn.Middleware(auth.AccessAny, func(w http.ResponseWriter, r *http.Request, err *connect.Error) {
+		_ = connect.NewErrorWriter().Write(w, r, err)
+	})
+	mux.Handle(api.ExportPath, metrics.HTTP("export", exportAuth(http.HandlerFunc(conversations.ServeExport))))
 
 	// The browser chat app, embedded; registered at "/" so every API route wins.
 	mux.Handle("/", webapp.New())

@@ -1,0 +1,276 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/store"
+)
+
+// SharePath is where a share link is read: the web app's route, which
+// calls GetSharedConversation.
+const SharePath = "/share/"
+
+// maxExportMessages bounds what one share or export reads.
+const maxExportMessages = 100_000
+
+// ShareConversation snapshots the caller's conversation under a public id.
+func (h *ConversationHandler) ShareConversation(ctx context.Context, req *connect.Request[parleyv1.ShareConversationRequest]) (*connect.Response[parleyv1.ShareConversationResponse], error) {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := h.allMessages(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	snap := &parleyv1.SharedConversation{Title: c.Title, Model: c.Model}
+	for _, m := range msgs {
+		snap.Messages = append(snap.Messages, h.sharedMessage(ctx, c.UserID, m))
+	}
+	body, err := proto.Marshal(snap)
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	s, err := h.Shares.Put(ctx, store.Share{ID: newShareID(), UserID: c.UserID, ConversationID: c.ID, Snapshot: body, CreatedAt: h.Core.Now()})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("conversation")
+	} else if err != nil {
+		return nil, apierr.Internal()
+	}
+	snap.ShareId, snap.SharedAt = s.ID, timestamppb.New(s.CreatedAt)
+	return connect.NewResponse(&parleyv1.ShareConversationResponse{ShareId: s.ID, Path: SharePath + s.ID, Shared: snap}), nil
+}
+
+// UnshareConversation revokes the conversation's share link.
+func (h *ConversationHandler) UnshareConversation(ctx context.Context, req *connect.Request[parleyv1.UnshareConversationRequest]) (*connect.Response[parleyv1.UnshareConversationResponse], error) {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	ok, err := h.Shares.Delete(ctx, c.UserID, c.ID)
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.UnshareConversationResponse{Unshared: ok}), nil
+}
+
+// GetSharedConversation reads a share link's snapshot; no credentials.
+func (h *ConversationHandler) GetSharedConversation(ctx context.Context, req *connect.Request[parleyv1.GetSharedConversationRequest]) (*connect.Response[parleyv1.GetSharedConversationResponse], error) {
+	id := req.Msg.GetShareId()
+	if !validShareID(id) {
+		return nil, apierr.InvalidArgument("share_id", "is not a share id")
+	}
+	s, err := h.Shares.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("shared conversation")
+	} else if err != nil {
+		return nil, apierr.Internal()
+	}
+	snap := &parleyv1.SharedConversation{}
+	if err := proto.Unmarshal(s.Snapshot, snap); err != nil {
+		return nil, apierr.Internal()
+	}
+	snap.ShareId, snap.SharedAt = s.ID, timestamppb.New(s.CreatedAt)
+	return connect.NewResponse(&parleyv1.GetSharedConversationResponse{Shared: snap}), nil
+}
+
+// ExportConversation renders the caller's conversation as a file.
+func (h *ConversationHandler) ExportConversation(ctx context.Context, req *connect.Request[parleyv1.ExportConversationRequest]) (*connect.Response[parleyv1.ExportConversationResponse], error) {
+	format := req.Msg.GetFormat()
+	if format != parleyv1.ExportFormat_EXPORT_FORMAT_MARKDOWN && format != parleyv1.ExportFormat_EXPORT_FORMAT_JSON {
+		return nil, apierr.InvalidArgument("format", "must be EXPORT_FORMAT_MARKDOWN or EXPORT_FORMAT_JSON")
+	}
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := h.allMessages(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := h.Core.Now()
+	name := fileSlug(c.Title)
+	if format == parleyv1.ExportFormat_EXPORT_FORMAT_JSON {
+		body, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&parleyv1.ConversationExport{
+			Conversation: h.toProto(ctx, c), Messages: msgs, ExportedAt: timestamppb.New(now),
+		})
+		if err != nil {
+			return nil, apierr.Internal()
+		}
+		return connect.NewResponse(&parleyv1.ExportConversationResponse{Filename: name + ".json", ContentType: "application/json", Content: body}), nil
+	}
+	var b strings.Builder
+	title := c.Title
+	if title == "" {
+		title = "Untitled conversation"
+	}
+	fmt.Fprintf(&b, "# %s\n\n_Exported from Parley on %s · model %s_\n", title, now.UTC().Format("2006-01-02 15:04 UTC"), c.Model)
+	for _, m := range msgs {
+		sm := h.sharedMessage(ctx, c.UserID, m)
+		who := roleTitle(m.GetRole())
+		if m.GetModel() != "" {
+			who += " (" + m.GetModel() + ")"
+		}
+		fmt.Fprintf(&b, "\n## %s · %s\n\n", who, m.GetCreatedAt().AsTime().UTC().Format("2006-01-02 15:04 UTC"))
+		if sm.Text != "" {
+			b.WriteString(sm.Text + "\n")
+		}
+		for _, f := range sm.AttachmentFilenames {
+			fmt.Fprintf(&b, "\n_[attachment: %s]_\n", f)
+		}
+	}
+	return connect.NewResponse(&parleyv1.ExportConversationResponse{
+		Filename: name + ".md", ContentType: "text/markdown; charset=utf-8", Content: []byte(b.String()),
+	}), nil
+}
+
+// allMessages reads every message ListMessages would list, page by page,
+// so share and export show what the conversation view shows.
+func (h *ConversationHandler) allMessages(ctx context.Context, conversationID string) ([]*parleyv1.ConversationMessage, error) {
+	var out []*parleyv1.ConversationMessage
+	token := ""
+	for {
+		res, err := h.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{
+			ConversationId: conversationID, PageSize: 200, PageToken: token,
+		}))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Msg.GetMessages()...)
+		token = res.Msg.GetNextPageToken()
+		if token == "" {
+			return out, nil
+		}
+		if len(out) >= maxExportMessages {
+			return nil, apierr.FailedPrecondition(fmt.Sprintf("the conversation has over %d messages", maxExportMessages))
+		}
+	}
+}
+
+// sharedMessage is a message as a share shows it: its text parts, and the
+// file names of its attachments (the owner's, looked up as the owner).
+func (h *ConversationHandler) sharedMessage(ctx context.Context, userID string, m *parleyv1.ConversationMessage) *parleyv1.SharedMessage {
+	sm := &parleyv1.SharedMessage{Role: m.GetRole(), Model: m.GetModel(), CreatedAt: m.GetCreatedAt()}
+	var texts []string
+	for _, p := range m.GetParts() {
+		switch k := p.GetKind().(type) {
+		case *parleyv1.Part_Text:
+			texts = append(texts, k.Text)
+		case *parleyv1.Part_AttachmentId:
+			name := "attachment"
+			if a, err := h.Attachments.Get(ctx, userID, k.AttachmentId); err == nil && a.Filename != "" {
+				name = a.Filename
+			}
+			sm.AttachmentFilenames = append(sm.AttachmentFilenames, name)
+		}
+	}
+	sm.Text = strings.Join(texts, "\n\n")
+	return sm
+}
+
+func roleTitle(r parleyv1.Role) string {
+	switch r {
+	case parleyv1.Role_ROLE_USER:
+		return "User"
+	case parleyv1.Role_ROLE_ASSISTANT:
+		return "Assistant"
+	case parleyv1.Role_ROLE_SYSTEM:
+		return "System"
+	case parleyv1.Role_ROLE_TOOL:
+		return "Tool"
+	}
+	return "Message"
+}
+
+// newShareID returns 128 random bits in unpadded base64url: 22 characters
+// no one can guess.
+func newShareID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func validShareID(id string) bool {
+	if len(id) != 22 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(id)
+	return err == nil
+}
+
+// fileSlug makes a download's base name from a title: ASCII letters and
+// digits, lower-cased, other runs as one '-', at most 60 characters;
+// "conversation" when nothing is left.
+func fileSlug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			if b.Len() >= 60 {
+				break
+			}
+		} else {
+			dash = true
+		}
+	}
+	if b.Len() == 0 {
+		return "conversation"
+	}
+	return b.String()
+}
+
+// ExportPath is the download route of ExportConversation:
+// GET /export/{conversation_id}?format=markdown|json, with the session
+// cookie (or an API key), answering the file with a Content-Disposition
+// that saves it under its name.
+const ExportPath = "GET /export/{conversation_id}"
+
+// ServeExport serves ExportPath over ExportConversation; errors are the
+// Connect error JSON with its HTTP status.
+func (h *ConversationHandler) ServeExport(w http.ResponseWriter, r *http.Request) {
+	format := parleyv1.ExportFormat_EXPORT_FORMAT_UNSPECIFIED
+	switch r.URL.Query().Get("format") {
+	case "markdown", "md":
+		format = parleyv1.ExportFormat_EXPORT_FORMAT_MARKDOWN
+	case "json":
+		format = parleyv1.ExportFormat_EXPORT_FORMAT_JSON
+	}
+	res, err := h.ExportConversation(r.Context(), connect.NewRequest(&parleyv1.ExportConversationRequest{
+		ConversationId: r.PathValue("conversation_id"), Format: format,
+	}))
+	if err != nil {
+		var ce *connect.Error
+		if !errors.As(err, &ce) {
+			ce = apierr.Internal()
+		}
+		if ce.Code() == connect.CodeInvalidArgument && format == parleyv1.ExportFormat_EXPORT_FORMAT_UNSPECIFIED {
+			ce = apierr.InvalidArgument("format", "must be markdown or json")
+		}
+		_ = connect.NewErrorWriter().Write(w, r, ce)
+		return
+	}
+	w.Header().Set("Content-Type", res.Msg.GetContentType())
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": res.Msg.GetFilename()}))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(res.Msg.GetContent())
+}
