@@ -220,13 +220,29 @@ test("a second tab sees new messages", { skip }, async () => {
   page2 = undefined;
 });
 
-test("the server dies: a banner says so, retries, and goes when it is back", { skip }, async () => {
+test("the server dies mid-answer: a banner, retries, the saved part marked interrupted, the banner goes", { skip }, async () => {
+  // A slower simulation (~7 tokens a second) so that the answer is still going when it dies.
+  await srv.stop({ keepData: true });
+  srv = await startServer(["--sim-time-scale", "10"], { port, dataDir: srv.dataDir });
+  await page.locator("#banner").waitFor({ state: "hidden", timeout: 40_000 });
+  const n = await page.locator(".msg.assistant").count();
+  await page.fill("#input", "Tell me a very long story about the Queen of Hearts.");
+  await page.click("#send");
+  await page.waitForFunction((k) => {
+    const a = document.querySelectorAll(".msg.assistant .md");
+    return a.length > k && a[a.length - 1].textContent.length > 40;
+  }, n, { polling: "raf", timeout: 30_000 });
+  await sleep(3000); // answers are saved every 2 s as they grow
   await srv.stop({ keepData: true });
   // The open conversation is polled every few seconds; the probe takes over.
   await page.locator("#banner.offline", { hasText: /cannot be reached.*Retrying in/ }).waitFor({ timeout: 20_000 });
   await shot(page, "22-offline");
   srv = await startServer([], { port, dataDir: srv.dataDir });
   await page.locator("#banner").waitFor({ state: "hidden", timeout: 40_000 });
+  await page.locator(".msg.assistant .interrupted").last().waitFor({ timeout: 30_000 });
+  assert.ok((await page.locator(".msg.assistant .md").last().textContent()).length > 20, "the saved part shows");
+  assert.equal(await page.locator(".msg.user", { hasText: "Queen of Hearts" }).count(), 1);
+  await shot(page, "22b-interrupted");
   await sendAndWait(page, "Are you back?");
   assert.ok((await page.locator(".msg.assistant .md").last().textContent()).length > 0);
 });
@@ -283,7 +299,8 @@ test("every control is reachable by keyboard, the attach button included", { ski
   for (const id of want) assert.ok(seen.has(id), `${id} not reached: ${[...seen].join(", ")}`);
   // Enter on the focused attach button opens the file chooser.
   await page.focus("#attach");
-  const [chooser] = await Promise.all([page.waitForEvent("filechooser", { timeout: 5000 }), page.keyboard.press("Enter")]);
+  assert.equal(await page.evaluate(() => document.activeElement.id), "attach");
+  const [chooser] = await Promise.all([page.waitForEvent("filechooser", { timeout: 15_000 }), page.keyboard.press("Enter")]);
   assert.ok(chooser.isMultiple());
 });
 
@@ -373,15 +390,21 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
     await p.click("#admin-btn");
     await p.locator("#admin-workers table").waitFor();
     assert.match(await p.textContent("#admin-workers"), /sim-small/);
-    await p.fill("#tier-form input[name=email]", email);
-    await p.selectOption("#tier-form select", { label: "Pro" });
-    await p.click("#tier-form button");
+    await p.fill("#user-search", email.slice(0, 8));
+    const row = p.locator(`#admin-users tr[data-email="${email}"]`);
+    await p.waitForFunction(() => document.querySelectorAll("#admin-users tbody tr").length === 1, null, { timeout: 10_000 }); // the prefix finds one user
+    await row.waitFor();
+    await row.locator("select.tier").selectOption({ label: "Pro" });
     await p.locator("#admin-page .ok", { hasText: "Pro tier" }).waitFor();
-    await p.fill("#topup-form input[name=email]", email);
-    await p.fill("#topup-form input[name=amount]", "2.5");
-    await p.fill("#topup-form input[name=reason]", "web test top-up");
-    await p.click("#topup-form button");
+    await row.locator(".amount").fill("2.5");
+    await row.locator(".reason").fill("web test top-up");
+    await row.locator(".topup button").click();
     await p.locator("#admin-page .ok", { hasText: "$2.50" }).waitFor();
+    assert.equal((await row.locator(".balance").textContent()).trim(), "$2.50");
+    await row.locator(".show-usage").click();
+    await p.locator("#admin-usage .usage-rows").waitFor();
+    assert.match(await p.textContent("#admin-usage .usage-rows"), /sim-small/);
+    await p.locator("#admin-usage .audit li", { hasText: "web test top-up" }).waitFor();
     await shot(p, "27-admin");
   } finally {
     await ctx.close();
@@ -389,6 +412,121 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
   await page.reload();
   await page.locator("#usage-page #balance strong", { hasText: "$2.50" }).waitFor();
   await page.locator("#me", { hasText: "Pro" }).waitFor();
+});
+
+test("regenerate twice, edit once, and switch versions with ‹ 2/3 ›", { skip }, async () => {
+  await page.goto(srv.url + "/#/");
+  await page.locator(".empty").waitFor();
+  await sendAndWait(page, "Branch me, please.");
+  await page.waitForURL(/#\/c\/.+/);
+  const answers = [await page.locator(".msg.assistant .md").last().textContent()];
+  for (let i = 0; i < 2; i++) {
+    await page.locator(".msg.assistant").last().locator(".regen").click();
+    await page.waitForFunction((n) => document.querySelector(".msg.assistant:last-child .ver")?.textContent === n, `${i + 2}/${i + 2}`, { timeout: 30_000 });
+    await waitIdle(page);
+    answers.push(await page.locator(".msg.assistant .md").last().textContent());
+  }
+  assert.equal(await page.locator(".msg.assistant").count(), 1, "one answer shown: the active version");
+  const last = page.locator(".msg.assistant").last();
+  await last.locator(".prev-ver").click();
+  await page.locator(".msg.assistant .ver", { hasText: "2/3" }).waitFor();
+  assert.equal((await page.locator(".msg.assistant .md").last().textContent()).trim(), answers[1].trim());
+  await page.locator(".msg.assistant .prev-ver").click();
+  await page.locator(".msg.assistant .ver", { hasText: "1/3" }).waitFor();
+  assert.equal((await page.locator(".msg.assistant .md").last().textContent()).trim(), answers[0].trim());
+  assert.ok(await page.locator(".msg.assistant .prev-ver").isDisabled());
+  // The chosen version is the active branch: a reload shows it.
+  await page.reload();
+  await page.locator(".msg.assistant .ver", { hasText: "1/3" }).waitFor();
+  // Edit the question: a second version of it, with its own answer.
+  await page.locator(".msg.user .edit-msg").click();
+  await page.fill(".edit-input", "Branch me differently.");
+  await page.click(".save-edit");
+  await page.locator(".msg.user .ver", { hasText: "2/2" }).waitFor({ timeout: 30_000 });
+  await waitIdle(page);
+  assert.equal(await page.locator(".msg.user").count(), 1);
+  assert.match(await page.locator(".msg.user .bubble").textContent(), /Branch me differently/);
+  assert.equal(await page.locator(".msg.assistant .versions").count(), 0, "the new question has one answer");
+  await shot(page, "28-branches");
+  await page.locator(".msg.user .prev-ver").click();
+  await page.locator(".msg.user .ver", { hasText: "1/2" }).waitFor();
+  assert.match(await page.locator(".msg.user .bubble").textContent(), /Branch me, please/);
+  // The first question's branch, down its newest answer.
+  await page.locator(".msg.assistant .ver", { hasText: "3/3" }).waitFor();
+  assert.equal((await page.locator(".msg.assistant .md").last().textContent()).trim(), answers[2].trim());
+});
+
+test("sidebar: grouped by date, and search with highlighted snippets", { skip }, async () => {
+  await page.goto(srv.url + "/#/");
+  await page.locator("#conv-list .group").first().waitFor();
+  assert.equal(await page.locator("#conv-list .group").first().textContent(), "Today");
+  await page.fill("#search", "cheshire");
+  const hit = page.locator("#search-results li", { hasText: "Cat chat" });
+  await hit.waitFor();
+  assert.match(await hit.locator("mark").first().textContent(), /cheshire/i);
+  assert.ok(await page.locator("#conv-list").isHidden());
+  await hit.locator("a").click();
+  await page.locator(".msg.user", { hasText: "Cheshire" }).waitFor();
+  await page.fill("#search", "zzzqqqxxnothing");
+  await page.locator("#search-results li", { hasText: "No conversation matches" }).waitFor();
+  await page.fill("#search", "");
+  await page.locator("#conv-list").waitFor();
+});
+
+test("settings: custom instructions; a conversation's system prompt", { skip }, async () => {
+  await page.click("#settings-btn");
+  await page.fill("#instructions", "  Answer like the Mad Hatter.  ");
+  await page.click("#instructions-form button");
+  await page.locator("#instructions-saved", { hasText: "Saved" }).waitFor();
+  await page.reload();
+  await page.locator("#instructions").waitFor();
+  await page.waitForFunction(() => document.getElementById("instructions").value === "Answer like the Mad Hatter.");
+  await page.goto(srv.url + "/#/");
+  const li = page.locator("#conv-list li", { hasText: "Cat chat" });
+  await li.locator(".more").click();
+  await li.locator(".system-prompt").click();
+  await page.fill("#sysprompt-text", "You are a cat.");
+  await page.click("#sysprompt-save");
+  await page.locator("#sysprompt").waitFor({ state: "hidden" });
+  await li.locator(".more").click();
+  await li.locator(".system-prompt").click();
+  await page.waitForFunction(() => document.getElementById("sysprompt-text").value === "You are a cat.");
+  await page.click("#sysprompt button[value=cancel]");
+});
+
+test("share: a read-only link that works logged out, revocable; export Markdown and JSON", { skip }, async () => {
+  await page.goto(srv.url + "/#/");
+  const li = page.locator("#conv-list li", { hasText: "Cat chat" });
+  await li.locator(".more").click();
+  const [md] = await Promise.all([page.waitForEvent("download"), li.locator(".export-md").click()]);
+  assert.match(md.suggestedFilename(), /\.md$/);
+  const mdText = await new Response(await md.createReadStream()).text();
+  assert.match(mdText, /Cheshire Cat/);
+  await li.locator(".more").click();
+  const [js] = await Promise.all([page.waitForEvent("download"), li.locator(".export-json").click()]);
+  assert.match(js.suggestedFilename(), /\.json$/);
+  const exported = JSON.parse(await new Response(await js.createReadStream()).text());
+  assert.ok(exported.messages.length >= 2);
+  await li.locator(".more").click();
+  await li.locator(".share").click();
+  const url = await page.locator("#share-url").inputValue();
+  assert.match(url, /\/share\/[\w-]+$/);
+  const anon = await browser.newContext();
+  const p = extra = await anon.newPage();
+  try {
+    await p.goto(url);
+    await p.locator("#shared .msg.assistant .md").first().waitFor();
+    assert.match(await p.textContent("#shared"), /Tell me about the Cheshire Cat/);
+    assert.match(await p.title(), /Cat chat/);
+    assert.ok(await p.locator("#main").isHidden() && await p.locator("#auth").isHidden(), "nothing of the app shows");
+    await shot(p, "29-shared");
+    await page.click("#unshare");
+    await page.locator("#share-body", { hasText: "no longer works" }).waitFor();
+    await p.reload();
+    await p.locator("#shared .error").waitFor();
+    assert.match(await p.title(), /Not found/);
+  } finally { await anon.close(); }
+  await page.click("#share button:text('Close')");
 });
 
 test("log out lands on Log in", { skip }, async () => {

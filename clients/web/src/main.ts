@@ -6,7 +6,7 @@ import { FinishReason, Role } from "../../ts/src/gen/parley/v1/common_pb";
 import type { Model } from "../../ts/src/gen/parley/v1/model_pb";
 import { ModelKind } from "../../ts/src/gen/parley/v1/model_pb";
 import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
-import { ArchivedFilter } from "../../ts/src/gen/parley/v1/conversation_pb";
+import { ArchivedFilter, ExportFormat, MessageStatus } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
   auth, billing, Code, ConnectError, convs, describe, keys, models, tierName, timestampMs, attachments,
   isNetworkError, retryDelayMs,
@@ -16,6 +16,7 @@ import { upload } from "./upload";
 
 import { $, h, when } from "./dom";
 import { limitRows, showAdmin, showSettings, showUsage } from "./pages";
+import { showShared } from "./share";
 
 document.body.innerHTML = `
 <section id="auth" class="auth" hidden>
@@ -33,6 +34,8 @@ document.body.innerHTML = `
 <div id="main" class="main" hidden>
   <aside id="sidebar">
     <div class="side-top"><a id="new-chat" class="button primary" href="#/">+ New chat</a></div>
+    <input id="search" type="search" placeholder="Search conversations" aria-label="Search conversations" autocomplete="off">
+    <ul id="search-results" hidden></ul>
     <ul id="conv-list"></ul>
     <div id="conv-sentinel"></div>
     <button id="conv-more" class="link" hidden>Load more</button>
@@ -88,6 +91,11 @@ document.body.innerHTML = `
     </form>
   </div>
 </div>
+<dialog id="share" aria-label="Share"><form method="dialog"><h2>Share</h2><div id="share-body"></div><button>Close</button></form></dialog>
+<dialog id="sysprompt" aria-label="System prompt"><form method="dialog" id="sysprompt-form"><h2>System prompt</h2>
+  <p class="muted">Sent before every message of this conversation, after your custom instructions. It counts as input tokens.</p>
+  <textarea id="sysprompt-text" rows="8" maxlength="8000" aria-label="System prompt"></textarea><p class="error" id="sysprompt-error" role="alert"></p>
+  <div class="row"><button id="sysprompt-save" class="primary">Save</button><button value="cancel">Cancel</button></div></form></dialog>
 <dialog id="limits"><form method="dialog"><h2>Limits</h2><div id="limits-body"></div><button>Close</button></form></dialog>`;
 
 // ---------- state ----------
@@ -272,6 +280,7 @@ async function loadMore() {
     const archived = $<HTMLInputElement>("show-archived").checked ? ArchivedFilter.ARCHIVED : ArchivedFilter.ACTIVE;
     const r = await convs.listConversations({ pageSize: 30, pageToken: listToken, archived });
     for (const c of r.conversations) listEl.append(convItem(c));
+    regroup();
     listToken = r.nextPageToken || undefined;
   } catch (err) { fail(err); } finally { listLoading = false; }
   $("conv-more").hidden = listToken === undefined;
@@ -282,13 +291,18 @@ $("show-archived").onchange = reloadList;
 new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && loadMore(), { root: $("sidebar") }).observe($("conv-sentinel"));
 
 function convItem(c: Conversation): HTMLLIElement {
-  const li = h("li", { "data-id": c.conversationId });
+  const li = h("li", { "data-id": c.conversationId, "data-updated": c.updatedAt ? timestampMs(c.updatedAt) : 0 });
   const title = h("a", { href: `#/c/${c.conversationId}`, class: "title" }, c.title || "New chat");
   const menu = h("div", { class: "menu", hidden: true },
     h("button", { type: "button", class: "rename", onclick: () => rename(li, c) }, "Rename"),
     h("button", { type: "button", class: "archive", onclick: () => archive(li, c) }, c.archived ? "Unarchive" : "Archive"),
+    h("button", { type: "button", class: "share", onclick: () => share(c) }, "Share"),
+    h("button", { type: "button", class: "export-md", onclick: () => exportConv(c, ExportFormat.MARKDOWN) }, "Export .md"),
+    h("button", { type: "button", class: "export-json", onclick: () => exportConv(c, ExportFormat.JSON) }, "Export .json"),
+    h("button", { type: "button", class: "system-prompt", onclick: () => systemPrompt(c) }, "System prompt"),
     h("button", { type: "button", class: "delete danger", onclick: () => remove(li, c) }, "Delete"));
-  const more = h("button", { type: "button", class: "more", "aria-label": "More", onclick: () => { menu.hidden = !menu.hidden; } }, "⋯");
+  const more = h("button", { type: "button", class: "more", "aria-label": "More", "aria-expanded": "false", onclick: () => { menu.hidden = !menu.hidden; more.setAttribute("aria-expanded", String(!menu.hidden)); } }, "⋯");
+  menu.addEventListener("click", (e) => { if ((e.target as HTMLElement).closest("button")) { menu.hidden = true; more.setAttribute("aria-expanded", "false"); } });
   li.append(title, more, menu);
   return li;
 }
@@ -296,6 +310,69 @@ function upsertItem(c: Conversation) {
   listEl.querySelector(`[data-id="${c.conversationId}"]`)?.remove();
   listEl.prepend(convItem(c));
   markActive();
+  regroup();
+}
+
+// The list is grouped by when each conversation last changed: Today,
+// Yesterday, Previous 7 days, Previous 30 days, then by month.
+function groupOf(ms: number): string {
+  const start = new Date(); start.setHours(0, 0, 0, 0);
+  const day = 86400_000, t0 = start.getTime();
+  if (ms >= t0) return "Today";
+  if (ms >= t0 - day) return "Yesterday";
+  if (ms >= t0 - 7 * day) return "Previous 7 days";
+  if (ms >= t0 - 30 * day) return "Previous 30 days";
+  return new Date(ms).toLocaleDateString(undefined, { month: "long", year: "numeric" });
+}
+function regroup() {
+  for (const g of listEl.querySelectorAll(".group")) g.remove();
+  let last = "";
+  for (const li of [...listEl.children] as HTMLElement[]) {
+    const g = groupOf(Number(li.dataset.updated));
+    if (g !== last) li.before(h("li", { class: "group", role: "presentation" }, g));
+    last = g;
+  }
+}
+
+// ---------- search ----------
+const searchEl = $<HTMLInputElement>("search");
+const resultsEl = $("search-results");
+let searchTimer = 0, searchSeq = 0;
+searchEl.addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = window.setTimeout(runSearch, 250);
+});
+searchEl.addEventListener("keydown", (e) => { if (e.key === "Escape" && searchEl.value) { e.stopPropagation(); searchEl.value = ""; runSearch(); } });
+/** The snippet with its highlight ranges (code points) as <mark>. */
+function highlighted(snippet: string, ranges: { start: number; end: number }[]): Node[] {
+  const cps = Array.from(snippet);
+  const out: Node[] = [];
+  let at = 0;
+  for (const r of ranges) {
+    if (r.start > at) out.push(document.createTextNode(cps.slice(at, r.start).join("")));
+    out.push(h("mark", {}, cps.slice(r.start, r.end).join("")));
+    at = r.end;
+  }
+  if (at < cps.length) out.push(document.createTextNode(cps.slice(at).join("")));
+  return out;
+}
+async function runSearch() {
+  const q = searchEl.value.trim();
+  const seq = ++searchSeq;
+  resultsEl.hidden = !q;
+  listEl.hidden = !!q;
+  $("conv-more").hidden = !!q || listToken === undefined;
+  if (!q) { resultsEl.textContent = ""; return; }
+  try {
+    const r = await convs.searchConversations({ query: q, pageSize: 30 });
+    if (seq !== searchSeq) return;
+    resultsEl.replaceChildren(...(r.results.length ? r.results.map((x) => h("li", { "data-id": x.conversation!.conversationId },
+      h("a", { href: `#/c/${x.conversation!.conversationId}`, class: "title" }, x.conversation!.title || "New chat"),
+      h("div", { class: "snippet" }, ...highlighted(x.snippet, x.highlights)))) : [h("li", { class: "none muted" }, "No conversation matches.")]));
+  } catch (err) {
+    if (seq !== searchSeq) return;
+    resultsEl.replaceChildren(h("li", { class: "none error" }, describe(err)));
+  }
 }
 function markActive() {
   for (const li of listEl.children) li.classList.toggle("active", (li as HTMLElement).dataset.id === currentId);
@@ -324,6 +401,59 @@ function rename(li: HTMLLIElement, c: Conversation) {
   field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
   field.onblur = () => finish(true);
 }
+// ---------- share, export, system prompt ----------
+async function share(c: Conversation) {
+  const body = $("share-body");
+  body.textContent = "Creating the link…";
+  ($("share") as HTMLDialogElement).showModal();
+  const show = (path: string) => {
+    const url = location.origin + path;
+    body.replaceChildren(
+      h("p", {}, "Anyone with this link can read the conversation as it is now (later messages are not shared). Nothing else of yours is visible."),
+      h("div", { class: "row" }, h("input", { id: "share-url", readonly: true, value: url, "aria-label": "Share link" }),
+        h("button", { type: "button", class: "primary", onclick: (e: Event) => copyText(url).then(() => { (e.target as HTMLElement).textContent = "Copied"; }) }, "Copy link")),
+      h("div", { class: "row" }, h("a", { href: path, target: "_blank", rel: "noopener" }, "Open it"),
+        h("button", { type: "button", id: "unshare", class: "danger", onclick: unshare }, "Stop sharing")));
+  };
+  const unshare = async () => {
+    try {
+      await convs.unshareConversation({ conversationId: c.conversationId });
+      body.replaceChildren(h("p", {}, "The link no longer works."));
+    } catch (err) { body.replaceChildren(h("p", { class: "error" }, describe(err))); }
+  };
+  try {
+    const r = await convs.shareConversation({ conversationId: c.conversationId });
+    show(r.path || `/share/${r.shareId}`);
+  } catch (err) { body.replaceChildren(h("p", { class: "error" }, describe(err))); }
+}
+async function exportConv(c: Conversation, format: ExportFormat) {
+  try {
+    const r = await convs.exportConversation({ conversationId: c.conversationId, format });
+    const a = h("a", { href: URL.createObjectURL(new Blob([r.content as BlobPart], { type: r.contentType })), download: r.filename }) as HTMLAnchorElement;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+  } catch (err) { fail(err); }
+}
+async function systemPrompt(c: Conversation) {
+  const dlg = $("sysprompt") as HTMLDialogElement;
+  const ta = $<HTMLTextAreaElement>("sysprompt-text");
+  $("sysprompt-error").textContent = "";
+  try { c = (await convs.getConversation({ conversationId: c.conversationId })).conversation!; } catch (err) { return fail(err); }
+  ta.value = c.systemPrompt;
+  dlg.showModal();
+  ta.focus();
+  $<HTMLFormElement>("sysprompt-form").onsubmit = async (e) => {
+    if ((e as SubmitEvent).submitter?.id !== "sysprompt-save") return;
+    e.preventDefault();
+    try {
+      await convs.updateConversation({ conversationId: c.conversationId, systemPrompt: ta.value });
+      dlg.close();
+    } catch (err) { $("sysprompt-error").textContent = describe(err); }
+  };
+}
+
 async function archive(li: HTMLLIElement, c: Conversation) {
   try {
     await convs.updateConversation({ conversationId: c.conversationId, archived: !c.archived });
@@ -444,6 +574,11 @@ function note(v: AssistantView, reason: FinishReason, msg = "") {
 
 messagesEl.addEventListener("click", (e) => {
   const t = e.target as HTMLElement;
+  const msg = t.closest<HTMLElement>(".msg");
+  if (msg && t.closest(".regen")) return void regenerate(msg);
+  if (msg && t.closest(".edit-msg")) return void edit(msg);
+  if (msg && t.closest(".prev-ver")) return void switchVersion(msg, -1);
+  if (msg && t.closest(".next-ver")) return void switchVersion(msg, 1);
   const b = t.closest(".copy, .copy-msg");
   if (!b) return;
   const text = b.classList.contains("copy")
@@ -535,18 +670,19 @@ async function refreshCurrent() {
 }
 setInterval(() => { if (!document.hidden) refreshCurrent(); }, 4000);
 document.addEventListener("visibilitychange", () => { if (!document.hidden) refreshCurrent(); });
-async function allMessages(id: string): Promise<ConversationMessage[]> {
+/** The active branch, or the branch through leaf (made the active one). */
+async function allMessages(id: string, leaf = ""): Promise<ConversationMessage[]> {
   const out: ConversationMessage[] = [];
   let pageToken = "";
   do {
-    const r = await convs.listMessages({ conversationId: id, pageSize: 200, pageToken });
+    const r = await convs.listMessages({ conversationId: id, pageSize: 200, pageToken, leafMessageId: leaf, makeCurrent: !!leaf });
     out.push(...r.messages);
     pageToken = r.nextPageToken;
   } while (pageToken);
   return out;
 }
 function showStored(m: ConversationMessage) {
-  if (m.role === Role.USER) { userView(m.parts, m.messageId); return; }
+  if (m.role === Role.USER) { branchControls(userView(m.parts, m.messageId), m); return; }
   if (m.role !== Role.ASSISTANT) return;
   const v = assistantView(m.model, m.messageId);
   const text = partsText(m.parts);
@@ -555,6 +691,98 @@ function showStored(m: ConversationMessage) {
   upgrade(md);
   sourceOf.set(v.el, () => text);
   note(v, m.finishReason);
+  if (m.status === MessageStatus.INTERRUPTED) {
+    v.el.querySelector(".actions")!.before(h("div", { class: "note error interrupted" }, "Interrupted: the server stopped while answering. This is what was saved."));
+  }
+  branchControls(v.el, m);
+}
+
+// ---------- branches: edit, regenerate, versions ----------
+// Messages form a tree: an edit sends the new text under the edited message's
+// parent, a regeneration adds a sibling answer; ‹ 2/3 › shows another version
+// (its branch becomes the active one).
+const msgOf = new WeakMap<HTMLElement, ConversationMessage>();
+function branchControls(el: HTMLElement, m: ConversationMessage) {
+  msgOf.set(el, m);
+  el.dataset.id = m.messageId;
+  const bar = el.querySelector(".actions")!;
+  bar.querySelector(".versions")?.remove();
+  bar.querySelector(".edit-msg, .regen")?.remove();
+  if (m.siblingCount > 1) {
+    const i = m.siblingIndex;
+    bar.prepend(h("span", { class: "versions" },
+      h("button", { type: "button", class: "prev-ver", "aria-label": "Previous version", disabled: i === 0 }, "‹"),
+      h("span", { class: "ver" }, `${i + 1}/${m.siblingCount}`),
+      h("button", { type: "button", class: "next-ver", "aria-label": "Next version", disabled: i >= m.siblingCount - 1 }, "›")));
+  }
+  bar.append(m.role === Role.USER
+    ? h("button", { type: "button", class: "edit-msg", "aria-label": "Edit message" }, "Edit")
+    : h("button", { type: "button", class: "regen", "aria-label": "Regenerate answer" }, "Regenerate"));
+}
+/** Gives the messages shown without ids (just sent) their stored state and buttons. */
+async function settleTail(id: string) {
+  try {
+    const msgs = (await allMessages(id)).filter((m) => m.role === Role.USER || m.role === Role.ASSISTANT);
+    if (currentId !== id || gen) return;
+    const els = [...messagesEl.querySelectorAll<HTMLElement>(":scope > .msg")];
+    if (els.length !== msgs.length) return void openConversation(id, true);
+    els.forEach((el, i) => { if (msgOf.get(el)?.messageId !== msgs[i].messageId || msgs[i].siblingCount > 1) branchControls(el, msgs[i]); });
+  } catch { /* the next poll redraws it */ }
+}
+function dropFrom(el: HTMLElement) {
+  while (el.nextElementSibling) el.nextElementSibling.remove();
+  el.remove();
+}
+async function switchVersion(el: HTMLElement, delta: number) {
+  const m = msgOf.get(el);
+  const target = m?.siblingMessageIds[m.siblingIndex + delta];
+  if (!m || !target || gen) return;
+  try {
+    const msgs = await allMessages(currentId, target);
+    messagesEl.textContent = "";
+    for (const x of msgs) showStored(x);
+    messagesEl.querySelector<HTMLElement>(`.msg[data-id="${target}"]`)?.scrollIntoView({ block: "nearest" });
+    messagesEl.querySelector<HTMLElement>(`.msg[data-id="${target}"] .${delta < 0 ? "prev" : "next"}-ver`)?.focus();
+  } catch (err) { fail(err); }
+}
+async function regenerate(el: HTMLElement) {
+  const m = msgOf.get(el);
+  if (!m || gen) return;
+  const convId = currentId;
+  dropFrom(el);
+  stick = true;
+  const g: Gen = { convId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
+  try {
+    await drive(g, () => convs.regenerateMessage({ conversationId: convId, messageId: m.messageId, model: modelSel.value }, { signal: g.abort.signal }));
+    await settleTail(convId);
+  } catch (err) {
+    fail(err);
+    if (g.lastSeq === 0n) openConversation(convId, true); // refused: show it as it was
+  }
+}
+function edit(el: HTMLElement) {
+  const m = msgOf.get(el);
+  if (!m || gen) return;
+  const bubble = el.querySelector<HTMLElement>(".bubble")!;
+  const ta = h("textarea", { class: "edit-input", rows: 3, "aria-label": "Edit message" }, partsText(m.parts)) as HTMLTextAreaElement;
+  const cancel = () => { form.replaceWith(bubble); el.querySelector<HTMLElement>(".actions")!.hidden = false; };
+  const form = h("form", { class: "edit-form" }, ta, h("div", { class: "row" },
+    h("button", { class: "primary save-edit" }, "Save and send"), h("button", { type: "button", class: "cancel-edit", onclick: cancel }, "Cancel"))) as HTMLFormElement;
+  bubble.replaceWith(form);
+  el.querySelector<HTMLElement>(".actions")!.hidden = true;
+  ta.focus();
+  ta.onkeydown = (e) => { if (e.key === "Escape") { e.stopPropagation(); cancel(); } };
+  form.onsubmit = (e) => {
+    e.preventDefault();
+    const text = ta.value.trim();
+    if (!text) return;
+    // Attachments stay; the text is replaced.
+    const parts = m.parts.filter((p) => p.kind.case !== "text");
+    parts.push({ kind: { case: "text", value: text } } as Part);
+    const after = el.previousElementSibling;
+    dropFrom(el);
+    sendParts(parts, m.parentMessageId, () => openConversation(currentId, true), after);
+  };
 }
 
 // ---------- generating ----------
@@ -614,6 +842,15 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
       } catch (err) {
         if (g.abort.signal.aborted) return;
         const code = ConnectError.from(err).code;
+        if (code === Code.NotFound && attempt > 0 && g.convId) {
+          // Resuming found no generation: it ended while we were away (or its
+          // gateway died: the saved part is stored, marked interrupted). Show
+          // what is stored.
+          g.finished = true;
+          if (gen === g) { gen = undefined; setBusy(false); }
+          if (currentId === g.convId) await openConversation(g.convId, true);
+          break;
+        }
         const transient = isNetworkError(err) || code === Code.Unknown || code === Code.Canceled || code === Code.Internal;
         if (!g.convId || g.lastSeq === 0n || !transient || attempt >= 8) {
           if (g.view) note(g.view, FinishReason.ERROR, describe(err));
@@ -658,27 +895,33 @@ async function send() {
   const parts: Part[] = pendingUploads.map((p) => ({ kind: { case: "attachmentId", value: p.id! } }) as Part);
   if (text) parts.push({ kind: { case: "text", value: text } } as Part);
   if (!currentId) messagesEl.textContent = "";
-  const mine = userView(parts);
   const saved = input.value;
   input.value = "";
   autosize();
   const sentUploads = pendingUploads;
   pendingUploads = [];
   $("pending").textContent = "";
+  await sendParts(parts, undefined, () => {
+    // Refused: nothing was stored. Put the message back.
+    input.value = saved;
+    pendingUploads = sentUploads;
+    renderPending();
+    autosize();
+  });
+}
+
+/** Sends a user message (under parent, or after the active leaf) and streams the answer. */
+async function sendParts(parts: Part[], parent: string | undefined, refused: () => void, after: Element | null = null) {
+  const mine = userView(parts);
+  if (after) after.after(mine);
   stick = true;
   toBottom();
   const g: Gen = { convId: currentId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
   try {
-    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts }, { signal: g.abort.signal }));
+    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts, parentMessageId: parent }, { signal: g.abort.signal }));
+    if (g.convId) await settleTail(g.convId);
   } catch (err) {
-    if (g.lastSeq === 0n) {
-      // Refused: nothing was stored. Put the message back.
-      mine.remove();
-      input.value = saved;
-      pendingUploads = sentUploads;
-      renderPending();
-      autosize();
-    }
+    if (g.lastSeq === 0n) { mine.remove(); refused(); }
     fail(err);
   }
 }
@@ -838,7 +1081,12 @@ function streamInto(next: () => string | undefined): Promise<HTMLElement> {
 };
 
 // ---------- start ----------
-auth.getMe({}).then((r) => start(r.user!), (err) => {
-  if (ConnectError.from(err).code !== Code.Unauthenticated) $("auth-error").textContent = describe(err);
-  showAuth();
-});
+const shared = /^\/share\/([^/]+)$/.exec(location.pathname);
+if (shared) {
+  showShared(decodeURIComponent(shared[1]));
+} else {
+  auth.getMe({}).then((r) => start(r.user!), (err) => {
+    if (ConnectError.from(err).code !== Code.Unauthenticated) $("auth-error").textContent = describe(err);
+    showAuth();
+  });
+}

@@ -1,8 +1,9 @@
 // The app's pages besides the chat: usage and money, settings, admin. Each
 // shows its own errors in its own error line (page-scoped by construction).
 import { admin, billing, convs, describe, limitKindName, tierName, timestampMs, until, Tier } from "./api";
-import type { LimitStatus, UsageRecord } from "../../ts/src/gen/parley/v1/billing_pb";
-import { WorkerState } from "../../ts/src/gen/parley/v1/admin_pb";
+import { UsageGroupBy, type LimitStatus, type UsageBucket } from "../../ts/src/gen/parley/v1/billing_pb";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { WorkerState, type AdminUser } from "../../ts/src/gen/parley/v1/admin_pb";
 import { $, h, usd, when } from "./dom";
 import { barChart } from "./chart";
 
@@ -13,10 +14,13 @@ export function limitRows(limits: LimitStatus[]): HTMLElement {
   const now = Date.now();
   return h("table", { class: "limits" }, h("tbody", {}, ...limits.map((l) => {
     const pct = l.limit > 0n ? Number((l.used * 100n) / l.limit) : 0;
+    // next_request_at is when the next request passes (the retry time);
+    // resets_at is when the allowance is whole again, often much later.
+    const next = l.nextRequestAt ? timestampMs(l.nextRequestAt) - now : 0;
     const resets = l.resetsAt ? timestampMs(l.resetsAt) - now : 0;
     const state = l.used === 0n ? "unused"
-      : l.remaining === 0n ? `used up; whole again in ${until(resets)}`
-      : resets > 0 ? `whole again in ${until(resets)}` : "";
+      : next > 0 ? `next request in ${until(next)}`
+      : resets > 0 ? `available now · whole again in ${until(resets)}` : "available now";
     return h("tr", {},
       h("th", {}, `${l.model ? l.model + " · " : ""}${limitKindName(l.kind)}`),
       h("td", {}, h("meter", { min: 0, max: 100, value: pct, high: 80 }), ` ${l.used.toLocaleString()} / ${l.limit.toLocaleString()}`),
@@ -24,51 +28,41 @@ export function limitRows(limits: LimitStatus[]): HTMLElement {
   })));
 }
 
-const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** The last n local days, "YYYY-MM-DD", oldest first. */
 function lastDays(n: number): string[] {
   const out: string[] = [];
-  for (let i = n - 1; i >= 0; i--) out.push(day(Date.now() - i * 86400_000));
+  const d = new Date();
+  d.setHours(12, 0, 0, 0);
+  for (let i = n - 1; i >= 0; i--) {
+    const x = new Date(d.getTime() - i * 86400_000);
+    out.push(`${x.getFullYear()}-${String(x.getMonth() + 1).padStart(2, "0")}-${String(x.getDate()).padStart(2, "0")}`);
+  }
   return out;
 }
 
-/** Spend and tokens per day and per model, from usage records. */
-export function usageCharts(records: UsageRecord[], days = 14): HTMLElement {
-  const ds = lastDays(days);
-  const models = [...new Set(records.map((r) => r.model))].sort();
-  const spend = models.map((m) => ({ name: m, values: ds.map(() => 0) }));
-  const tokens = models.map((m) => ({ name: m, values: ds.map(() => 0) }));
+/** Spend and tokens per day and per model, from the server's per-day, per-model buckets. */
+export function usageCharts(buckets: UsageBucket[], days: string[]): HTMLElement {
+  const models = [...new Set(buckets.map((b) => b.model))].sort();
+  const spend = models.map((m) => ({ name: m, values: days.map(() => 0) }));
+  const tokens = models.map((m) => ({ name: m, values: days.map(() => 0) }));
   const perModel = new Map<string, { n: number; cost: number; inTok: number; outTok: number }>();
-  for (const r of records) {
-    const i = ds.indexOf(r.createdAt ? day(timestampMs(r.createdAt)) : "");
-    const k = models.indexOf(r.model);
-    const inTok = Number(r.usage?.promptTokens ?? 0n), outTok = Number(r.usage?.completionTokens ?? 0n);
+  for (const b of buckets) {
+    const i = days.indexOf(b.day), k = models.indexOf(b.model);
+    const inTok = Number(b.promptTokens), outTok = Number(b.completionTokens);
     if (i >= 0) {
-      spend[k].values[i] += Number(r.costNanos);
+      spend[k].values[i] += Number(b.costNanos);
       tokens[k].values[i] += inTok + outTok;
     }
-    const pm = perModel.get(r.model) ?? { n: 0, cost: 0, inTok: 0, outTok: 0 };
-    pm.n++; pm.cost += Number(r.costNanos); pm.inTok += inTok; pm.outTok += outTok;
-    perModel.set(r.model, pm);
+    const pm = perModel.get(b.model) ?? { n: 0, cost: 0, inTok: 0, outTok: 0 };
+    pm.n += Number(b.requests); pm.cost += Number(b.costNanos); pm.inTok += inTok; pm.outTok += outTok;
+    perModel.set(b.model, pm);
   }
   return h("div", { class: "charts" },
-    barChart(`Spend per day (last ${days} days)`, ds, spend, (v) => usd(v)),
-    barChart(`Tokens per day (last ${days} days)`, ds, tokens, (v) => v >= 1000 ? `${Math.round(v / 100) / 10}k` : String(Math.round(v))),
+    barChart(`Spend per day (last ${days.length} days)`, days, spend, (v) => usd(v)),
+    barChart(`Tokens per day (last ${days.length} days)`, days, tokens, (v) => v >= 1000 ? `${Math.round(v / 100) / 10}k` : String(Math.round(v))),
     h("div", { class: "table" }, h("table", { class: "per-model" },
       h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Requests"), h("th", {}, "Input tokens"), h("th", {}, "Output tokens"), h("th", {}, "Spend"))),
       h("tbody", {}, ...[...perModel].map(([m, v]) => h("tr", {}, h("td", {}, m), h("td", {}, String(v.n)), h("td", {}, v.inTok.toLocaleString()), h("td", {}, v.outTok.toLocaleString()), h("td", {}, usd(v.cost))))))));
-}
-
-async function recentUsage(list: (token: string) => Promise<{ usageRecords: UsageRecord[]; nextPageToken: string }>, sinceMs: number, max = 2000) {
-  const out: UsageRecord[] = [];
-  let token = "";
-  do {
-    const r = await list(token);
-    out.push(...r.usageRecords);
-    token = r.nextPageToken;
-    const last = r.usageRecords[r.usageRecords.length - 1];
-    if (last?.createdAt && timestampMs(last.createdAt) < sinceMs) break;
-  } while (token && out.length < max);
-  return out;
 }
 
 export async function showUsage(model: string) {
@@ -82,11 +76,12 @@ export async function showUsage(model: string) {
       h("p", { class: "muted" }, "The chat is covered by your tier's allowances below. The developer API (API keys) charges each request to this balance.")),
     h("section", {}, h("h3", {}, `Allowances · ${model}`), limits),
     h("section", {}, h("h3", {}, "Spend and tokens"), charts));
-  const since = Date.now() - 14 * 86400_000;
+  const days = lastDays(14);
+  const start = new Date(); start.setHours(0, 0, 0, 0); start.setDate(start.getDate() - 13);
   const [b, l, u] = await Promise.allSettled([
     billing.getBalance({}),
     billing.getLimits({ model }),
-    recentUsage((pageToken) => billing.listUsage({ pageSize: 200, pageToken }), since),
+    billing.getUsageSummary({ startTime: timestampFromMs(start.getTime()), groupBy: UsageGroupBy.DAY_AND_MODEL, utcOffsetMinutes: -new Date().getTimezoneOffset() }),
   ]);
   if (b.status === "fulfilled") {
     balance.replaceChildren(h("strong", {}, usd(b.value.balanceNanos)),
@@ -94,7 +89,7 @@ export async function showUsage(model: string) {
   } else { balance.textContent = "—"; err.textContent = describe(b.reason); }
   if (l.status === "fulfilled") limits.replaceChildren(h("p", { class: "muted" }, `${tierName(l.value.tier)} tier`), limitRows(l.value.limits));
   else { limits.textContent = "—"; err.textContent = describe(l.reason); }
-  if (u.status === "fulfilled") charts.replaceChildren(u.value.length ? usageCharts(u.value) : h("p", { class: "muted" }, "No usage in the last 14 days."));
+  if (u.status === "fulfilled") charts.replaceChildren(u.value.buckets.length ? usageCharts(u.value.buckets, days) : h("p", { class: "muted" }, "No usage in the last 14 days."));
   else { charts.textContent = "—"; err.textContent = describe(u.reason); }
 }
 
@@ -121,41 +116,83 @@ export async function showSettings() {
 }
 
 const tiers = [Tier.FREE, Tier.PLUS, Tier.PRO, Tier.MAX];
+/** The admin page: users (search by email, tier, admin flag, balance top-ups with a reason), workers, recent usage. */
 export async function showAdmin() {
   const page = $("admin-page");
   const err = errorLine();
   const ok = h("p", { class: "ok", role: "status" });
-  const tierSel = h("select", { name: "tier", "aria-label": "Tier" }, ...tiers.map((t) => h("option", { value: t }, tierName(t))));
-  const tierForm = h("form", { id: "tier-form", class: "row" },
-    h("input", { name: "email", type: "email", required: true, placeholder: "user@example.com", "aria-label": "User email" }), tierSel,
-    h("button", { class: "primary" }, "Set tier")) as HTMLFormElement;
-  const topupForm = h("form", { id: "topup-form", class: "row" },
-    h("input", { name: "email", type: "email", required: true, placeholder: "user@example.com", "aria-label": "User email" }),
-    h("input", { name: "amount", type: "number", step: "0.01", required: true, placeholder: "USD (negative to debit)", "aria-label": "Amount in USD" }),
-    h("input", { name: "reason", required: true, maxlength: 500, placeholder: "Reason (audit log)", "aria-label": "Reason" }),
-    h("button", { class: "primary" }, "Adjust balance")) as HTMLFormElement;
+  const search = h("input", { id: "user-search", type: "search", placeholder: "Email starts with…", "aria-label": "Search users by email" }) as HTMLInputElement;
+  const users = h("div", { id: "admin-users" }, "Loading…");
   const workers = h("div", { id: "admin-workers" }, "Loading…");
-  const usage = h("div", { id: "admin-usage" }, "Loading…");
+  const usage = h("div", { id: "admin-usage" }, h("p", { class: "muted" }, "Choose a user's Usage to see their recent requests and audit log."));
   page.replaceChildren(h("h2", {}, "Admin"), err, ok,
-    h("section", {}, h("h3", {}, "Users"), h("p", { class: "muted" }, "Tier:"), tierForm, h("p", { class: "muted" }, "Balance (the reason is written to the audit log):"), topupForm),
+    h("section", {}, h("h3", {}, "Users"), search, users),
     h("section", {}, h("h3", {}, "Workers"), workers),
     h("section", {}, h("h3", {}, "Recent usage"), usage));
-  const act = (form: HTMLFormElement, fn: (f: FormData) => Promise<string>) => {
-    form.onsubmit = async (e) => {
-      e.preventDefault();
-      err.textContent = ""; ok.textContent = "";
-      try { ok.textContent = await fn(new FormData(form)); form.reset(); } catch (e2) { err.textContent = describe(e2); }
-    };
+  const act = async (fn: () => Promise<string>) => {
+    err.textContent = ""; ok.textContent = "";
+    try { ok.textContent = await fn(); } catch (e) { err.textContent = describe(e); }
   };
-  act(tierForm, async (f) => {
-    const r = await admin.setUserTier({ email: String(f.get("email")), tier: Number(f.get("tier")) as Tier });
-    return `${r.user?.email} is now on the ${tierName(r.user!.tier)} tier.`;
-  });
-  act(topupForm, async (f) => {
-    const nanos = BigInt(Math.round(Number(f.get("amount")) * 1e9));
-    const r = await admin.adjustBalance({ email: String(f.get("email")), deltaNanos: nanos, reason: String(f.get("reason")) });
-    return `Balance of ${f.get("email")} is now ${usd(r.balanceNanos)}.`;
-  });
+  let seq = 0;
+  const loadUsers = async () => {
+    const my = ++seq;
+    try {
+      const r = await admin.searchUsers({ emailPrefix: search.value.trim(), pageSize: 50 });
+      if (my !== seq) return;
+      users.replaceChildren(r.users.length ? h("div", { class: "table" }, h("table", {},
+        h("thead", {}, h("tr", {}, h("th", {}, "User"), h("th", {}, "Tier"), h("th", {}, "Admin"), h("th", {}, "Balance"), h("th", {}, "Top up (USD, reason)"), h("th", {}))),
+        h("tbody", {}, ...r.users.map((au) => userRow(au))))) : h("p", { class: "muted" }, "No user matches."));
+    } catch (e) { users.textContent = "—"; err.textContent = describe(e); }
+  };
+  const userRow = (au: AdminUser) => {
+    const u = au.user!;
+    const tier = h("select", { class: "tier", "aria-label": `Tier of ${u.email}` }, ...tiers.map((t) => h("option", { value: t, selected: t === u.tier }, tierName(t)))) as HTMLSelectElement;
+    tier.onchange = () => act(async () => {
+      const r = await admin.setUserTier({ userId: u.userId, tier: Number(tier.value) as Tier });
+      return `${r.user!.email} is now on the ${tierName(r.user!.tier)} tier.`;
+    });
+    const adm = h("input", { type: "checkbox", class: "admin-flag", checked: u.admin, "aria-label": `${u.email} is an admin` }) as HTMLInputElement;
+    adm.onchange = () => act(async () => {
+      const r = await admin.setUserAdmin({ userId: u.userId, admin: adm.checked });
+      return `${r.user!.email} ${r.user!.admin ? "is" : "is no longer"} an admin.`;
+    });
+    const bal = h("td", { class: "balance" }, usd(au.balanceNanos));
+    const amount = h("input", { type: "number", step: "0.01", required: true, class: "amount", placeholder: "5.00", "aria-label": `Amount for ${u.email}` }) as HTMLInputElement;
+    const reason = h("input", { required: true, maxlength: 500, class: "reason", placeholder: "Reason (audit log)", "aria-label": `Reason for ${u.email}` }) as HTMLInputElement;
+    const topup = h("form", { class: "row topup" }, amount, reason, h("button", { class: "primary" }, "Apply")) as HTMLFormElement;
+    topup.onsubmit = (e) => {
+      e.preventDefault();
+      act(async () => {
+        const r = await admin.adjustBalance({ userId: u.userId, deltaNanos: BigInt(Math.round(Number(amount.value) * 1e9)), reason: reason.value });
+        bal.textContent = usd(r.balanceNanos);
+        topup.reset();
+        return `Balance of ${u.email} is now ${usd(r.balanceNanos)}.`;
+      });
+    };
+    return h("tr", { "data-email": u.email },
+      h("td", {}, h("div", {}, u.email), h("div", { class: "muted" }, u.displayName)),
+      h("td", {}, tier), h("td", {}, adm), bal, h("td", {}, topup),
+      h("td", {}, h("button", { type: "button", class: "show-usage", onclick: () => showUserUsage(u.userId, u.email) }, "Usage")));
+  };
+  const showUserUsage = async (userId: string, email: string) => {
+    usage.textContent = "Loading…";
+    try {
+      const [r, a] = await Promise.all([admin.listUsage({ userId, pageSize: 50 }), admin.listAuditEvents({ userId, pageSize: 20 })]);
+      usage.replaceChildren(h("p", { class: "muted" }, email),
+        r.usageRecords.length ? h("div", { class: "table" }, h("table", { class: "usage-rows" },
+          h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Model"), h("th", {}, "Tokens in / out"), h("th", {}, "Cost"), h("th", {}, "End user"))),
+          h("tbody", {}, ...r.usageRecords.map((x) => h("tr", {},
+            h("td", {}, x.createdAt ? when(timestampMs(x.createdAt)) : ""), h("td", {}, x.model),
+            h("td", {}, `${x.usage?.promptTokens ?? 0n} / ${x.usage?.completionTokens ?? 0n}`),
+            h("td", {}, usd(x.costNanos)), h("td", {}, x.user)))))) : h("p", { class: "muted" }, "No usage."),
+        h("h4", {}, "Audit log"),
+        a.events.length ? h("ul", { class: "audit" }, ...a.events.map((ev) => h("li", {},
+          `${ev.at ? when(timestampMs(ev.at)) : ""} · ${ev.kind}${ev.detail ? ` · ${ev.detail}` : ""}`))) : h("p", { class: "muted" }, "No events."));
+    } catch (e) { usage.textContent = "—"; err.textContent = describe(e); }
+  };
+  let t = 0;
+  search.oninput = () => { clearTimeout(t); t = window.setTimeout(loadUsers, 250); };
+  loadUsers();
   try {
     const r = await admin.listWorkers({});
     workers.replaceChildren(r.workers.length ? h("div", { class: "table" }, h("table", {},
@@ -167,15 +204,4 @@ export async function showAdmin() {
         h("td", {}, w.load ? `${w.load.running} / ${w.load.waiting} (batch ${w.load.maxBatch})` : ""),
         h("td", {}, w.load?.kvCapacityTokens ? `${Math.round(Number(w.load.kvUsedTokens * 100n / w.load.kvCapacityTokens))}%` : "")))))) : h("p", { class: "muted" }, "No workers."));
   } catch (e) { workers.textContent = "—"; err.textContent = describe(e); }
-  try {
-    const r = await admin.listUsage({ pageSize: 50 });
-    usage.replaceChildren(h("div", { class: "table" }, h("table", {},
-      h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "End user"), h("th", {}, "Model"), h("th", {}, "Tokens in / out"), h("th", {}, "Cost"))),
-      h("tbody", {}, ...r.usageRecords.map((u) => h("tr", {},
-        h("td", {}, u.createdAt ? when(timestampMs(u.createdAt)) : ""),
-        h("td", {}, u.user),
-        h("td", {}, u.model),
-        h("td", {}, `${u.usage?.promptTokens ?? 0n} / ${u.usage?.completionTokens ?? 0n}`),
-        h("td", {}, usd(u.costNanos))))))));
-  } catch (e) { usage.textContent = "—"; err.textContent = describe(e); }
 }
