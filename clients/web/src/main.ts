@@ -11,7 +11,7 @@ import {
   auth, billing, Code, ConnectError, convs, describe, keys, models, tierName, timestampMs, attachments,
   isNetworkError, retryDelayMs,
 } from "./api";
-import { render, StreamingMarkdown, upgrade } from "./markdown";
+import { preloadHighlight, render, StreamingMarkdown, upgrade } from "./markdown";
 import { upload } from "./upload";
 
 import { $, h, when } from "./dom";
@@ -1081,6 +1081,8 @@ function streamInto(next: () => string | undefined): Promise<HTMLElement> {
 };
 
 // ---------- start ----------
+// Code colouring is fetched in an idle moment, not in the middle of an answer.
+(window.requestIdleCallback ?? ((f: () => void) => setTimeout(f, 1500)))(() => preloadHighlight());
 const shared = /^\/share\/([^/]+)$/.exec(location.pathname);
 if (shared) {
   showShared(decodeURIComponent(shared[1]));

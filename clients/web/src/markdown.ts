@@ -70,6 +70,10 @@ export function render(src: string): string {
 type Highlight = typeof import("./highlight");
 let hl: Highlight | undefined;
 let hlLoading: Promise<Highlight> | undefined;
+/** Loads highlight.js ahead of need (an idle moment after start, or an open fence). */
+export function preloadHighlight() {
+  hlLoading ??= import("./highlight").then((m) => (hl = m));
+}
 /** Colours the closed code blocks under root; loads highlight.js the first time. */
 export function upgradeCode(root: ParentNode) {
   const todo = root.querySelectorAll<HTMLElement>("code[data-lang]:not([data-lang='']):not(.done)");
@@ -187,6 +191,7 @@ export class StreamingMarkdown {
       const body = tail.slice(firstNL + 1);
       if (!this.liveCode) {
         const lang = fenceRE.exec(tail)![2];
+        if (lang) preloadHighlight();
         this.live.innerHTML = `<div class="code"><div class="code-bar"><span>${esc(lang || "code")}</span><button class="copy" type="button">Copy</button></div><pre><code class="hljs"></code></pre></div>`; // coloured once closed
         const text = document.createTextNode("");
         this.live.querySelector("code")!.append(text);
