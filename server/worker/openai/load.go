@@ -328,6 +328,7 @@ func contains(names []string, name string) bool {
 	}
 	return false
 }
+
 // slotProbe is where a kind of server says how many sequences it runs at
 // once: llama.cpp's /props (total_slots), TGI's /info
 // (max_concurrent_requests, past which it refuses) and SGLang's
