@@ -68,13 +68,12 @@ func changes(routes []Route, start Route) []string {
 	prev := start
 	for i, r := range routes {
 		if r != prev {
-			out = append(out, strconv.Itoa(i) + ": " + r.String())
+			out = append(out, strconv.Itoa(i)+": "+r.String())
 		}
 		prev = r
 	}
 	return out
 }
-
 
 func TestTargetGradesAndReasons(t *testing.T) {
 	r := DefaultRules()
