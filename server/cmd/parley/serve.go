@@ -154,6 +154,13 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		return err
 	}
 	defer sched.Close()
+	metrics.RegisterWorkerLoad(func() []obs.WorkerLoad {
+		var out []obs.WorkerLoad
+		for _, w := range sched.Workers() {
+			out = append(out, obs.WorkerLoad{Worker: w.Address, Running: w.Load.Running, Waiting: w.Load.Waiting, MaxBatch: w.Load.MaxBatch})
+		}
+		return out
+	})
 	if len(cfg.Workers) == 0 {
 		var ids []string
 		for _, m := range catalog.All() {
@@ -164,6 +171,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	// The generation core: billing and limits, history, usage, live generations.
 	bill := billing.New(stores.Ledger, time.Now, *holdTTL, logger)
+	bill.Holds = prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_billing_holds_outstanding",
+		Help: "Billing holds this gateway made and has not settled yet (requests in flight)."})
+	metrics.Registry.MustRegister(bill.Holds)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	defer stopSweep()
 	go bill.Sweep(sweepCtx, *sweepEvery)
@@ -182,6 +192,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: *maxPromptBytes, Budgets: budgets,
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Background: generations, Attachments: attachments,
+		Metrics: chat.NewMetrics(metrics.Registry),
 	}
 	go core.ListenForCancels(generations)
 	defer func() { stopGenerations(); core.Wait() }()
