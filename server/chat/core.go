@@ -69,6 +69,9 @@ type Core struct {
 	// their requests); cancelling it stops them all, e.g. at shutdown.
 	Background context.Context
 
+	// Metrics, if set, times and counts the generations.
+	Metrics *Metrics
+
 	running sync.WaitGroup // web generations in progress
 	owned   owned          // their cancel functions, by conversation
 }
@@ -419,7 +422,8 @@ func (c *Core) stream(ctx context.Context, job scheduler.Job, ev *events, eager 
 			return nil, err
 		}
 	}
-	res, err := c.Router.Generate(ctx, job, ev.delta)
+	res, err := c.Router.Generate(ctx, job, c.Metrics.timed(job.Request.Model, ev.delta))
+	c.Metrics.count(job.Request.Model, res.Usage)
 	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
 	switch {
 	case err != nil && !ev.sent && worker.CallerFault(err):

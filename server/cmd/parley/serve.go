@@ -61,6 +61,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	blobBaseURL := fs.String("blob-base-url", "", "absolute base of signed blob URLs (empty: relative to the gateway)")
 	openaiUnsupported := fs.String("openai-unsupported", "refuse", "OpenAI request fields Parley cannot honour: refuse (400 naming the field) or drop (count in parley_openai_dropped_params_total, log once per field)")
 	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
+	faultFile := fs.String("test-fault-file", "", "TESTING ONLY, never in production: a JSON file ({\"latency\":\"700ms\",\"error_ratio\":0.5}) whose latency and share of 5xx are added to every RPC and /v1 request, re-read on change (the region health checker's tests)")
 	// The budgets of one request, checked in order of cheapness (README: Budgets).
 	budgets := chat.DefaultBudgets()
 	fs.IntVar(&budgets.PartsPerMessage, "max-parts-per-message", budgets.PartsPerMessage, "parts one message may have")
@@ -153,6 +154,13 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		return err
 	}
 	defer sched.Close()
+	metrics.RegisterWorkerLoad(func() []obs.WorkerLoad {
+		var out []obs.WorkerLoad
+		for _, w := range sched.Workers() {
+			out = append(out, obs.WorkerLoad{Worker: w.Address, Running: w.Load.Running, Waiting: w.Load.Waiting, MaxBatch: w.Load.MaxBatch})
+		}
+		return out
+	})
 	if len(cfg.Workers) == 0 {
 		var ids []string
 		for _, m := range catalog.All() {
@@ -163,6 +171,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	// The generation core: billing and limits, history, usage, live generations.
 	bill := billing.New(stores.Ledger, time.Now, *holdTTL, logger)
+	bill.Holds = prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_billing_holds_outstanding",
+		Help: "Billing holds this gateway made and has not settled yet (requests in flight)."})
+	metrics.Registry.MustRegister(bill.Holds)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	defer stopSweep()
 	go bill.Sweep(sweepCtx, *sweepEvery)
@@ -181,6 +192,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: *maxPromptBytes, Budgets: budgets,
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Background: generations, Attachments: attachments,
+		Metrics: chat.NewMetrics(metrics.Registry),
 	}
 	go core.ListenForCancels(generations)
 	defer func() { stopGenerations(); core.Wait() }()
@@ -189,6 +201,12 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	// A store outage turns internal errors into unavailable + retry.
 	outage := gateway.StoreOutage(stores.Checks())
 	interceptors := []connect.Interceptor{metrics.Interceptor(), outage}
+	var fault *gateway.Fault // TEST ONLY: inside the metrics, so the checker sees it
+	if *faultFile != "" {
+		logger.Warn("TEST FAULT SWITCH ON: answers may be slowed down or failed on purpose", "file", *faultFile)
+		fault = gateway.WatchFault(ctx, *faultFile, logger)
+		interceptors = append(interceptors, fault)
+	}
 	if cfg.OTLPEndpoint != "" { // even a no-op tracer costs a tenth of a small call
 		otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
 		if err != nil {
@@ -260,6 +278,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		api.WriteOpenAIError(w, r, err)
 	})
 	v1 = gateway.Then(v1, gateway.JSONElements(*maxElements)) // counted as read, after authentication
+	if fault != nil {
+		v1 = gateway.Then(v1, fault.Middleware)
+	}
 	mux.Handle("POST /v1/chat/completions", metrics.HTTP("openai_chat_completions", v1(http.HandlerFunc(openai.ChatCompletions))))
 	mux.Handle("POST /v1/embeddings", metrics.HTTP("openai_embeddings", v1(http.HandlerFunc(openai.Embeddings))))
 	mux.Handle("GET /v1/models", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Models))))
