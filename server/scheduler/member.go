@@ -138,12 +138,20 @@ func (s *Scheduler) add(m *member) {
 // follow reads m's load on every change until m is removed.
 func (s *Scheduler) follow(m *member) {
 	defer close(m.done)
+	var told []string // the models OnModels was last told
 	for {
 		changed := m.engine.LoadChanged()
 		s.mu.Lock()
 		s.observeLocked(m)
 		s.dispatchLocked()
+		learn := len(m.models) > 0 && !slices.Equal(told, m.models)
+		if learn {
+			told = slices.Clone(m.models)
+		}
 		s.mu.Unlock()
+		if learn && s.cfg.OnModels != nil {
+			s.cfg.OnModels(m.name, m.pool.name, slices.Clone(told))
+		}
 		select {
 		case <-changed:
 		case <-m.stop:

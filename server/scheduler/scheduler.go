@@ -109,6 +109,11 @@ type Config struct {
 	// (defaults 1 s and 1 min).
 	EjectBase, EjectMax time.Duration
 
+	// OnModels, when set, is told the models a worker serves each time its
+	// list changes (as it connects, or reports new ones), outside the
+	// scheduler's lock: the gateway learns its models from its workers.
+	OnModels func(worker, pool string, models []string)
+
 	// Registerer receives the scheduler's metrics (none when nil).
 	Registerer prometheus.Registerer
 	// Now is the clock (default time.Now).
