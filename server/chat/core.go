@@ -226,7 +226,7 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 		return nil, 0, 0, apierr.InvalidArgument("model", "is required")
 	}
 	if !ok {
-		return nil, 0, 0, apierr.UnknownModel("model", req.Model)
+		return nil, 0, 0, c.Models.Unknown("model", req.Model)
 	}
 	if m.Embeds() {
 		return nil, 0, 0, apierr.InvalidArgument("model", m.ID+" is an embedding model; use EmbeddingService.Embed or /v1/embeddings")
@@ -380,7 +380,7 @@ func (c *Core) CountPrompt(ctx context.Context, req Request) (int, error) {
 	case req.Model == "":
 		return 0, apierr.InvalidArgument("model", "is required")
 	case !ok:
-		return 0, apierr.UnknownModel("model", req.Model)
+		return 0, c.Models.Unknown("model", req.Model)
 	case m.Embeds():
 		return 0, apierr.InvalidArgument("model", m.ID+" is an embedding model")
 	}

@@ -7,8 +7,11 @@ package models
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -81,24 +84,37 @@ func priceOf(tokens, nanosPerMillion int64) int64 {
 // Accepts reports whether the model takes inputs of the modality.
 func (m *Model) Accepts(modality string) bool { return slices.Contains(m.Modalities, modality) }
 
-// Catalog is the set of models offered, in a fixed order.
+// Catalog is the set of models offered, in a fixed order: those configured,
+// then those learned from workers at the operator's default price
+// (learn.go). It is safe for concurrent use; lookups take no lock.
 type Catalog struct {
+	snap atomic.Pointer[snapshot]
+
+	mu       sync.Mutex // serialises learning
+	unpriced Unpriced
+	logger   *slog.Logger
+	learned  map[string]bool     // served at the default price
+	refused  map[string][]string // unpriced and refused: model → "worker (pool)" serving it
+}
+
+// snapshot is the catalog's models at one time; never changed once published.
+type snapshot struct {
 	models []*Model
 	byID   map[string]*Model
 }
 
 // Lookup returns the model named id.
 func (c *Catalog) Lookup(id string) (*Model, bool) {
-	m, ok := c.byID[id]
+	m, ok := c.snap.Load().byID[id]
 	return m, ok
 }
 
 // All returns every model, in catalog order.
-func (c *Catalog) All() []*Model { return c.models }
+func (c *Catalog) All() []*Model { return c.snap.Load().models }
 
 // New makes a catalog, checking every model's settings.
 func New(models []*Model) (*Catalog, error) {
-	c := &Catalog{byID: map[string]*Model{}}
+	c := &snapshot{byID: map[string]*Model{}}
 	for i, m := range models {
 		where := fmt.Sprintf("models[%d] (%s)", i, m.ID)
 		switch {
@@ -132,7 +148,9 @@ func New(models []*Model) (*Catalog, error) {
 	if len(c.models) == 0 {
 		return nil, errors.New("models: the catalog is empty")
 	}
-	return c, nil
+	cat := &Catalog{learned: map[string]bool{}, refused: map[string][]string{}, logger: slog.New(slog.DiscardHandler)}
+	cat.snap.Store(c)
+	return cat, nil
 }
 
 // Load reads a catalog from a YAML file ({models: [...]}), or returns the

@@ -53,6 +53,21 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	pingEvery := fs.Duration("ping-interval", 10*time.Second, "keep-alive comment interval on quiet SSE streams")
 	queueLimit := fs.Int("queue-limit", 256, "requests per model that may wait for a worker before new ones are refused")
 	maxQueueWait := fs.Duration("max-queue-wait", 30*time.Second, "longest a request waits for a worker")
+	// Worker pools (README: Worker pools), tried in order: the first is primary.
+	var pools []scheduler.Pool
+	fs.Func("worker-pool", "a named, ordered pool of workers, name=host:port[,host:port…]; repeat it, primary first (instead of --workers)", func(v string) error {
+		p, err := scheduler.ParsePool(v)
+		pools = append(pools, p)
+		return err
+	})
+	spillWait := fs.Duration("pool-spill-wait", 500*time.Millisecond, "queue wait for a busy pool past which a request goes on to the next pool, and the pool counts as saturated")
+	spillHold := fs.Duration("pool-spill-hold", 10*time.Second, "how long a pool counts as saturated after a request waited past --pool-spill-wait for it")
+	// Models the workers serve that the catalog does not price (README: Models from workers).
+	unpricedMode := fs.String("unpriced-models", "refuse", "models the workers serve that --models-file does not price: refuse (logged, in /readyz, a clear error to clients) or default (served at the --unpriced-* prices)")
+	unpricedIn := fs.Int64("unpriced-input-price", -1, "with --unpriced-models=default: their price per million prompt tokens, in nano-USD")
+	unpricedOut := fs.Int64("unpriced-output-price", -1, "with --unpriced-models=default: their price per million completion tokens, in nano-USD")
+	unpricedWindow := fs.Int64("unpriced-context-window", 32_768, "with --unpriced-models=default: their context window, in tokens")
+	unpricedMaxOut := fs.Int64("unpriced-max-output-tokens", 4096, "with --unpriced-models=default: their completion bound, in tokens")
 	defaults := attach.DefaultLimits()
 	imageBytes := fs.Int64("attachment-image-bytes", defaults.ImageBytes, "largest image attachment, in bytes")
 	documentBytes := fs.Int64("attachment-document-bytes", defaults.DocumentBytes, "largest document attachment, in bytes")
@@ -139,16 +154,22 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	unpriced, err := models.ParseUnpriced(*unpricedMode, *unpricedIn, *unpricedOut, *unpricedWindow, *unpricedMaxOut)
+	if err != nil {
+		return err
+	}
+	catalog.SetUnpriced(unpriced, logger)
 	workerToken, err := config.ReadToken("worker-token", cfg.WorkerToken, cfg.WorkerTokenFile)
 	if err != nil {
 		return err
 	}
-	if len(cfg.Workers) > 0 && workerToken == "" {
+	if (len(cfg.Workers) > 0 || len(pools) > 0) && workerToken == "" {
 		logger.Warn("no --worker-token: the workers must accept calls without one (loopback, or --insecure-no-worker-token)")
 	}
 	sched, err := scheduler.New(scheduler.Config{
-		Workers: cfg.Workers, Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
-		WorkerToken: workerToken,
+		Workers: cfg.Workers, Pools: pools, SpillWait: *spillWait, SpillHold: *spillHold,
+		Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
+		WorkerToken: workerToken, OnModels: catalog.Learn,
 	}, logger)
 	if err != nil {
 		return err
@@ -161,7 +182,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		}
 		return out
 	})
-	if len(cfg.Workers) == 0 {
+	if len(cfg.Workers) == 0 && len(pools) == 0 {
 		var ids []string
 		for _, m := range catalog.All() {
 			ids = append(ids, m.ID)
@@ -249,7 +270,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 	}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{
-		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Pages: pages, Logger: logger,
+		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Pages: pages, Logger: logger, Catalog: catalog,
 	}, handlerOpts...))
 
 	// Health and reflection over gRPC, gRPC-Web and Connect.
@@ -303,6 +324,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	// Plain HTTP endpoints.
 	checks := stores.Checks()
 	checks["workers"] = sched.Ready
+	checks["models"] = catalog.Ready // refused unpriced models: said, not unready
 	mux.Handle("GET /healthz", metrics.HTTP("healthz", gateway.Healthz()))
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
