@@ -55,7 +55,8 @@ type Serve struct {
 	// chosen on its own.
 	PostgresURL string
 	// RedisURL (redis://…) moves the rate limiter into Redis, shared by
-	// every gateway.
+	// every gateway; redis+cluster://host:port,host:port,… names a Redis
+	// Cluster (any of its nodes).
 	RedisURL string
 	// ClickHouseURL (clickhouse://host:9000/db) moves usage records into
 	// ClickHouse.
@@ -91,7 +92,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.Secret, "secret", "", "hex key signing page tokens and blob URLs (scale mode: the same on every gateway)")
 	fs.StringVar(&c.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite)")
-	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process)")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process); redis+cluster://host:port,host:port,… for a Redis Cluster")
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint URL for attachment blobs (empty: the data directory); keys from PARLEY_S3_ACCESS_KEY/PARLEY_S3_SECRET_KEY")
 	fs.StringVar(&c.S3Bucket, "s3-bucket", "parley", "S3 bucket for attachment blobs, created if missing")
