@@ -53,10 +53,14 @@ func withDatabase(t testing.TB, u, name string) string {
 	return p.String()
 }
 
-// adminExec runs one statement on the HA primary directly.
-func adminExec(t testing.TB, ctx context.Context, sql string) {
+// adminExec runs one statement on the HA primary directly, in database
+// (empty: the URL's).
+func adminExec(t testing.TB, ctx context.Context, database, sql string) {
 	t.Helper()
 	admin := needEnv(t, EnvHAPrimaryURL)[0]
+	if database != "" {
+		admin = withDatabase(t, admin, database)
+	}
 	c, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -67,28 +71,70 @@ func adminExec(t testing.TB, ctx context.Context, sql string) {
 	}
 }
 
-// openPgBouncer returns a migrated store reached through PgBouncer in
-// transaction mode, in a fresh database of its own (PgBouncer passes no
-// search_path, so a database isolates a test where a schema does direct),
-// dropped when the test ends.
+// bouncerDBs are the databases openPgBouncer made in this process: each
+// test takes a free one (emptied) or makes another, and gives it back when
+// it ends; TestMain drops them all. (A CREATE DATABASE and its migration
+// cost about a second; emptying one costs a few milliseconds.)
+var bouncerDBs struct {
+	sync.Mutex
+	free, all []string
+}
+
+// openPgBouncer returns a migrated, empty store reached through PgBouncer
+// in transaction mode, in a database of its own while the test runs
+// (PgBouncer passes no search_path, so a database isolates a test where a
+// schema does direct).
 func openPgBouncer(t testing.TB) *postgres.DB {
 	t.Helper()
 	bouncer := needEnv(t, EnvPgBouncerURL, EnvHAPrimaryURL)[0]
-	name := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	adminExec(t, t.Context(), `CREATE DATABASE `+name)
+	bouncerDBs.Lock()
+	name := ""
+	if n := len(bouncerDBs.free); n > 0 {
+		name, bouncerDBs.free = bouncerDBs.free[n-1], bouncerDBs.free[:n-1]
+	}
+	bouncerDBs.Unlock()
+	if name == "" {
+		name = "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		adminExec(t, t.Context(), "", `CREATE DATABASE `+name)
+		bouncerDBs.Lock()
+		bouncerDBs.all = append(bouncerDBs.all, name)
+		bouncerDBs.Unlock()
+	} else {
+		adminExec(t, t.Context(), name, `DO $$ DECLARE ts text; BEGIN
+			SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO ts
+			FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations';
+			IF ts IS NOT NULL THEN EXECUTE 'TRUNCATE ' || ts || ' RESTART IDENTITY CASCADE'; END IF;
+		END $$`)
+	}
 	db, err := postgres.Open(t.Context(), withDatabase(t, bouncer, name), postgres.Options{PgBouncer: true, MaxConns: 8})
 	if err != nil {
-		adminExec(t, context.Background(), `DROP DATABASE `+name)
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
 		db.Close()
-		adminExec(t, context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+		bouncerDBs.Lock()
+		bouncerDBs.free = append(bouncerDBs.free, name)
+		bouncerDBs.Unlock()
 	})
 	if err := db.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	return db
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if admin := os.Getenv(EnvHAPrimaryURL); admin != "" && len(bouncerDBs.all) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if c, err := pgx.Connect(ctx, admin); err == nil {
+			for _, name := range bouncerDBs.all {
+				_, _ = c.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+			}
+			c.Close(ctx)
+		}
+		cancel()
+	}
+	os.Exit(code)
 }
 
 // TestPgBouncer runs the conformance suites through PgBouncer 1.18 in
