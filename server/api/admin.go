@@ -172,7 +172,7 @@ func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parle
 	if err != nil {
 		return nil, err
 	}
-	records, next, err := h.Usage.List(ctx, userID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	records, next, err := h.Usage.List(store.AllowStale(ctx), userID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, h.typed(ctx, "page_token", err)
 	}

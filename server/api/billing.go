@@ -75,7 +75,7 @@ func (h *BillingHandler) ListUsage(ctx context.Context, req *connect.Request[par
 	if err != nil {
 		return nil, err
 	}
-	records, next, err := h.Usage.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	records, next, err := h.Usage.List(store.AllowStale(ctx), p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}

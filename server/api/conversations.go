@@ -72,7 +72,7 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 	if err != nil {
 		return nil, err
 	}
-	convs, next, err := h.Core.Conversations.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	convs, next, err := h.Core.Conversations.List(store.AllowStale(ctx), p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}
@@ -107,7 +107,7 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 	if err != nil {
 		return nil, err
 	}
-	msgs, next, err := h.Core.Messages.List(ctx, c.ID, store.PageRequest{Size: size, Cursor: cursor})
+	msgs, next, err := h.Core.Messages.List(store.AllowStale(ctx), c.ID, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}

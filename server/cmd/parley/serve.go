@@ -108,6 +108,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		return err
 	}
 	defer stores.Close()
+	metrics.Registry.MustRegister(stores.Collectors...)
 
 	// Authentication: sessions, API keys, the pre-auth limiter, the audit log.
 	authn := auth.New(stores.Accounts, stores.Audit, stores.Limiter, time.Now, auth.Config{

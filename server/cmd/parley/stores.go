@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/blob"
 	s3blob "github.com/parleyhq/parley/server/blob/s3"
@@ -44,9 +46,11 @@ type stores struct {
 	Broadcast          auth.Broadcaster
 	SubscribeEvictions func(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error
 	// Blobs is the S3 blob store, or nil for the data directory's.
-	Blobs   blob.Blobs
-	checks  map[string]gateway.Check
-	closers []func() error
+	Blobs blob.Blobs
+	// Collectors are the stores' metric families, for the registry.
+	Collectors []prometheus.Collector
+	checks     map[string]gateway.Check
+	closers    []func() error
 }
 
 // openStores opens and migrates every configured store.
@@ -60,12 +64,18 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 			s.Close()
 		}
 	}()
+	if cfg.PostgresURL == "" && (len(cfg.PostgresReadURLs) > 0 || cfg.PostgresPgBouncer) {
+		return nil, errors.New("--postgres-read-urls and --postgres-pgbouncer need --postgres-url")
+	}
 	if cfg.PostgresURL != "" {
-		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{})
+		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{
+			PgBouncer: cfg.PostgresPgBouncer, ReadURLs: cfg.PostgresReadURLs, MaxReplicaLag: cfg.PostgresReplicaMaxLag,
+		})
 		if err != nil {
 			return nil, err
 		}
 		s.closers = append(s.closers, pg.Close)
+		s.Collectors = append(s.Collectors, pg.Collectors()...)
 		if err := pg.Migrate(ctx); err != nil {
 			return nil, err
 		}

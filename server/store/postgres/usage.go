@@ -56,11 +56,7 @@ func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p s
 		q += fmt.Sprintf(` AND (created_at, request_id) < ($%d, $%d)`, len(args)-1, len(args))
 	}
 	q += fmt.Sprintf(` ORDER BY created_at DESC, request_id DESC LIMIT %d`, limit+1)
-	rows, err := u.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(row pgx.Rows) (store.UsageRecord, error) {
+	out, err := readRows(ctx, u.db, q, args, func(row pgx.Rows) (store.UsageRecord, error) {
 		var r store.UsageRecord
 		var created int64
 		err := row.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
