@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,4 +286,72 @@ func TestMeasureResponseCache(t *testing.T) {
 	}
 	t.Logf("50-token answers, %d each: miss p50 %v p95 %v; hit p50 %v p95 %v", n,
 		pct(miss, 0.5), pct(miss, 0.95), pct(hit, 0.5), pct(hit, 0.95))
+}
+
+// A hit is billed at the catalog's cache-hit price; the shared level (Redis)
+// answers a gateway that never saw the request; a changed catalog entry
+// makes every answer cached under the old one unreachable.
+func TestResponseCacheBillingSharedLevelAndCatalogChange(t *testing.T) {
+	url, _, _ := privateRedis(t)
+	dir := t.TempDir()
+	catalog := func(outputPrice int) string {
+		file := filepath.Join(t.TempDir(), "models.yaml")
+		if err := os.WriteFile(file, []byte(fmt.Sprintf(`models:
+- id: priced
+  display_name: Priced (simulated)
+  simulated: true
+  context_window: 4096
+  max_output_tokens: 64
+  input_price_nanos_per_million: 1000000000
+  output_price_nanos_per_million: %d
+  cache_hit_price_nanos_per_million: 100000000
+`, outputPrice)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	start := func(models string) *server {
+		return startServer(t, append(fastAuth, "--data-dir", dir, "--models-file", models, "--response-cache-redis-url", url)...)
+	}
+	s := start(catalog(2_000_000_000))
+	a := s.newAccount(t, "cache-price@example.com")
+	s.topup(t, a, "10")
+	seed := int64(1)
+	ask := func(s *server) (status string, cost int64, u *parleyv1.Usage) {
+		req := connect.NewRequest(&parleyv1.CompleteRequest{Model: "priced", Messages: userText("price me"), MaxOutputTokens: 20, Seed: &seed})
+		req.Header().Set("Parley-Cache", "on")
+		res, err := s.api(protocols[0], cred{bearer: a.Key}).Chat.Complete(ctxTimeout(t, 10*time.Second), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Header().Get("Parley-Cache-Status"), res.Msg.GetCostNanos(), res.Msg.GetUsage()
+	}
+	st, missCost, u := ask(s)
+	if st != "miss" || missCost != u.GetPromptTokens()*1000+u.GetCompletionTokens()*2000 {
+		t.Fatalf("miss: %q cost %d for %v", st, missCost, u)
+	}
+	st, hitCost, _ := ask(s)
+	if want := (u.GetPromptTokens() + u.GetCompletionTokens()) * 100; st != "hit" || hitCost != want {
+		t.Fatalf("hit: %q cost %d, want %d (the cache-hit price)", st, hitCost, want)
+	}
+	s.Signal(syscall.SIGTERM)
+	if _, err := s.Wait(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new process with the same catalog: its own level is empty, Redis answers.
+	s = start(catalog(2_000_000_000))
+	if st, _, _ := ask(s); st != "hit" {
+		t.Fatalf("same catalog, new process: %q, want a hit from Redis", st)
+	}
+	s.Signal(syscall.SIGTERM)
+	if _, err := s.Wait(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// The model's entry changed (its output price): the old answers are gone.
+	s = start(catalog(3_000_000_000))
+	if st, _, _ := ask(s); st != "miss" {
+		t.Fatalf("changed catalog entry: %q, want a miss", st)
+	}
 }

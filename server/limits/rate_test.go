@@ -10,6 +10,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/memlimit"
@@ -158,5 +159,50 @@ func TestParseRates(t *testing.T) {
 		if _, err := ParseRates(bad); err == nil {
 			t.Fatalf("%q parsed", bad)
 		}
+	}
+}
+
+// Web generations take the request rate in Admit, in the same call as the
+// tier limits: refused by the rate, nothing of the tier limits is taken;
+// Release gives the rate's unit back; Status reports it.
+func TestAdmitTakesTheRate(t *testing.T) {
+	l, c := newLimits()
+	l.Rates = Rates{store.TierFree: {PerMinute: 60, Burst: 2}}
+	ctx := context.Background()
+	big := &models.Model{ID: "big", TierLimits: map[store.Tier]models.TierLimit{
+		store.TierFree: {Requests: 100, InputTokens: 100000, OutputTokens: 100000, Window: time.Hour}}}
+	g, err := l.Admit(ctx, "u", store.TierFree, big, 10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctx, g)
+	for i := range 2 {
+		if _, err := l.Admit(ctx, "u", store.TierFree, big, 10, 10); err != nil {
+			t.Fatalf("request %d: %v (a released grant gave back its rate unit)", i, err)
+		}
+	}
+	_, err = l.Admit(ctx, "u", store.TierFree, big, 10, 10)
+	var le parleyv1.LimitExceeded
+	if !apierr.Detail(err, &le) || le.GetLimit().GetKind() != parleyv1.LimitKind_LIMIT_KIND_REQUEST_RATE {
+		t.Fatalf("third request at once: %v", err)
+	}
+	if d, _ := apierr.RetryAfter(err); d != time.Second {
+		t.Fatalf("retry after %v, want 1 s (60 a minute)", d)
+	}
+	st, err := l.Status(ctx, "u", store.TierFree, []*models.Model{big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := st[len(st)-1]; last.GetKind() != parleyv1.LimitKind_LIMIT_KIND_REQUEST_RATE || last.GetRemaining() != 0 || last.GetLimit() != 2 {
+		t.Fatalf("status %v", last)
+	}
+	for _, s := range st[:len(st)-1] {
+		if s.GetKind() == parleyv1.LimitKind_LIMIT_KIND_REQUESTS && s.GetUsed() != 2 {
+			t.Fatalf("the refused request took a tier request: %v", s)
+		}
+	}
+	c.Advance(time.Second)
+	if _, err := l.Admit(ctx, "u", store.TierFree, big, 10, 10); err != nil {
+		t.Fatalf("a second later: %v", err)
 	}
 }
