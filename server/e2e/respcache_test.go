@@ -91,7 +91,7 @@ func TestResponseCacheHitAndMiss(t *testing.T) {
 
 	t.Run("never cached", func(t *testing.T) {
 		for name, body := range map[string]string{
-			"temperature 1": `{"model":"sim-small","messages":[{"role":"user","content":"random"}],"max_tokens":10,"temperature":1}`,
+			"temperature 1":  `{"model":"sim-small","messages":[{"role":"user","content":"random"}],"max_tokens":10,"temperature":1}`,
 			"no temperature": `{"model":"sim-small","messages":[{"role":"user","content":"random"}],"max_tokens":10}`,
 			"tools": `{"model":"sim-small","messages":[{"role":"user","content":"random"}],"max_tokens":10,"temperature":0,
 				"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{}}}}]}`,

@@ -52,8 +52,8 @@ type stores struct {
 	// both in process (or none) without Redis.
 	LoadBoard     limits.LoadBoard
 	ResponseCache respcache.Remote
-	checks  map[string]gateway.Check
-	closers []func() error
+	checks        map[string]gateway.Check
+	closers       []func() error
 }
 
 // openStores opens and migrates every configured store.
