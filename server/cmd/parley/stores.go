@@ -45,15 +45,16 @@ type stores struct {
 	// tier changes to every gateway (Redis pub/sub); nil without Redis.
 	Broadcast          auth.Broadcaster
 	SubscribeEvictions func(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error
-	// Blobs is the S3 blob store, or nil for the data directory's.
-	Blobs blob.Blobs
 	// LoadBoard shares the gateways' load figures for the request rates
 	// (Redis), and ResponseCache is the response cache's shared level;
 	// both in process (or none) without Redis.
 	LoadBoard     limits.LoadBoard
 	ResponseCache respcache.Remote
-	checks        map[string]gateway.Check
-	closers       []func() error
+
+	// Blobs is the S3 blob store, or nil for the data directory's.
+	Blobs   blob.Blobs
+	checks  map[string]gateway.Check
+	closers []func() error
 }
 
 // openStores opens and migrates every configured store.
