@@ -118,6 +118,7 @@ func UsageRecordsToProto(records []store.UsageRecord) []*parleyv1.UsageRecord {
 				CachedTokens: r.CachedTokens, Estimated: r.Estimated},
 			CreatedAt: timestamppb.New(r.CreatedAt),
 			User:      r.EndUser,
+			CacheHit:  r.CacheHit,
 		})
 	}
 	return out

@@ -5,6 +5,8 @@
 package models
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +47,24 @@ type Model struct {
 	Kind string `yaml:"kind"`
 	// EmbeddingDimensions is an embedding model's vector length.
 	EmbeddingDimensions int `yaml:"embedding_dimensions"`
+	// CacheHitPriceNanosPerMillion is the price of a million tokens (prompt
+	// and completion together) of an answer served from the response cache,
+	// in nano-USD; zero (the default) makes cache hits free.
+	CacheHitPriceNanosPerMillion int64 `yaml:"cache_hit_price_nanos_per_million"`
+
+	// version is a hash of the entry as loaded (see Version).
+	version string
+}
+
+// Version is a hash of the model's catalog entry: it changes whenever any of
+// its settings does, so what was cached under one entry (response cache
+// keys) is never served under another.
+func (m *Model) Version() string { return m.version }
+
+// CacheHitCost is the price in nano-USD of an answer of the given tokens
+// served from the response cache.
+func (m *Model) CacheHitCost(promptTokens, completionTokens int64) int64 {
+	return priceOf(promptTokens+completionTokens, m.CacheHitPriceNanosPerMillion)
 }
 
 // The kinds of model.
@@ -128,7 +148,7 @@ func New(models []*Model) (*Catalog, error) {
 			return nil, fmt.Errorf("%s: an embedding model needs context_window and embedding_dimensions, and has no tier_limits", where)
 		case m.Kind != KindEmbedding && (m.ContextWindow <= 0 || m.MaxOutputTokens <= 0 || m.MaxOutputTokens >= m.ContextWindow):
 			return nil, fmt.Errorf("%s: need 0 < max_output_tokens < context_window", where)
-		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0:
+		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0 || m.CacheHitPriceNanosPerMillion < 0:
 			return nil, fmt.Errorf("%s: prices must not be negative", where)
 		}
 		if len(m.Modalities) == 0 {
@@ -142,6 +162,12 @@ func New(models []*Model) (*Catalog, error) {
 				return nil, fmt.Errorf("%s: tier_limits[%s]: need a known tier and positive limits and window", where, tier)
 			}
 		}
+		entry, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		sum := sha256.Sum256(entry)
+		m.version = hex.EncodeToString(sum[:8])
 		c.models = append(c.models, m)
 		c.byID[m.ID] = m
 	}

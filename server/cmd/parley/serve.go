@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ import (
 	"github.com/parleyhq/parley/server/limits"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/obs"
+	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
@@ -91,6 +93,16 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	prepareConcurrency := fs.Int("prepare-concurrency", max(2, runtime.GOMAXPROCS(0)), "image decodes and document extractions running at once")
 	preparePerUser := fs.Int("prepare-per-user", max(1, runtime.GOMAXPROCS(0)/4), "of those, how many one user may hold")
 	prepareQueue := fs.Int("prepare-queue-per-user", defaults.PerUserQueue, "how many more of one user's wait for their share; past that they are refused")
+	// Seed 003's elastic gateway: load-adaptive request rates and the
+	// response cache (README: Elastic gateway).
+	rateLimits := fs.String("rate-limits", "", "per-user request rates by tier, tightened under load: off, or TIER=PER_MINUTE/BURST[@LOAD:FACTOR]...,… replacing the defaults (free=600/20@0.7:0.5, plus=600/20@0.8:0.5, pro=600/20@0.9:0.5, max=600/20); TIER=off drops one")
+	loadWindow := fs.Duration("load-window", 5*time.Second, "span the workers' load is averaged over for the request rates")
+	cacheMode := fs.String("response-cache", "opt-in", "response cache of deterministic API requests: off, opt-in (Parley-Cache: on) or on (unless Parley-Cache: off)")
+	cacheEntries := fs.Int("response-cache-entries", 1000, "answers the response cache holds in this process")
+	cacheBytes := fs.Int64("response-cache-bytes", 64<<20, "bytes the response cache holds in this process")
+	cacheTTL := fs.Duration("response-cache-ttl", 60*time.Second, "how long an answer lives in this process")
+	cacheRedisTTL := fs.Duration("response-cache-redis-ttl", 300*time.Second, "how long an answer lives in Redis")
+	cacheRedisURL := fs.String("response-cache-redis-url", "", "Redis for the response cache's shared level (empty: --redis-url's; none: this process only); when it is down the cache skips it")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -208,6 +220,27 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		bill.OnRecord = relay.Kick
 	}
 	tierLimits := limits.New(stores.Limiter, time.Now)
+	if tierLimits.Rates, err = limits.ParseRates(*rateLimits); err != nil {
+		return err
+	}
+	hostname, _ := os.Hostname()
+	load, err := limits.NewLoad(limits.LoadConfig{
+		Sample: func() (float64, float64) { return limits.SchedulerLoad(sched.Workers()) },
+		Window: *loadWindow, Board: stores.LoadBoard, Gateway: fmt.Sprintf("%s:%d:%s", hostname, os.Getpid(), rand.Text()[:8]),
+		Rates: tierLimits.Rates, Registerer: metrics.Registry, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	tierLimits.Load = load
+	go load.Run(sweepCtx)
+	respCache, cacheByDefault, err := openResponseCache(ctx, *cacheMode, *cacheRedisURL, stores.ResponseCache, respcache.Config{
+		LocalTTL: *cacheTTL, LocalEntries: *cacheEntries, LocalBytes: *cacheBytes, RemoteTTL: *cacheRedisTTL,
+		Registerer: metrics.Registry, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
 	generations, stopGenerations := context.WithCancel(context.Background())
 	core := &chat.Core{
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched,
@@ -215,6 +248,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Background: generations, Attachments: attachments,
 		Metrics: chat.NewMetrics(metrics.Registry),
+		Cache:   respCache, CacheByDefault: cacheByDefault,
 	}
 	go core.ListenForCancels(generations)
 	defer func() { stopGenerations(); core.Wait() }()
@@ -336,6 +370,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
+		respcache.Headers,
 		gateway.BodyReadTimeout(cfg.BodyReadTimeout),
 		gateway.CORS(cfg.WebOrigins),
 		gateway.Except(blob.Prefix, gateway.BodyLimit(cfg.MaxBodyBytes)), // an upload URL bounds its own length

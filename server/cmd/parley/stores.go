@@ -18,6 +18,8 @@ import (
 	s3blob "github.com/parleyhq/parley/server/blob/s3"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
+	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/clickhouse"
 	"github.com/parleyhq/parley/server/store/cql"
@@ -45,6 +47,12 @@ type stores struct {
 	// tier changes to every gateway (Redis pub/sub); nil without Redis.
 	Broadcast          auth.Broadcaster
 	SubscribeEvictions func(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error
+	// LoadBoard shares the gateways' load figures for the request rates
+	// (Redis), and ResponseCache is the response cache's shared level;
+	// both in process (or none) without Redis.
+	LoadBoard     limits.LoadBoard
+	ResponseCache respcache.Remote
+
 	// Blobs is the S3 blob store, or nil for the data directory's.
 	Blobs blob.Blobs
 	// Collectors are the stores' metric families, for the registry.
@@ -104,12 +112,14 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.closers = append(s.closers, rdb.Close)
 		s.Limiter = redisstore.NewLimiter(rdb, "")
 		s.Generations = redisstore.NewGenerations(rdb)
+		s.LoadBoard, s.ResponseCache = redisstore.NewLoadBoard(rdb, ""), redisstore.NewResponseCache(rdb, "")
 		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 		bc := redisstore.NewBroadcaster(rdb)
 		s.Broadcast, s.SubscribeEvictions = bc, bc.Subscribe
 	} else {
 		s.Limiter = memlimit.New(time.Minute)
 		s.Generations = memlive.New()
+		s.LoadBoard = memlimit.NewBoard()
 	}
 	if cfg.ClickHouseURL != "" {
 		chdb, err := clickhouse.Open(ctx, cfg.ClickHouseURL)
