@@ -12,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/server/store/redis"
 )
 
-func testClient(t *testing.T) (*goredis.Client, string) {
+func testClient(t *testing.T) (goredis.UniversalClient, string) {
 	t.Helper()
 	url := os.Getenv(EnvURL)
 	if url == "" {

@@ -16,25 +16,33 @@ import (
 // rest); the options are go-redis's cluster URL options (dial_timeout=3s,
 // read_timeout, route_by_latency=true, …).
 func Open(ctx context.Context, url string) (goredis.UniversalClient, error) {
-	var c goredis.UniversalClient
-	if IsClusterURL(url) {
-		opts, err := parseClusterURL(url)
-		if err != nil {
-			return nil, err
-		}
-		c = goredis.NewClusterClient(opts)
-	} else {
-		opts, err := goredis.ParseURL(url)
-		if err != nil {
-			return nil, fmt.Errorf("redis: %w", err)
-		}
-		c = goredis.NewClient(opts)
+	c, err := Dial(url)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("redis: ping: %w", err)
 	}
 	return c, nil
+}
+
+// Dial returns a client of the Redis (or Redis Cluster) at url, as Open
+// takes it, without checking that it answers: for a best-effort store such
+// as the response cache, which works on while its Redis is down.
+func Dial(url string) (goredis.UniversalClient, error) {
+	if IsClusterURL(url) {
+		opts, err := parseClusterURL(url)
+		if err != nil {
+			return nil, err
+		}
+		return goredis.NewClusterClient(opts), nil
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return goredis.NewClient(opts), nil
 }
 
 // IsClusterURL says whether url names a Redis Cluster (redis+cluster:// or

@@ -47,14 +47,3 @@ func (c *ResponseCache) Set(ctx context.Context, key string, value []byte, ttl t
 	}
 	return nil
 }
-
-// Dial returns a client of the Redis at url (redis://…) without checking
-// that it answers: for a best-effort store such as the response cache, which
-// works on while its Redis is down.
-func Dial(url string) (*goredis.Client, error) {
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	return goredis.NewClient(opts), nil
-}
