@@ -17,3 +17,9 @@ func (db *DB) Database(t interface{ Fatal(...any) }) string {
 	}
 	return name
 }
+
+// ExecRaw runs a statement on the store's schema (tests).
+func (db *DB) ExecRaw(ctx context.Context, q string, args ...any) error {
+	_, err := db.pool.Exec(ctx, q, args...)
+	return err
+}
