@@ -64,7 +64,8 @@ type Options struct {
 	// each is parsed unnamed in the round trip that runs it, after one
 	// describe per connection and statement. A default_query_exec_mode in
 	// the URL wins. (Migrate's lock is a transaction's, so it is safe either
-	// way.)
+	// way.) PgBouncer 1.21 and later with max_prepared_statements set keep
+	// prepared statements across server connections: leave this off there.
 	PgBouncer bool
 	// ReadURLs are read replicas (hot standbys): listings read with a
 	// context marked store.AllowStale go to them round-robin.

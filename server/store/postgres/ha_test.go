@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/store"
@@ -157,6 +159,54 @@ func TestPgBouncer(t *testing.T) {
 		"Audit":         func(t *testing.T) { storetest.TestAudit(t, newStore) },
 	} {
 		t.Run(name, func(t *testing.T) { t.Parallel(); suite(t) })
+	}
+}
+
+// The control: pgx's default mode (named prepared statements, cached per
+// connection) breaks through PgBouncer in transaction mode, as soon as
+// concurrent callers share its server connections; Options.PgBouncer's does
+// not.
+func TestPgBouncerNeedsItsMode(t *testing.T) {
+	t.Parallel()
+	name := openPgBouncer(t).Database(t)
+	bouncer := withDatabase(t, needEnv(t, EnvPgBouncerURL)[0], name)
+	hammer := func(opts postgres.Options) (failures int, first error) {
+		opts.MaxConns = 8
+		db, err := postgres.Open(t.Context(), bouncer, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		s := db.Store()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for range 16 {
+			wg.Go(func() {
+				for range 100 {
+					if _, err := s.Accounts.GetUser(t.Context(), "nobody"); !errors.Is(err, store.ErrNotFound) {
+						mu.Lock()
+						if failures++; first == nil {
+							first = err
+						}
+						mu.Unlock()
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return failures, first
+	}
+	if n, err := hammer(postgres.Options{}); n == 0 {
+		t.Error("the default mode worked through PgBouncer: is it in transaction mode?")
+	} else {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42P05" && pe.Code != "26000" {
+			t.Errorf("default mode failed otherwise than on a prepared statement: %v", err)
+		}
+	}
+	if n, err := hammer(postgres.Options{PgBouncer: true}); n != 0 {
+		t.Errorf("PgBouncer mode: %d callers failed, first with %v", n, err)
 	}
 }
 

@@ -68,7 +68,9 @@ func newReplicaSet(primary *pgxpool.Pool, maxLag, every time.Duration) *replicaS
 		maxLag = DefaultMaxReplicaLag
 	}
 	if every <= 0 {
-		every = DefaultReplicaCheckEvery
+		// At least four checks within the bound, or a caught-up replica
+		// would look as old as the check interval.
+		every = min(DefaultReplicaCheckEvery, maxLag/4)
 	}
 	return &replicaSet{
 		primary: primary, maxLag: maxLag, every: every,
