@@ -79,6 +79,66 @@ func (ArchivedFilter) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
 }
 
+// MessageStatus says whether a stored message is complete.
+type MessageStatus int32
+
+const (
+	// Not set: treat as MESSAGE_STATUS_COMPLETE.
+	MessageStatus_MESSAGE_STATUS_UNSPECIFIED MessageStatus = 0
+	// The message is whole (an answer may still have been cancelled or have failed:
+	// see finish_reason).
+	MessageStatus_MESSAGE_STATUS_COMPLETE MessageStatus = 1
+	// The answer is being generated; what is stored so far is saved every few
+	// seconds. Follow it with StreamGeneration.
+	MessageStatus_MESSAGE_STATUS_IN_PROGRESS MessageStatus = 2
+	// The answer's generation was cut off (the gateway running it stopped): parts hold
+	// what had been saved of it.
+	MessageStatus_MESSAGE_STATUS_INTERRUPTED MessageStatus = 3
+)
+
+// Enum value maps for MessageStatus.
+var (
+	MessageStatus_name = map[int32]string{
+		0: "MESSAGE_STATUS_UNSPECIFIED",
+		1: "MESSAGE_STATUS_COMPLETE",
+		2: "MESSAGE_STATUS_IN_PROGRESS",
+		3: "MESSAGE_STATUS_INTERRUPTED",
+	}
+	MessageStatus_value = map[string]int32{
+		"MESSAGE_STATUS_UNSPECIFIED": 0,
+		"MESSAGE_STATUS_COMPLETE":    1,
+		"MESSAGE_STATUS_IN_PROGRESS": 2,
+		"MESSAGE_STATUS_INTERRUPTED": 3,
+	}
+)
+
+func (x MessageStatus) Enum() *MessageStatus {
+	p := new(MessageStatus)
+	*p = x
+	return p
+}
+
+func (x MessageStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MessageStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_conversation_proto_enumTypes[1].Descriptor()
+}
+
+func (MessageStatus) Type() protoreflect.EnumType {
+	return &file_parley_v1_conversation_proto_enumTypes[1]
+}
+
+func (x MessageStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MessageStatus.Descriptor instead.
+func (MessageStatus) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+}
+
 // ExportFormat is the file format of ConversationService.ExportConversation.
 type ExportFormat int32
 
@@ -116,11 +176,11 @@ func (x ExportFormat) String() string {
 }
 
 func (ExportFormat) Descriptor() protoreflect.EnumDescriptor {
-	return file_parley_v1_conversation_proto_enumTypes[1].Descriptor()
+	return file_parley_v1_conversation_proto_enumTypes[2].Descriptor()
 }
 
 func (ExportFormat) Type() protoreflect.EnumType {
-	return &file_parley_v1_conversation_proto_enumTypes[1]
+	return &file_parley_v1_conversation_proto_enumTypes[2]
 }
 
 func (x ExportFormat) Number() protoreflect.EnumNumber {
@@ -129,7 +189,7 @@ func (x ExportFormat) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExportFormat.Descriptor instead.
 func (ExportFormat) EnumDescriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
 }
 
 // Conversation is a stored chat.
@@ -148,9 +208,15 @@ type Conversation struct {
 	// When the conversation last changed (a message added, renamed, archived).
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Whether a generation is in progress; follow it with StreamGeneration.
-	Generating    bool `protobuf:"varint,7,opt,name=generating,proto3" json:"generating,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Generating bool `protobuf:"varint,7,opt,name=generating,proto3" json:"generating,omitempty"`
+	// The system prompt of this conversation (empty: none). It is sent after the
+	// user's custom instructions in the system message that starts the context.
+	SystemPrompt string `protobuf:"bytes,8,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// The leaf of the active branch: the message a SendMessage without
+	// parent_message_id answers after. Empty for a conversation with no messages.
+	CurrentMessageId string `protobuf:"bytes,9,opt,name=current_message_id,json=currentMessageId,proto3" json:"current_message_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Conversation) Reset() {
@@ -232,6 +298,20 @@ func (x *Conversation) GetGenerating() bool {
 	return false
 }
 
+func (x *Conversation) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *Conversation) GetCurrentMessageId() string {
+	if x != nil {
+		return x.CurrentMessageId
+	}
+	return ""
+}
+
 // ConversationMessage is a message stored in a conversation.
 type ConversationMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -251,8 +331,23 @@ type ConversationMessage struct {
 	// Why the answer ended (assistant messages); FINISH_REASON_UNSPECIFIED for user
 	// messages and for an answer still being generated.
 	FinishReason FinishReason `protobuf:"varint,7,opt,name=finish_reason,json=finishReason,proto3,enum=parley.v1.FinishReason" json:"finish_reason,omitempty"`
-	// When the message was stored.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When the message was stored (an answer: when its generation started).
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The message this one follows in the conversation's tree: for an answer, the
+	// user message it answers; for a user message, the answer it follows. Empty for a
+	// first message (a root).
+	ParentMessageId string `protobuf:"bytes,9,opt,name=parent_message_id,json=parentMessageId,proto3" json:"parent_message_id,omitempty"`
+	// This message's position among its siblings (the versions with the same parent,
+	// oldest first), from 0.
+	SiblingIndex int32 `protobuf:"varint,10,opt,name=sibling_index,json=siblingIndex,proto3" json:"sibling_index,omitempty"`
+	// How many siblings there are, this message included (1 when it has no other
+	// version).
+	SiblingCount int32 `protobuf:"varint,11,opt,name=sibling_count,json=siblingCount,proto3" json:"sibling_count,omitempty"`
+	// The ids of all the siblings, oldest first, this message included. List another
+	// version's branch with ListMessagesRequest.leaf_message_id.
+	SiblingMessageIds []string `protobuf:"bytes,12,rep,name=sibling_message_ids,json=siblingMessageIds,proto3" json:"sibling_message_ids,omitempty"`
+	// Whether the message is complete, still being generated or was interrupted.
+	Status        MessageStatus `protobuf:"varint,13,opt,name=status,proto3,enum=parley.v1.MessageStatus" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -343,6 +438,41 @@ func (x *ConversationMessage) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ConversationMessage) GetParentMessageId() string {
+	if x != nil {
+		return x.ParentMessageId
+	}
+	return ""
+}
+
+func (x *ConversationMessage) GetSiblingIndex() int32 {
+	if x != nil {
+		return x.SiblingIndex
+	}
+	return 0
+}
+
+func (x *ConversationMessage) GetSiblingCount() int32 {
+	if x != nil {
+		return x.SiblingCount
+	}
+	return 0
+}
+
+func (x *ConversationMessage) GetSiblingMessageIds() []string {
+	if x != nil {
+		return x.SiblingMessageIds
+	}
+	return nil
+}
+
+func (x *ConversationMessage) GetStatus() MessageStatus {
+	if x != nil {
+		return x.Status
+	}
+	return MessageStatus_MESSAGE_STATUS_UNSPECIFIED
+}
+
 // CreateConversationRequest is the request of ConversationService.CreateConversation.
 type CreateConversationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -350,7 +480,9 @@ type CreateConversationRequest struct {
 	Title string `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
 	// Optional. The default model of the conversation; empty means the gateway's
 	// default model.
-	Model         string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Optional. The conversation's system prompt: at most 8000 characters.
+	SystemPrompt  string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -395,6 +527,13 @@ func (x *CreateConversationRequest) GetTitle() string {
 func (x *CreateConversationRequest) GetModel() string {
 	if x != nil {
 		return x.Model
+	}
+	return ""
+}
+
+func (x *CreateConversationRequest) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
 	}
 	return ""
 }
@@ -664,7 +803,15 @@ type ListMessagesRequest struct {
 	// Optional. The most messages to return: default 50, at most 200.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional. The next_page_token of the previous page; empty for the first page.
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Optional. List the branch through this message instead of the active one: its
+	// ancestors, the message, and then its newest descendants (the newest child at
+	// each step) down to a leaf. Give a sibling's id to switch versions. Empty lists
+	// the active branch.
+	LeafMessageId string `protobuf:"bytes,4,opt,name=leaf_message_id,json=leafMessageId,proto3" json:"leaf_message_id,omitempty"`
+	// Optional. Also make the listed branch the active one: its leaf becomes the
+	// conversation's current_message_id, so a later SendMessage continues it.
+	MakeCurrent   bool `protobuf:"varint,5,opt,name=make_current,json=makeCurrent,proto3" json:"make_current,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -720,13 +867,29 @@ func (x *ListMessagesRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListMessagesRequest) GetLeafMessageId() string {
+	if x != nil {
+		return x.LeafMessageId
+	}
+	return ""
+}
+
+func (x *ListMessagesRequest) GetMakeCurrent() bool {
+	if x != nil {
+		return x.MakeCurrent
+	}
+	return false
+}
+
 // ListMessagesResponse is the response of ConversationService.ListMessages.
 type ListMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The messages, oldest first.
+	// The messages of the branch, root first.
 	Messages []*ConversationMessage `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The token for the next page; empty when this is the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The leaf of the listed branch (its last message).
+	LeafMessageId string `protobuf:"bytes,3,opt,name=leaf_message_id,json=leafMessageId,proto3" json:"leaf_message_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -775,6 +938,13 @@ func (x *ListMessagesResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListMessagesResponse) GetLeafMessageId() string {
+	if x != nil {
+		return x.LeafMessageId
+	}
+	return ""
+}
+
 // UpdateConversationRequest is the request of ConversationService.UpdateConversation.
 type UpdateConversationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -783,7 +953,10 @@ type UpdateConversationRequest struct {
 	// Optional. A new title, 1–200 characters; unset leaves it unchanged.
 	Title *string `protobuf:"bytes,2,opt,name=title,proto3,oneof" json:"title,omitempty"`
 	// Optional. Archive (true) or unarchive (false); unset leaves it unchanged.
-	Archived      *bool `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"`
+	Archived *bool `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"`
+	// Optional. A new system prompt, at most 8000 characters; empty clears it; unset
+	// leaves it unchanged. It applies to later answers.
+	SystemPrompt  *string `protobuf:"bytes,4,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -837,6 +1010,13 @@ func (x *UpdateConversationRequest) GetArchived() bool {
 		return *x.Archived
 	}
 	return false
+}
+
+func (x *UpdateConversationRequest) GetSystemPrompt() string {
+	if x != nil && x.SystemPrompt != nil {
+		return *x.SystemPrompt
+	}
+	return ""
 }
 
 // UpdateConversationResponse is the response of ConversationService.UpdateConversation.
@@ -983,6 +1163,12 @@ type SendMessageRequest struct {
 	// Optional. A cap on the answer's length, 1 to the model's max_output_tokens; 0
 	// means the model's max_output_tokens. Reserved against the tier's output limit.
 	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	// Optional. The message the new user message follows. Unset: the conversation's
+	// current leaf (continue the active branch). Set, it must be an assistant message
+	// of the conversation, or empty for a new first message; to edit a user message,
+	// send the new text with the edited message's parent_message_id (it becomes a
+	// sibling of the edited message).
+	ParentMessageId *string `protobuf:"bytes,5,opt,name=parent_message_id,json=parentMessageId,proto3,oneof" json:"parent_message_id,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1043,6 +1229,13 @@ func (x *SendMessageRequest) GetMaxOutputTokens() int64 {
 		return x.MaxOutputTokens
 	}
 	return 0
+}
+
+func (x *SendMessageRequest) GetParentMessageId() string {
+	if x != nil && x.ParentMessageId != nil {
+		return *x.ParentMessageId
+	}
+	return ""
 }
 
 // SendMessageResponse is one message of ConversationService.SendMessage's stream.
@@ -2182,11 +2375,311 @@ func (x *ConversationExport) GetExportedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
+type RegenerateMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. The assistant message to generate a new version of.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Optional. The model for the new answer; empty means the conversation's model.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Optional. A cap on the answer's length, as in SendMessageRequest.
+	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegenerateMessageRequest) Reset() {
+	*x = RegenerateMessageRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegenerateMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegenerateMessageRequest) ProtoMessage() {}
+
+func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegenerateMessageRequest.ProtoReflect.Descriptor instead.
+func (*RegenerateMessageRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RegenerateMessageRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetMaxOutputTokens() int64 {
+	if x != nil {
+		return x.MaxOutputTokens
+	}
+	return 0
+}
+
+// RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
+// stream.
+type RegenerateMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next event of the generation. The started event's user_message_id is the
+	// user message being answered again.
+	Event         *GenerationEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegenerateMessageResponse) Reset() {
+	*x = RegenerateMessageResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegenerateMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegenerateMessageResponse) ProtoMessage() {}
+
+func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
+func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+// GetCustomInstructionsRequest is the request of
+// ConversationService.GetCustomInstructions. It has no fields.
+type GetCustomInstructionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCustomInstructionsRequest) Reset() {
+	*x = GetCustomInstructionsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCustomInstructionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCustomInstructionsRequest) ProtoMessage() {}
+
+func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
+func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
+}
+
+// GetCustomInstructionsResponse is the response of
+// ConversationService.GetCustomInstructions.
+type GetCustomInstructionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's custom instructions; empty when none are set.
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCustomInstructionsResponse) Reset() {
+	*x = GetCustomInstructionsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCustomInstructionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCustomInstructionsResponse) ProtoMessage() {}
+
+func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
+func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *GetCustomInstructionsResponse) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// SetCustomInstructionsRequest is the request of
+// ConversationService.SetCustomInstructions.
+type SetCustomInstructionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The new instructions, at most 8000 characters; empty clears them.
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCustomInstructionsRequest) Reset() {
+	*x = SetCustomInstructionsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCustomInstructionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCustomInstructionsRequest) ProtoMessage() {}
+
+func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
+func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SetCustomInstructionsRequest) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// SetCustomInstructionsResponse is the response of
+// ConversationService.SetCustomInstructions.
+type SetCustomInstructionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The instructions as stored (trimmed).
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCustomInstructionsResponse) Reset() {
+	*x = SetCustomInstructionsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCustomInstructionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCustomInstructionsResponse) ProtoMessage() {}
+
+func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
+func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SetCustomInstructionsResponse) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
 var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x95\x02\n" +
+	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xe8\x02\n" +
 	"\fConversation\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -2198,7 +2691,9 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1e\n" +
 	"\n" +
 	"generating\x18\a \x01(\bR\n" +
-	"generating\"\xd0\x02\n" +
+	"generating\x12#\n" +
+	"\rsystem_prompt\x18\b \x01(\tR\fsystemPrompt\x12,\n" +
+	"\x12current_message_id\x18\t \x01(\tR\x10currentMessageId\"\xa8\x04\n" +
 	"\x13ConversationMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12'\n" +
@@ -2209,10 +2704,17 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x06tokens\x18\x06 \x01(\x03R\x06tokens\x12<\n" +
 	"\rfinish_reason\x18\a \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x129\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"G\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12*\n" +
+	"\x11parent_message_id\x18\t \x01(\tR\x0fparentMessageId\x12#\n" +
+	"\rsibling_index\x18\n" +
+	" \x01(\x05R\fsiblingIndex\x12#\n" +
+	"\rsibling_count\x18\v \x01(\x05R\fsiblingCount\x12.\n" +
+	"\x13sibling_message_ids\x18\f \x03(\tR\x11siblingMessageIds\x120\n" +
+	"\x06status\x18\r \x01(\x0e2\x18.parley.v1.MessageStatusR\x06status\"l\n" +
 	"\x19CreateConversationRequest\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x14\n" +
-	"\x05model\x18\x02 \x01(\tR\x05model\"Y\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
+	"\rsystem_prompt\x18\x03 \x01(\tR\fsystemPrompt\"Y\n" +
 	"\x1aCreateConversationResponse\x12;\n" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"\x8d\x01\n" +
 	"\x18ListConversationsRequest\x12\x1b\n" +
@@ -2226,31 +2728,38 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x16GetConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"V\n" +
 	"\x17GetConversationResponse\x12;\n" +
-	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"z\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"\xc5\x01\n" +
 	"\x13ListMessagesRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"z\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12&\n" +
+	"\x0fleaf_message_id\x18\x04 \x01(\tR\rleafMessageId\x12!\n" +
+	"\fmake_current\x18\x05 \x01(\bR\vmakeCurrent\"\xa2\x01\n" +
 	"\x14ListMessagesResponse\x12:\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x97\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12&\n" +
+	"\x0fleaf_message_id\x18\x03 \x01(\tR\rleafMessageId\"\xd3\x01\n" +
 	"\x19UpdateConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x19\n" +
 	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n" +
-	"\barchived\x18\x03 \x01(\bH\x01R\barchived\x88\x01\x01B\b\n" +
+	"\barchived\x18\x03 \x01(\bH\x01R\barchived\x88\x01\x01\x12(\n" +
+	"\rsystem_prompt\x18\x04 \x01(\tH\x02R\fsystemPrompt\x88\x01\x01B\b\n" +
 	"\x06_titleB\v\n" +
-	"\t_archived\"Y\n" +
+	"\t_archivedB\x10\n" +
+	"\x0e_system_prompt\"Y\n" +
 	"\x1aUpdateConversationResponse\x12;\n" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"D\n" +
 	"\x19DeleteConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"\x1c\n" +
-	"\x1aDeleteConversationResponse\"\xa6\x01\n" +
+	"\x1aDeleteConversationResponse\"\xed\x01\n" +
 	"\x12SendMessageRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12%\n" +
 	"\x05parts\x18\x03 \x03(\v2\x0f.parley.v1.PartR\x05parts\x12*\n" +
-	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"G\n" +
+	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12/\n" +
+	"\x11parent_message_id\x18\x05 \x01(\tH\x00R\x0fparentMessageId\x88\x01\x01B\x14\n" +
+	"\x12_parent_message_id\"G\n" +
 	"\x13SendMessageResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"_\n" +
 	"\x17StreamGenerationRequest\x12'\n" +
@@ -2319,17 +2828,36 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12:\n" +
 	"\bmessages\x18\x02 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12;\n" +
 	"\vexported_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exportedAt*\x84\x01\n" +
+	"exportedAt\"\xa4\x01\n" +
+	"\x18RegenerateMessageRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12*\n" +
+	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"M\n" +
+	"\x19RegenerateMessageResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x1e\n" +
+	"\x1cGetCustomInstructionsRequest\"C\n" +
+	"\x1dGetCustomInstructionsResponse\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"B\n" +
+	"\x1cSetCustomInstructionsRequest\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"C\n" +
+	"\x1dSetCustomInstructionsResponse\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions*\x84\x01\n" +
 	"\x0eArchivedFilter\x12\x1f\n" +
 	"\x1bARCHIVED_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ARCHIVED_FILTER_ACTIVE\x10\x01\x12\x1c\n" +
 	"\x18ARCHIVED_FILTER_ARCHIVED\x10\x02\x12\x17\n" +
-	"\x13ARCHIVED_FILTER_ALL\x10\x03*a\n" +
+	"\x13ARCHIVED_FILTER_ALL\x10\x03*\x8c\x01\n" +
+	"\rMessageStatus\x12\x1e\n" +
+	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17MESSAGE_STATUS_COMPLETE\x10\x01\x12\x1e\n" +
+	"\x1aMESSAGE_STATUS_IN_PROGRESS\x10\x02\x12\x1e\n" +
+	"\x1aMESSAGE_STATUS_INTERRUPTED\x10\x03*a\n" +
 	"\fExportFormat\x12\x1d\n" +
 	"\x19EXPORT_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EXPORT_FORMAT_MARKDOWN\x10\x01\x12\x16\n" +
-	"\x12EXPORT_FORMAT_JSON\x10\x022\xd0\n" +
-	"\n" +
+	"\x12EXPORT_FORMAT_JSON\x10\x022\x8a\r\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -2339,7 +2867,10 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x12DeleteConversation\x12$.parley.v1.DeleteConversationRequest\x1a%.parley.v1.DeleteConversationResponse\x12N\n" +
 	"\vSendMessage\x12\x1d.parley.v1.SendMessageRequest\x1a\x1e.parley.v1.SendMessageResponse0\x01\x12]\n" +
 	"\x10StreamGeneration\x12\".parley.v1.StreamGenerationRequest\x1a#.parley.v1.StreamGenerationResponse0\x01\x12[\n" +
-	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponse\x12d\n" +
+	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponse\x12`\n" +
+	"\x11RegenerateMessage\x12#.parley.v1.RegenerateMessageRequest\x1a$.parley.v1.RegenerateMessageResponse0\x01\x12j\n" +
+	"\x15GetCustomInstructions\x12'.parley.v1.GetCustomInstructionsRequest\x1a(.parley.v1.GetCustomInstructionsResponse\x12j\n" +
+	"\x15SetCustomInstructions\x12'.parley.v1.SetCustomInstructionsRequest\x1a(.parley.v1.SetCustomInstructionsResponse\x12d\n" +
 	"\x13SearchConversations\x12%.parley.v1.SearchConversationsRequest\x1a&.parley.v1.SearchConversationsResponse\x12^\n" +
 	"\x11ShareConversation\x12#.parley.v1.ShareConversationRequest\x1a$.parley.v1.ShareConversationResponse\x12d\n" +
 	"\x13UnshareConversation\x12%.parley.v1.UnshareConversationRequest\x1a&.parley.v1.UnshareConversationResponse\x12j\n" +
@@ -2358,114 +2889,129 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 	return file_parley_v1_conversation_proto_rawDescData
 }
 
-var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_parley_v1_conversation_proto_goTypes = []any{
 	(ArchivedFilter)(0),                   // 0: parley.v1.ArchivedFilter
-	(ExportFormat)(0),                     // 1: parley.v1.ExportFormat
-	(*Conversation)(nil),                  // 2: parley.v1.Conversation
-	(*ConversationMessage)(nil),           // 3: parley.v1.ConversationMessage
-	(*CreateConversationRequest)(nil),     // 4: parley.v1.CreateConversationRequest
-	(*CreateConversationResponse)(nil),    // 5: parley.v1.CreateConversationResponse
-	(*ListConversationsRequest)(nil),      // 6: parley.v1.ListConversationsRequest
-	(*ListConversationsResponse)(nil),     // 7: parley.v1.ListConversationsResponse
-	(*GetConversationRequest)(nil),        // 8: parley.v1.GetConversationRequest
-	(*GetConversationResponse)(nil),       // 9: parley.v1.GetConversationResponse
-	(*ListMessagesRequest)(nil),           // 10: parley.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),          // 11: parley.v1.ListMessagesResponse
-	(*UpdateConversationRequest)(nil),     // 12: parley.v1.UpdateConversationRequest
-	(*UpdateConversationResponse)(nil),    // 13: parley.v1.UpdateConversationResponse
-	(*DeleteConversationRequest)(nil),     // 14: parley.v1.DeleteConversationRequest
-	(*DeleteConversationResponse)(nil),    // 15: parley.v1.DeleteConversationResponse
-	(*SendMessageRequest)(nil),            // 16: parley.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),           // 17: parley.v1.SendMessageResponse
-	(*StreamGenerationRequest)(nil),       // 18: parley.v1.StreamGenerationRequest
-	(*StreamGenerationResponse)(nil),      // 19: parley.v1.StreamGenerationResponse
-	(*CancelGenerationRequest)(nil),       // 20: parley.v1.CancelGenerationRequest
-	(*CancelGenerationResponse)(nil),      // 21: parley.v1.CancelGenerationResponse
-	(*SearchConversationsRequest)(nil),    // 22: parley.v1.SearchConversationsRequest
-	(*SearchConversationsResponse)(nil),   // 23: parley.v1.SearchConversationsResponse
-	(*ConversationSearchResult)(nil),      // 24: parley.v1.ConversationSearchResult
-	(*TextRange)(nil),                     // 25: parley.v1.TextRange
-	(*ShareConversationRequest)(nil),      // 26: parley.v1.ShareConversationRequest
-	(*ShareConversationResponse)(nil),     // 27: parley.v1.ShareConversationResponse
-	(*UnshareConversationRequest)(nil),    // 28: parley.v1.UnshareConversationRequest
-	(*UnshareConversationResponse)(nil),   // 29: parley.v1.UnshareConversationResponse
-	(*GetSharedConversationRequest)(nil),  // 30: parley.v1.GetSharedConversationRequest
-	(*GetSharedConversationResponse)(nil), // 31: parley.v1.GetSharedConversationResponse
-	(*SharedConversation)(nil),            // 32: parley.v1.SharedConversation
-	(*SharedMessage)(nil),                 // 33: parley.v1.SharedMessage
-	(*ExportConversationRequest)(nil),     // 34: parley.v1.ExportConversationRequest
-	(*ExportConversationResponse)(nil),    // 35: parley.v1.ExportConversationResponse
-	(*ConversationExport)(nil),            // 36: parley.v1.ConversationExport
-	(*timestamppb.Timestamp)(nil),         // 37: google.protobuf.Timestamp
-	(Role)(0),                             // 38: parley.v1.Role
-	(*Part)(nil),                          // 39: parley.v1.Part
-	(FinishReason)(0),                     // 40: parley.v1.FinishReason
-	(*GenerationEvent)(nil),               // 41: parley.v1.GenerationEvent
+	(MessageStatus)(0),                    // 1: parley.v1.MessageStatus
+	(ExportFormat)(0),                     // 2: parley.v1.ExportFormat
+	(*Conversation)(nil),                  // 3: parley.v1.Conversation
+	(*ConversationMessage)(nil),           // 4: parley.v1.ConversationMessage
+	(*CreateConversationRequest)(nil),     // 5: parley.v1.CreateConversationRequest
+	(*CreateConversationResponse)(nil),    // 6: parley.v1.CreateConversationResponse
+	(*ListConversationsRequest)(nil),      // 7: parley.v1.ListConversationsRequest
+	(*ListConversationsResponse)(nil),     // 8: parley.v1.ListConversationsResponse
+	(*GetConversationRequest)(nil),        // 9: parley.v1.GetConversationRequest
+	(*GetConversationResponse)(nil),       // 10: parley.v1.GetConversationResponse
+	(*ListMessagesRequest)(nil),           // 11: parley.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),          // 12: parley.v1.ListMessagesResponse
+	(*UpdateConversationRequest)(nil),     // 13: parley.v1.UpdateConversationRequest
+	(*UpdateConversationResponse)(nil),    // 14: parley.v1.UpdateConversationResponse
+	(*DeleteConversationRequest)(nil),     // 15: parley.v1.DeleteConversationRequest
+	(*DeleteConversationResponse)(nil),    // 16: parley.v1.DeleteConversationResponse
+	(*SendMessageRequest)(nil),            // 17: parley.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),           // 18: parley.v1.SendMessageResponse
+	(*StreamGenerationRequest)(nil),       // 19: parley.v1.StreamGenerationRequest
+	(*StreamGenerationResponse)(nil),      // 20: parley.v1.StreamGenerationResponse
+	(*CancelGenerationRequest)(nil),       // 21: parley.v1.CancelGenerationRequest
+	(*CancelGenerationResponse)(nil),      // 22: parley.v1.CancelGenerationResponse
+	(*SearchConversationsRequest)(nil),    // 23: parley.v1.SearchConversationsRequest
+	(*SearchConversationsResponse)(nil),   // 24: parley.v1.SearchConversationsResponse
+	(*ConversationSearchResult)(nil),      // 25: parley.v1.ConversationSearchResult
+	(*TextRange)(nil),                     // 26: parley.v1.TextRange
+	(*ShareConversationRequest)(nil),      // 27: parley.v1.ShareConversationRequest
+	(*ShareConversationResponse)(nil),     // 28: parley.v1.ShareConversationResponse
+	(*UnshareConversationRequest)(nil),    // 29: parley.v1.UnshareConversationRequest
+	(*UnshareConversationResponse)(nil),   // 30: parley.v1.UnshareConversationResponse
+	(*GetSharedConversationRequest)(nil),  // 31: parley.v1.GetSharedConversationRequest
+	(*GetSharedConversationResponse)(nil), // 32: parley.v1.GetSharedConversationResponse
+	(*SharedConversation)(nil),            // 33: parley.v1.SharedConversation
+	(*SharedMessage)(nil),                 // 34: parley.v1.SharedMessage
+	(*ExportConversationRequest)(nil),     // 35: parley.v1.ExportConversationRequest
+	(*ExportConversationResponse)(nil),    // 36: parley.v1.ExportConversationResponse
+	(*ConversationExport)(nil),            // 37: parley.v1.ConversationExport
+	(*RegenerateMessageRequest)(nil),      // 38: parley.v1.RegenerateMessageRequest
+	(*RegenerateMessageResponse)(nil),     // 39: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 40: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 41: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 42: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 43: parley.v1.SetCustomInstructionsResponse
+	(*timestamppb.Timestamp)(nil),         // 44: google.protobuf.Timestamp
+	(Role)(0),                             // 45: parley.v1.Role
+	(*Part)(nil),                          // 46: parley.v1.Part
+	(FinishReason)(0),                     // 47: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 48: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	37, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	37, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	38, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	39, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	40, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	37, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 6: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	0,  // 7: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
-	2,  // 8: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
-	2,  // 9: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
-	3,  // 10: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
-	2,  // 11: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	39, // 12: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	41, // 13: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	41, // 14: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	24, // 15: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
-	2,  // 16: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
-	25, // 17: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
-	32, // 18: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	32, // 19: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	37, // 20: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
-	33, // 21: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
-	38, // 22: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
-	37, // 23: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 24: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
-	2,  // 25: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
-	3,  // 26: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
-	37, // 27: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
-	4,  // 28: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	6,  // 29: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	8,  // 30: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	10, // 31: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	12, // 32: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	14, // 33: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	16, // 34: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	18, // 35: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	20, // 36: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	22, // 37: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
-	26, // 38: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
-	28, // 39: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
-	30, // 40: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
-	34, // 41: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
-	5,  // 42: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	7,  // 43: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	9,  // 44: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	11, // 45: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	13, // 46: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	15, // 47: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	17, // 48: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	19, // 49: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	21, // 50: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	23, // 51: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
-	27, // 52: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
-	29, // 53: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
-	31, // 54: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
-	35, // 55: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
-	42, // [42:56] is the sub-list for method output_type
-	28, // [28:42] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	44, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	44, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	45, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	46, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	47, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	44, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 6: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
+	3,  // 7: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	0,  // 8: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
+	3,  // 9: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
+	3,  // 10: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
+	4,  // 11: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
+	3,  // 12: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	46, // 13: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	48, // 14: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	48, // 15: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	25, // 16: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
+	3,  // 17: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
+	26, // 18: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
+	33, // 19: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	33, // 20: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	44, // 21: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	34, // 22: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
+	45, // 23: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	44, // 24: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 25: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
+	3,  // 26: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
+	4,  // 27: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
+	44, // 28: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	48, // 29: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	5,  // 30: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	7,  // 31: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	9,  // 32: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	11, // 33: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	13, // 34: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	15, // 35: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	17, // 36: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	19, // 37: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	21, // 38: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	38, // 39: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	40, // 40: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	42, // 41: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	23, // 42: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	27, // 43: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	29, // 44: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	31, // 45: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	35, // 46: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	6,  // 47: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	8,  // 48: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	10, // 49: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	12, // 50: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	14, // 51: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	16, // 52: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	18, // 53: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	20, // 54: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	22, // 55: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	39, // 56: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	41, // 57: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	43, // 58: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	24, // 59: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	28, // 60: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	30, // 61: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	32, // 62: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	36, // 63: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	47, // [47:64] is the sub-list for method output_type
+	30, // [30:47] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -2475,13 +3021,14 @@ func file_parley_v1_conversation_proto_init() {
 	}
 	file_parley_v1_common_proto_init()
 	file_parley_v1_conversation_proto_msgTypes[10].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   35,
+			NumEnums:      3,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

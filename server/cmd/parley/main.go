@@ -20,6 +20,7 @@ commands:
   migrate   apply the schema migrations to the configured stores
   admin     operator tasks: create-user, topup, create-key
   bench     load generator
+  region-health  the region's health checker: drives the anycast route through BIRD
 
 Every flag can also be set as PARLEY_<FLAG> in the environment or in a YAML
 file given with --config. Run 'parley <command> -h' for a command's flags.
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = admin(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout, stderr)
+	case "region-health":
+		err = regionHealth(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usageText)
 		return 0
