@@ -86,6 +86,17 @@ func TestShareConversation(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(body), "What should we cook?") {
 		t.Fatalf("plain POST: %d %s", res.StatusCode, body)
 	}
+	// A public procedure takes small messages only.
+	res, err = http.Post(s.BaseURL+"/parley.v1.ConversationService/GetSharedConversation", "application/json",
+		strings.NewReader(`{"shareId":"`+strings.Repeat("A", 100<<10)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), `"code":"resource_exhausted"`) {
+		t.Fatalf("a 100 KiB request to a public procedure: %d %s", res.StatusCode, body)
+	}
 	page, err := http.Get(s.BaseURL + "/share/" + shareID)
 	if err != nil {
 		t.Fatal(err)

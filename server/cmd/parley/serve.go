@@ -88,7 +88,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	fs.IntVar(&budgets.ExactCountBytes, "exact-count-bytes", budgets.ExactCountBytes, "prompt text up to which an API request is tokenized before its hold; longer ones are held at a token per byte and counted after")
 	maxPromptBytes := fs.Int("max-prompt-bytes", 8<<20, "largest prompt text of a request, refused before it is tokenized")
 	maxElements := fs.Int("max-request-elements", 100_000, "messages, strings and JSON values one request body may decode into, counted before it is unmarshalled")
-	publicBodyBytes := fs.Int64("max-public-body-bytes", 64<<10, "largest message, after decompression, of the procedures open to anyone (SignUp, Login, health, reflection)")
+	publicBodyBytes := fs.Int64("max-public-body-bytes", 64<<10, "largest message, after decompression, of the procedures open to anyone (SignUp, Login, GetSharedConversation, health, reflection)")
 	inflateBytes := fs.Int64("document-inflate-bytes", defaults.InflateBytes, "bytes one document's extraction may decompress and parse; there it stops and the text is cut")
 	prepareConcurrency := fs.Int("prepare-concurrency", max(2, runtime.GOMAXPROCS(0)), "image decodes and document extractions running at once")
 	preparePerUser := fs.Int("prepare-per-user", max(1, runtime.GOMAXPROCS(0)/4), "of those, how many one user may hold")
@@ -303,6 +303,10 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments,
 	}
 	mux.Handle(parleyv1connect.NewConversationServiceHandler(conversations, handlerOpts...))
+	// Reading a share link is open to anyone: small messages only, as for the
+	// other public procedures.
+	_, shared := parleyv1connect.NewConversationServiceHandler(conversations, publicOpts...)
+	mux.Handle(parleyv1connect.ConversationServiceGetSharedConversationProcedure, shared)
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(&api.AttachmentHandler{Attachments: attachments}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(&api.BillingHandler{
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
