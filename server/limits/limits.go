@@ -93,7 +93,7 @@ func (l *Limits) Admit(ctx context.Context, userID string, tier store.Tier, m *m
 		return Grant{}, apierr.Unavailable("limits are unavailable", 2*time.Second)
 	}
 	if !d.Allowed && d.Denied == len(kinds) {
-		return Grant{}, l.rateDenied(tier, rate, d.States[d.Denied], d.RetryAfter)
+		return Grant{}, l.rateDenied(tier, rate, d.States[d.Denied], d.RetryAfter, now)
 	}
 	if !d.Allowed {
 		return Grant{}, l.denied(m.ID, tier, lim, kinds[d.Denied], n[d.Denied], d.States[d.Denied], d.Impossible, d.RetryAfter)
@@ -223,7 +223,7 @@ func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms 
 		if err != nil {
 			return nil, apierr.Unavailable("limits are unavailable", 2*time.Second)
 		}
-		out = append(out, rateStatus(t, st))
+		out = append(out, rateStatus(t, st, now))
 	}
 	return out, nil
 }
@@ -235,12 +235,17 @@ func (l *Limits) status(model string, kind parleyv1.LimitKind, lim models.TierLi
 		Window: durationpb.New(lim.Window), ResetsAt: timestamppb.New(st.ResetAt), NextRequestAmount: n,
 	}
 	if at, ok := availableAt(st.ResetAt, total, lim.Window, n); ok {
-		if at.Before(now) {
-			at = now
-		}
-		ls.NextRequestAt = timestamppb.New(at)
+		ls.NextRequestAt = timestamppb.New(maxTime(at, now))
 	}
 	return ls
+}
+
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // availableAt is when a bucket of capacity limit, refilled continuously at

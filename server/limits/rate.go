@@ -144,21 +144,25 @@ func (l *Limits) Rate(ctx context.Context, userID string, tier store.Tier) error
 		return apierr.Unavailable("limits are unavailable", 2*time.Second)
 	}
 	if !d.Allowed {
-		return l.rateDenied(tier, t, d.States[0], d.RetryAfter)
+		return l.rateDenied(tier, t, d.States[0], d.RetryAfter, now)
 	}
 	return nil
 }
 
-func (l *Limits) rateDenied(tier store.Tier, t store.Take, st store.LimitState, retry time.Duration) error {
+func (l *Limits) rateDenied(tier store.Tier, t store.Take, st store.LimitState, retry time.Duration, now time.Time) error {
 	load := l.Load.Current()
 	perMinute := int64(math.Round(float64(t.Limit) * float64(time.Minute) / float64(t.Window)))
 	return apierr.LimitExceeded(fmt.Sprintf("request rate limit reached: the %s tier may send %d requests a minute (a burst of %d) while the workers are %.0f%% busy; retry in %v",
-		tier, perMinute, t.Limit, 100*load, retry.Round(time.Millisecond)), rateStatus(t, st), retry)
+		tier, perMinute, t.Limit, 100*load, retry.Round(time.Millisecond)), rateStatus(t, st, now), retry)
 }
 
-func rateStatus(t store.Take, st store.LimitState) *parleyv1.LimitStatus {
-	return &parleyv1.LimitStatus{
+func rateStatus(t store.Take, st store.LimitState, now time.Time) *parleyv1.LimitStatus {
+	ls := &parleyv1.LimitStatus{
 		Kind: parleyv1.LimitKind_LIMIT_KIND_REQUEST_RATE, Limit: t.Limit, Used: t.Limit - st.Remaining, Remaining: st.Remaining,
-		Window: durationpb.New(t.Window), ResetsAt: timestamppb.New(st.ResetAt),
+		Window: durationpb.New(t.Window), ResetsAt: timestamppb.New(st.ResetAt), NextRequestAmount: 1,
 	}
+	if at, ok := availableAt(st.ResetAt, t.Limit, t.Window, 1); ok {
+		ls.NextRequestAt = timestamppb.New(maxTime(at, now))
+	}
+	return ls
 }

@@ -196,6 +196,11 @@ func TestAdmitTakesTheRate(t *testing.T) {
 	if last := st[len(st)-1]; last.GetKind() != parleyv1.LimitKind_LIMIT_KIND_REQUEST_RATE || last.GetRemaining() != 0 || last.GetLimit() != 2 {
 		t.Fatalf("status %v", last)
 	}
+	// The next request is a second away, as the refusal said: not the 2 s
+	// to a full burst.
+	if last := st[len(st)-1]; !last.GetNextRequestAt().AsTime().Equal(c.Now().Add(time.Second)) || last.GetNextRequestAmount() != 1 {
+		t.Fatalf("rate next request at %v (now %v)", last.GetNextRequestAt().AsTime(), c.Now())
+	}
 	for _, s := range st[:len(st)-1] {
 		if s.GetKind() == parleyv1.LimitKind_LIMIT_KIND_REQUESTS && s.GetUsed() != 2 {
 			t.Fatalf("the refused request took a tier request: %v", s)
