@@ -2316,7 +2316,7 @@ type ConversationExport struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation.
 	Conversation *Conversation `protobuf:"bytes,1,opt,name=conversation,proto3" json:"conversation,omitempty"`
-	// All its stored messages, oldest first.
+	// Its messages as ListMessages lists them (the active branch), oldest first.
 	Messages []*ConversationMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	// When the export was made.
 	ExportedAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=exported_at,json=exportedAt,proto3" json:"exported_at,omitempty"`

@@ -1184,7 +1184,7 @@ export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
   conversation?: Conversation | undefined;
 
   /**
-   * All its stored messages, oldest first.
+   * Its messages as ListMessages lists them (the active branch), oldest first.
    *
    * @generated from field: repeated parley.v1.ConversationMessage messages = 2;
    */
@@ -1659,9 +1659,10 @@ export const ConversationService: GenService<{
    * ShareConversation makes a read-only snapshot of the conversation as it is now,
    * readable by anyone with its link (/share/{share_id}) and no session. Sharing a
    * conversation that is already shared refreshes the snapshot under the same id.
-   * Only the title, the model and the messages' text (with attachment file names)
-   * are shared; nothing else of the owner's.
-   * Errors: not_found (conversation).
+   * The messages are those ListMessages lists (the active branch). Only the title,
+   * the model and the messages' text (with attachment file names) are shared;
+   * nothing else of the owner's.
+   * Errors: not_found (conversation), failed_precondition (over 16 MiB of messages).
    *
    * @generated from rpc parley.v1.ConversationService.ShareConversation
    */
@@ -1694,9 +1695,11 @@ export const ConversationService: GenService<{
     output: typeof GetSharedConversationResponseSchema;
   },
   /**
-   * ExportConversation returns the conversation with all its stored messages as a
-   * file to download: Markdown or JSON (the protojson of ConversationExport).
-   * Errors: invalid_argument (format), not_found (conversation).
+   * ExportConversation returns the conversation with the messages ListMessages lists
+   * (the active branch) as a file to download: Markdown or JSON (the protojson of
+   * ConversationExport).
+   * Errors: invalid_argument (format), not_found (conversation), failed_precondition
+   * (over 64 MiB of messages).
    *
    * @generated from rpc parley.v1.ConversationService.ExportConversation
    */
