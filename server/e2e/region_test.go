@@ -245,6 +245,11 @@ func newNetns(t *testing.T) *netns {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("network namespaces cannot be made here: no ip command (iproute2)")
 	}
+	va, vb := fmt.Sprintf("prh%da", id), fmt.Sprintf("prh%db", id)
+	// Leftovers of a run of this process id that was killed: ours by name.
+	_ = ip("netns", "del", n.a)
+	_ = ip("netns", "del", n.b)
+	_ = ip("link", "del", va)
 	if err := ip("netns", "add", n.a); err != nil {
 		t.Skipf("network namespaces cannot be made here (needs root or CAP_SYS_ADMIN): %v", err)
 	}
@@ -253,7 +258,6 @@ func newNetns(t *testing.T) *netns {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ip("netns", "del", n.b) })
-	va, vb := fmt.Sprintf("prh%da", id), fmt.Sprintf("prh%db", id)
 	for _, args := range [][]string{
 		{"link", "add", va, "type", "veth", "peer", "name", vb},
 		{"link", "set", va, "netns", n.a}, {"link", "set", vb, "netns", n.b},
