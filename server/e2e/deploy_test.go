@@ -174,6 +174,24 @@ func TestDeployMetricNames(t *testing.T) {
 		}
 	}
 
+	// Every hold of the finished request was settled.
+	res, err := http.Get(s.BaseURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(page), "\nparley_billing_holds_outstanding 0\n") {
+		t.Errorf("holds outstanding after the request ended: %s", regexp.MustCompile(`(?m)^parley_billing_holds_outstanding .*$`).Find(page))
+	}
+
+	for _, want := range []string{`parley_generation_ttft_seconds_count{model="sim-small"} 1`,
+		`parley_generation_tokens_total{kind="completion",model="sim-small"} 16`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("after one stream of 16 tokens the gateway lacks %s", want)
+		}
+	}
+
 	sources := serverSources(t, filepath.Join(root, "server"))
 	nameRE := regexp.MustCompile(`\bparley_[a-z0-9_]+`)
 	referenced := map[string]bool{}
