@@ -183,3 +183,86 @@ func TestScaleTwoGatewaysShareTheRequestRate(t *testing.T) {
 		}
 	}
 }
+
+// PARLEY_MEASURE=1: a free client sending 20 requests a second for 3 s
+// (tier default: 600/min, burst 20; halved above 70 % load), idle, with the
+// sim workers saturated, and after the load dropped: how many were admitted.
+func TestMeasureRateUnderLoad(t *testing.T) {
+	if os.Getenv("PARLEY_MEASURE") == "" {
+		t.Skip("PARLEY_MEASURE not set")
+	}
+	w := startWorker(t, "--max-batch", "2", "--time-scale", "2")
+	s := startServer(t, append(fastAuth, "--workers", w.Addr(), "--rate-limits", "", "--load-window", "1s")...)
+	free, busy := s.newAccount(t, "m-free@example.com"), s.newAccount(t, "m-busy@example.com")
+	s.topup(t, free, "10")
+	s.topup(t, busy, "10")
+	phase := func(name string) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted, refused := 0, 0
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := range 60 {
+			<-tick.C
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "POST", s.BaseURL+"/v1/chat/completions",
+					strings.NewReader(fmt.Sprintf(`{"model":"sim-small","messages":[{"role":"user","content":"m %d"}],"max_tokens":1}`, i)))
+				req.Header.Set("Authorization", "Bearer "+free.Key)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := h1Client().Do(req)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil && res.StatusCode == 429 {
+					refused++
+				} else {
+					admitted++
+				}
+				if err == nil {
+					res.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("%s: %d of 60 admitted, %d refused with 429 (load %.2f)", name, admitted, refused, scrapeGauge(t, s, "parley_rate_limit_load"))
+	}
+	phase("idle")
+	time.Sleep(2 * time.Second)
+	ctx, stopLoad := context.WithCancel(context.Background())
+	bc := s.api(protocols[0], cred{bearer: busy.Key})
+	var loaders sync.WaitGroup
+	for i := range 4 {
+		loaders.Go(func() {
+			stream, err := bc.Chat.CompleteStream(ctx, connect.NewRequest(&parleyv1.CompleteStreamRequest{
+				Model: "sim-small", Messages: userText(fmt.Sprintf("essay %d", i)), MaxOutputTokens: 1000}))
+			if err == nil {
+				for stream.Receive() {
+				}
+				stream.Close()
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	phase("saturated")
+	stopLoad()
+	loaders.Wait()
+	time.Sleep(3 * time.Second)
+	phase("recovered")
+}
+
+func scrapeGauge(t *testing.T, s *server, name string) float64 {
+	res, err := http.Get(s.BaseURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var v float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			fmt.Sscan(strings.TrimPrefix(line, name+" "), &v)
+		}
+	}
+	return v
+}
