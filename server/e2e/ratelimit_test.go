@@ -149,6 +149,7 @@ func TestRateLimitTightensUnderLoadAndRecovers(t *testing.T) {
 // the other counts; and they share the load figure.
 func TestScaleTwoGatewaysShareTheRequestRate(t *testing.T) {
 	scaleMode(t)
+	t.Setenv("PARLEY_LOAD_KEY", "parley:test:load:"+t.Name()+":"+fmt.Sprint(time.Now().UnixNano()))
 	if os.Getenv("PARLEY_TEST_REDIS_URL") == "" {
 		t.Skip("PARLEY_TEST_REDIS_URL not set")
 	}
@@ -265,4 +266,51 @@ func scrapeGauge(t *testing.T, s *server, name string) float64 {
 		}
 	}
 	return v
+}
+
+// The load the rates follow is shared through Redis: gateway 1, whose own
+// worker is idle, tightens its users' rate when gateway 0's worker is
+// saturated (2 busy slots of the 4 both gateways have: 50 %, over this
+// test's 40 % step).
+func TestScaleLoadIsSharedAcrossGateways(t *testing.T) {
+	scaleMode(t)
+	t.Setenv("PARLEY_LOAD_KEY", "parley:test:load:"+t.Name()+":"+fmt.Sprint(time.Now().UnixNano()))
+	w0 := startWorker(t, "--max-batch", "2", "--time-scale", "2")
+	w1 := startWorker(t, "--max-batch", "2")
+	rates := []string{"--rate-limits", "free=600/20@0.4:0.5", "--load-window", "1s"}
+	gw0 := startServer(t, append(append(fastAuth, "--workers", w0.Addr()), rates...)...)
+	gw1 := startServer(t, append(append(fastAuth, "--workers", w1.Addr()), rates...)...)
+	free, busy := gw0.newAccount(t, "load-free@example.com"), gw0.newAccount(t, "load-busy@example.com")
+	gw0.topup(t, busy, "10")
+	on1 := gw1.api(protocols[0], cred{bearer: free.Key})
+	if l := rateLimit(t, on1); l.GetLimit() != 20 {
+		t.Fatalf("idle: %v", l)
+	}
+	ctx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
+	bc := gw0.api(protocols[0], cred{bearer: busy.Key})
+	var loaders sync.WaitGroup
+	defer loaders.Wait()
+	defer stopLoad()
+	for i := range 2 {
+		loaders.Go(func() {
+			stream, err := bc.Chat.CompleteStream(ctx, connect.NewRequest(&parleyv1.CompleteStreamRequest{
+				Model: "sim-small", Messages: userText(fmt.Sprintf("long %d", i)), MaxOutputTokens: 1000}))
+			if err == nil {
+				for stream.Receive() {
+				}
+				stream.Close()
+			}
+		})
+	}
+	start := time.Now()
+	for rateLimit(t, on1).GetLimit() != 10 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("gateway 1 did not follow gateway 0's load: %v (gateway 1's load %.2f, gateway 0's %.2f)",
+				rateLimit(t, on1), scrapeGauge(t, gw1, "parley_rate_limit_load"), scrapeGauge(t, gw0, "parley_rate_limit_load"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("gateway 1 tightened %v after gateway 0's worker filled; shared load %.2f",
+		time.Since(start).Round(time.Millisecond), scrapeGauge(t, gw1, "parley_rate_limit_load"))
 }
