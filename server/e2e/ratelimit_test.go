@@ -122,8 +122,11 @@ func TestRateLimitTightensUnderLoadAndRecovers(t *testing.T) {
 	if f := factor(); !strings.HasSuffix(f, " 0.5") {
 		t.Fatalf("metric: %q", f)
 	}
-	if n := burstAdmitted(t, s, free.Key, 30); n < 10 || n > 11 {
-		t.Fatalf("saturated: %d of a burst of 30 admitted, want 10 (one more may refill)", n)
+	// The burst's requests arrive over some milliseconds on a busy machine:
+	// a unit refills every 200 ms at 300 a minute, so a few may.
+	loaded := burstAdmitted(t, s, free.Key, 30)
+	if loaded < 10 || loaded > 13 {
+		t.Fatalf("saturated: %d of a burst of 30 admitted, want 10 (a few more may refill)", loaded)
 	}
 
 	stopLoad()
@@ -137,8 +140,10 @@ func TestRateLimitTightensUnderLoadAndRecovers(t *testing.T) {
 	}
 	t.Logf("recovered %v after the load dropped", time.Since(start).Round(time.Millisecond))
 	time.Sleep(2 * time.Second) // the bucket refills
-	if n := burstAdmitted(t, s, free.Key, 30); n < 20 || n > 21 {
-		t.Fatalf("recovered: %d of a burst of 30 admitted, want 20", n)
+	if n := burstAdmitted(t, s, free.Key, 30); n < 20 || n > 23 {
+		t.Fatalf("recovered: %d of a burst of 30 admitted, want 20 (a few more may refill)", n)
+	} else {
+		t.Logf("a burst of 30: %d admitted saturated, %d recovered", loaded, n)
 	}
 	if f := factor(); !strings.HasSuffix(f, " 1") {
 		t.Fatalf("metric: %q", f)
