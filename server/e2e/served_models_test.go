@@ -3,6 +3,7 @@ package e2e
 import (
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,17 @@ func TestUnpricedModelRefused(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), `house-model`) || !strings.Contains(string(b), "--unpriced-models=default") {
 		t.Errorf("readyz: %d %s", res.StatusCode, b)
+	}
+	// The CLI shows the same, with an admin's API key.
+	key := strings.TrimSpace(s.admin(t, "create-key", "--email", "ops@example.com"))
+	out, err := exec.Command(parleyBin, "models", "--gateway", s.BaseURL, "--api-key", key).CombinedOutput()
+	if err != nil {
+		t.Fatalf("parley models: %v\n%s", err, out)
+	}
+	for _, want := range []string{"house-model  refused      none     " + w.Addr() + " (us-east, ready)", "sim-large    unavailable  catalog  -"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("parley models lacks %q:\n%s", want, out)
+		}
 	}
 	a := s.newAccount(t, "unpriced@example.com")
 	s.topup(t, a, "1")

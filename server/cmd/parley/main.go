@@ -20,6 +20,7 @@ commands:
   migrate   apply the schema migrations to the configured stores
   admin     operator tasks: create-user, topup, create-key
   bench     load generator
+  models    a running gateway's models, with the workers and pools serving each
 
 Every flag can also be set as PARLEY_<FLAG> in the environment or in a YAML
 file given with --config. Run 'parley <command> -h' for a command's flags.
@@ -47,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = migrate(ctx, args[1:], stdout)
 	case "admin":
 		err = admin(ctx, args[1:], stdout)
+	case "models":
+		err = modelsCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
