@@ -15,7 +15,7 @@ import (
 
 // servedModels lists the gateway's models through AdminService as an admin,
 // waiting until the worker has reported.
-func servedModels(t *testing.T, s *server, want func(map[string]*parleyv1.ServedModel) bool) map[string]*parleyv1.ServedModel {
+func servedModels(t *testing.T, s *server, want func(map[string]*parleyv1.ServedModel) bool) (map[string]*parleyv1.ServedModel, clients) {
 	t.Helper()
 	ctx := ctxTimeout(t, 20*time.Second)
 	s.admin(t, "create-user", "--email", "ops@example.com", "--password", "ops password", "--admin")
@@ -35,7 +35,7 @@ func servedModels(t *testing.T, s *server, want func(map[string]*parleyv1.Served
 			got[m.GetId()] = m
 		}
 		if want(got) {
-			return got
+			return got, ops
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("served models: %v", res.Msg.GetModels())
@@ -66,9 +66,13 @@ func openaiChat(t *testing.T, s *server, key, model string) (int, string) {
 func TestUnpricedModelRefused(t *testing.T) {
 	w := startWorker(t, "--models", "sim-small,house-model")
 	s := startServer(t, append(fastAuth, "--worker-pool", "us-east="+w.Addr())...)
-	got := servedModels(t, s, func(m map[string]*parleyv1.ServedModel) bool {
+	got, ops := servedModels(t, s, func(m map[string]*parleyv1.ServedModel) bool {
 		return m["house-model"] != nil && m["sim-small"].GetState() == parleyv1.ServedModelState_SERVED_MODEL_STATE_AVAILABLE
 	})
+	ws, err := ops.Admin.ListWorkers(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.ListWorkersRequest{}))
+	if err != nil || len(ws.Msg.GetWorkers()) != 1 || ws.Msg.GetWorkers()[0].GetPool() != "us-east" {
+		t.Errorf("ListWorkers: %v %v; want the one worker in pool us-east", ws, err)
+	}
 	hm := got["house-model"]
 	if hm.GetState() != parleyv1.ServedModelState_SERVED_MODEL_STATE_REFUSED || len(hm.GetWorkers()) != 1 ||
 		hm.GetWorkers()[0].GetAddress() != w.Addr() || hm.GetWorkers()[0].GetPool() != "us-east" {
@@ -117,7 +121,7 @@ func TestUnpricedModelAtDefaultPrice(t *testing.T) {
 	w := startWorker(t, "--models", "sim-small,house-model")
 	s := startServer(t, append(fastAuth, "--workers", w.Addr(), "--unpriced-models", "default",
 		"--unpriced-input-price", "1000000000", "--unpriced-output-price", "3000000000")...)
-	got := servedModels(t, s, func(m map[string]*parleyv1.ServedModel) bool {
+	got, _ := servedModels(t, s, func(m map[string]*parleyv1.ServedModel) bool {
 		return m["house-model"].GetState() == parleyv1.ServedModelState_SERVED_MODEL_STATE_AVAILABLE
 	})
 	if !got["house-model"].GetDefaultPrice() || got["house-model"].GetWorkers()[0].GetPool() != "default" {
