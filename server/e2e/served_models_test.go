@@ -104,6 +104,10 @@ func TestUnpricedModelRefused(t *testing.T) {
 			t.Errorf("parley models lacks %q:\n%s", want, out)
 		}
 	}
+	out, err = exec.Command(parleyBin, "workers", "--gateway", s.BaseURL, "--api-key", key).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), w.Addr()+"  us-east  ready") {
+		t.Errorf("parley workers: %v\n%s", err, out)
+	}
 	a := s.newAccount(t, "unpriced@example.com")
 	s.topup(t, a, "1")
 	status, body := openaiChat(t, s, a.Key, "house-model")

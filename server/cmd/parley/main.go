@@ -21,6 +21,7 @@ commands:
   admin     operator tasks: create-user, topup, create-key
   bench     load generator
   models    a running gateway's models, with the workers and pools serving each
+  workers   a running gateway's workers, with their pools, states and load
 
 Every flag can also be set as PARLEY_<FLAG> in the environment or in a YAML
 file given with --config. Run 'parley <command> -h' for a command's flags.
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = admin(ctx, args[1:], stdout)
 	case "models":
 		err = modelsCmd(ctx, args[1:], stdout)
+	case "workers":
+		err = workersCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
