@@ -80,10 +80,11 @@ var Policy = map[string]Access{
 	parleyv1connect.BillingServiceListUsageProcedure:  AccessAny,
 	parleyv1connect.BillingServiceGetLimitsProcedure:  AccessAny,
 
-	parleyv1connect.AdminServiceSetUserTierProcedure:   AccessAdmin,
-	parleyv1connect.AdminServiceAdjustBalanceProcedure: AccessAdmin,
-	parleyv1connect.AdminServiceListWorkersProcedure:   AccessAdmin,
-	parleyv1connect.AdminServiceListUsageProcedure:     AccessAdmin,
+	parleyv1connect.AdminServiceSetUserTierProcedure:      AccessAdmin,
+	parleyv1connect.AdminServiceAdjustBalanceProcedure:    AccessAdmin,
+	parleyv1connect.AdminServiceListWorkersProcedure:      AccessAdmin,
+	parleyv1connect.AdminServiceListServedModelsProcedure: AccessAdmin,
+	parleyv1connect.AdminServiceListUsageProcedure:        AccessAdmin,
 
 	"/" + grpchealth.HealthV1ServiceName + "/Check":                       AccessPublic,
 	"/" + grpchealth.HealthV1ServiceName + "/Watch":                       AccessPublic,
