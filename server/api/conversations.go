@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -34,6 +35,10 @@ func (h *ConversationHandler) CreateConversation(ctx context.Context, req *conne
 	if err != nil {
 		return nil, err
 	}
+	prompt, err := checkInstructions("system_prompt", req.Msg.GetSystemPrompt())
+	if err != nil {
+		return nil, err
+	}
 	model := req.Msg.GetModel()
 	if model == "" {
 		model = h.Core.Models.All()[0].ID
@@ -41,7 +46,7 @@ func (h *ConversationHandler) CreateConversation(ctx context.Context, req *conne
 		return nil, apierr.UnknownModel("model", model)
 	}
 	now := h.Core.Now()
-	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, CreatedAt: now, UpdatedAt: now}
+	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, SystemPrompt: prompt, CreatedAt: now, UpdatedAt: now}
 	if err := h.Core.Conversations.Create(ctx, c); err != nil {
 		return nil, apierr.Internal()
 	}
@@ -72,7 +77,7 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 	if err != nil {
 		return nil, err
 	}
-	convs, next, err := h.Core.Conversations.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	convs, next, err := h.Core.Conversations.List(store.AllowStale(ctx), p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}
@@ -92,7 +97,9 @@ func (h *ConversationHandler) GetConversation(ctx context.Context, req *connect.
 	return connect.NewResponse(&parleyv1.GetConversationResponse{Conversation: h.toProto(ctx, c)}), nil
 }
 
-// ListMessages pages through a conversation's messages, oldest first.
+// ListMessages pages through one branch of a conversation's message tree,
+// root first: the active one, or the one through leaf_message_id (made
+// active with make_current).
 func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Request[parleyv1.ListMessagesRequest]) (*connect.Response[parleyv1.ListMessagesResponse], error) {
 	c, err := h.own(ctx, req.Msg.GetConversationId())
 	if err != nil {
@@ -102,52 +109,95 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 	if err != nil {
 		return nil, err
 	}
-	list := "messages:" + c.ID
-	cursor, err := h.Pages.Open(c.UserID, list, req.Msg.GetPageToken())
+	if req.Msg.GetMakeCurrent() && req.Msg.GetLeafMessageId() == "" {
+		return nil, apierr.InvalidArgument("leaf_message_id", "is required with make_current")
+	}
+	branch, tree, err := h.Core.Branch(ctx, c, req.Msg.GetLeafMessageId(), "leaf_message_id")
 	if err != nil {
 		return nil, err
 	}
-	msgs, next, err := h.Core.Messages.List(ctx, c.ID, store.PageRequest{Size: size, Cursor: cursor})
-	if err != nil {
-		return nil, apierr.Internal()
+	leaf := ""
+	if len(branch) > 0 {
+		leaf = branch[len(branch)-1].ID
 	}
-	res := &parleyv1.ListMessagesResponse{NextPageToken: h.Pages.Seal(c.UserID, list, next)}
-	for _, m := range msgs {
-		pm := &parleyv1.ConversationMessage{
-			MessageId: m.ID, ConversationId: m.ConversationID, Model: m.Model, Tokens: m.Tokens,
-			FinishReason: chat.FinishReasonToProto(worker.FinishReason(m.FinishReason)), CreatedAt: timestamppb.New(m.CreatedAt),
+	if req.Msg.GetMakeCurrent() && leaf != c.LeafID {
+		if err := h.Core.Conversations.SetLeaf(ctx, c.UserID, c.ID, leaf); err != nil {
+			return nil, apierr.Internal()
 		}
-		switch m.Role {
-		case "user":
-			pm.Role = parleyv1.Role_ROLE_USER
-		case "assistant":
-			pm.Role = parleyv1.Role_ROLE_ASSISTANT
-		case "system":
-			pm.Role = parleyv1.Role_ROLE_SYSTEM
-		case "tool":
-			pm.Role = parleyv1.Role_ROLE_TOOL
+	}
+	// A page token is the last message of the previous page, sealed to
+	// this branch.
+	list := "messages:" + c.ID + ":" + leaf
+	after, err := h.Pages.Open(c.UserID, list, req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	from := 0
+	if after != "" {
+		from = slices.IndexFunc(branch, func(m store.Message) bool { return m.ID == after }) + 1
+		if from == 0 {
+			return nil, apierr.InvalidArgument("page_token", "the branch no longer has this page")
 		}
-		for _, part := range m.Parts {
-			switch {
-			case part.AttachmentID != "":
-				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_AttachmentId{AttachmentId: part.AttachmentID}})
-			case part.Image != nil:
-				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Image{Image: &parleyv1.InlineImage{Data: part.Image.Data, MimeType: part.Image.MimeType}}})
-			case part.ToolCall != nil:
-				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolCall{ToolCall: &parleyv1.ToolCall{
-					Id: part.ToolCall.ID, Name: part.ToolCall.Name, Arguments: part.ToolCall.Arguments}}})
-			case part.ToolResult != nil:
-				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolResult{ToolResult: &parleyv1.ToolResult{
-					ToolCallId: part.ToolResult.ToolCallID, Content: part.ToolResult.Content}}})
-			case part.Meta != "":
-				// A surface's own record, not content (the Responses API's).
-			default:
-				pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Text{Text: part.Text}})
-			}
-		}
+	}
+	page := branch[from:]
+	next := ""
+	if len(page) > size {
+		page = page[:size]
+		next = page[size-1].ID
+	}
+	res := &parleyv1.ListMessagesResponse{NextPageToken: h.Pages.Seal(c.UserID, list, next), LeafMessageId: leaf}
+	for _, m := range page {
+		pm := messageToProto(m)
+		pm.SiblingMessageIds = tree.Siblings(m.ID)
+		pm.SiblingCount = int32(len(pm.SiblingMessageIds))
+		pm.SiblingIndex = int32(slices.Index(pm.SiblingMessageIds, m.ID))
 		res.Messages = append(res.Messages, pm)
 	}
 	return connect.NewResponse(res), nil
+}
+
+// messageToProto is a stored message as the API shows it.
+func messageToProto(m store.Message) *parleyv1.ConversationMessage {
+	pm := &parleyv1.ConversationMessage{
+		MessageId: m.ID, ConversationId: m.ConversationID, Model: m.Model, Tokens: m.Tokens, ParentMessageId: m.ParentID,
+		FinishReason: chat.FinishReasonToProto(worker.FinishReason(m.FinishReason)), CreatedAt: timestamppb.New(m.CreatedAt),
+		Status: parleyv1.MessageStatus_MESSAGE_STATUS_COMPLETE,
+	}
+	switch m.Status {
+	case store.MessageInProgress:
+		pm.Status = parleyv1.MessageStatus_MESSAGE_STATUS_IN_PROGRESS
+	case store.MessageInterrupted:
+		pm.Status = parleyv1.MessageStatus_MESSAGE_STATUS_INTERRUPTED
+	}
+	switch m.Role {
+	case "user":
+		pm.Role = parleyv1.Role_ROLE_USER
+	case "assistant":
+		pm.Role = parleyv1.Role_ROLE_ASSISTANT
+	case "system":
+		pm.Role = parleyv1.Role_ROLE_SYSTEM
+	case "tool":
+		pm.Role = parleyv1.Role_ROLE_TOOL
+	}
+	for _, part := range m.Parts {
+		switch {
+		case part.AttachmentID != "":
+			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_AttachmentId{AttachmentId: part.AttachmentID}})
+		case part.Image != nil:
+			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Image{Image: &parleyv1.InlineImage{Data: part.Image.Data, MimeType: part.Image.MimeType}}})
+		case part.ToolCall != nil:
+			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolCall{ToolCall: &parleyv1.ToolCall{
+				Id: part.ToolCall.ID, Name: part.ToolCall.Name, Arguments: part.ToolCall.Arguments}}})
+		case part.ToolResult != nil:
+			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolResult{ToolResult: &parleyv1.ToolResult{
+				ToolCallId: part.ToolResult.ToolCallID, Content: part.ToolResult.Content}}})
+		case part.Meta != "":
+			// A surface's own record, not content (the Responses API's).
+		default:
+			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Text{Text: part.Text}})
+		}
+	}
+	return pm
 }
 
 // UpdateConversation renames or (un)archives a conversation.
@@ -162,8 +212,15 @@ func (h *ConversationHandler) UpdateConversation(ctx context.Context, req *conne
 		patch.Title = &title
 	}
 	patch.Archived = req.Msg.Archived
-	if patch.Title == nil && patch.Archived == nil {
-		return nil, apierr.InvalidArgument("title", "give a title or archived to change")
+	if req.Msg.SystemPrompt != nil {
+		prompt, err := checkInstructions("system_prompt", req.Msg.GetSystemPrompt())
+		if err != nil {
+			return nil, err
+		}
+		patch.SystemPrompt = &prompt
+	}
+	if patch.Title == nil && patch.Archived == nil && patch.SystemPrompt == nil {
+		return nil, apierr.InvalidArgument("title", "give a title, archived or system_prompt to change")
 	}
 	if req.Msg.GetConversationId() == "" {
 		return nil, apierr.InvalidArgument("conversation_id", "is required")
@@ -211,6 +268,7 @@ func (h *ConversationHandler) SendMessage(ctx context.Context, req *connect.Requ
 	}
 	convID, err := h.Core.Send(ctx, chat.SendRequest{
 		ConversationID: req.Msg.GetConversationId(), Model: req.Msg.GetModel(), Parts: parts, MaxOutputTokens: req.Msg.GetMaxOutputTokens(),
+		ParentID: req.Msg.ParentMessageId,
 	})
 	if err != nil {
 		return err
@@ -218,6 +276,45 @@ func (h *ConversationHandler) SendMessage(ctx context.Context, req *connect.Requ
 	return h.Core.Follow(ctx, convID, 0, func(ev *parleyv1.GenerationEvent) error {
 		return stream.Send(&parleyv1.SendMessageResponse{Event: ev})
 	})
+}
+
+// RegenerateMessage streams a new version of an assistant message, as
+// SendMessage streams an answer (and it, too, outlives this call).
+func (h *ConversationHandler) RegenerateMessage(ctx context.Context, req *connect.Request[parleyv1.RegenerateMessageRequest], stream *connect.ServerStream[parleyv1.RegenerateMessageResponse]) error {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return err
+	}
+	if err := h.Core.Regenerate(ctx, chat.RegenerateRequest{ConversationID: c.ID, MessageID: req.Msg.GetMessageId(),
+		Model: req.Msg.GetModel(), MaxOutputTokens: req.Msg.GetMaxOutputTokens()}); err != nil {
+		return err
+	}
+	return h.Core.Follow(ctx, c.ID, 0, func(ev *parleyv1.GenerationEvent) error {
+		return stream.Send(&parleyv1.RegenerateMessageResponse{Event: ev})
+	})
+}
+
+// GetCustomInstructions returns the caller's custom instructions.
+func (h *ConversationHandler) GetCustomInstructions(ctx context.Context, _ *connect.Request[parleyv1.GetCustomInstructionsRequest]) (*connect.Response[parleyv1.GetCustomInstructionsResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	text, err := h.Core.Conversations.Instructions(ctx, p.UserID)
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.GetCustomInstructionsResponse{Instructions: text}), nil
+}
+
+// SetCustomInstructions replaces the caller's custom instructions.
+func (h *ConversationHandler) SetCustomInstructions(ctx context.Context, req *connect.Request[parleyv1.SetCustomInstructionsRequest]) (*connect.Response[parleyv1.SetCustomInstructionsResponse], error) {
+	p, _ := auth.FromContext(ctx)
+	text, err := checkInstructions("instructions", req.Msg.GetInstructions())
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Core.Conversations.SetInstructions(ctx, p.UserID, text, h.Core.Now()); err != nil {
+		return nil, apierr.Internal()
+	}
+	return connect.NewResponse(&parleyv1.SetCustomInstructionsResponse{Instructions: text}), nil
 }
 
 // StreamGeneration replays a generation's events after after_seq and follows
@@ -264,7 +361,7 @@ func (h *ConversationHandler) toProto(ctx context.Context, c store.Conversation)
 	return &parleyv1.Conversation{
 		ConversationId: c.ID, Title: c.Title, Model: c.Model, Archived: c.Archived,
 		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt),
-		Generating: h.Core.Generating(ctx, c.ID),
+		Generating: h.Core.Generating(ctx, c.ID), SystemPrompt: c.SystemPrompt, CurrentMessageId: c.LeafID,
 	}
 }
 
@@ -272,6 +369,19 @@ func checkTitle(t string) (string, error) {
 	t = strings.TrimSpace(t)
 	if !utf8.ValidString(t) || utf8.RuneCountInString(t) > maxTitle {
 		return "", apierr.InvalidArgument("title", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxTitle))
+	}
+	return t, nil
+}
+
+// checkInstructions trims custom instructions or a system prompt and
+// checks their length; field names them in the error.
+func checkInstructions(field, t string) (string, error) {
+	t = strings.TrimSpace(t)
+	if !utf8.ValidString(t) {
+		return "", apierr.InvalidArgument(field, "is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(t); n > chat.MaxInstructions {
+		return "", apierr.InvalidArgument(field, fmt.Sprintf("is %d characters, over the limit of %d", n, chat.MaxInstructions))
 	}
 	return t, nil
 }

@@ -37,7 +37,32 @@ type SendRequest struct {
 	Parts []store.Part
 	// MaxOutputTokens caps the answer; zero means the model's maximum.
 	MaxOutputTokens int64
+	// ParentID is the message the new one follows: nil for the active
+	// branch's leaf, "" for a new root (an edit of the first question), else
+	// an assistant message of the conversation.
+	ParentID *string
 }
+
+// RegenerateRequest asks for a new version of an assistant message.
+type RegenerateRequest struct {
+	// ConversationID and MessageID name the assistant message.
+	ConversationID, MessageID string
+	// Model is the catalog id; empty means the conversation's.
+	Model string
+	// MaxOutputTokens caps the answer; zero means the model's maximum.
+	MaxOutputTokens int64
+}
+
+// MaxInstructions bounds a user's custom instructions and a conversation's
+// system prompt, in characters.
+const MaxInstructions = 8000
+
+// persistEvery and persistDeltas throttle how often an answer in progress
+// is rewritten in the store: whichever comes first.
+const (
+	persistEvery  = 2 * time.Second
+	persistDeltas = 200
+)
 
 // Send runs one web-channel generation: limited by tier, persisted, and
 // outliving the connection. It validates, admits against the tier limits,
@@ -61,13 +86,109 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	isNew := conv.ID == ""
 	if isNew {
 		conv.ID = uuid.Must(uuid.NewV7()).String()
+		if req.ParentID != nil && *req.ParentID != "" {
+			return "", apierr.InvalidArgument("parent_message_id", "no such message in the conversation")
+		}
 	} else if conv, err = c.Conversations.Get(ctx, p.UserID, req.ConversationID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", apierr.InvalidArgument("conversation_id", "no such conversation")
 		}
 		return "", apierr.Internal()
 	}
-	modelID := req.Model
+	m, maxOut, err := c.webModel(req.Model, conv, req.MaxOutputTokens)
+	if err != nil {
+		return "", err
+	}
+	conv.Model = m.ID
+
+	// Count the message's parts and check its attachments from their
+	// records, before loading any.
+	if err := c.checkWebParts(ctx, p.UserID, m, req.Parts); err != nil {
+		return "", err
+	}
+
+	userMsg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "user", Parts: req.Parts, CreatedAt: now}
+	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, floor: inputFloor(text), user: &userMsg, isNew: isNew, title: titleFrom(text)}
+	// The context: the branch the message continues, then the message.
+	g.context = func(tree *store.Tree, conv store.Conversation) ([]store.Message, error) {
+		parent := ""
+		switch {
+		case req.ParentID == nil:
+			parent = c.leaf(tree, conv)
+		case *req.ParentID != "":
+			pm, ok := tree.Get(*req.ParentID)
+			if !ok {
+				return nil, apierr.InvalidArgument("parent_message_id", "no such message in the conversation")
+			}
+			if pm.Role != "assistant" {
+				return nil, apierr.InvalidArgument("parent_message_id", "must be an assistant message (to edit a question, send under its parent)")
+			}
+			parent = pm.ID
+		}
+		userMsg.ParentID = parent
+		return append(tree.Path(parent), userMsg), nil
+	}
+	if err := c.startWeb(ctx, &g); err != nil {
+		return "", err
+	}
+	return conv.ID, nil
+}
+
+// Regenerate runs a new version of an assistant message: a sibling answer
+// to the same question, from the same context, limited and stored as a
+// Send's answer is. It returns when the generation has started.
+func (c *Core) Regenerate(ctx context.Context, req RegenerateRequest) error {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return apierr.Unauthenticated("no credentials")
+	}
+	if req.MessageID == "" {
+		return apierr.InvalidArgument("message_id", "is required")
+	}
+	conv, err := c.Conversations.Get(ctx, p.UserID, req.ConversationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("conversation")
+	} else if err != nil {
+		return apierr.Internal()
+	}
+	m, maxOut, err := c.webModel(req.Model, conv, req.MaxOutputTokens)
+	if err != nil {
+		return err
+	}
+	tree, err := c.Tree(ctx, conv.ID)
+	if err != nil {
+		return err
+	}
+	question, err := regenerable(tree, req.MessageID)
+	if err != nil {
+		return err
+	}
+	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, floor: inputFloor(partsText(question.Parts)), question: question.ID}
+	g.context = func(tree *store.Tree, _ store.Conversation) ([]store.Message, error) {
+		if _, err := regenerable(tree, req.MessageID); err != nil { // (deleted since)
+			return nil, err
+		}
+		return tree.Path(question.ID), nil
+	}
+	return c.startWeb(ctx, &g)
+}
+
+// regenerable returns the question an assistant message answers.
+func regenerable(tree *store.Tree, messageID string) (store.Message, error) {
+	a, ok := tree.Get(messageID)
+	if !ok || a.Role != "assistant" {
+		return store.Message{}, apierr.InvalidArgument("message_id", "must be an assistant message of the conversation")
+	}
+	q, ok := tree.Get(a.ParentID)
+	if !ok || q.Role != "user" {
+		return store.Message{}, apierr.InvalidArgument("message_id", "does not answer a stored question")
+	}
+	return q, nil
+}
+
+// webModel resolves a web request's model (given, else the conversation's,
+// else the catalog's first) and its output cap.
+func (c *Core) webModel(modelID string, conv store.Conversation, maxOut int64) (*models.Model, int64, error) {
 	if modelID == "" {
 		modelID = conv.Model
 	}
@@ -76,42 +197,60 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	}
 	m, ok := c.Models.Lookup(modelID)
 	if !ok {
-		return "", apierr.UnknownModel("model", modelID)
+		return nil, 0, apierr.UnknownModel("model", modelID)
 	}
 	if m.Embeds() {
-		return "", apierr.InvalidArgument("model", m.ID+" is an embedding model; it cannot chat")
+		return nil, 0, apierr.InvalidArgument("model", m.ID+" is an embedding model; it cannot chat")
 	}
-	conv.Model = m.ID
-	maxOut := req.MaxOutputTokens
 	if maxOut == 0 || maxOut > m.MaxOutputTokens {
 		maxOut = m.MaxOutputTokens
 	}
 	if maxOut < 0 {
-		return "", apierr.InvalidArgument("max_output_tokens", "must be positive")
+		return nil, 0, apierr.InvalidArgument("max_output_tokens", "must be positive")
 	}
+	return m, maxOut, nil
+}
 
-	// Count the message's parts and check its attachments from their
-	// records, before loading any.
-	if err := c.checkWebParts(ctx, p.UserID, m, req.Parts); err != nil {
-		return "", err
-	}
+// webGen is one web generation being started: a Send's (with the user
+// message to store) or a Regenerate's (answering a stored question).
+type webGen struct {
+	p      auth.Principal
+	conv   store.Conversation
+	m      *models.Model
+	maxOut int64
+	floor  int64 // the input tokens admitted before the prompt is counted
+	// user is the question to store (Send), with isNew and title for a new
+	// conversation; question is the stored one answered again (Regenerate).
+	user     *store.Message
+	isNew    bool
+	title    string
+	question string
+	// context returns the stored messages the answer follows, oldest first,
+	// ending with the question, from the conversation's tree (read under
+	// the generation's claim).
+	context func(tree *store.Tree, conv store.Conversation) ([]store.Message, error)
+}
 
+// startWeb admits, claims the conversation, builds the context, stores the
+// question and the answer's in-progress record, and starts the generation.
+func (c *Core) startWeb(ctx context.Context, g *webGen) error {
+	p, conv, m := g.p, g.conv, g.m
 	// Admit against the tier's limits at a floor — the request, the output
-	// reserved, the fewest tokens the message's text can be — before the
+	// reserved, the fewest tokens the question's text can be — before the
 	// history is loaded and the prompt counted; the exact count is taken
 	// (or refused) after.
-	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, inputFloor(text), maxOut)
+	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, g.floor, g.maxOut)
 	if err != nil {
-		return "", err
+		return err
 	}
 
 	// One generation at a time per conversation.
 	if err := c.Generations.Start(ctx, conv.ID); errors.Is(err, store.ErrConflict) {
 		c.Limits.Release(ctx, grant)
-		return "", apierr.FailedPrecondition("a generation is already running in this conversation; wait for it or cancel it")
+		return apierr.FailedPrecondition("a generation is already running in this conversation; wait for it or cancel it")
 	} else if err != nil {
 		c.Limits.Release(ctx, grant)
-		return "", apierr.Unavailable("generations are unavailable", 2*time.Second)
+		return apierr.Unavailable("generations are unavailable", 2*time.Second)
 	}
 	// The generation outlives this request, not the server: Background
 	// (cancelled at shutdown) is its parent.
@@ -122,84 +261,216 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 		c.owned.remove(conv.ID)
 		_ = c.Generations.Abandon(context.WithoutCancel(ctx), conv.ID)
 	}
-
-	// Build the context: the stored history plus the new message, cut to
-	// the model's window (the newest turns kept).
-	userMsg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "user", Parts: req.Parts, CreatedAt: now}
-	refuse := func(err error) (string, error) {
+	refuse := func(err error) error {
 		abandon()
 		c.Limits.Release(ctx, grant)
-		return "", err
+		return err
 	}
-	var history []store.Message
-	if !isNew {
-		if history, err = c.history(ctx, conv.ID); err != nil {
+
+	// Build the context from the conversation's tree, read now that the
+	// conversation is claimed (so its leaf is current): the branch, cut to
+	// the model's window (the newest turns kept), after the system message.
+	tree := store.NewTree(nil)
+	if !g.isNew {
+		if conv, err = c.Conversations.Get(ctx, p.UserID, conv.ID); err != nil {
+			return refuse(apierr.NotFound("conversation"))
+		}
+		conv.Model = m.ID
+		if tree, err = c.tree(ctx, conv.ID, true); err != nil {
 			return refuse(err)
 		}
 	}
-	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, maxOut, append(history, userMsg))
+	stored, err := g.context(tree, conv)
 	if err != nil {
 		return refuse(err)
 	}
-	userMsg.Tokens = int64(c.Tokens.Count(text))
+	system, err := c.systemMessage(ctx, p.UserID, conv)
+	if err != nil {
+		return refuse(err)
+	}
+	if system != nil {
+		stored = append([]store.Message{*system}, stored...)
+	}
+	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, g.maxOut, stored)
+	if err != nil {
+		return refuse(err)
+	}
 
 	// Take the rest of the tier allowance the prompt needs, now counted.
 	if err := c.Limits.Adjust(ctx, &grant, int64(promptTokens)); err != nil {
 		return refuse(err)
 	}
 
-	// Persist the user message before generating.
-	if isNew {
-		conv.Title = titleFrom(text)
-		if err := c.Conversations.Create(ctx, conv); err != nil {
-			abandon()
-			c.Limits.Settle(ctx, grant, 0)
-			return "", apierr.Internal()
-		}
-	}
-	if err := c.Messages.Append(ctx, userMsg); err != nil {
+	// Persist the question, then the answer's record (in progress: a crash
+	// leaves it, never a question with no answer), before generating.
+	now := c.Now()
+	fail := func() error {
 		abandon()
 		c.Limits.Settle(ctx, grant, 0)
-		return "", apierr.Internal()
+		return apierr.Internal()
 	}
-	_ = c.Conversations.Touch(ctx, p.UserID, conv.ID, now, titleFrom(text))
+	question := g.question
+	if g.user != nil {
+		g.user.Tokens = int64(c.Tokens.Count(partsText(g.user.Parts)))
+		if g.isNew {
+			conv.Title = g.title
+			if err := c.Conversations.Create(ctx, conv); err != nil {
+				return fail()
+			}
+		}
+		if err := c.Messages.Append(ctx, *g.user); err != nil {
+			return fail()
+		}
+		question = g.user.ID
+	}
+	answer := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "assistant", ParentID: question,
+		Model: m.ID, Parts: []store.Part{}, Status: store.MessageInProgress, CreatedAt: now}
+	if err := c.Messages.Put(ctx, answer); err != nil {
+		return fail()
+	}
+	if err := c.Conversations.SetLeaf(ctx, p.UserID, conv.ID, answer.ID); err != nil {
+		c.Logger.ErrorContext(ctx, "setting the active branch", "conversation", conv.ID, "err", err)
+	}
+	_ = c.Conversations.Touch(ctx, p.UserID, conv.ID, now, g.title)
 
 	// Generate in the background: the connection may go, the answer stays.
 	requestID := uuid.Must(uuid.NewV7()).String()
-	assistantID := uuid.Must(uuid.NewV7()).String()
 	job := scheduler.Job{
-		Request:     worker.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(maxOut)},
+		Request:     worker.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(g.maxOut)},
 		Priority:    Priority(p.Tier),
 		AffinityKey: conv.ID,
 	}
 	ev := &events{emit: c.publisher(context.WithoutCancel(genCtx), conv.ID), started: &parleyv1.GenerationStarted{
-		RequestId: requestID, ConversationId: conv.ID, MessageId: assistantID, Model: m.ID, UserMessageId: userMsg.ID,
+		RequestId: requestID, ConversationId: conv.ID, MessageId: answer.ID, Model: m.ID, UserMessageId: question,
 	}}
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()
-		c.runWeb(genCtx, p, conv, m, job, assistantID, grant, ev)
+		c.runWeb(genCtx, p, conv, m, job, answer, grant, ev)
 	}()
-	return conv.ID, nil
+	return nil
 }
 
-// runWeb streams one web generation into its live log, then stores the
-// answer — whole, or partial with its finish reason when cancelled or
+// systemMessage is the context's first message: the user's custom
+// instructions, then the conversation's system prompt; nil when neither is
+// set.
+func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conversation) (*store.Message, error) {
+	instructions, err := c.Conversations.Instructions(ctx, userID)
+	if err != nil {
+		return nil, apierr.Internal()
+	}
+	var texts []string
+	for _, t := range []string{instructions, conv.SystemPrompt} {
+		if t = strings.TrimSpace(t); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	return &store.Message{Role: "system", Parts: []store.Part{{Text: strings.Join(texts, "\n\n")}}}, nil
+}
+
+// leaf is the active branch's last message: the conversation's, or (for
+// one stored before branches) the newest.
+func (c *Core) leaf(tree *store.Tree, conv store.Conversation) string {
+	if _, ok := tree.Get(conv.LeafID); ok {
+		return conv.LeafID
+	}
+	return tree.Newest()
+}
+
+// Tree reads a conversation's messages as their tree. An answer left in
+// progress while no generation runs there (its gateway died) is marked
+// interrupted, in the store and in the tree returned.
+func (c *Core) Tree(ctx context.Context, conversationID string) (*store.Tree, error) {
+	return c.tree(ctx, conversationID, false)
+}
+
+// tree is Tree; claimed says the caller holds the conversation's
+// generation claim, so no answer there is really in progress.
+func (c *Core) tree(ctx context.Context, conversationID string, claimed bool) (*store.Tree, error) {
+	msgs, err := c.history(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	stale := -1
+	for i := range msgs {
+		if msgs[i].Status == store.MessageInProgress {
+			stale = i
+		}
+	}
+	if stale >= 0 {
+		running := !claimed
+		if !claimed {
+			if running, err = c.Generations.Running(ctx, conversationID); err != nil {
+				running = true // unknown: leave it
+			}
+		}
+		if !running {
+			for i := range msgs {
+				if msgs[i].Status != store.MessageInProgress {
+					continue
+				}
+				if err := c.Messages.MarkInterrupted(ctx, conversationID, store.MessageKey{ID: msgs[i].ID, CreatedAt: msgs[i].CreatedAt}); err != nil {
+					return nil, apierr.Internal()
+				}
+			}
+			// Read again: an answer that finished meanwhile stays finished.
+			if msgs, err = c.history(ctx, conversationID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return store.NewTree(msgs), nil
+}
+
+// Branch returns the branch of a conversation through messageID (empty:
+// the active branch) down to its leaf, with the tree it is part of. A
+// messageID not in the conversation is an invalid_argument of field.
+func (c *Core) Branch(ctx context.Context, conv store.Conversation, messageID, field string) ([]store.Message, *store.Tree, error) {
+	tree, err := c.Tree(ctx, conv.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if messageID == "" {
+		messageID = c.leaf(tree, conv)
+	} else if _, ok := tree.Get(messageID); !ok {
+		return nil, nil, apierr.InvalidArgument(field, "no such message in the conversation")
+	}
+	return tree.Branch(messageID), tree, nil
+}
+
+// runWeb streams one web generation into its live log, saving the answer
+// as it grows (every persistEvery or persistDeltas deltas, one write), then
+// stores it — whole, or partial with its finish reason when cancelled or
 // failed — and settles the limits.
-func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, assistantID string, grant limits.Grant, ev *events) {
+func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, msg store.Message, grant limits.Grant, ev *events) {
 	defer func() {
 		c.owned.remove(conv.ID)
 		if err := c.Generations.Finish(context.WithoutCancel(ctx), conv.ID, linger); err != nil {
 			c.Logger.Error("finishing a generation's log", "conversation", conv.ID, "err", err)
 		}
 	}()
+	done := context.WithoutCancel(ctx)
 	var answer strings.Builder
 	emit := ev.emit
+	lastSave, unsaved := c.Now(), 0
 	ev.emit = func(e *parleyv1.GenerationEvent) error {
 		if d := e.GetDelta(); d != nil {
 			answer.WriteString(d.GetText())
+			unsaved++
 		}
-		return emit(e)
+		err := emit(e)
+		if unsaved > 0 && (unsaved >= persistDeltas || c.Now().Sub(lastSave) >= persistEvery) {
+			grown := msg
+			grown.Parts = []store.Part{{Text: answer.String()}}
+			if err := c.Messages.Put(done, grown); err != nil {
+				c.Logger.ErrorContext(done, "saving an answer in progress", "conversation", conv.ID, "err", err)
+			}
+			lastSave, unsaved = c.Now(), 0
+		}
+		return err
 	}
 	out, err := c.stream(ctx, job, ev, true)
 	if err != nil { // only if the started event could not be sent: not possible here
@@ -208,12 +479,9 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	if ctx.Err() != nil && out.FinishReason != worker.FinishStop && out.FinishReason != worker.FinishLength {
 		out.FinishReason = worker.FinishCancelled
 	}
-	done := context.WithoutCancel(ctx)
 	now := c.Now()
-	if err := c.Messages.Append(done, store.Message{
-		ID: assistantID, ConversationID: conv.ID, Role: "assistant", Parts: []store.Part{{Text: answer.String()}},
-		Model: m.ID, Tokens: int64(out.Usage.CompletionTokens), FinishReason: string(out.FinishReason), CreatedAt: now,
-	}); err != nil {
+	msg.Parts, msg.Tokens, msg.FinishReason, msg.Status = []store.Part{{Text: answer.String()}}, int64(out.Usage.CompletionTokens), string(out.FinishReason), store.MessageComplete
+	if err := c.Messages.Put(done, msg); err != nil {
 		c.Logger.ErrorContext(done, "storing the answer", "conversation", conv.ID, "err", err)
 	}
 	// A conversation deleted while it generated keeps nothing: its messages

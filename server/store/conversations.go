@@ -22,6 +22,11 @@ type Conversation struct {
 	CreatedAt time.Time
 	// UpdatedAt is the last activity; lists are ordered by it.
 	UpdatedAt time.Time
+	// SystemPrompt is the conversation's own system prompt; empty for none.
+	SystemPrompt string
+	// LeafID is the last message of the active branch; empty until set
+	// (then the newest message is).
+	LeafID string
 }
 
 // ArchiveFilter selects conversations by their Archived flag.
@@ -49,6 +54,10 @@ type ConversationPatch struct {
 	Title *string
 	// Archived, if set, replaces the archived flag.
 	Archived *bool
+	// SystemPrompt, if set, replaces the system prompt.
+	SystemPrompt *string
+	// LeafID, if set, replaces the active branch's leaf.
+	LeafID *string
 }
 
 // Conversations stores conversation metadata. Every method is scoped to a
@@ -69,6 +78,16 @@ type Conversations interface {
 	// and if the title is empty it becomes titleIfEmpty. It returns
 	// ErrNotFound if the conversation is not the user's.
 	Touch(ctx context.Context, userID, id string, now time.Time, titleIfEmpty string) error
+	// SetLeaf makes leafID the last message of the active branch, without
+	// moving UpdatedAt. It returns ErrNotFound if the conversation is not
+	// the user's.
+	SetLeaf(ctx context.Context, userID, id, leafID string) error
+	// Instructions returns the user's custom instructions for every
+	// conversation; empty when none are set.
+	Instructions(ctx context.Context, userID string) (string, error)
+	// SetInstructions replaces the user's custom instructions (empty clears
+	// them). It returns ErrNotFound if the user does not exist.
+	SetInstructions(ctx context.Context, userID, instructions string, now time.Time) error
 	// Delete removes the user's conversation, or returns ErrNotFound. Its
 	// messages live in Messages, which may be another backend: the caller
 	// deletes them with Messages.DeleteConversation.

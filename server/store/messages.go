@@ -71,7 +71,24 @@ type Message struct {
 	FinishReason string
 	// CreatedAt orders the conversation.
 	CreatedAt time.Time
+	// ParentID is the message this one follows in the conversation's tree
+	// (the web channel's branches); empty for a root. Messages stored before
+	// the tree existed read as a chain: each one's parent is the message
+	// before it.
+	ParentID string
+	// Status is MessageComplete (empty), MessageInProgress or
+	// MessageInterrupted.
+	Status string
 }
+
+// Message statuses: an answer is stored in progress when its generation
+// starts, rewritten as it grows, and completed at the end; one whose
+// generation died with its gateway is marked interrupted.
+const (
+	MessageComplete    = ""
+	MessageInProgress  = "in_progress"
+	MessageInterrupted = "interrupted"
+)
 
 // MessageKey names one stored message of a conversation: its ID and its
 // CreatedAt, which together are the scale backend's clustering key. Take
@@ -81,7 +98,7 @@ type MessageKey struct {
 	CreatedAt time.Time
 }
 
-// Messages stores messages, never edited and partitioned by conversation (the
+// Messages stores messages, partitioned by conversation (the
 // scale backend is ScyllaDB, with conversation ID as partition key and
 // creation time and ID as clustering key). It knows nothing about owners:
 // callers check ownership with Conversations.Get first.
@@ -89,6 +106,14 @@ type Messages interface {
 	// Append stores m. Appending an ID that already exists in the
 	// conversation is a no-op, so retries are safe.
 	Append(ctx context.Context, m Message) error
+	// Put stores m, replacing the whole of a stored message with the same
+	// key (ID and CreatedAt): an answer in progress is rewritten as it grows.
+	Put(ctx context.Context, m Message) error
+	// MarkInterrupted sets the status of the message key to
+	// MessageInterrupted if it is MessageInProgress, and changes nothing
+	// else (a concurrent Put of the finished answer wins). A key that names
+	// no message is ignored.
+	MarkInterrupted(ctx context.Context, conversationID string, key MessageKey) error
 	// List returns a conversation's messages, oldest first (by CreatedAt,
 	// then ID).
 	List(ctx context.Context, conversationID string, page PageRequest) ([]Message, string, error)

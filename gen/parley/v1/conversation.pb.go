@@ -79,6 +79,66 @@ func (ArchivedFilter) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
 }
 
+// MessageStatus says whether a stored message is complete.
+type MessageStatus int32
+
+const (
+	// Not set: treat as MESSAGE_STATUS_COMPLETE.
+	MessageStatus_MESSAGE_STATUS_UNSPECIFIED MessageStatus = 0
+	// The message is whole (an answer may still have been cancelled or have failed:
+	// see finish_reason).
+	MessageStatus_MESSAGE_STATUS_COMPLETE MessageStatus = 1
+	// The answer is being generated; what is stored so far is saved every few
+	// seconds. Follow it with StreamGeneration.
+	MessageStatus_MESSAGE_STATUS_IN_PROGRESS MessageStatus = 2
+	// The answer's generation was cut off (the gateway running it stopped): parts hold
+	// what had been saved of it.
+	MessageStatus_MESSAGE_STATUS_INTERRUPTED MessageStatus = 3
+)
+
+// Enum value maps for MessageStatus.
+var (
+	MessageStatus_name = map[int32]string{
+		0: "MESSAGE_STATUS_UNSPECIFIED",
+		1: "MESSAGE_STATUS_COMPLETE",
+		2: "MESSAGE_STATUS_IN_PROGRESS",
+		3: "MESSAGE_STATUS_INTERRUPTED",
+	}
+	MessageStatus_value = map[string]int32{
+		"MESSAGE_STATUS_UNSPECIFIED": 0,
+		"MESSAGE_STATUS_COMPLETE":    1,
+		"MESSAGE_STATUS_IN_PROGRESS": 2,
+		"MESSAGE_STATUS_INTERRUPTED": 3,
+	}
+)
+
+func (x MessageStatus) Enum() *MessageStatus {
+	p := new(MessageStatus)
+	*p = x
+	return p
+}
+
+func (x MessageStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MessageStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_conversation_proto_enumTypes[1].Descriptor()
+}
+
+func (MessageStatus) Type() protoreflect.EnumType {
+	return &file_parley_v1_conversation_proto_enumTypes[1]
+}
+
+func (x MessageStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MessageStatus.Descriptor instead.
+func (MessageStatus) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+}
+
 // Conversation is a stored chat.
 type Conversation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -95,9 +155,15 @@ type Conversation struct {
 	// When the conversation last changed (a message added, renamed, archived).
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Whether a generation is in progress; follow it with StreamGeneration.
-	Generating    bool `protobuf:"varint,7,opt,name=generating,proto3" json:"generating,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Generating bool `protobuf:"varint,7,opt,name=generating,proto3" json:"generating,omitempty"`
+	// The system prompt of this conversation (empty: none). It is sent after the
+	// user's custom instructions in the system message that starts the context.
+	SystemPrompt string `protobuf:"bytes,8,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// The leaf of the active branch: the message a SendMessage without
+	// parent_message_id answers after. Empty for a conversation with no messages.
+	CurrentMessageId string `protobuf:"bytes,9,opt,name=current_message_id,json=currentMessageId,proto3" json:"current_message_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Conversation) Reset() {
@@ -179,6 +245,20 @@ func (x *Conversation) GetGenerating() bool {
 	return false
 }
 
+func (x *Conversation) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *Conversation) GetCurrentMessageId() string {
+	if x != nil {
+		return x.CurrentMessageId
+	}
+	return ""
+}
+
 // ConversationMessage is a message stored in a conversation.
 type ConversationMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -198,8 +278,23 @@ type ConversationMessage struct {
 	// Why the answer ended (assistant messages); FINISH_REASON_UNSPECIFIED for user
 	// messages and for an answer still being generated.
 	FinishReason FinishReason `protobuf:"varint,7,opt,name=finish_reason,json=finishReason,proto3,enum=parley.v1.FinishReason" json:"finish_reason,omitempty"`
-	// When the message was stored.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When the message was stored (an answer: when its generation started).
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The message this one follows in the conversation's tree: for an answer, the
+	// user message it answers; for a user message, the answer it follows. Empty for a
+	// first message (a root).
+	ParentMessageId string `protobuf:"bytes,9,opt,name=parent_message_id,json=parentMessageId,proto3" json:"parent_message_id,omitempty"`
+	// This message's position among its siblings (the versions with the same parent,
+	// oldest first), from 0.
+	SiblingIndex int32 `protobuf:"varint,10,opt,name=sibling_index,json=siblingIndex,proto3" json:"sibling_index,omitempty"`
+	// How many siblings there are, this message included (1 when it has no other
+	// version).
+	SiblingCount int32 `protobuf:"varint,11,opt,name=sibling_count,json=siblingCount,proto3" json:"sibling_count,omitempty"`
+	// The ids of all the siblings, oldest first, this message included. List another
+	// version's branch with ListMessagesRequest.leaf_message_id.
+	SiblingMessageIds []string `protobuf:"bytes,12,rep,name=sibling_message_ids,json=siblingMessageIds,proto3" json:"sibling_message_ids,omitempty"`
+	// Whether the message is complete, still being generated or was interrupted.
+	Status        MessageStatus `protobuf:"varint,13,opt,name=status,proto3,enum=parley.v1.MessageStatus" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -290,6 +385,41 @@ func (x *ConversationMessage) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ConversationMessage) GetParentMessageId() string {
+	if x != nil {
+		return x.ParentMessageId
+	}
+	return ""
+}
+
+func (x *ConversationMessage) GetSiblingIndex() int32 {
+	if x != nil {
+		return x.SiblingIndex
+	}
+	return 0
+}
+
+func (x *ConversationMessage) GetSiblingCount() int32 {
+	if x != nil {
+		return x.SiblingCount
+	}
+	return 0
+}
+
+func (x *ConversationMessage) GetSiblingMessageIds() []string {
+	if x != nil {
+		return x.SiblingMessageIds
+	}
+	return nil
+}
+
+func (x *ConversationMessage) GetStatus() MessageStatus {
+	if x != nil {
+		return x.Status
+	}
+	return MessageStatus_MESSAGE_STATUS_UNSPECIFIED
+}
+
 // CreateConversationRequest is the request of ConversationService.CreateConversation.
 type CreateConversationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -297,7 +427,9 @@ type CreateConversationRequest struct {
 	Title string `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
 	// Optional. The default model of the conversation; empty means the gateway's
 	// default model.
-	Model         string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Optional. The conversation's system prompt: at most 8000 characters.
+	SystemPrompt  string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -342,6 +474,13 @@ func (x *CreateConversationRequest) GetTitle() string {
 func (x *CreateConversationRequest) GetModel() string {
 	if x != nil {
 		return x.Model
+	}
+	return ""
+}
+
+func (x *CreateConversationRequest) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
 	}
 	return ""
 }
@@ -611,7 +750,15 @@ type ListMessagesRequest struct {
 	// Optional. The most messages to return: default 50, at most 200.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional. The next_page_token of the previous page; empty for the first page.
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Optional. List the branch through this message instead of the active one: its
+	// ancestors, the message, and then its newest descendants (the newest child at
+	// each step) down to a leaf. Give a sibling's id to switch versions. Empty lists
+	// the active branch.
+	LeafMessageId string `protobuf:"bytes,4,opt,name=leaf_message_id,json=leafMessageId,proto3" json:"leaf_message_id,omitempty"`
+	// Optional. Also make the listed branch the active one: its leaf becomes the
+	// conversation's current_message_id, so a later SendMessage continues it.
+	MakeCurrent   bool `protobuf:"varint,5,opt,name=make_current,json=makeCurrent,proto3" json:"make_current,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -667,13 +814,29 @@ func (x *ListMessagesRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListMessagesRequest) GetLeafMessageId() string {
+	if x != nil {
+		return x.LeafMessageId
+	}
+	return ""
+}
+
+func (x *ListMessagesRequest) GetMakeCurrent() bool {
+	if x != nil {
+		return x.MakeCurrent
+	}
+	return false
+}
+
 // ListMessagesResponse is the response of ConversationService.ListMessages.
 type ListMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The messages, oldest first.
+	// The messages of the branch, root first.
 	Messages []*ConversationMessage `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The token for the next page; empty when this is the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The leaf of the listed branch (its last message).
+	LeafMessageId string `protobuf:"bytes,3,opt,name=leaf_message_id,json=leafMessageId,proto3" json:"leaf_message_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -722,6 +885,13 @@ func (x *ListMessagesResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListMessagesResponse) GetLeafMessageId() string {
+	if x != nil {
+		return x.LeafMessageId
+	}
+	return ""
+}
+
 // UpdateConversationRequest is the request of ConversationService.UpdateConversation.
 type UpdateConversationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -730,7 +900,10 @@ type UpdateConversationRequest struct {
 	// Optional. A new title, 1–200 characters; unset leaves it unchanged.
 	Title *string `protobuf:"bytes,2,opt,name=title,proto3,oneof" json:"title,omitempty"`
 	// Optional. Archive (true) or unarchive (false); unset leaves it unchanged.
-	Archived      *bool `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"`
+	Archived *bool `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"`
+	// Optional. A new system prompt, at most 8000 characters; empty clears it; unset
+	// leaves it unchanged. It applies to later answers.
+	SystemPrompt  *string `protobuf:"bytes,4,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -784,6 +957,13 @@ func (x *UpdateConversationRequest) GetArchived() bool {
 		return *x.Archived
 	}
 	return false
+}
+
+func (x *UpdateConversationRequest) GetSystemPrompt() string {
+	if x != nil && x.SystemPrompt != nil {
+		return *x.SystemPrompt
+	}
+	return ""
 }
 
 // UpdateConversationResponse is the response of ConversationService.UpdateConversation.
@@ -930,6 +1110,12 @@ type SendMessageRequest struct {
 	// Optional. A cap on the answer's length, 1 to the model's max_output_tokens; 0
 	// means the model's max_output_tokens. Reserved against the tier's output limit.
 	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	// Optional. The message the new user message follows. Unset: the conversation's
+	// current leaf (continue the active branch). Set, it must be an assistant message
+	// of the conversation, or empty for a new first message; to edit a user message,
+	// send the new text with the edited message's parent_message_id (it becomes a
+	// sibling of the edited message).
+	ParentMessageId *string `protobuf:"bytes,5,opt,name=parent_message_id,json=parentMessageId,proto3,oneof" json:"parent_message_id,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -990,6 +1176,13 @@ func (x *SendMessageRequest) GetMaxOutputTokens() int64 {
 		return x.MaxOutputTokens
 	}
 	return 0
+}
+
+func (x *SendMessageRequest) GetParentMessageId() string {
+	if x != nil && x.ParentMessageId != nil {
+		return *x.ParentMessageId
+	}
+	return ""
 }
 
 // SendMessageResponse is one message of ConversationService.SendMessage's stream.
@@ -1233,11 +1426,311 @@ func (x *CancelGenerationResponse) GetCancelled() bool {
 	return false
 }
 
+// RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
+type RegenerateMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. The assistant message to generate a new version of.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Optional. The model for the new answer; empty means the conversation's model.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Optional. A cap on the answer's length, as in SendMessageRequest.
+	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegenerateMessageRequest) Reset() {
+	*x = RegenerateMessageRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegenerateMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegenerateMessageRequest) ProtoMessage() {}
+
+func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegenerateMessageRequest.ProtoReflect.Descriptor instead.
+func (*RegenerateMessageRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RegenerateMessageRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetMaxOutputTokens() int64 {
+	if x != nil {
+		return x.MaxOutputTokens
+	}
+	return 0
+}
+
+// RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
+// stream.
+type RegenerateMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next event of the generation. The started event's user_message_id is the
+	// user message being answered again.
+	Event         *GenerationEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegenerateMessageResponse) Reset() {
+	*x = RegenerateMessageResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegenerateMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegenerateMessageResponse) ProtoMessage() {}
+
+func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
+func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+// GetCustomInstructionsRequest is the request of
+// ConversationService.GetCustomInstructions. It has no fields.
+type GetCustomInstructionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCustomInstructionsRequest) Reset() {
+	*x = GetCustomInstructionsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCustomInstructionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCustomInstructionsRequest) ProtoMessage() {}
+
+func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
+func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
+}
+
+// GetCustomInstructionsResponse is the response of
+// ConversationService.GetCustomInstructions.
+type GetCustomInstructionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's custom instructions; empty when none are set.
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCustomInstructionsResponse) Reset() {
+	*x = GetCustomInstructionsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCustomInstructionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCustomInstructionsResponse) ProtoMessage() {}
+
+func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
+func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetCustomInstructionsResponse) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// SetCustomInstructionsRequest is the request of
+// ConversationService.SetCustomInstructions.
+type SetCustomInstructionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The new instructions, at most 8000 characters; empty clears them.
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCustomInstructionsRequest) Reset() {
+	*x = SetCustomInstructionsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCustomInstructionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCustomInstructionsRequest) ProtoMessage() {}
+
+func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
+func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SetCustomInstructionsRequest) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// SetCustomInstructionsResponse is the response of
+// ConversationService.SetCustomInstructions.
+type SetCustomInstructionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The instructions as stored (trimmed).
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCustomInstructionsResponse) Reset() {
+	*x = SetCustomInstructionsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCustomInstructionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCustomInstructionsResponse) ProtoMessage() {}
+
+func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
+func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SetCustomInstructionsResponse) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
 var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x95\x02\n" +
+	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xe8\x02\n" +
 	"\fConversation\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -1249,7 +1742,9 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1e\n" +
 	"\n" +
 	"generating\x18\a \x01(\bR\n" +
-	"generating\"\xd0\x02\n" +
+	"generating\x12#\n" +
+	"\rsystem_prompt\x18\b \x01(\tR\fsystemPrompt\x12,\n" +
+	"\x12current_message_id\x18\t \x01(\tR\x10currentMessageId\"\xa8\x04\n" +
 	"\x13ConversationMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12'\n" +
@@ -1260,10 +1755,17 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x06tokens\x18\x06 \x01(\x03R\x06tokens\x12<\n" +
 	"\rfinish_reason\x18\a \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x129\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"G\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12*\n" +
+	"\x11parent_message_id\x18\t \x01(\tR\x0fparentMessageId\x12#\n" +
+	"\rsibling_index\x18\n" +
+	" \x01(\x05R\fsiblingIndex\x12#\n" +
+	"\rsibling_count\x18\v \x01(\x05R\fsiblingCount\x12.\n" +
+	"\x13sibling_message_ids\x18\f \x03(\tR\x11siblingMessageIds\x120\n" +
+	"\x06status\x18\r \x01(\x0e2\x18.parley.v1.MessageStatusR\x06status\"l\n" +
 	"\x19CreateConversationRequest\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x14\n" +
-	"\x05model\x18\x02 \x01(\tR\x05model\"Y\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
+	"\rsystem_prompt\x18\x03 \x01(\tR\fsystemPrompt\"Y\n" +
 	"\x1aCreateConversationResponse\x12;\n" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"\x8d\x01\n" +
 	"\x18ListConversationsRequest\x12\x1b\n" +
@@ -1277,31 +1779,38 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x16GetConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"V\n" +
 	"\x17GetConversationResponse\x12;\n" +
-	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"z\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"\xc5\x01\n" +
 	"\x13ListMessagesRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"z\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12&\n" +
+	"\x0fleaf_message_id\x18\x04 \x01(\tR\rleafMessageId\x12!\n" +
+	"\fmake_current\x18\x05 \x01(\bR\vmakeCurrent\"\xa2\x01\n" +
 	"\x14ListMessagesResponse\x12:\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x97\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12&\n" +
+	"\x0fleaf_message_id\x18\x03 \x01(\tR\rleafMessageId\"\xd3\x01\n" +
 	"\x19UpdateConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x19\n" +
 	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n" +
-	"\barchived\x18\x03 \x01(\bH\x01R\barchived\x88\x01\x01B\b\n" +
+	"\barchived\x18\x03 \x01(\bH\x01R\barchived\x88\x01\x01\x12(\n" +
+	"\rsystem_prompt\x18\x04 \x01(\tH\x02R\fsystemPrompt\x88\x01\x01B\b\n" +
 	"\x06_titleB\v\n" +
-	"\t_archived\"Y\n" +
+	"\t_archivedB\x10\n" +
+	"\x0e_system_prompt\"Y\n" +
 	"\x1aUpdateConversationResponse\x12;\n" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"D\n" +
 	"\x19DeleteConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"\x1c\n" +
-	"\x1aDeleteConversationResponse\"\xa6\x01\n" +
+	"\x1aDeleteConversationResponse\"\xed\x01\n" +
 	"\x12SendMessageRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12%\n" +
 	"\x05parts\x18\x03 \x03(\v2\x0f.parley.v1.PartR\x05parts\x12*\n" +
-	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"G\n" +
+	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12/\n" +
+	"\x11parent_message_id\x18\x05 \x01(\tH\x00R\x0fparentMessageId\x88\x01\x01B\x14\n" +
+	"\x12_parent_message_id\"G\n" +
 	"\x13SendMessageResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"_\n" +
 	"\x17StreamGenerationRequest\x12'\n" +
@@ -1312,12 +1821,32 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x17CancelGenerationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"8\n" +
 	"\x18CancelGenerationResponse\x12\x1c\n" +
-	"\tcancelled\x18\x01 \x01(\bR\tcancelled*\x84\x01\n" +
+	"\tcancelled\x18\x01 \x01(\bR\tcancelled\"\xa4\x01\n" +
+	"\x18RegenerateMessageRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12*\n" +
+	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"M\n" +
+	"\x19RegenerateMessageResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x1e\n" +
+	"\x1cGetCustomInstructionsRequest\"C\n" +
+	"\x1dGetCustomInstructionsResponse\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"B\n" +
+	"\x1cSetCustomInstructionsRequest\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"C\n" +
+	"\x1dSetCustomInstructionsResponse\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions*\x84\x01\n" +
 	"\x0eArchivedFilter\x12\x1f\n" +
 	"\x1bARCHIVED_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ARCHIVED_FILTER_ACTIVE\x10\x01\x12\x1c\n" +
 	"\x18ARCHIVED_FILTER_ARCHIVED\x10\x02\x12\x17\n" +
-	"\x13ARCHIVED_FILTER_ALL\x10\x032\xd5\x06\n" +
+	"\x13ARCHIVED_FILTER_ALL\x10\x03*\x8c\x01\n" +
+	"\rMessageStatus\x12\x1e\n" +
+	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17MESSAGE_STATUS_COMPLETE\x10\x01\x12\x1e\n" +
+	"\x1aMESSAGE_STATUS_IN_PROGRESS\x10\x02\x12\x1e\n" +
+	"\x1aMESSAGE_STATUS_INTERRUPTED\x10\x032\x8f\t\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -1327,7 +1856,10 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x12DeleteConversation\x12$.parley.v1.DeleteConversationRequest\x1a%.parley.v1.DeleteConversationResponse\x12N\n" +
 	"\vSendMessage\x12\x1d.parley.v1.SendMessageRequest\x1a\x1e.parley.v1.SendMessageResponse0\x01\x12]\n" +
 	"\x10StreamGeneration\x12\".parley.v1.StreamGenerationRequest\x1a#.parley.v1.StreamGenerationResponse0\x01\x12[\n" +
-	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponse\x12`\n" +
+	"\x11RegenerateMessage\x12#.parley.v1.RegenerateMessageRequest\x1a$.parley.v1.RegenerateMessageResponse0\x01\x12j\n" +
+	"\x15GetCustomInstructions\x12'.parley.v1.GetCustomInstructionsRequest\x1a(.parley.v1.GetCustomInstructionsResponse\x12j\n" +
+	"\x15SetCustomInstructions\x12'.parley.v1.SetCustomInstructionsRequest\x1a(.parley.v1.SetCustomInstructionsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_conversation_proto_rawDescOnce sync.Once
@@ -1341,75 +1873,90 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 	return file_parley_v1_conversation_proto_rawDescData
 }
 
-var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_parley_v1_conversation_proto_goTypes = []any{
-	(ArchivedFilter)(0),                // 0: parley.v1.ArchivedFilter
-	(*Conversation)(nil),               // 1: parley.v1.Conversation
-	(*ConversationMessage)(nil),        // 2: parley.v1.ConversationMessage
-	(*CreateConversationRequest)(nil),  // 3: parley.v1.CreateConversationRequest
-	(*CreateConversationResponse)(nil), // 4: parley.v1.CreateConversationResponse
-	(*ListConversationsRequest)(nil),   // 5: parley.v1.ListConversationsRequest
-	(*ListConversationsResponse)(nil),  // 6: parley.v1.ListConversationsResponse
-	(*GetConversationRequest)(nil),     // 7: parley.v1.GetConversationRequest
-	(*GetConversationResponse)(nil),    // 8: parley.v1.GetConversationResponse
-	(*ListMessagesRequest)(nil),        // 9: parley.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),       // 10: parley.v1.ListMessagesResponse
-	(*UpdateConversationRequest)(nil),  // 11: parley.v1.UpdateConversationRequest
-	(*UpdateConversationResponse)(nil), // 12: parley.v1.UpdateConversationResponse
-	(*DeleteConversationRequest)(nil),  // 13: parley.v1.DeleteConversationRequest
-	(*DeleteConversationResponse)(nil), // 14: parley.v1.DeleteConversationResponse
-	(*SendMessageRequest)(nil),         // 15: parley.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),        // 16: parley.v1.SendMessageResponse
-	(*StreamGenerationRequest)(nil),    // 17: parley.v1.StreamGenerationRequest
-	(*StreamGenerationResponse)(nil),   // 18: parley.v1.StreamGenerationResponse
-	(*CancelGenerationRequest)(nil),    // 19: parley.v1.CancelGenerationRequest
-	(*CancelGenerationResponse)(nil),   // 20: parley.v1.CancelGenerationResponse
-	(*timestamppb.Timestamp)(nil),      // 21: google.protobuf.Timestamp
-	(Role)(0),                          // 22: parley.v1.Role
-	(*Part)(nil),                       // 23: parley.v1.Part
-	(FinishReason)(0),                  // 24: parley.v1.FinishReason
-	(*GenerationEvent)(nil),            // 25: parley.v1.GenerationEvent
+	(ArchivedFilter)(0),                   // 0: parley.v1.ArchivedFilter
+	(MessageStatus)(0),                    // 1: parley.v1.MessageStatus
+	(*Conversation)(nil),                  // 2: parley.v1.Conversation
+	(*ConversationMessage)(nil),           // 3: parley.v1.ConversationMessage
+	(*CreateConversationRequest)(nil),     // 4: parley.v1.CreateConversationRequest
+	(*CreateConversationResponse)(nil),    // 5: parley.v1.CreateConversationResponse
+	(*ListConversationsRequest)(nil),      // 6: parley.v1.ListConversationsRequest
+	(*ListConversationsResponse)(nil),     // 7: parley.v1.ListConversationsResponse
+	(*GetConversationRequest)(nil),        // 8: parley.v1.GetConversationRequest
+	(*GetConversationResponse)(nil),       // 9: parley.v1.GetConversationResponse
+	(*ListMessagesRequest)(nil),           // 10: parley.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),          // 11: parley.v1.ListMessagesResponse
+	(*UpdateConversationRequest)(nil),     // 12: parley.v1.UpdateConversationRequest
+	(*UpdateConversationResponse)(nil),    // 13: parley.v1.UpdateConversationResponse
+	(*DeleteConversationRequest)(nil),     // 14: parley.v1.DeleteConversationRequest
+	(*DeleteConversationResponse)(nil),    // 15: parley.v1.DeleteConversationResponse
+	(*SendMessageRequest)(nil),            // 16: parley.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),           // 17: parley.v1.SendMessageResponse
+	(*StreamGenerationRequest)(nil),       // 18: parley.v1.StreamGenerationRequest
+	(*StreamGenerationResponse)(nil),      // 19: parley.v1.StreamGenerationResponse
+	(*CancelGenerationRequest)(nil),       // 20: parley.v1.CancelGenerationRequest
+	(*CancelGenerationResponse)(nil),      // 21: parley.v1.CancelGenerationResponse
+	(*RegenerateMessageRequest)(nil),      // 22: parley.v1.RegenerateMessageRequest
+	(*RegenerateMessageResponse)(nil),     // 23: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 24: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 25: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 26: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 27: parley.v1.SetCustomInstructionsResponse
+	(*timestamppb.Timestamp)(nil),         // 28: google.protobuf.Timestamp
+	(Role)(0),                             // 29: parley.v1.Role
+	(*Part)(nil),                          // 30: parley.v1.Part
+	(FinishReason)(0),                     // 31: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 32: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	21, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	21, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	23, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	24, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	21, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 6: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	0,  // 7: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
-	1,  // 8: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
-	1,  // 9: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
-	2,  // 10: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
-	1,  // 11: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	23, // 12: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	25, // 13: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	25, // 14: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	3,  // 15: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	5,  // 16: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	7,  // 17: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	9,  // 18: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	11, // 19: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	13, // 20: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	15, // 21: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	17, // 22: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	19, // 23: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	4,  // 24: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	6,  // 25: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	8,  // 26: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	10, // 27: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	12, // 28: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	14, // 29: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	16, // 30: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	18, // 31: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	20, // 32: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	28, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	28, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	29, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	30, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	31, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	28, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 6: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
+	2,  // 7: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	0,  // 8: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
+	2,  // 9: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
+	2,  // 10: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
+	3,  // 11: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
+	2,  // 12: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	30, // 13: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	32, // 14: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	32, // 15: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	32, // 16: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	4,  // 17: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	6,  // 18: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	8,  // 19: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	10, // 20: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	12, // 21: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	14, // 22: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	16, // 23: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	18, // 24: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	20, // 25: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	22, // 26: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	24, // 27: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	26, // 28: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	5,  // 29: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	7,  // 30: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	9,  // 31: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	11, // 32: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	13, // 33: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	15, // 34: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	17, // 35: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	19, // 36: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	21, // 37: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	23, // 38: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	25, // 39: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	27, // 40: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	29, // [29:41] is the sub-list for method output_type
+	17, // [17:29] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -1419,13 +1966,14 @@ func file_parley_v1_conversation_proto_init() {
 	}
 	file_parley_v1_common_proto_init()
 	file_parley_v1_conversation_proto_msgTypes[10].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   20,
+			NumEnums:      2,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

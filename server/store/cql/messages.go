@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +114,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			PRIMARY KEY ((conv_id), created_at, id)
 		) WITH CLUSTERING ORDER BY (created_at ASC, id ASC)`, nil).ExecRelease()
 	}
+	if err == nil {
+		err = addColumns(ctx, admin, cfg.Keyspace, "messages", map[string]string{"parent_id": "text", "status": "text"})
+	}
 	admin.Close()
 	if err != nil {
 		return nil, fmt.Errorf("cql: schema: %w", err)
@@ -121,6 +126,28 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("cql: connect: %w", err)
 	}
 	return &DB{s: s}, nil
+}
+
+// addColumns adds the columns a table created by an older version lacks
+// (CQL has no ADD COLUMN IF NOT EXISTS): the message tree's parent_id and
+// status. Rows written before read them as null: a null parent_id is a
+// message of the chain that was, whose parent is the message before it.
+func addColumns(ctx context.Context, admin gocqlx.Session, keyspace, table string, cols map[string]string) error {
+	var have []string
+	if err := admin.ContextQuery(ctx, `SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?`, nil).
+		Bind(keyspace, table).SelectRelease(&have); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(cols)) {
+		if slices.Contains(have, name) {
+			continue
+		}
+		err := admin.ContextQuery(ctx, `ALTER TABLE `+keyspace+`.`+table+` ADD `+name+` `+cols[name], nil).ExecRelease()
+		if err != nil && !strings.Contains(err.Error(), "conflicts with an existing column") && !strings.Contains(err.Error(), "already exist") {
+			return err // (another process adding it at the same time is fine)
+		}
+	}
+	return nil
 }
 
 // DropKeyspace drops a keyspace (tests).
@@ -153,7 +180,11 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Append implements store.Messages. Re-appending a message (same
 // conversation, time and ID) rewrites the same row: a no-op.
-func (db *DB) Append(ctx context.Context, m store.Message) error {
+func (db *DB) Append(ctx context.Context, m store.Message) error { return db.Put(ctx, m) }
+
+// Put implements store.Messages: an insert rewrites the row with the same
+// key.
+func (db *DB) Put(ctx context.Context, m store.Message) error {
 	parts := m.Parts
 	if parts == nil {
 		parts = []store.Part{}
@@ -162,11 +193,24 @@ func (db *DB) Append(ctx context.Context, m store.Message) error {
 	if err != nil {
 		return fmt.Errorf("cql: encode message parts: %w", err)
 	}
-	err = db.s.ContextQuery(ctx, `INSERT INTO messages (conv_id, created_at, id, role, parts, model, tokens, finish_reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, nil).
-		Bind(m.ConversationID, m.CreatedAt.UnixNano(), m.ID, m.Role, string(js), m.Model, m.Tokens, m.FinishReason).ExecRelease()
+	err = db.s.ContextQuery(ctx, `INSERT INTO messages (conv_id, created_at, id, role, parts, model, tokens, finish_reason, parent_id, status)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil).
+		Bind(m.ConversationID, m.CreatedAt.UnixNano(), m.ID, m.Role, string(js), m.Model, m.Tokens, m.FinishReason, m.ParentID, m.Status).ExecRelease()
 	if err != nil {
 		return fmt.Errorf("cql: append: %w", err)
+	}
+	return nil
+}
+
+// MarkInterrupted implements store.Messages with a lightweight transaction
+// (a conditional update): it is rare (after a gateway died mid-answer), and
+// a concurrent Put of the finished answer must win.
+func (db *DB) MarkInterrupted(ctx context.Context, conversationID string, key store.MessageKey) error {
+	_, err := db.s.ContextQuery(ctx, `UPDATE messages SET status = ? WHERE conv_id = ? AND created_at = ? AND id = ? IF status = ?`, nil).
+		Bind(store.MessageInterrupted, conversationID, key.CreatedAt.UnixNano(), key.ID, store.MessageInProgress).
+		ExecCASRelease()
+	if err != nil {
+		return fmt.Errorf("cql: mark interrupted: %w", err)
 	}
 	return nil
 }
@@ -180,18 +224,23 @@ type row struct {
 	Model        string `db:"model"`
 	Tokens       int64  `db:"tokens"`
 	FinishReason string `db:"finish_reason"`
+	// ParentID is null in rows written before the message tree.
+	ParentID *string `db:"parent_id"`
+	Status   *string `db:"status"`
 }
 
 // List implements store.Messages: oldest first, one partition slice.
 func (db *DB) List(ctx context.Context, conversationID string, p store.PageRequest) ([]store.Message, string, error) {
 	limit := p.Limit()
-	stmt := `SELECT conv_id, created_at, id, role, parts, model, tokens, finish_reason FROM messages WHERE conv_id = ?`
+	stmt := `SELECT conv_id, created_at, id, role, parts, model, tokens, finish_reason, parent_id, status FROM messages WHERE conv_id = ?`
 	args := []any{conversationID}
+	prev := "" // the message before this page's first: a legacy row's parent
 	if p.Cursor != "" {
 		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
+		prev = id
 		stmt += ` AND (created_at, id) > (?, ?)`
 		args = append(args, at, id)
 	}
@@ -204,7 +253,14 @@ func (db *DB) List(ctx context.Context, conversationID string, p store.PageReque
 	out := make([]store.Message, 0, len(rows))
 	for _, r := range rows {
 		m := store.Message{ID: r.ID, ConversationID: r.ConvID, Role: r.Role, Model: r.Model, Tokens: r.Tokens,
-			FinishReason: r.FinishReason, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+			FinishReason: r.FinishReason, CreatedAt: time.Unix(0, r.CreatedAt).UTC(), ParentID: prev}
+		if r.ParentID != nil {
+			m.ParentID = *r.ParentID
+		}
+		if r.Status != nil {
+			m.Status = *r.Status
+		}
+		prev = r.ID
 		if err := json.Unmarshal([]byte(r.Parts), &m.Parts); err != nil {
 			return nil, "", fmt.Errorf("cql: decode parts of message %s: %w", r.ID, err)
 		}

@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/google/uuid"
 
@@ -40,3 +43,85 @@ func newStore(t *testing.T) store.Store {
 }
 
 func TestMessages(t *testing.T) { t.Parallel(); storetest.TestMessages(t, newStore) }
+
+// TestUpgradeChain opens a keyspace whose messages table predates the
+// message tree: Open adds the columns, and the old rows read as the chain
+// they were (each one's parent is the message before it), across pages.
+func TestUpgradeChain(t *testing.T) {
+	t.Parallel()
+	hosts := os.Getenv(EnvHosts)
+	if hosts == "" {
+		t.Skipf("%s not set (PARLEY_SERVICES_CQL=1 scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvHosts)
+	}
+	cfg := cql.Config{Hosts: cql.HostsFlag(hosts), Keyspace: "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]}
+	t.Cleanup(func() { _ = cql.DropKeyspace(context.Background(), cfg) })
+	c := gocql.NewCluster(cql.HostsFlag(hosts)...)
+	c.Timeout, c.ConnectTimeout = 10*time.Second, 10*time.Second
+	old, err := c.CreateSession()
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer old.Close()
+	for _, q := range []string{
+		`CREATE KEYSPACE ` + cfg.Keyspace + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
+		`CREATE TABLE ` + cfg.Keyspace + `.messages (conv_id text, created_at bigint, id text, role text, parts text, model text,
+			tokens bigint, finish_reason text, PRIMARY KEY ((conv_id), created_at, id)) WITH CLUSTERING ORDER BY (created_at ASC, id ASC)`,
+	} {
+		if err := old.Query(q).WithContext(t.Context()).Exec(); err != nil {
+			t.Fatalf("old schema: %v", err)
+		}
+	}
+	conv := uuid.NewString()
+	var ids []string
+	for i := range 5 {
+		id := uuid.Must(uuid.NewV7()).String()
+		ids = append(ids, id)
+		if err := old.Query(`INSERT INTO `+cfg.Keyspace+`.messages (conv_id, created_at, id, role, parts, model, tokens, finish_reason)
+			VALUES (?, ?, ?, 'user', '[]', '', 0, '')`, conv, int64(1000+i), id).WithContext(t.Context()).Exec(); err != nil {
+			t.Fatalf("old insert: %v", err)
+		}
+	}
+	db, err := cql.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Open on the old schema: %v", err)
+	}
+	defer db.Close()
+	// A new root after the upgrade keeps its empty parent.
+	root := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv, Role: "user", CreatedAt: time.Unix(0, 2000)}
+	if err := db.Append(t.Context(), root); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	var got []store.Message
+	cursor := ""
+	for range 10 {
+		page, next, err := db.List(t.Context(), conv, store.PageRequest{Size: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		got = append(got, page...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	if len(got) != 6 {
+		t.Fatalf("listed %d messages, want 6", len(got))
+	}
+	for i, m := range got[:5] {
+		want := ""
+		if i > 0 {
+			want = ids[i-1]
+		}
+		if m.ID != ids[i] || m.ParentID != want || m.Status != store.MessageComplete {
+			t.Fatalf("old message %d = %s, parent %q, status %q; want %s, parent %q", i, m.ID, m.ParentID, m.Status, ids[i], want)
+		}
+	}
+	if got[5].ID != root.ID || got[5].ParentID != "" {
+		t.Fatalf("new root = %+v", got[5])
+	}
+	// Opening again (the columns there now) is fine.
+	db2, err := cql.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	db2.Close()
+}

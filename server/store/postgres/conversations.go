@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id`
 
 type convScan struct {
 	c                store.Conversation
@@ -20,7 +21,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -30,8 +31,8 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt))
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID)
 	return err
 }
 
@@ -66,11 +67,7 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 		args = append(args, at, id)
 	}
 	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT %d`, limit+1)
-	rows, err := c.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(r pgx.Rows) (store.Conversation, error) {
+	out, err := readRows(ctx, c.db, q, args, func(r pgx.Rows) (store.Conversation, error) {
 		var s convScan
 		err := r.Scan(s.dest()...)
 		return s.conv(), err
@@ -85,9 +82,10 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 func (c conversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
 	var s convScan
 	err := c.db.pool.QueryRow(ctx, `UPDATE conversations
-		SET title = coalesce($1, title), archived = coalesce($2, archived), updated_at = greatest(updated_at, $3)
+		SET title = coalesce($1, title), archived = coalesce($2, archived), system_prompt = coalesce($6, system_prompt),
+			leaf_id = coalesce($7, leaf_id), updated_at = greatest(updated_at, $3)
 		WHERE id = $4 AND user_id = $5 RETURNING `+convCols,
-		patch.Title, patch.Archived, ts(now), id, userID).Scan(s.dest()...)
+		patch.Title, patch.Archived, ts(now), id, userID, patch.SystemPrompt, patch.LeafID).Scan(s.dest()...)
 	if err != nil {
 		return store.Conversation{}, notFound(err, "conversation")
 	}
@@ -102,6 +100,30 @@ func (c conversations) Touch(ctx context.Context, userID, id string, now time.Ti
 		return err
 	}
 	return affectedOne(tag, "conversation")
+}
+
+func (c conversations) SetLeaf(ctx context.Context, userID, id, leafID string) error {
+	tag, err := c.db.exec(ctx, `UPDATE conversations SET leaf_id = $1 WHERE id = $2 AND user_id = $3`, leafID, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(tag, "conversation")
+}
+
+func (c conversations) Instructions(ctx context.Context, userID string) (string, error) {
+	var text string
+	err := c.db.pool.QueryRow(ctx, `SELECT instructions FROM chat_settings WHERE user_id = $1`, userID).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return text, err
+}
+
+func (c conversations) SetInstructions(ctx context.Context, userID, instructions string, now time.Time) error {
+	_, err := c.db.exec(ctx, `INSERT INTO chat_settings (user_id, instructions, updated_at) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id) DO UPDATE SET instructions = excluded.instructions, updated_at = excluded.updated_at`,
+		userID, instructions, ts(now))
+	return err // an unknown user is the foreign key's ErrNotFound
 }
 
 func (c conversations) Delete(ctx context.Context, userID, id string) error {

@@ -35,8 +35,10 @@ func NewGenerations(rdb goredis.UniversalClient) *Generations {
 	return &Generations{rdb: rdb, Prefix: "parley:gen:", RunningTTL: 5 * time.Minute}
 }
 
-func (g *Generations) state(id string) string { return g.Prefix + id + ":state" }
-func (g *Generations) log(id string) string   { return g.Prefix + id + ":log" }
+// A generation's two keys share the hash tag {id}: its scripts and
+// pipelines touch both, in one Redis Cluster slot.
+func (g *Generations) state(id string) string { return g.Prefix + "{" + id + "}:state" }
+func (g *Generations) log(id string) string   { return g.Prefix + "{" + id + "}:log" }
 func (g *Generations) channel() string        { return g.Prefix + "cancel" }
 
 var startScript = goredis.NewScript(`

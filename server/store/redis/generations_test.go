@@ -1,10 +1,10 @@
 package redis_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/redis"
@@ -12,19 +12,11 @@ import (
 )
 
 func TestGenerations(t *testing.T) {
-	t.Parallel()
-	storetest.TestGenerations(t, func(t *testing.T) store.Generations {
-		url := os.Getenv(EnvURL)
-		if url == "" {
-			t.Skipf("%s not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvURL)
-		}
-		c, err := redis.Open(t.Context(), url)
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		g := redis.NewGenerations(c)
-		g.Prefix = "parley:test:" + uuid.NewString() + ":gen:"
-		return g
+	eachServer(t, func(t *testing.T, open func(*testing.T) goredis.UniversalClient) {
+		storetest.TestGenerations(t, func(t *testing.T) store.Generations {
+			g := redis.NewGenerations(open(t))
+			g.Prefix = "parley:test:" + uuid.NewString() + ":gen:"
+			return g
+		})
 	})
 }

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +12,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id`
 
 type convScan struct {
 	c                store.Conversation
@@ -18,7 +20,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -28,8 +30,8 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt))
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID)
 	return err
 }
 
@@ -86,18 +88,25 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 }
 
 func (c conversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
-	var title, archived any
+	var title, archived, prompt, leaf any
 	if patch.Title != nil {
 		title = *patch.Title
+	}
+	if patch.SystemPrompt != nil {
+		prompt = *patch.SystemPrompt
+	}
+	if patch.LeafID != nil {
+		leaf = *patch.LeafID
 	}
 	if patch.Archived != nil {
 		archived = boolInt(*patch.Archived)
 	}
 	var s convScan
 	err := c.db.w.QueryRowContext(ctx, `UPDATE conversations
-		SET title = coalesce(?, title), archived = coalesce(?, archived), updated_at = max(updated_at, ?)
+		SET title = coalesce(?, title), archived = coalesce(?, archived), system_prompt = coalesce(?, system_prompt),
+			leaf_id = coalesce(?, leaf_id), updated_at = max(updated_at, ?)
 		WHERE id = ? AND user_id = ? RETURNING `+convCols,
-		title, archived, ts(now), id, userID).Scan(s.dest()...)
+		title, archived, prompt, leaf, ts(now), id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Conversation{}, notFound(err, "conversation")
 	}
@@ -112,6 +121,30 @@ func (c conversations) Touch(ctx context.Context, userID, id string, now time.Ti
 		return err
 	}
 	return affectedOne(res, "conversation")
+}
+
+func (c conversations) SetLeaf(ctx context.Context, userID, id, leafID string) error {
+	res, err := c.db.exec(ctx, `UPDATE conversations SET leaf_id = ? WHERE id = ? AND user_id = ?`, leafID, id, userID)
+	if err != nil {
+		return err
+	}
+	return affectedOne(res, "conversation")
+}
+
+func (c conversations) Instructions(ctx context.Context, userID string) (string, error) {
+	var text string
+	err := c.db.r.QueryRowContext(ctx, `SELECT instructions FROM chat_settings WHERE user_id = ?`, userID).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return text, err
+}
+
+func (c conversations) SetInstructions(ctx context.Context, userID, instructions string, now time.Time) error {
+	_, err := c.db.exec(ctx, `INSERT INTO chat_settings (user_id, instructions, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET instructions = excluded.instructions, updated_at = excluded.updated_at`,
+		userID, instructions, ts(now))
+	return err // an unknown user is the foreign key's ErrNotFound
 }
 
 func (c conversations) Delete(ctx context.Context, userID, id string) error {

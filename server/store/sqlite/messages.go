@@ -12,6 +12,15 @@ import (
 type messages struct{ db *DB }
 
 func (m messages) Append(ctx context.Context, msg store.Message) error {
+	return m.insert(ctx, msg, `ON CONFLICT (id) DO NOTHING`)
+}
+
+func (m messages) Put(ctx context.Context, msg store.Message) error {
+	return m.insert(ctx, msg, `ON CONFLICT (id) DO UPDATE SET role = excluded.role, parts = excluded.parts, model = excluded.model,
+		tokens = excluded.tokens, finish_reason = excluded.finish_reason, parent_id = excluded.parent_id, status = excluded.status`)
+}
+
+func (m messages) insert(ctx context.Context, msg store.Message, onConflict string) error {
 	parts := msg.Parts
 	if parts == nil {
 		parts = []store.Part{}
@@ -20,15 +29,21 @@ func (m messages) Append(ctx context.Context, msg store.Message) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode message parts: %w", err)
 	}
-	_, err = m.db.exec(ctx, `INSERT INTO messages (id, conversation_id, role, parts, model, tokens, finish_reason, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		msg.ID, msg.ConversationID, msg.Role, string(js), msg.Model, msg.Tokens, msg.FinishReason, ts(msg.CreatedAt))
+	_, err = m.db.exec(ctx, `INSERT INTO messages (id, conversation_id, role, parts, model, tokens, finish_reason, created_at, parent_id, status)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) `+onConflict,
+		msg.ID, msg.ConversationID, msg.Role, string(js), msg.Model, msg.Tokens, msg.FinishReason, ts(msg.CreatedAt), msg.ParentID, msg.Status)
+	return err
+}
+
+func (m messages) MarkInterrupted(ctx context.Context, conversationID string, key store.MessageKey) error {
+	_, err := m.db.exec(ctx, `UPDATE messages SET status = ? WHERE conversation_id = ? AND id = ? AND status = ?`,
+		store.MessageInterrupted, conversationID, key.ID, store.MessageInProgress)
 	return err
 }
 
 func (m messages) List(ctx context.Context, conversationID string, p store.PageRequest) ([]store.Message, string, error) {
 	limit := p.Limit()
-	q := `SELECT id, conversation_id, role, parts, model, tokens, finish_reason, created_at FROM messages WHERE conversation_id = ?`
+	q := `SELECT id, conversation_id, role, parts, model, tokens, finish_reason, created_at, parent_id, status FROM messages WHERE conversation_id = ?`
 	args := []any{conversationID}
 	if p.Cursor != "" {
 		at, id, err := store.DecodeCursor(p.Cursor)
@@ -50,7 +65,7 @@ func (m messages) List(ctx context.Context, conversationID string, p store.PageR
 		var msg store.Message
 		var parts string
 		var created int64
-		if err := rows.Scan(&msg.ID, &msg.ConversationID, &msg.Role, &parts, &msg.Model, &msg.Tokens, &msg.FinishReason, &created); err != nil {
+		if err := rows.Scan(&msg.ID, &msg.ConversationID, &msg.Role, &parts, &msg.Model, &msg.Tokens, &msg.FinishReason, &created, &msg.ParentID, &msg.Status); err != nil {
 			return nil, "", err
 		}
 		if err := json.Unmarshal([]byte(parts), &msg.Parts); err != nil {

@@ -162,6 +162,7 @@ func TestConversations(t *testing.T, newStore NewStore) {
 			t.Fatalf("after Touch the first conversation is %+v", first)
 		}
 	})
+	t.Run("PromptLeafInstructions", func(t *testing.T) { testConversationSettings(t, newStore) })
 }
 
 // TestMessages is the conformance suite for store.Messages.
@@ -292,4 +293,6 @@ func TestMessages(t *testing.T, newStore NewStore) {
 		}
 		checkBadCursors(t, list)
 	})
+	t.Run("Tree", func(t *testing.T) { testMessageTree(t, newStore) })
+	t.Run("GrowingAnswer", func(t *testing.T) { testGrowingAnswer(t, newStore) })
 }

@@ -44,6 +44,9 @@ const (
 	AdminServiceListWorkersProcedure = "/parley.v1.AdminService/ListWorkers"
 	// AdminServiceListUsageProcedure is the fully-qualified name of the AdminService's ListUsage RPC.
 	AdminServiceListUsageProcedure = "/parley.v1.AdminService/ListUsage"
+	// AdminServiceListServedModelsProcedure is the fully-qualified name of the AdminService's
+	// ListServedModels RPC.
+	AdminServiceListServedModelsProcedure = "/parley.v1.AdminService/ListServedModels"
 )
 
 // AdminServiceClient is a client for the parley.v1.AdminService service.
@@ -61,6 +64,10 @@ type AdminServiceClient interface {
 	// those of one end user (the `user` the API caller named in its requests).
 	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// ListServedModels lists every model this gateway knows — the catalog's and
+	// those its workers serve — with whether it can be used and which workers
+	// and pools serve it.
+	ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the parley.v1.AdminService service. By default, it
@@ -98,15 +105,22 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 			connect.WithClientOptions(opts...),
 		),
+		listServedModels: connect.NewClient[v1.ListServedModelsRequest, v1.ListServedModelsResponse](
+			httpClient,
+			baseURL+AdminServiceListServedModelsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListServedModels")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // adminServiceClient implements AdminServiceClient.
 type adminServiceClient struct {
-	setUserTier   *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
-	adjustBalance *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
-	listWorkers   *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
-	listUsage     *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
+	setUserTier      *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
+	adjustBalance    *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
+	listWorkers      *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
+	listUsage        *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
+	listServedModels *connect.Client[v1.ListServedModelsRequest, v1.ListServedModelsResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -129,6 +143,11 @@ func (c *adminServiceClient) ListUsage(ctx context.Context, req *connect.Request
 	return c.listUsage.CallUnary(ctx, req)
 }
 
+// ListServedModels calls parley.v1.AdminService.ListServedModels.
+func (c *adminServiceClient) ListServedModels(ctx context.Context, req *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error) {
+	return c.listServedModels.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the parley.v1.AdminService service.
 type AdminServiceHandler interface {
 	// SetUserTier changes a user's tier; new limits apply to the next request.
@@ -144,6 +163,10 @@ type AdminServiceHandler interface {
 	// those of one end user (the `user` the API caller named in its requests).
 	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// ListServedModels lists every model this gateway knows — the catalog's and
+	// those its workers serve — with whether it can be used and which workers
+	// and pools serve it.
+	ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -177,6 +200,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceListServedModelsHandler := connect.NewUnaryHandler(
+		AdminServiceListServedModelsProcedure,
+		svc.ListServedModels,
+		connect.WithSchema(adminServiceMethods.ByName("ListServedModels")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceSetUserTierProcedure:
@@ -187,6 +216,8 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceListWorkersHandler.ServeHTTP(w, r)
 		case AdminServiceListUsageProcedure:
 			adminServiceListUsageHandler.ServeHTTP(w, r)
+		case AdminServiceListServedModelsProcedure:
+			adminServiceListServedModelsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -210,4 +241,8 @@ func (UnimplementedAdminServiceHandler) ListWorkers(context.Context, *connect.Re
 
 func (UnimplementedAdminServiceHandler) ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListUsage is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListServedModels is not implemented"))
 }

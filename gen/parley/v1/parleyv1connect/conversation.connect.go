@@ -60,24 +60,37 @@ const (
 	// ConversationServiceCancelGenerationProcedure is the fully-qualified name of the
 	// ConversationService's CancelGeneration RPC.
 	ConversationServiceCancelGenerationProcedure = "/parley.v1.ConversationService/CancelGeneration"
+	// ConversationServiceRegenerateMessageProcedure is the fully-qualified name of the
+	// ConversationService's RegenerateMessage RPC.
+	ConversationServiceRegenerateMessageProcedure = "/parley.v1.ConversationService/RegenerateMessage"
+	// ConversationServiceGetCustomInstructionsProcedure is the fully-qualified name of the
+	// ConversationService's GetCustomInstructions RPC.
+	ConversationServiceGetCustomInstructionsProcedure = "/parley.v1.ConversationService/GetCustomInstructions"
+	// ConversationServiceSetCustomInstructionsProcedure is the fully-qualified name of the
+	// ConversationService's SetCustomInstructions RPC.
+	ConversationServiceSetCustomInstructionsProcedure = "/parley.v1.ConversationService/SetCustomInstructions"
 )
 
 // ConversationServiceClient is a client for the parley.v1.ConversationService service.
 type ConversationServiceClient interface {
 	// CreateConversation creates an empty conversation.
-	// Errors: invalid_argument (title, model), not_found (model).
+	// Errors: invalid_argument (title, model, system_prompt), not_found (model).
 	CreateConversation(context.Context, *connect.Request[v1.CreateConversationRequest]) (*connect.Response[v1.CreateConversationResponse], error)
 	// ListConversations lists the caller's conversations, most recently updated first.
 	ListConversations(context.Context, *connect.Request[v1.ListConversationsRequest]) (*connect.Response[v1.ListConversationsResponse], error)
 	// GetConversation returns one conversation.
 	// Errors: not_found.
 	GetConversation(context.Context, *connect.Request[v1.GetConversationRequest]) (*connect.Response[v1.GetConversationResponse], error)
-	// ListMessages lists a conversation's stored messages, oldest first.
-	// Errors: not_found.
+	// ListMessages lists one branch of a conversation's message tree, root first: by
+	// default the active branch (root to the conversation's current leaf), or the branch
+	// through leaf_message_id. Each message says how many versions (siblings) it has
+	// and which one it is, so a client can switch between them; make_current makes the
+	// listed branch the active one.
+	// Errors: invalid_argument (leaf_message_id), not_found.
 	ListMessages(context.Context, *connect.Request[v1.ListMessagesRequest]) (*connect.Response[v1.ListMessagesResponse], error)
-	// UpdateConversation renames, archives or unarchives a conversation. Only the fields
-	// that are set change.
-	// Errors: invalid_argument (title), not_found.
+	// UpdateConversation renames, archives or unarchives a conversation, or sets its
+	// system prompt. Only the fields that are set change.
+	// Errors: invalid_argument (title, system_prompt), not_found.
 	UpdateConversation(context.Context, *connect.Request[v1.UpdateConversationRequest]) (*connect.Response[v1.UpdateConversationResponse], error)
 	// DeleteConversation deletes a conversation with its messages and the attachments
 	// they reference, cancelling any generation in progress.
@@ -102,6 +115,24 @@ type ConversationServiceClient interface {
 	// connection. The partial answer is stored with FINISH_REASON_CANCELLED.
 	// Errors: not_found (conversation).
 	CancelGeneration(context.Context, *connect.Request[v1.CancelGenerationRequest]) (*connect.Response[v1.CancelGenerationResponse], error)
+	// RegenerateMessage generates a new version of an assistant message: a sibling
+	// answer to the same user message, from the same context (that message's
+	// ancestors), streamed as GenerationEvents exactly as SendMessage streams them. The
+	// new answer becomes the conversation's current leaf. Limited by the tier, stored
+	// and crash-safe as SendMessage's answers are.
+	// Errors: invalid_argument (message_id: not an assistant message of the
+	// conversation; model, max_output_tokens), not_found (conversation, model),
+	// failed_precondition (a generation is already in progress), resource_exhausted (a
+	// tier limit; with LimitExceeded and retry-after), unavailable (overloaded; with
+	// retry-after).
+	RegenerateMessage(context.Context, *connect.Request[v1.RegenerateMessageRequest]) (*connect.ServerStreamForClient[v1.RegenerateMessageResponse], error)
+	// GetCustomInstructions returns the caller's custom instructions, applied to every
+	// conversation of the caller.
+	GetCustomInstructions(context.Context, *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error)
+	// SetCustomInstructions replaces the caller's custom instructions; empty clears
+	// them. They apply to every later answer, as the first part of its system message.
+	// Errors: invalid_argument (instructions).
+	SetCustomInstructions(context.Context, *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error)
 }
 
 // NewConversationServiceClient constructs a client for the parley.v1.ConversationService service.
@@ -169,20 +200,41 @@ func NewConversationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(conversationServiceMethods.ByName("CancelGeneration")),
 			connect.WithClientOptions(opts...),
 		),
+		regenerateMessage: connect.NewClient[v1.RegenerateMessageRequest, v1.RegenerateMessageResponse](
+			httpClient,
+			baseURL+ConversationServiceRegenerateMessageProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("RegenerateMessage")),
+			connect.WithClientOptions(opts...),
+		),
+		getCustomInstructions: connect.NewClient[v1.GetCustomInstructionsRequest, v1.GetCustomInstructionsResponse](
+			httpClient,
+			baseURL+ConversationServiceGetCustomInstructionsProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("GetCustomInstructions")),
+			connect.WithClientOptions(opts...),
+		),
+		setCustomInstructions: connect.NewClient[v1.SetCustomInstructionsRequest, v1.SetCustomInstructionsResponse](
+			httpClient,
+			baseURL+ConversationServiceSetCustomInstructionsProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("SetCustomInstructions")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // conversationServiceClient implements ConversationServiceClient.
 type conversationServiceClient struct {
-	createConversation *connect.Client[v1.CreateConversationRequest, v1.CreateConversationResponse]
-	listConversations  *connect.Client[v1.ListConversationsRequest, v1.ListConversationsResponse]
-	getConversation    *connect.Client[v1.GetConversationRequest, v1.GetConversationResponse]
-	listMessages       *connect.Client[v1.ListMessagesRequest, v1.ListMessagesResponse]
-	updateConversation *connect.Client[v1.UpdateConversationRequest, v1.UpdateConversationResponse]
-	deleteConversation *connect.Client[v1.DeleteConversationRequest, v1.DeleteConversationResponse]
-	sendMessage        *connect.Client[v1.SendMessageRequest, v1.SendMessageResponse]
-	streamGeneration   *connect.Client[v1.StreamGenerationRequest, v1.StreamGenerationResponse]
-	cancelGeneration   *connect.Client[v1.CancelGenerationRequest, v1.CancelGenerationResponse]
+	createConversation    *connect.Client[v1.CreateConversationRequest, v1.CreateConversationResponse]
+	listConversations     *connect.Client[v1.ListConversationsRequest, v1.ListConversationsResponse]
+	getConversation       *connect.Client[v1.GetConversationRequest, v1.GetConversationResponse]
+	listMessages          *connect.Client[v1.ListMessagesRequest, v1.ListMessagesResponse]
+	updateConversation    *connect.Client[v1.UpdateConversationRequest, v1.UpdateConversationResponse]
+	deleteConversation    *connect.Client[v1.DeleteConversationRequest, v1.DeleteConversationResponse]
+	sendMessage           *connect.Client[v1.SendMessageRequest, v1.SendMessageResponse]
+	streamGeneration      *connect.Client[v1.StreamGenerationRequest, v1.StreamGenerationResponse]
+	cancelGeneration      *connect.Client[v1.CancelGenerationRequest, v1.CancelGenerationResponse]
+	regenerateMessage     *connect.Client[v1.RegenerateMessageRequest, v1.RegenerateMessageResponse]
+	getCustomInstructions *connect.Client[v1.GetCustomInstructionsRequest, v1.GetCustomInstructionsResponse]
+	setCustomInstructions *connect.Client[v1.SetCustomInstructionsRequest, v1.SetCustomInstructionsResponse]
 }
 
 // CreateConversation calls parley.v1.ConversationService.CreateConversation.
@@ -230,22 +282,41 @@ func (c *conversationServiceClient) CancelGeneration(ctx context.Context, req *c
 	return c.cancelGeneration.CallUnary(ctx, req)
 }
 
+// RegenerateMessage calls parley.v1.ConversationService.RegenerateMessage.
+func (c *conversationServiceClient) RegenerateMessage(ctx context.Context, req *connect.Request[v1.RegenerateMessageRequest]) (*connect.ServerStreamForClient[v1.RegenerateMessageResponse], error) {
+	return c.regenerateMessage.CallServerStream(ctx, req)
+}
+
+// GetCustomInstructions calls parley.v1.ConversationService.GetCustomInstructions.
+func (c *conversationServiceClient) GetCustomInstructions(ctx context.Context, req *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error) {
+	return c.getCustomInstructions.CallUnary(ctx, req)
+}
+
+// SetCustomInstructions calls parley.v1.ConversationService.SetCustomInstructions.
+func (c *conversationServiceClient) SetCustomInstructions(ctx context.Context, req *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error) {
+	return c.setCustomInstructions.CallUnary(ctx, req)
+}
+
 // ConversationServiceHandler is an implementation of the parley.v1.ConversationService service.
 type ConversationServiceHandler interface {
 	// CreateConversation creates an empty conversation.
-	// Errors: invalid_argument (title, model), not_found (model).
+	// Errors: invalid_argument (title, model, system_prompt), not_found (model).
 	CreateConversation(context.Context, *connect.Request[v1.CreateConversationRequest]) (*connect.Response[v1.CreateConversationResponse], error)
 	// ListConversations lists the caller's conversations, most recently updated first.
 	ListConversations(context.Context, *connect.Request[v1.ListConversationsRequest]) (*connect.Response[v1.ListConversationsResponse], error)
 	// GetConversation returns one conversation.
 	// Errors: not_found.
 	GetConversation(context.Context, *connect.Request[v1.GetConversationRequest]) (*connect.Response[v1.GetConversationResponse], error)
-	// ListMessages lists a conversation's stored messages, oldest first.
-	// Errors: not_found.
+	// ListMessages lists one branch of a conversation's message tree, root first: by
+	// default the active branch (root to the conversation's current leaf), or the branch
+	// through leaf_message_id. Each message says how many versions (siblings) it has
+	// and which one it is, so a client can switch between them; make_current makes the
+	// listed branch the active one.
+	// Errors: invalid_argument (leaf_message_id), not_found.
 	ListMessages(context.Context, *connect.Request[v1.ListMessagesRequest]) (*connect.Response[v1.ListMessagesResponse], error)
-	// UpdateConversation renames, archives or unarchives a conversation. Only the fields
-	// that are set change.
-	// Errors: invalid_argument (title), not_found.
+	// UpdateConversation renames, archives or unarchives a conversation, or sets its
+	// system prompt. Only the fields that are set change.
+	// Errors: invalid_argument (title, system_prompt), not_found.
 	UpdateConversation(context.Context, *connect.Request[v1.UpdateConversationRequest]) (*connect.Response[v1.UpdateConversationResponse], error)
 	// DeleteConversation deletes a conversation with its messages and the attachments
 	// they reference, cancelling any generation in progress.
@@ -270,6 +341,24 @@ type ConversationServiceHandler interface {
 	// connection. The partial answer is stored with FINISH_REASON_CANCELLED.
 	// Errors: not_found (conversation).
 	CancelGeneration(context.Context, *connect.Request[v1.CancelGenerationRequest]) (*connect.Response[v1.CancelGenerationResponse], error)
+	// RegenerateMessage generates a new version of an assistant message: a sibling
+	// answer to the same user message, from the same context (that message's
+	// ancestors), streamed as GenerationEvents exactly as SendMessage streams them. The
+	// new answer becomes the conversation's current leaf. Limited by the tier, stored
+	// and crash-safe as SendMessage's answers are.
+	// Errors: invalid_argument (message_id: not an assistant message of the
+	// conversation; model, max_output_tokens), not_found (conversation, model),
+	// failed_precondition (a generation is already in progress), resource_exhausted (a
+	// tier limit; with LimitExceeded and retry-after), unavailable (overloaded; with
+	// retry-after).
+	RegenerateMessage(context.Context, *connect.Request[v1.RegenerateMessageRequest], *connect.ServerStream[v1.RegenerateMessageResponse]) error
+	// GetCustomInstructions returns the caller's custom instructions, applied to every
+	// conversation of the caller.
+	GetCustomInstructions(context.Context, *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error)
+	// SetCustomInstructions replaces the caller's custom instructions; empty clears
+	// them. They apply to every later answer, as the first part of its system message.
+	// Errors: invalid_argument (instructions).
+	SetCustomInstructions(context.Context, *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error)
 }
 
 // NewConversationServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -333,6 +422,24 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 		connect.WithSchema(conversationServiceMethods.ByName("CancelGeneration")),
 		connect.WithHandlerOptions(opts...),
 	)
+	conversationServiceRegenerateMessageHandler := connect.NewServerStreamHandler(
+		ConversationServiceRegenerateMessageProcedure,
+		svc.RegenerateMessage,
+		connect.WithSchema(conversationServiceMethods.ByName("RegenerateMessage")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceGetCustomInstructionsHandler := connect.NewUnaryHandler(
+		ConversationServiceGetCustomInstructionsProcedure,
+		svc.GetCustomInstructions,
+		connect.WithSchema(conversationServiceMethods.ByName("GetCustomInstructions")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceSetCustomInstructionsHandler := connect.NewUnaryHandler(
+		ConversationServiceSetCustomInstructionsProcedure,
+		svc.SetCustomInstructions,
+		connect.WithSchema(conversationServiceMethods.ByName("SetCustomInstructions")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.ConversationService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ConversationServiceCreateConversationProcedure:
@@ -353,6 +460,12 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 			conversationServiceStreamGenerationHandler.ServeHTTP(w, r)
 		case ConversationServiceCancelGenerationProcedure:
 			conversationServiceCancelGenerationHandler.ServeHTTP(w, r)
+		case ConversationServiceRegenerateMessageProcedure:
+			conversationServiceRegenerateMessageHandler.ServeHTTP(w, r)
+		case ConversationServiceGetCustomInstructionsProcedure:
+			conversationServiceGetCustomInstructionsHandler.ServeHTTP(w, r)
+		case ConversationServiceSetCustomInstructionsProcedure:
+			conversationServiceSetCustomInstructionsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -396,4 +509,16 @@ func (UnimplementedConversationServiceHandler) StreamGeneration(context.Context,
 
 func (UnimplementedConversationServiceHandler) CancelGeneration(context.Context, *connect.Request[v1.CancelGenerationRequest]) (*connect.Response[v1.CancelGenerationResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.CancelGeneration is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) RegenerateMessage(context.Context, *connect.Request[v1.RegenerateMessageRequest], *connect.ServerStream[v1.RegenerateMessageResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.RegenerateMessage is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) GetCustomInstructions(context.Context, *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.GetCustomInstructions is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) SetCustomInstructions(context.Context, *connect.Request[v1.SetCustomInstructionsRequest]) (*connect.Response[v1.SetCustomInstructionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.SetCustomInstructions is not implemented"))
 }

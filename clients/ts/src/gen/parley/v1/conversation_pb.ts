@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/conversation.proto.
  */
 export const file_parley_v1_conversation: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEiywEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCCKAAgoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCSJLChpDcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIm4KGExpc3RDb252ZXJzYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIrCghhcmNoaXZlZBgDIAEoDjIZLnBhcmxleS52MS5BcmNoaXZlZEZpbHRlciJkChlMaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlEi4KDWNvbnZlcnNhdGlvbnMYASADKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJIChdHZXRDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIlUKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKGVVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKBXRpdGxlGAIgASgJSACIAQESFQoIYXJjaGl2ZWQYAyABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkIksKGlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24iNAoZRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiHAoaRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2UidwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCqEAQoOQXJjaGl2ZWRGaWx0ZXISHwobQVJDSElWRURfRklMVEVSX1VOU1BFQ0lGSUVEEAASGgoWQVJDSElWRURfRklMVEVSX0FDVElWRRABEhwKGEFSQ0hJVkVEX0ZJTFRFUl9BUkNISVZFRBACEhcKE0FSQ0hJVkVEX0ZJTFRFUl9BTEwQAzLVBgoTQ29udmVyc2F0aW9uU2VydmljZRJhChJDcmVhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRJeChFMaXN0Q29udmVyc2F0aW9ucxIjLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRJYCg9HZXRDb252ZXJzYXRpb24SIS5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXNwb25zZRJPCgxMaXN0TWVzc2FnZXMSHi5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBofLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJhChJVcGRhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRJhChJEZWxldGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIdLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXNwb25zZTABEl0KEFN0cmVhbUdlbmVyYXRpb24SIi5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlMAESWwoQQ2FuY2VsR2VuZXJhdGlvbhIiLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEi/gEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCBIVCg1zeXN0ZW1fcHJvbXB0GAggASgJEhoKEmN1cnJlbnRfbWVzc2FnZV9pZBgJIAEoCSKQAwoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcGFyZW50X21lc3NhZ2VfaWQYCSABKAkSFQoNc2libGluZ19pbmRleBgKIAEoBRIVCg1zaWJsaW5nX2NvdW50GAsgASgFEhsKE3NpYmxpbmdfbWVzc2FnZV9pZHMYDCADKAkSKAoGc3RhdHVzGA0gASgOMhgucGFybGV5LnYxLk1lc3NhZ2VTdGF0dXMiUAoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJIksKGkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ibgoYTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEisKCGFyY2hpdmVkGAMgASgOMhkucGFybGV5LnYxLkFyY2hpdmVkRmlsdGVyImQKGUxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USLgoNY29udmVyc2F0aW9ucxgBIAMoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjEKFkdldENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIkgKF0dldENvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ihAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgEIAEoCRIUCgxtYWtlX2N1cnJlbnQYBSABKAgiegoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFwoPbGVhZl9tZXNzYWdlX2lkGAMgASgJIqQBChlVcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgV0aXRsZRgCIAEoCUgAiAEBEhUKCGFyY2hpdmVkGAMgASgISAGIAQESGgoNc3lzdGVtX3Byb21wdBgEIAEoCUgCiAEBQggKBl90aXRsZUILCglfYXJjaGl2ZWRCEAoOX3N5c3RlbV9wcm9tcHQiSwoaVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiI0ChlEZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIcChpEZWxldGVDb252ZXJzYXRpb25SZXNwb25zZSKtAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDEh4KEXBhcmVudF9tZXNzYWdlX2lkGAUgASgJSACIAQFCFAoSX3BhcmVudF9tZXNzYWdlX2lkIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJxChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJKoQBCg5BcmNoaXZlZEZpbHRlchIfChtBUkNISVZFRF9GSUxURVJfVU5TUEVDSUZJRUQQABIaChZBUkNISVZFRF9GSUxURVJfQUNUSVZFEAESHAoYQVJDSElWRURfRklMVEVSX0FSQ0hJVkVEEAISFwoTQVJDSElWRURfRklMVEVSX0FMTBADKowBCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXTUVTU0FHRV9TVEFUVVNfQ09NUExFVEUQARIeChpNRVNTQUdFX1NUQVRVU19JTl9QUk9HUkVTUxACEh4KGk1FU1NBR0VfU1RBVFVTX0lOVEVSUlVQVEVEEAMyjwkKE0NvbnZlcnNhdGlvblNlcnZpY2USYQoSQ3JlYXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLkNyZWF0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USXgoRTGlzdENvbnZlcnNhdGlvbnMSIy5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0GiQucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USWAoPR2V0Q29udmVyc2F0aW9uEiEucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlcXVlc3QaIi5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USTwoMTGlzdE1lc3NhZ2VzEh4ucGFybGV5LnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaHy5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USYQoSVXBkYXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLlVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USYQoSRGVsZXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLkRlbGV0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2USTgoLU2VuZE1lc3NhZ2USHS5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UwARJdChBTdHJlYW1HZW5lcmF0aW9uEiIucGFybGV5LnYxLlN0cmVhbUdlbmVyYXRpb25SZXF1ZXN0GiMucGFybGV5LnYxLlN0cmVhbUdlbmVyYXRpb25SZXNwb25zZTABElsKEENhbmNlbEdlbmVyYXRpb24SIi5wYXJsZXkudjEuQ2FuY2VsR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEmAKEVJlZ2VuZXJhdGVNZXNzYWdlEiMucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVxdWVzdBokLnBhcmxleS52MS5SZWdlbmVyYXRlTWVzc2FnZVJlc3BvbnNlMAESagoVR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zEicucGFybGV5LnYxLkdldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QaKC5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USagoVU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zEicucGFybGV5LnYxLlNldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QaKC5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_common]);
 
 /**
  * Conversation is a stored chat.
@@ -70,6 +70,22 @@ export type Conversation = Message<"parley.v1.Conversation"> & {
    * @generated from field: bool generating = 7;
    */
   generating: boolean;
+
+  /**
+   * The system prompt of this conversation (empty: none). It is sent after the
+   * user's custom instructions in the system message that starts the context.
+   *
+   * @generated from field: string system_prompt = 8;
+   */
+  systemPrompt: string;
+
+  /**
+   * The leaf of the active branch: the message a SendMessage without
+   * parent_message_id answers after. Empty for a conversation with no messages.
+   *
+   * @generated from field: string current_message_id = 9;
+   */
+  currentMessageId: string;
 };
 
 /**
@@ -137,11 +153,51 @@ export type ConversationMessage = Message<"parley.v1.ConversationMessage"> & {
   finishReason: FinishReason;
 
   /**
-   * When the message was stored.
+   * When the message was stored (an answer: when its generation started).
    *
    * @generated from field: google.protobuf.Timestamp created_at = 8;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The message this one follows in the conversation's tree: for an answer, the
+   * user message it answers; for a user message, the answer it follows. Empty for a
+   * first message (a root).
+   *
+   * @generated from field: string parent_message_id = 9;
+   */
+  parentMessageId: string;
+
+  /**
+   * This message's position among its siblings (the versions with the same parent,
+   * oldest first), from 0.
+   *
+   * @generated from field: int32 sibling_index = 10;
+   */
+  siblingIndex: number;
+
+  /**
+   * How many siblings there are, this message included (1 when it has no other
+   * version).
+   *
+   * @generated from field: int32 sibling_count = 11;
+   */
+  siblingCount: number;
+
+  /**
+   * The ids of all the siblings, oldest first, this message included. List another
+   * version's branch with ListMessagesRequest.leaf_message_id.
+   *
+   * @generated from field: repeated string sibling_message_ids = 12;
+   */
+  siblingMessageIds: string[];
+
+  /**
+   * Whether the message is complete, still being generated or was interrupted.
+   *
+   * @generated from field: parley.v1.MessageStatus status = 13;
+   */
+  status: MessageStatus;
 };
 
 /**
@@ -171,6 +227,13 @@ export type CreateConversationRequest = Message<"parley.v1.CreateConversationReq
    * @generated from field: string model = 2;
    */
   model: string;
+
+  /**
+   * Optional. The conversation's system prompt: at most 8000 characters.
+   *
+   * @generated from field: string system_prompt = 3;
+   */
+  systemPrompt: string;
 };
 
 /**
@@ -332,6 +395,24 @@ export type ListMessagesRequest = Message<"parley.v1.ListMessagesRequest"> & {
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Optional. List the branch through this message instead of the active one: its
+   * ancestors, the message, and then its newest descendants (the newest child at
+   * each step) down to a leaf. Give a sibling's id to switch versions. Empty lists
+   * the active branch.
+   *
+   * @generated from field: string leaf_message_id = 4;
+   */
+  leafMessageId: string;
+
+  /**
+   * Optional. Also make the listed branch the active one: its leaf becomes the
+   * conversation's current_message_id, so a later SendMessage continues it.
+   *
+   * @generated from field: bool make_current = 5;
+   */
+  makeCurrent: boolean;
 };
 
 /**
@@ -348,7 +429,7 @@ export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__P
  */
 export type ListMessagesResponse = Message<"parley.v1.ListMessagesResponse"> & {
   /**
-   * The messages, oldest first.
+   * The messages of the branch, root first.
    *
    * @generated from field: repeated parley.v1.ConversationMessage messages = 1;
    */
@@ -360,6 +441,13 @@ export type ListMessagesResponse = Message<"parley.v1.ListMessagesResponse"> & {
    * @generated from field: string next_page_token = 2;
    */
   nextPageToken: string;
+
+  /**
+   * The leaf of the listed branch (its last message).
+   *
+   * @generated from field: string leaf_message_id = 3;
+   */
+  leafMessageId: string;
 };
 
 /**
@@ -395,6 +483,14 @@ export type UpdateConversationRequest = Message<"parley.v1.UpdateConversationReq
    * @generated from field: optional bool archived = 3;
    */
   archived?: boolean | undefined;
+
+  /**
+   * Optional. A new system prompt, at most 8000 characters; empty clears it; unset
+   * leaves it unchanged. It applies to later answers.
+   *
+   * @generated from field: optional string system_prompt = 4;
+   */
+  systemPrompt?: string | undefined;
 };
 
 /**
@@ -498,6 +594,17 @@ export type SendMessageRequest = Message<"parley.v1.SendMessageRequest"> & {
    * @generated from field: int64 max_output_tokens = 4;
    */
   maxOutputTokens: bigint;
+
+  /**
+   * Optional. The message the new user message follows. Unset: the conversation's
+   * current leaf (continue the active branch). Set, it must be an assistant message
+   * of the conversation, or empty for a new first message; to edit a user message,
+   * send the new text with the edited message's parent_message_id (it becomes a
+   * sibling of the edited message).
+   *
+   * @generated from field: optional string parent_message_id = 5;
+   */
+  parentMessageId?: string | undefined;
 };
 
 /**
@@ -622,6 +729,153 @@ export const CancelGenerationResponseSchema: GenMessage<CancelGenerationResponse
   messageDesc(file_parley_v1_conversation, 19);
 
 /**
+ * RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
+ *
+ * @generated from message parley.v1.RegenerateMessageRequest
+ */
+export type RegenerateMessageRequest = Message<"parley.v1.RegenerateMessageRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * Required. The assistant message to generate a new version of.
+   *
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * Optional. The model for the new answer; empty means the conversation's model.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * Optional. A cap on the answer's length, as in SendMessageRequest.
+   *
+   * @generated from field: int64 max_output_tokens = 4;
+   */
+  maxOutputTokens: bigint;
+};
+
+/**
+ * Describes the message parley.v1.RegenerateMessageRequest.
+ * Use `create(RegenerateMessageRequestSchema)` to create a new message.
+ */
+export const RegenerateMessageRequestSchema: GenMessage<RegenerateMessageRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 20);
+
+/**
+ * RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
+ * stream.
+ *
+ * @generated from message parley.v1.RegenerateMessageResponse
+ */
+export type RegenerateMessageResponse = Message<"parley.v1.RegenerateMessageResponse"> & {
+  /**
+   * The next event of the generation. The started event's user_message_id is the
+   * user message being answered again.
+   *
+   * @generated from field: parley.v1.GenerationEvent event = 1;
+   */
+  event?: GenerationEvent | undefined;
+};
+
+/**
+ * Describes the message parley.v1.RegenerateMessageResponse.
+ * Use `create(RegenerateMessageResponseSchema)` to create a new message.
+ */
+export const RegenerateMessageResponseSchema: GenMessage<RegenerateMessageResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 21);
+
+/**
+ * GetCustomInstructionsRequest is the request of
+ * ConversationService.GetCustomInstructions. It has no fields.
+ *
+ * @generated from message parley.v1.GetCustomInstructionsRequest
+ */
+export type GetCustomInstructionsRequest = Message<"parley.v1.GetCustomInstructionsRequest"> & {
+};
+
+/**
+ * Describes the message parley.v1.GetCustomInstructionsRequest.
+ * Use `create(GetCustomInstructionsRequestSchema)` to create a new message.
+ */
+export const GetCustomInstructionsRequestSchema: GenMessage<GetCustomInstructionsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 22);
+
+/**
+ * GetCustomInstructionsResponse is the response of
+ * ConversationService.GetCustomInstructions.
+ *
+ * @generated from message parley.v1.GetCustomInstructionsResponse
+ */
+export type GetCustomInstructionsResponse = Message<"parley.v1.GetCustomInstructionsResponse"> & {
+  /**
+   * The caller's custom instructions; empty when none are set.
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message parley.v1.GetCustomInstructionsResponse.
+ * Use `create(GetCustomInstructionsResponseSchema)` to create a new message.
+ */
+export const GetCustomInstructionsResponseSchema: GenMessage<GetCustomInstructionsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 23);
+
+/**
+ * SetCustomInstructionsRequest is the request of
+ * ConversationService.SetCustomInstructions.
+ *
+ * @generated from message parley.v1.SetCustomInstructionsRequest
+ */
+export type SetCustomInstructionsRequest = Message<"parley.v1.SetCustomInstructionsRequest"> & {
+  /**
+   * Required. The new instructions, at most 8000 characters; empty clears them.
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message parley.v1.SetCustomInstructionsRequest.
+ * Use `create(SetCustomInstructionsRequestSchema)` to create a new message.
+ */
+export const SetCustomInstructionsRequestSchema: GenMessage<SetCustomInstructionsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 24);
+
+/**
+ * SetCustomInstructionsResponse is the response of
+ * ConversationService.SetCustomInstructions.
+ *
+ * @generated from message parley.v1.SetCustomInstructionsResponse
+ */
+export type SetCustomInstructionsResponse = Message<"parley.v1.SetCustomInstructionsResponse"> & {
+  /**
+   * The instructions as stored (trimmed).
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message parley.v1.SetCustomInstructionsResponse.
+ * Use `create(SetCustomInstructionsResponseSchema)` to create a new message.
+ */
+export const SetCustomInstructionsResponseSchema: GenMessage<SetCustomInstructionsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 25);
+
+/**
  * ArchivedFilter selects conversations by their archived flag.
  *
  * @generated from enum parley.v1.ArchivedFilter
@@ -663,6 +917,50 @@ export const ArchivedFilterSchema: GenEnum<ArchivedFilter> = /*@__PURE__*/
   enumDesc(file_parley_v1_conversation, 0);
 
 /**
+ * MessageStatus says whether a stored message is complete.
+ *
+ * @generated from enum parley.v1.MessageStatus
+ */
+export enum MessageStatus {
+  /**
+   * Not set: treat as MESSAGE_STATUS_COMPLETE.
+   *
+   * @generated from enum value: MESSAGE_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The message is whole (an answer may still have been cancelled or have failed:
+   * see finish_reason).
+   *
+   * @generated from enum value: MESSAGE_STATUS_COMPLETE = 1;
+   */
+  COMPLETE = 1,
+
+  /**
+   * The answer is being generated; what is stored so far is saved every few
+   * seconds. Follow it with StreamGeneration.
+   *
+   * @generated from enum value: MESSAGE_STATUS_IN_PROGRESS = 2;
+   */
+  IN_PROGRESS = 2,
+
+  /**
+   * The answer's generation was cut off (the gateway running it stopped): parts hold
+   * what had been saved of it.
+   *
+   * @generated from enum value: MESSAGE_STATUS_INTERRUPTED = 3;
+   */
+  INTERRUPTED = 3,
+}
+
+/**
+ * Describes the enum parley.v1.MessageStatus.
+ */
+export const MessageStatusSchema: GenEnum<MessageStatus> = /*@__PURE__*/
+  enumDesc(file_parley_v1_conversation, 1);
+
+/**
  * ConversationService is the web chat channel: conversations whose history Parley
  * stores, limited per tier and model rather than billed per token. Meant for browser
  * sessions; an API key is also accepted. Every method sees only the caller's own
@@ -677,7 +975,7 @@ export const ArchivedFilterSchema: GenEnum<ArchivedFilter> = /*@__PURE__*/
 export const ConversationService: GenService<{
   /**
    * CreateConversation creates an empty conversation.
-   * Errors: invalid_argument (title, model), not_found (model).
+   * Errors: invalid_argument (title, model, system_prompt), not_found (model).
    *
    * @generated from rpc parley.v1.ConversationService.CreateConversation
    */
@@ -708,8 +1006,12 @@ export const ConversationService: GenService<{
     output: typeof GetConversationResponseSchema;
   },
   /**
-   * ListMessages lists a conversation's stored messages, oldest first.
-   * Errors: not_found.
+   * ListMessages lists one branch of a conversation's message tree, root first: by
+   * default the active branch (root to the conversation's current leaf), or the branch
+   * through leaf_message_id. Each message says how many versions (siblings) it has
+   * and which one it is, so a client can switch between them; make_current makes the
+   * listed branch the active one.
+   * Errors: invalid_argument (leaf_message_id), not_found.
    *
    * @generated from rpc parley.v1.ConversationService.ListMessages
    */
@@ -719,9 +1021,9 @@ export const ConversationService: GenService<{
     output: typeof ListMessagesResponseSchema;
   },
   /**
-   * UpdateConversation renames, archives or unarchives a conversation. Only the fields
-   * that are set change.
-   * Errors: invalid_argument (title), not_found.
+   * UpdateConversation renames, archives or unarchives a conversation, or sets its
+   * system prompt. Only the fields that are set change.
+   * Errors: invalid_argument (title, system_prompt), not_found.
    *
    * @generated from rpc parley.v1.ConversationService.UpdateConversation
    */
@@ -784,6 +1086,48 @@ export const ConversationService: GenService<{
     methodKind: "unary";
     input: typeof CancelGenerationRequestSchema;
     output: typeof CancelGenerationResponseSchema;
+  },
+  /**
+   * RegenerateMessage generates a new version of an assistant message: a sibling
+   * answer to the same user message, from the same context (that message's
+   * ancestors), streamed as GenerationEvents exactly as SendMessage streams them. The
+   * new answer becomes the conversation's current leaf. Limited by the tier, stored
+   * and crash-safe as SendMessage's answers are.
+   * Errors: invalid_argument (message_id: not an assistant message of the
+   * conversation; model, max_output_tokens), not_found (conversation, model),
+   * failed_precondition (a generation is already in progress), resource_exhausted (a
+   * tier limit; with LimitExceeded and retry-after), unavailable (overloaded; with
+   * retry-after).
+   *
+   * @generated from rpc parley.v1.ConversationService.RegenerateMessage
+   */
+  regenerateMessage: {
+    methodKind: "server_streaming";
+    input: typeof RegenerateMessageRequestSchema;
+    output: typeof RegenerateMessageResponseSchema;
+  },
+  /**
+   * GetCustomInstructions returns the caller's custom instructions, applied to every
+   * conversation of the caller.
+   *
+   * @generated from rpc parley.v1.ConversationService.GetCustomInstructions
+   */
+  getCustomInstructions: {
+    methodKind: "unary";
+    input: typeof GetCustomInstructionsRequestSchema;
+    output: typeof GetCustomInstructionsResponseSchema;
+  },
+  /**
+   * SetCustomInstructions replaces the caller's custom instructions; empty clears
+   * them. They apply to every later answer, as the first part of its system message.
+   * Errors: invalid_argument (instructions).
+   *
+   * @generated from rpc parley.v1.ConversationService.SetCustomInstructions
+   */
+  setCustomInstructions: {
+    methodKind: "unary";
+    input: typeof SetCustomInstructionsRequestSchema;
+    output: typeof SetCustomInstructionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_conversation, 0);
