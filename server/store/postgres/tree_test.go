@@ -9,7 +9,7 @@ import (
 )
 
 // TestMigrationChainsOldMessages takes a schema back to before the message
-// tree (0006), stores messages as they were then, and migrates again: each
+// tree (0005), stores messages as they were then, and migrates again: each
 // conversation's old messages become the chain they were.
 func TestMigrationChainsOldMessages(t *testing.T) {
 	t.Parallel()
@@ -18,7 +18,7 @@ func TestMigrationChainsOldMessages(t *testing.T) {
 	for _, q := range []string{
 		`ALTER TABLE messages DROP COLUMN parent_id`, `ALTER TABLE messages DROP COLUMN status`,
 		`ALTER TABLE conversations DROP COLUMN system_prompt`, `ALTER TABLE conversations DROP COLUMN leaf_id`,
-		`DROP TABLE chat_settings`, `DELETE FROM schema_migrations WHERE version = 6`,
+		`DROP TABLE chat_settings`, `DELETE FROM schema_migrations WHERE version = 5`,
 	} {
 		if err := db.ExecRaw(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
