@@ -12,28 +12,8 @@ import (
 	"github.com/parleyhq/parley/server/store/storetest"
 )
 
-func TestGenerations(t *testing.T) {
-	t.Parallel()
-	storetest.TestGenerations(t, func(t *testing.T) store.Generations {
-		url := os.Getenv(EnvURL)
-		if url == "" {
-			t.Skipf("%s not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvURL)
-		}
-		c, err := redis.Open(t.Context(), url)
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		g := redis.NewGenerations(c)
-		g.Prefix = "parley:test:" + uuid.NewString() + ":gen:"
-		return g
-	})
-}
-
-// A claim lasts while its gateway keeps it, and lapses soon after the
-// gateway stops (dies).
-func TestGenerationClaimLapses(t *testing.T) {
-	t.Parallel()
+// newGenerations returns generation logs under a prefix of their own.
+func newGenerations(t *testing.T) *redis.Generations {
 	url := os.Getenv(EnvURL)
 	if url == "" {
 		t.Skipf("%s not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvURL)
@@ -42,9 +22,22 @@ func TestGenerationClaimLapses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	g := redis.NewGenerations(c)
 	g.Prefix = "parley:test:" + uuid.NewString() + ":gen:"
+	return g
+}
+
+func TestGenerations(t *testing.T) {
+	t.Parallel()
+	storetest.TestGenerations(t, func(t *testing.T) store.Generations { return newGenerations(t) })
+}
+
+// A claim lasts while its gateway keeps it, and lapses soon after the
+// gateway stops (dies).
+func TestGenerationClaimLapses(t *testing.T) {
+	t.Parallel()
+	g := newGenerations(t)
 	g.RunningTTL = 400 * time.Millisecond
 	ctx, id := t.Context(), uuid.NewString()
 	if err := g.Start(ctx, id); err != nil {
