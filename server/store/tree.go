@@ -55,11 +55,13 @@ func (t *Tree) Path(id string) []Message {
 		return nil
 	}
 	var rev []Message
-	for steps := 0; steps <= len(t.msgs); steps++ { // bounded: a cycle ends it
+	seen := map[int]bool{}
+	for !seen[i] { // a cycle (bad data) ends the walk
+		seen[i] = true
 		m := t.msgs[i]
 		rev = append(rev, m)
 		j, ok := t.byID[m.ParentID]
-		if !ok || m.ParentID == "" || m.ParentID == m.ID {
+		if !ok || m.ParentID == "" {
 			break
 		}
 		i = j
