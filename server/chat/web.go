@@ -419,6 +419,8 @@ func (c *Core) tree(ctx context.Context, conversationID string, claimed bool) (*
 				if err := c.Messages.MarkInterrupted(ctx, conversationID, store.MessageKey{ID: msgs[i].ID, CreatedAt: msgs[i].CreatedAt}); err != nil {
 					return nil, apierr.Internal()
 				}
+				c.Logger.InfoContext(ctx, "an answer left in progress by a gateway that stopped is marked interrupted",
+					"conversation", conversationID, "message", msgs[i].ID)
 			}
 			// Read again: an answer that finished meanwhile stays finished.
 			if msgs, err = c.history(ctx, conversationID); err != nil {
