@@ -290,6 +290,22 @@ func testBranches(t *testing.T) {
 	wantBranch(t, "continued", branchOf(t, ctx, c, conv, "", false), []string{q1, a1, q2, a2c, q3, a3},
 		map[string][]string{q2: {q2, q2e}, a2c: answers})
 
+	// Paging goes on along the branch it started on, even when another
+	// becomes active meanwhile.
+	first, err := c.Conv.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: conv, PageSize: 2}))
+	if err != nil || !slices.Equal(idsOf(first.Msg.GetMessages()), []string{q1, a1}) {
+		t.Fatalf("first page: %v %v", first, err)
+	}
+	branchOf(t, ctx, c, conv, a2b, true)
+	rest, err := c.Conv.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: conv, PageSize: 10,
+		PageToken: first.Msg.GetNextPageToken()}))
+	if err != nil || !slices.Equal(idsOf(rest.Msg.GetMessages()), []string{q2, a2c, q3, a3}) || rest.Msg.GetNextPageToken() != "" {
+		t.Fatalf("next page after switching branches: %v %v", rest, err)
+	}
+	if cur := current(); cur != a2b {
+		t.Fatalf("current after switching to a2b: %s", cur)
+	}
+
 	// Edit the first question: a new root.
 	root := ""
 	g7 := mustSend(t, ctx, c, &parleyv1.SendMessageRequest{ConversationId: conv, Parts: textPart("Who is early?"), ParentMessageId: &root})
