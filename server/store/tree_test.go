@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -41,5 +42,36 @@ func TestTreeOrphansAndCycles(t *testing.T) {
 	}
 	if tree.Newest() != "s" || store.NewTree(nil).Newest() != "" {
 		t.Fatal("Newest")
+	}
+}
+
+// BenchmarkTreeBranch indexes a 10,000-message conversation (the most a
+// context or a listing reads) with a regeneration every tenth answer, and
+// takes its active branch with each message's siblings, as ListMessages
+// does.
+func BenchmarkTreeBranch(b *testing.B) {
+	var msgs []store.Message
+	parent := ""
+	for i := 0; len(msgs) < 10_000; i++ {
+		q := store.Message{ID: fmt.Sprintf("q%05d", i), ParentID: parent, Role: "user"}
+		a := store.Message{ID: fmt.Sprintf("a%05d", i), ParentID: q.ID, Role: "assistant"}
+		msgs = append(msgs, q, a)
+		if i%10 == 0 {
+			a = store.Message{ID: fmt.Sprintf("r%05d", i), ParentID: q.ID, Role: "assistant"}
+			msgs = append(msgs, a)
+		}
+		parent = a.ID
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tree := store.NewTree(msgs)
+		branch := tree.Branch(tree.Newest())
+		n := 0
+		for _, m := range branch {
+			n += len(tree.Siblings(m.ID))
+		}
+		if n == 0 {
+			b.Fatal("empty branch")
+		}
 	}
 }
