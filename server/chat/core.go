@@ -178,8 +178,8 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	// Answer from the response cache when the request opts in and is
 	// deterministic: before any hold at the full price, and any GPU work.
 	cached, err := c.consultCache(ctx, p, m, &req, maxOut, emit)
-	if err != nil || cached != nil && cached.out != nil {
-		return cached.outcome(), err
+	if out := cached.outcome(); err != nil || out != nil {
+		return out, err
 	}
 	emit = cached.record(emit)
 

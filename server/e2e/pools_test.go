@@ -128,8 +128,12 @@ type outcome struct {
 
 // streamChat sends one streamed chat completion and reads it to the end.
 func streamChat(ctx context.Context, s *server, key string, maxTokens int) outcome {
+	return streamChatModel(ctx, s, key, "sim-small", maxTokens)
+}
+
+// streamChatBody sends body as a streamed chat completion and reads it to the end.
+func streamChatBody(ctx context.Context, s *server, key, body string) outcome {
 	o := outcome{start: time.Now()}
-	body := fmt.Sprintf(`{"model":"sim-small","stream":true,"max_tokens":%d,"messages":[{"role":"user","content":"Tell me about the rabbit."}]}`, maxTokens)
 	req, _ := http.NewRequestWithContext(ctx, "POST", s.BaseURL+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,24 +33,27 @@ func TestRegionHealthDrivesBGP(t *testing.T) {
 	include := filepath.Join(dir, "parley-anycast.conf")
 	// The operator's first include: withdrawn until the checker knows better.
 	writeFile(t, include, "define PARLEY_ANNOUNCE = 0;\ndefine PARLEY_PREPEND = 0;\n")
-	edge := n.startBird(t, bird, "a", fmt.Sprintf(`router id %[1]s;
-include %[3]q;
-protocol device {}
-protocol static anycast { ipv4; route 192.0.2.0/24 blackhole; }
-filter anycast_out {
-  if net != 192.0.2.0/24 then reject;
-  if PARLEY_ANNOUNCE = 0 then reject;
-  if PARLEY_PREPEND >= 1 then bgp_path.prepend(64500);
-  if PARLEY_PREPEND >= 2 then bgp_path.prepend(64500);
-  if PARLEY_PREPEND >= 3 then bgp_path.prepend(64500);
-  accept;
-}
-protocol bgp upstream {
-  local %[1]s as 64500; neighbor %[2]s as 64501;
-  hold time 6; keepalive time 2; connect retry time 1;
-  ipv4 { import none; export filter anycast_out; };
-}
-`, n.addrA, n.addrB, include))
+	// The edge runs the example of deploy/bird/bird.conf, with this test's
+	// addresses, include file and one transit neighbour: the peer.
+	example, err := os.ReadFile("../../deploy/bird/bird.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(example)
+	for _, r := range [][2]string{
+		{"router id 198.51.100.1;", "router id " + n.addrA + ";"},
+		{"log syslog all;", ""},
+		{`include "/etc/bird/parley/anycast.conf";`, fmt.Sprintf("include %q;", include)},
+		{"protocol bgp transit_a from transit { neighbor 203.0.113.1 as 64496; }",
+			fmt.Sprintf("protocol bgp transit_a from transit { neighbor %s as 64501; hold time 6; keepalive time 2; connect retry time 1; }", n.addrB)},
+		{"protocol bgp transit_b from transit { neighbor 203.0.113.5 as 64497; }", ""},
+	} {
+		if !strings.Contains(conf, r[0]) {
+			t.Fatalf("deploy/bird/bird.conf no longer has %q: update this test with it", r[0])
+		}
+		conf = strings.Replace(conf, r[0], r[1], 1)
+	}
+	edge := n.startBird(t, bird, "a", conf)
 	peer := n.startBird(t, bird, "b", fmt.Sprintf(`router id %[2]s;
 protocol device {}
 protocol bgp edge {
@@ -139,6 +143,22 @@ protocol bgp edge {
 	waitFor(t, 30*time.Second, "the AS path to shrink back", func() bool { p, ok := route(); return ok && p == "64500" })
 	t.Logf("AS path back to 64500 %v after the latency was removed", time.Since(start).Round(time.Millisecond))
 
+	// 5xx: a third of the answers fail → weakened again, then restored.
+	for _, f := range faults {
+		writeFile(t, f, `{"error_ratio": 0.3}`)
+	}
+	start = time.Now()
+	waitFor(t, 20*time.Second, "the AS path to grow under 30 % of 5xx", func() bool {
+		p, ok := route()
+		return ok && len(strings.Fields(p)) >= 2
+	})
+	p, _ = route()
+	t.Logf("AS path %q %v after 5xx were injected", p, time.Since(start).Round(time.Millisecond))
+	for _, f := range faults {
+		writeFile(t, f, `{}`)
+	}
+	waitFor(t, 30*time.Second, "the AS path to shrink back after the 5xx", func() bool { p, ok := route(); return ok && p == "64500" })
+
 	// The gateways die: three failed checks withdraw the prefix.
 	ports := []string{}
 	for _, g := range gw {
@@ -168,11 +188,19 @@ protocol bgp edge {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	for _, want := range []string{`parley_region_route_changes_total{action="withdraw"} 1`, `parley_region_route_changes_total{action="announce"} 4`,
-		"parley_region_route_announced 1", "parley_region_bird_in_sync 1"} {
+	for _, want := range []string{`parley_region_route_changes_total{action="withdraw"} 1`,
+		"parley_region_route_announced 1", "parley_region_route_prepend 0", "parley_region_bird_in_sync 1"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("checker metrics lack %q", want)
 		}
+	}
+	// Announced; weakened and restored twice (one step or two each way);
+	// announced again: 6 to 10 changes, no flapping.
+	m := regexp.MustCompile(`parley_region_route_changes_total\{action="announce"\} (\d+)`).FindSubmatch(body)
+	if m == nil {
+		t.Errorf("checker metrics lack parley_region_route_changes_total{action=\"announce\"}")
+	} else if n, _ := strconv.Atoi(string(m[1])); n < 6 || n > 10 {
+		t.Errorf("announce changes %d, want 6 to 10", n)
 	}
 	if res, err := http.Get(checker.BaseURL + "/healthz"); err != nil || res.StatusCode != 200 {
 		t.Errorf("checker healthz: %v %v", res, err)
@@ -237,6 +265,11 @@ func newNetns(t *testing.T) *netns {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("network namespaces cannot be made here: no ip command (iproute2)")
 	}
+	va, vb := fmt.Sprintf("prh%da", id), fmt.Sprintf("prh%db", id)
+	// Leftovers of a run of this process id that was killed: ours by name.
+	_ = ip("netns", "del", n.a)
+	_ = ip("netns", "del", n.b)
+	_ = ip("link", "del", va)
 	if err := ip("netns", "add", n.a); err != nil {
 		t.Skipf("network namespaces cannot be made here (needs root or CAP_SYS_ADMIN): %v", err)
 	}
@@ -245,7 +278,6 @@ func newNetns(t *testing.T) *netns {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ip("netns", "del", n.b) })
-	va, vb := fmt.Sprintf("prh%da", id), fmt.Sprintf("prh%db", id)
 	for _, args := range [][]string{
 		{"link", "add", va, "type", "veth", "peer", "name", vb},
 		{"link", "set", va, "netns", n.a}, {"link", "set", vb, "netns", n.b},

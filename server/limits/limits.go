@@ -56,8 +56,11 @@ var kinds = [3]parleyv1.LimitKind{
 	parleyv1.LimitKind_LIMIT_KIND_OUTPUT_TOKENS,
 }
 
+// key names a tier bucket. The user is the key's hash tag, as in rateKey:
+// one Take (a user's buckets and request rate) stays in one Redis Cluster
+// slot, and users spread over the cluster's shards.
 func key(userID, model string, kind parleyv1.LimitKind) string {
-	return fmt.Sprintf("lim:%s:%s:%d", userID, model, kind)
+	return fmt.Sprintf("lim:{%s}:%s:%d", userID, model, kind)
 }
 
 func amount(l models.TierLimit, kind parleyv1.LimitKind) int64 {

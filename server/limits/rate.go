@@ -114,7 +114,11 @@ func ParseRates(s string) (Rates, error) {
 	return rates, nil
 }
 
-func rateKey(userID string) string { return "rate:" + userID }
+// rateKey is the user's request-rate bucket. The user id is hash-tagged so
+// that, with Redis Cluster, the bucket lands in the slot of the user's other
+// limit keys when those are tagged by user too (Admit takes them in one
+// script).
+func rateKey(userID string) string { return "rate:{" + userID + "}" }
 
 // rateTake is the take of one request from the user's rate at the current
 // load; false when the tier has no rate.

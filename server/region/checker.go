@@ -1,6 +1,7 @@
 package region
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -152,8 +153,11 @@ func (c *Checker) Check(ctx context.Context) Decision {
 	}
 	c.report(o, d, line)
 	if c.Out != nil {
-		b, _ := json.Marshal(line)
-		_, _ = c.Out.Write(append(b, '\n'))
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // "p95 640ms > 500ms", as written
+		_ = enc.Encode(line)
+		_, _ = c.Out.Write(b.Bytes())
 	}
 	return d
 }

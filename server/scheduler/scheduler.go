@@ -81,7 +81,7 @@ type Config struct {
 	// queueing — while it reports requests waiting on its engine it is held
 	// at what it runs, and once its time to first token rises over its
 	// baseline an AIMD limit caps it, growing again while TTFT stays low;
-	// see adaptive).
+	// see limiter).
 	DefaultCapacity int
 	// WorkerQueue is how many jobs past its batch a worker is sent before they
 	// wait in the gateway's queue instead, where priority orders them
@@ -213,15 +213,16 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 		pools = []Pool{{Name: DefaultPool, Workers: cfg.Workers}}
 	}
 	var targets []target
-	seen := map[string]string{}
+	seen := map[string]string{} // address → its pool
+	named := map[string]bool{}
 	for _, p := range pools {
 		if p.Name == "" {
 			return nil, errors.New("scheduler: a worker pool needs a name")
 		}
-		if _, dup := seen["pool "+p.Name]; dup {
+		if named[p.Name] {
 			return nil, fmt.Errorf("scheduler: worker pool %q given twice", p.Name)
 		}
-		seen["pool "+p.Name] = p.Name
+		named[p.Name] = true
 		ts, err := parseTargets(p.Workers, p.Name)
 		if err != nil {
 			return nil, err

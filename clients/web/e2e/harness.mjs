@@ -25,7 +25,7 @@ export function parleyBin() {
 /** Starts `parley serve` on a free loopback port; resolves to {url, stop, logs}. */
 export async function startServer(extra = []) {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-web-data-"));
-  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", ...extra];
+  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", "--rate-limits", "off", ...extra];
   const proc = spawn(parleyBin(), args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
   const url = await new Promise((ok, fail) => {

@@ -213,7 +213,9 @@ type Conversation struct {
 	// user's custom instructions in the system message that starts the context.
 	SystemPrompt string `protobuf:"bytes,8,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
 	// The leaf of the active branch: the message a SendMessage without
-	// parent_message_id answers after. Empty for a conversation with no messages.
+	// parent_message_id follows. Empty for a conversation with no messages, and for
+	// one whose messages all predate branches (its newest message is the leaf);
+	// ListMessagesResponse.leaf_message_id always has it.
 	CurrentMessageId string `protobuf:"bytes,9,opt,name=current_message_id,json=currentMessageId,proto3" json:"current_message_id,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

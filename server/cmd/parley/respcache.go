@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/parleyhq/parley/server/respcache"
 	redisstore "github.com/parleyhq/parley/server/store/redis"
@@ -37,4 +38,13 @@ func openResponseCache(ctx context.Context, mode, redisURL string, shared respca
 	}
 	c, err := respcache.New(cfg)
 	return c, byDefault, err
+}
+
+// cacheHeaders is respcache.Headers when the cache is on, else nothing (no
+// wrapper on every POST for a feature that is off).
+func cacheHeaders(on bool) func(http.Handler) http.Handler {
+	if on {
+		return respcache.Headers
+	}
+	return func(h http.Handler) http.Handler { return h }
 }

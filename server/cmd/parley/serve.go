@@ -97,6 +97,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	// response cache (README: Elastic gateway).
 	rateLimits := fs.String("rate-limits", "", "per-user request rates by tier, tightened under load: off, or TIER=PER_MINUTE/BURST[@LOAD:FACTOR]...,… replacing the defaults (free=600/20@0.7:0.5, plus=600/20@0.8:0.5, pro=600/20@0.9:0.5, max=600/20); TIER=off drops one")
 	loadWindow := fs.Duration("load-window", 5*time.Second, "span the workers' load is averaged over for the request rates")
+	loadKey := fs.String("load-key", "", "Redis hash the gateways of one deployment share their load figures in (empty: parley:load); deployments sharing a Redis need their own")
 	cacheMode := fs.String("response-cache", "opt-in", "response cache of deterministic API requests: off, opt-in (Parley-Cache: on) or on (unless Parley-Cache: off)")
 	cacheEntries := fs.Int("response-cache-entries", 1000, "answers the response cache holds in this process")
 	cacheBytes := fs.Int64("response-cache-bytes", 64<<20, "bytes the response cache holds in this process")
@@ -226,7 +227,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	hostname, _ := os.Hostname()
 	load, err := limits.NewLoad(limits.LoadConfig{
 		Sample: func() (float64, float64) { return limits.SchedulerLoad(sched.Workers()) },
-		Window: *loadWindow, Board: stores.LoadBoard, Gateway: fmt.Sprintf("%s:%d:%s", hostname, os.Getpid(), rand.Text()[:8]),
+		Window: *loadWindow, Board: stores.board(*loadKey), Gateway: fmt.Sprintf("%s:%d:%s", hostname, os.Getpid(), rand.Text()[:8]),
 		Rates: tierLimits.Rates, Registerer: metrics.Registry, Logger: logger,
 	})
 	if err != nil {
@@ -382,7 +383,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
-		respcache.Headers,
+		cacheHeaders(respCache != nil),
 		gateway.BodyReadTimeout(cfg.BodyReadTimeout),
 		gateway.CORS(cfg.WebOrigins),
 		gateway.Except(blob.Prefix, gateway.BodyLimit(cfg.MaxBodyBytes)), // an upload URL bounds its own length

@@ -47,10 +47,10 @@ type stores struct {
 	// tier changes to every gateway (Redis pub/sub); nil without Redis.
 	Broadcast          auth.Broadcaster
 	SubscribeEvictions func(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error
-	// LoadBoard shares the gateways' load figures for the request rates
-	// (Redis), and ResponseCache is the response cache's shared level;
-	// both in process (or none) without Redis.
-	LoadBoard     limits.LoadBoard
+	// board shares the gateways' load figures for the request rates in a
+	// key (Redis), and ResponseCache is the response cache's shared level;
+	// in process (or none) without Redis.
+	board         func(key string) limits.LoadBoard
 	ResponseCache respcache.Remote
 
 	// Blobs is the S3 blob store, or nil for the data directory's.
@@ -112,14 +112,15 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.closers = append(s.closers, rdb.Close)
 		s.Limiter = redisstore.NewLimiter(rdb, "")
 		s.Generations = redisstore.NewGenerations(rdb)
-		s.LoadBoard, s.ResponseCache = redisstore.NewLoadBoard(rdb, ""), redisstore.NewResponseCache(rdb, "")
+		s.ResponseCache = redisstore.NewResponseCache(rdb, "")
+		s.board = func(key string) limits.LoadBoard { return redisstore.NewLoadBoard(rdb, key) }
 		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 		bc := redisstore.NewBroadcaster(rdb)
 		s.Broadcast, s.SubscribeEvictions = bc, bc.Subscribe
 	} else {
 		s.Limiter = memlimit.New(time.Minute)
 		s.Generations = memlive.New()
-		s.LoadBoard = memlimit.NewBoard()
+		s.board = func(string) limits.LoadBoard { return memlimit.NewBoard() }
 	}
 	if cfg.ClickHouseURL != "" {
 		chdb, err := clickhouse.Open(ctx, cfg.ClickHouseURL)

@@ -81,7 +81,9 @@ export type Conversation = Message<"parley.v1.Conversation"> & {
 
   /**
    * The leaf of the active branch: the message a SendMessage without
-   * parent_message_id answers after. Empty for a conversation with no messages.
+   * parent_message_id follows. Empty for a conversation with no messages, and for
+   * one whose messages all predate branches (its newest message is the leaf);
+   * ListMessagesResponse.leaf_message_id always has it.
    *
    * @generated from field: string current_message_id = 9;
    */
