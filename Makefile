@@ -12,7 +12,7 @@ TESTLOGS := test-artifacts/logs
 # when a test was skipped for a missing dependency.
 SUMMARY ?=
 
-.PHONY: all build generate lint breaking vet test test-go test-web test-ts test-python test-scale e2e-deps openai-py-venv chromium services services-down run clean web web-check
+.PHONY: all build generate lint breaking vet test test-go test-web test-ts test-python test-scale e2e-deps openai-py-venv chromium region-deps services services-down run clean web web-check
 
 all: build
 
@@ -102,6 +102,14 @@ chromium:
 	@command -v chromium >/dev/null || { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	chromium --version
+
+## region-deps: BIRD 2 (bird, birdc) for the region health checker's BGP test in two
+## network namespaces, and promtool (Debian package prometheus) for the deploy/ rules
+## and dashboard checks; from Debian (needs root or sudo; the tests skip without them)
+region-deps:
+	@{ command -v bird >/dev/null || [ -x /usr/sbin/bird ]; } && command -v promtool >/dev/null || { SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends bird2 prometheus >/dev/null; }
+	@PATH="$$PATH:/usr/sbin" bird --version 2>&1 | head -1; promtool --version | head -1
 
 ## test-ts: the TypeScript SDK (clients/ts) against the real binary
 test-ts: clients/ts/node_modules

@@ -7,6 +7,13 @@
 #                               (and versitygw for S3 when its binary exists
 #                               or PARLEY_SERVICES_S3=1; Apache Cassandra for
 #                               CQL when PARLEY_SERVICES_CQL=1 or fetched before)
+#                               PARLEY_SERVICES_PGHA=1 adds a second PostgreSQL
+#                               primary with a streaming replica and PgBouncer
+#                               (transaction mode) in front of it;
+#                               PARLEY_SERVICES_REDIS_CLUSTER=1 adds a
+#                               three-master Redis Cluster (both stay on once
+#                               made: `up` restarts them while their state dir
+#                               exists)
 #   scripts/services.sh down    stop them (their data stays in the state dir)
 #   scripts/services.sh env     print the export lines the tests read:
 #                               eval "$(scripts/services.sh env)"
@@ -24,6 +31,11 @@ CH_HTTP_PORT="${PARLEY_CH_HTTP_PORT:-58123}"
 S3_PORT="${PARLEY_S3_PORT:-57070}"
 CQL_PORT="${PARLEY_CQL_PORT:-59042}"
 CQL_STORAGE_PORT="${PARLEY_CQL_STORAGE_PORT:-57100}"
+PGHA_PRIMARY_PORT="${PARLEY_PGHA_PRIMARY_PORT:-55442}"
+PGHA_REPLICA_PORT="${PARLEY_PGHA_REPLICA_PORT:-55443}"
+PGBOUNCER_PORT="${PARLEY_PGBOUNCER_PORT:-56432}"
+# Cluster bus ports are these plus 10000, so they stay below 55536.
+REDIS_CLUSTER_PORTS="${PARLEY_REDIS_CLUSTER_PORTS:-46391 46392 46393}"
 CASSANDRA_VERSION=5.0.2
 S3_ACCESS="parleytest"
 S3_SECRET="parleytestsecret"
@@ -293,6 +305,107 @@ cql_down() {
   fi
 }
 
+# ---- PostgreSQL HA: a primary, a streaming replica, PgBouncer ------------------
+
+# A primary of its own (not the one above, so pausing or stopping its replica
+# disturbs no other test), a hot standby cloned from it with pg_basebackup -R,
+# and PgBouncer in transaction mode in front of the primary. Made when
+# PARLEY_SERVICES_PGHA=1, restarted by `up` once made.
+pgha_ready() {
+  "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT" &&
+    "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$PGHA_REPLICA_PORT" &&
+    psql -qtAX "postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/postgres?sslmode=disable" -c 'SELECT 1' 2>/dev/null | grep -qx 1
+}
+
+pgha_start() { # pgha_start DATADIR PORT
+  pg_run "$(pg_bin)/pg_ctl" -D "$1" -l "$1.log" -w -t 60 start \
+    -o "-p $2 -c listen_addresses=127.0.0.1 -k $DIR/pgha/run -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on -c hot_standby_feedback=on" \
+    >/dev/null || { tail -20 "$1.log" >&2; return 1; }
+}
+
+pgha_up() {
+  local d=$DIR/pgha bin
+  [ "${PARLEY_SERVICES_PGHA:-0}" = 1 ] || [ -d "$d" ] || return 0
+  command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
+  bin=$(pg_bin)
+  mkdir -p "$d/run"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$d" "$d/run"
+  chmod 700 "$d"
+  if [ ! -f "$d/primary/PG_VERSION" ]; then
+    pg_run "$bin/initdb" -D "$d/primary" -U postgres -A trust -E UTF8 --no-locale >"$d/init.log" 2>&1 ||
+      { cat "$d/init.log" >&2; return 1; }
+  fi
+  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT" || pgha_start "$d/primary" "$PGHA_PRIMARY_PORT"
+  wait_for "postgresql (ha primary)" 30 "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT"
+  if [ ! -f "$d/replica/PG_VERSION" ]; then
+    rm -rf "$d/replica.tmp"
+    pg_run "$bin/pg_basebackup" -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT" -U postgres -D "$d/replica.tmp" -R -X stream -c fast \
+      >"$d/basebackup.log" 2>&1 || { cat "$d/basebackup.log" >&2; return 1; }
+    mv "$d/replica.tmp" "$d/replica"
+  fi
+  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_REPLICA_PORT" || pgha_start "$d/replica" "$PGHA_REPLICA_PORT"
+  wait_for "postgresql (ha replica)" 30 "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_REPLICA_PORT"
+  if ! pgha_ready; then
+    # Every database name goes to the primary; a pool per database and user.
+    printf '%s\n' '[databases]' "* = host=127.0.0.1 port=$PGHA_PRIMARY_PORT" '' '[pgbouncer]' \
+      "listen_addr = 127.0.0.1" "listen_port = $PGBOUNCER_PORT" "unix_socket_dir = $d/run" \
+      "auth_type = trust" "auth_file = $d/userlist.txt" "admin_users = postgres" \
+      "pool_mode = transaction" "max_client_conn = 2000" "default_pool_size = 20" "max_db_connections = 40" \
+      "server_reset_query =" "ignore_startup_parameters = extra_float_digits" \
+      "logfile = $d/pgbouncer.log" "pidfile = $d/run/pgbouncer.pid" >"$d/pgbouncer.ini"
+    echo '"postgres" ""' >"$d/userlist.txt"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$d/pgbouncer.ini" "$d/userlist.txt"
+    pg_run "$(command -v pgbouncer || echo /usr/sbin/pgbouncer)" -d "$d/pgbouncer.ini" >/dev/null 2>&1 ||
+      { tail -20 "$d/pgbouncer.log" >&2; return 1; }
+  fi
+  wait_for "pgha (primary, replica, pgbouncer)" 30 pgha_ready || { tail -20 "$d/pgbouncer.log" >&2; return 1; }
+}
+
+pgha_down() {
+  local d=$DIR/pgha bin
+  bin=$(pg_bin) || return 0
+  if [ -f "$d/run/pgbouncer.pid" ]; then kill "$(cat "$d/run/pgbouncer.pid")" 2>/dev/null || true; rm -f "$d/run/pgbouncer.pid"; fi
+  for x in replica primary; do
+    if [ -f "$d/$x/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$d/$x" -m fast -w stop >/dev/null 2>&1 || true; fi
+  done
+}
+
+# ---- Redis Cluster: three masters ------------------------------------------------
+
+# Three cluster-enabled redis-servers joined with redis-cli --cluster create
+# (no replicas). Made when PARLEY_SERVICES_REDIS_CLUSTER=1, restarted by `up`
+# once made (nodes.conf keeps the slots).
+redis_cluster_ready() {
+  local p
+  p=${REDIS_CLUSTER_PORTS%% *}
+  redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok'
+}
+
+redis_cluster_up() {
+  local d=$DIR/redis-cluster p addrs=()
+  [ "${PARLEY_SERVICES_REDIS_CLUSTER:-0}" = 1 ] || [ -d "$d" ] || return 0
+  command -v redis-server >/dev/null || apt_install redis-server
+  for p in $REDIS_CLUSTER_PORTS; do
+    addrs+=("127.0.0.1:$p")
+    [ "$(redis-cli -h 127.0.0.1 -p "$p" ping 2>/dev/null)" = PONG ] && continue
+    mkdir -p "$d/$p"
+    redis-server --bind 127.0.0.1 --port "$p" --cluster-enabled yes --cluster-config-file nodes.conf \
+      --daemonize yes --dir "$d/$p" --pidfile "$d/$p/redis.pid" --logfile "$d/$p/redis.log" --save "" --appendonly no
+    wait_for "redis cluster node $p" 30 bash -c "[ \"\$(redis-cli -h 127.0.0.1 -p $p ping)\" = PONG ]"
+  done
+  redis_cluster_ready && return 0
+  if redis-cli -h 127.0.0.1 -p "${REDIS_CLUSTER_PORTS%% *}" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_known_nodes:1'; then
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$d/create.log" 2>&1 ||
+      { cat "$d/create.log" >&2; return 1; }
+  fi
+  wait_for "redis cluster" 30 redis_cluster_ready
+}
+
+redis_cluster_down() {
+  local p
+  for p in $REDIS_CLUSTER_PORTS; do redis-cli -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+}
+
 # ---- commands -----------------------------------------------------------------
 
 cmd_env() {
@@ -306,6 +419,16 @@ cmd_env() {
   if cql_ready; then
     echo "export PARLEY_TEST_CASSANDRA_HOSTS='127.0.0.1:$CQL_PORT'"
   fi
+  if [ -d "$DIR/pgha" ] && pgha_ready 2>/dev/null; then
+    echo "export PARLEY_TEST_PGHA_PRIMARY_URL='postgres://postgres@127.0.0.1:$PGHA_PRIMARY_PORT/postgres?sslmode=disable'"
+    echo "export PARLEY_TEST_POSTGRES_REPLICA_URL='postgres://postgres@127.0.0.1:$PGHA_REPLICA_PORT/postgres?sslmode=disable'"
+    echo "export PARLEY_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/postgres?sslmode=disable'"
+  fi
+  if [ -d "$DIR/redis-cluster" ] && redis_cluster_ready; then
+    local p hosts=""
+    for p in $REDIS_CLUSTER_PORTS; do hosts="$hosts${hosts:+,}127.0.0.1:$p"; done
+    echo "export PARLEY_TEST_REDIS_CLUSTER_URL='redis+cluster://$hosts'"
+  fi
 }
 
 cmd_status() {
@@ -314,6 +437,12 @@ cmd_status() {
   ch_ready && echo "clickhouse: up on 127.0.0.1:$CH_PORT (http $CH_HTTP_PORT)" || echo "clickhouse: down"
   s3_ready && echo "s3 (versitygw): up on 127.0.0.1:$S3_PORT" || echo "s3 (versitygw): down"
   cql_ready && echo "cql (cassandra): up on 127.0.0.1:$CQL_PORT" || echo "cql (cassandra): down"
+  if [ -d "$DIR/pgha" ]; then
+    pgha_ready && echo "pgha: primary 127.0.0.1:$PGHA_PRIMARY_PORT, replica :$PGHA_REPLICA_PORT, pgbouncer :$PGBOUNCER_PORT" || echo "pgha: down"
+  fi
+  if [ -d "$DIR/redis-cluster" ]; then
+    redis_cluster_ready && echo "redis cluster: up on 127.0.0.1 ports $REDIS_CLUSTER_PORTS" || echo "redis cluster: down"
+  fi
 }
 
 mkdir -p "$DIR"
@@ -326,9 +455,11 @@ case "${1:-}" in
     ch_up
     s3_up
     cql_up
+    pgha_up
+    redis_cluster_up
     cmd_status >&2
     ;;
-  down) cql_down; s3_down; ch_down; redis_down; pg_down ;;
+  down) redis_cluster_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
   env) cmd_env ;;
   status) cmd_status ;;
   *) echo "usage: $0 up|down|env|status" >&2; exit 2 ;;

@@ -63,7 +63,7 @@ func startParley() (func(), error) {
 	if !strings.HasPrefix(key, "pk_") {
 		return nil, fmt.Errorf("no key in %q", out)
 	}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--insecure-cookies", "--sim-time-scale", "0")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--insecure-cookies", "--sim-time-scale", "0", "--rate-limits", "off")
 	// Logs go to stderr (and stdout in older builds): read both.
 	stdout, w, err := os.Pipe()
 	if err != nil {

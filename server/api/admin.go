@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 )
@@ -33,6 +34,8 @@ type AdminHandler struct {
 	Pages     PageTokens
 	// Logger receives the store errors behind internal errors (nil: discarded).
 	Logger *slog.Logger
+	// Catalog is the gateway's models, for ListServedModels.
+	Catalog *models.Catalog
 }
 
 // typed turns an error of the layers below into an API error: a
@@ -92,23 +95,59 @@ func (h *AdminHandler) ListWorkers(context.Context, *connect.Request[parleyv1.Li
 	for _, w := range h.Scheduler.Workers() {
 		pw := &parleyv1.Worker{
 			Address: w.Address, WorkerId: w.WorkerID, Models: w.Models, ConsecutiveFailures: int32(w.ConsecutiveFailures),
+			Pool: w.Pool, AdmissionLimit: int32(w.AdmissionLimit),
 			Load: &parleyv1.WorkerLoad{
 				Running: int32(w.Load.Running), Waiting: int32(w.Load.Waiting), MaxBatch: int32(w.Load.MaxBatch),
 				KvUsedTokens: w.Load.KVUsedTokens, KvCapacityTokens: w.Load.KVCapacityTokens,
 			},
 		}
-		switch w.State {
-		case scheduler.StateReady:
-			pw.State = parleyv1.WorkerState_WORKER_STATE_READY
-		case scheduler.StateEjected:
-			pw.State = parleyv1.WorkerState_WORKER_STATE_EJECTED
+		pw.State = workerState(w.State)
+		if w.State == scheduler.StateEjected {
 			pw.EjectedUntil = timestamppb.New(w.EjectedUntil)
-		case scheduler.StateConnecting:
-			pw.State = parleyv1.WorkerState_WORKER_STATE_CONNECTING
 		}
 		res.Workers = append(res.Workers, pw)
 	}
 	slices.SortFunc(res.Workers, func(a, b *parleyv1.Worker) int { return strings.Compare(a.Address, b.Address) })
+	return connect.NewResponse(res), nil
+}
+
+func workerState(s scheduler.State) parleyv1.WorkerState {
+	switch s {
+	case scheduler.StateReady:
+		return parleyv1.WorkerState_WORKER_STATE_READY
+	case scheduler.StateEjected:
+		return parleyv1.WorkerState_WORKER_STATE_EJECTED
+	case scheduler.StateConnecting:
+		return parleyv1.WorkerState_WORKER_STATE_CONNECTING
+	}
+	return parleyv1.WorkerState_WORKER_STATE_UNSPECIFIED
+}
+
+// ListServedModels lists the catalog's models and those the workers serve,
+// with their availability and the workers and pools serving each.
+func (h *AdminHandler) ListServedModels(context.Context, *connect.Request[parleyv1.ListServedModelsRequest]) (*connect.Response[parleyv1.ListServedModelsResponse], error) {
+	var servers []models.Server
+	for _, w := range h.Scheduler.Workers() {
+		servers = append(servers, models.Server{Address: w.Address, Pool: w.Pool, State: string(w.State),
+			Up: w.State == scheduler.StateReady, Models: w.Models})
+	}
+	res := &parleyv1.ListServedModelsResponse{}
+	for _, st := range h.Catalog.Availability(servers) {
+		pm := &parleyv1.ServedModel{Id: st.ID, DefaultPrice: st.DefaultPrice}
+		switch st.State {
+		case models.StateAvailable:
+			pm.State = parleyv1.ServedModelState_SERVED_MODEL_STATE_AVAILABLE
+		case models.StateUnavailable:
+			pm.State = parleyv1.ServedModelState_SERVED_MODEL_STATE_UNAVAILABLE
+		case models.StateRefused:
+			pm.State = parleyv1.ServedModelState_SERVED_MODEL_STATE_REFUSED
+		}
+		for _, sv := range st.Servers {
+			pm.Workers = append(pm.Workers, &parleyv1.ServedModelWorker{Address: sv.Address, Pool: sv.Pool,
+				State: workerState(scheduler.State(sv.State))})
+		}
+		res.Models = append(res.Models, pm)
+	}
 	return connect.NewResponse(res), nil
 }
 
@@ -135,7 +174,7 @@ func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parle
 	if err != nil {
 		return nil, err
 	}
-	records, next, err := h.Usage.List(ctx, userID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	records, next, err := h.Usage.List(store.AllowStale(ctx), userID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, h.typed(ctx, "page_token", err)
 	}

@@ -61,7 +61,7 @@ func (h *ApiKeyHandler) ListApiKeys(ctx context.Context, req *connect.Request[pa
 	if err != nil {
 		return nil, err
 	}
-	keys, next, err := h.Auth.ListAPIKeys(ctx, p, store.PageRequest{Size: size, Cursor: cursor})
+	keys, next, err := h.Auth.ListAPIKeys(store.AllowStale(ctx), p, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func (h *BillingHandler) ListUsage(ctx context.Context, req *connect.Request[par
 	if err != nil {
 		return nil, err
 	}
-	records, next, err := h.Usage.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	records, next, err := h.Usage.List(store.AllowStale(ctx), p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}
@@ -125,6 +125,7 @@ func UsageRecordsToProto(records []store.UsageRecord) []*parleyv1.UsageRecord {
 				CachedTokens: r.CachedTokens, Estimated: r.Estimated},
 			CreatedAt: timestamppb.New(r.CreatedAt),
 			User:      r.EndUser,
+			CacheHit:  r.CacheHit,
 		})
 	}
 	return out

@@ -24,8 +24,12 @@ import (
 // calls GetSharedConversation.
 const SharePath = "/share/"
 
-// maxExportMessages bounds what one share or export reads.
-const maxExportMessages = 100_000
+// maxShareBytes and maxExportBytes bound what one share snapshot (a row
+// of the store) and one export (built in memory) hold of messages.
+const (
+	maxShareBytes  = 16 << 20
+	maxExportBytes = 64 << 20
+)
 
 // ShareConversation snapshots the caller's conversation under a public id.
 func (h *ConversationHandler) ShareConversation(ctx context.Context, req *connect.Request[parleyv1.ShareConversationRequest]) (*connect.Response[parleyv1.ShareConversationResponse], error) {
@@ -33,7 +37,7 @@ func (h *ConversationHandler) ShareConversation(ctx context.Context, req *connec
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := h.allMessages(ctx, c.ID)
+	msgs, err := h.allMessages(ctx, c.ID, maxShareBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +102,7 @@ func (h *ConversationHandler) ExportConversation(ctx context.Context, req *conne
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := h.allMessages(ctx, c.ID)
+	msgs, err := h.allMessages(ctx, c.ID, maxExportBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +143,11 @@ func (h *ConversationHandler) ExportConversation(ctx context.Context, req *conne
 }
 
 // allMessages reads every message ListMessages would list, page by page,
-// so share and export show what the conversation view shows.
-func (h *ConversationHandler) allMessages(ctx context.Context, conversationID string) ([]*parleyv1.ConversationMessage, error) {
+// so share and export show what the conversation view shows; past
+// maxBytes of messages it stops with failed_precondition.
+func (h *ConversationHandler) allMessages(ctx context.Context, conversationID string, maxBytes int) ([]*parleyv1.ConversationMessage, error) {
 	var out []*parleyv1.ConversationMessage
-	token := ""
+	token, size := "", 0
 	for {
 		res, err := h.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{
 			ConversationId: conversationID, PageSize: 200, PageToken: token,
@@ -150,13 +155,15 @@ func (h *ConversationHandler) allMessages(ctx context.Context, conversationID st
 		if err != nil {
 			return nil, err
 		}
+		for _, m := range res.Msg.GetMessages() {
+			if size += proto.Size(m); size > maxBytes {
+				return nil, apierr.FailedPrecondition(fmt.Sprintf("the conversation is over %d MiB, too large for this", maxBytes>>20))
+			}
+		}
 		out = append(out, res.Msg.GetMessages()...)
 		token = res.Msg.GetNextPageToken()
 		if token == "" {
 			return out, nil
-		}
-		if len(out) >= maxExportMessages {
-			return nil, apierr.FailedPrecondition(fmt.Sprintf("the conversation has over %d messages", maxExportMessages))
 		}
 	}
 }

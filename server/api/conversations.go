@@ -83,7 +83,7 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 	if err != nil {
 		return nil, err
 	}
-	convs, next, err := h.Core.Conversations.List(ctx, p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
+	convs, next, err := h.Core.Conversations.List(store.AllowStale(ctx), p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
 		return nil, apierr.Internal()
 	}
@@ -118,7 +118,19 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 	if req.Msg.GetMakeCurrent() && req.Msg.GetLeafMessageId() == "" {
 		return nil, apierr.InvalidArgument("leaf_message_id", "is required with make_current")
 	}
-	branch, tree, err := h.Core.Branch(ctx, c, req.Msg.GetLeafMessageId(), "leaf_message_id")
+	// A page token holds the branch's leaf and the last message of the
+	// previous page, so paging goes on along the same branch even if the
+	// active one changes meanwhile.
+	list := "messages:" + c.ID
+	cursor, err := h.Pages.Open(c.UserID, list, req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	through, after := req.Msg.GetLeafMessageId(), ""
+	if cursor != "" {
+		through, after, _ = strings.Cut(cursor, "/")
+	}
+	branch, tree, err := h.Core.Branch(ctx, c, through, "leaf_message_id")
 	if err != nil {
 		return nil, err
 	}
@@ -131,13 +143,6 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 			return nil, apierr.Internal()
 		}
 	}
-	// A page token is the last message of the previous page, sealed to
-	// this branch.
-	list := "messages:" + c.ID + ":" + leaf
-	after, err := h.Pages.Open(c.UserID, list, req.Msg.GetPageToken())
-	if err != nil {
-		return nil, err
-	}
 	from := 0
 	if after != "" {
 		from = slices.IndexFunc(branch, func(m store.Message) bool { return m.ID == after }) + 1
@@ -149,7 +154,7 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 	next := ""
 	if len(page) > size {
 		page = page[:size]
-		next = page[size-1].ID
+		next = leaf + "/" + page[size-1].ID
 	}
 	res := &parleyv1.ListMessagesResponse{NextPageToken: h.Pages.Seal(c.UserID, list, next), LeafMessageId: leaf}
 	for _, m := range page {

@@ -45,6 +45,14 @@ func UnknownModel(field, id string) *connect.Error {
 	return err
 }
 
+// NotFoundModel is UnknownModel with a message saying why the model is not
+// offered.
+func NotFoundModel(field, id, why string) *connect.Error {
+	err := connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: %s", field, why))
+	withDetail(err, &parleyv1.FieldViolation{Field: field, Description: why})
+	return err
+}
+
 // Unauthenticated reports missing or invalid credentials.
 func Unauthenticated(msg string) *connect.Error {
 	return connect.NewError(connect.CodeUnauthenticated, errors.New(msg))

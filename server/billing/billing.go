@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/store"
@@ -26,6 +27,10 @@ type Billing struct {
 	// OnRecord, if set, is called after each settle that stored a usage
 	// record (the usage relay ships the outbox at once).
 	OnRecord func()
+	// Holds, if set, counts the holds this process made and has not yet
+	// settled (summed over the gateways: the money held by requests in
+	// flight; a crashed gateway's holds leave with it, for the sweeper).
+	Holds prometheus.Gauge
 }
 
 // New returns billing over ledger. holdTTL is how long a hold lives unsettled
@@ -62,6 +67,9 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 		b.logger.ErrorContext(ctx, "holding money", "err", err)
 		return Hold{}, apierr.Unavailable("billing is unavailable", 2*time.Second)
 	}
+	if b.Holds != nil {
+		b.Holds.Inc()
+	}
 	return h, nil
 }
 
@@ -78,6 +86,9 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 // twice. If it fails, nothing was charged or recorded and the sweeper
 // releases the hold.
 func (b *Billing) Settle(ctx context.Context, h Hold, costNanos int64, record *store.UsageRecord) (store.Settlement, error) {
+	if h.ID != "" && b.Holds != nil {
+		defer b.Holds.Dec() // settled, or left to the sweeper: no longer this request's
+	}
 	if h.ID == "" {
 		if record == nil {
 			return store.Settlement{}, nil // nothing was held or used

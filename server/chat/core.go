@@ -23,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/limits"
 	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/tokenize"
@@ -54,6 +55,11 @@ type Core struct {
 	// Budgets bound the parts and attachments of a request, counted before
 	// any is loaded (see Budgets).
 	Budgets Budgets
+	// Cache answers deterministic API requests that opt in from earlier
+	// identical ones (nil: no response cache); CacheByDefault opts in the
+	// requests that do not say (Parley-Cache: on|off).
+	Cache          *respcache.Cache
+	CacheByDefault bool
 
 	// The web channel's parts: tier limits, stored conversations, and the
 	// hub of generations in progress.
@@ -68,6 +74,9 @@ type Core struct {
 	// Background is the context web generations run under (they outlive
 	// their requests); cancelling it stops them all, e.g. at shutdown.
 	Background context.Context
+
+	// Metrics, if set, times and counts the generations.
+	Metrics *Metrics
 
 	running sync.WaitGroup // web generations in progress
 	owned   owned          // their cancel functions, by conversation
@@ -149,6 +158,10 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	if !ok {
 		return nil, apierr.Unauthenticated("no credentials")
 	}
+	// The user's request rate, tightened while the workers are loaded.
+	if err := c.Limits.Rate(ctx, p.UserID, p.Tier); err != nil {
+		return nil, err
+	}
 
 	// Validate against the model, counting what the request asks for —
 	// parts, attachments, their declared sizes — before doing any of it.
@@ -162,6 +175,13 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	if err != nil {
 		return nil, req.renamed(err)
 	}
+	// Answer from the response cache when the request opts in and is
+	// deterministic: before any hold at the full price, and any GPU work.
+	cached, err := c.consultCache(ctx, p, m, &req, maxOut, emit)
+	if out := cached.outcome(); err != nil || out != nil {
+		return out, err
+	}
+	emit = cached.record(emit)
 
 	// Admit: hold the most this request can cost: the prompt once (counted,
 	// or bounded from above where counting costs), and the most output for
@@ -210,6 +230,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		out.CostNanos = s.ChargedNanos
 	}
 	_ = ev.finish(out)
+	cached.store(ctx, out)
 	return out, nil
 }
 
@@ -223,7 +244,7 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 		return nil, 0, 0, apierr.InvalidArgument("model", "is required")
 	}
 	if !ok {
-		return nil, 0, 0, apierr.UnknownModel("model", req.Model)
+		return nil, 0, 0, c.Models.Unknown("model", req.Model)
 	}
 	if m.Embeds() {
 		return nil, 0, 0, apierr.InvalidArgument("model", m.ID+" is an embedding model; use EmbeddingService.Embed or /v1/embeddings")
@@ -377,7 +398,7 @@ func (c *Core) CountPrompt(ctx context.Context, req Request) (int, error) {
 	case req.Model == "":
 		return 0, apierr.InvalidArgument("model", "is required")
 	case !ok:
-		return 0, apierr.UnknownModel("model", req.Model)
+		return 0, c.Models.Unknown("model", req.Model)
 	case m.Embeds():
 		return 0, apierr.InvalidArgument("model", m.ID+" is an embedding model")
 	}
@@ -419,7 +440,8 @@ func (c *Core) stream(ctx context.Context, job scheduler.Job, ev *events, eager 
 			return nil, err
 		}
 	}
-	res, err := c.Router.Generate(ctx, job, ev.delta)
+	res, err := c.Router.Generate(ctx, job, c.Metrics.timed(job.Request.Model, ev.delta))
+	c.Metrics.count(job.Request.Model, res.Usage)
 	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
 	switch {
 	case err != nil && !ev.sent && worker.CallerFault(err):

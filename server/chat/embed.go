@@ -54,7 +54,7 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	case req.Model == "":
 		return nil, rename(apierr.InvalidArgument("model", "is required"))
 	case !ok:
-		return nil, apierr.UnknownModel("model", req.Model)
+		return nil, c.Models.Unknown("model", req.Model)
 	case !m.Embeds():
 		return nil, apierr.InvalidArgument("model", m.ID+" is a chat model; it does not embed")
 	case len(req.Inputs) == 0:

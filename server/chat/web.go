@@ -64,6 +64,10 @@ const (
 	persistDeltas = 200
 )
 
+// keepEvery is how often the gateway running a generation renews its claim
+// on the conversation (a shared store's claim lasts 20 s unless renewed).
+const keepEvery = 5 * time.Second
+
 // Send runs one web-channel generation: limited by tier, persisted, and
 // outliving the connection. It validates, admits against the tier limits,
 // stores the user message, starts the generation in the background and
@@ -415,6 +419,8 @@ func (c *Core) tree(ctx context.Context, conversationID string, claimed bool) (*
 				if err := c.Messages.MarkInterrupted(ctx, conversationID, store.MessageKey{ID: msgs[i].ID, CreatedAt: msgs[i].CreatedAt}); err != nil {
 					return nil, apierr.Internal()
 				}
+				c.Logger.InfoContext(ctx, "an answer left in progress by a gateway that stopped is marked interrupted",
+					"conversation", conversationID, "message", msgs[i].ID)
 			}
 			// Read again: an answer that finished meanwhile stays finished.
 			if msgs, err = c.history(ctx, conversationID); err != nil {
@@ -446,7 +452,29 @@ func (c *Core) Branch(ctx context.Context, conv store.Conversation, messageID, f
 // stores it — whole, or partial with its finish reason when cancelled or
 // failed — and settles the limits.
 func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, msg store.Message, grant limits.Grant, ev *events) {
+	// Renew the conversation's claim while the generation runs, however
+	// long it waits for a worker: if this gateway dies the claim lapses
+	// soon, and the answer reads as interrupted.
+	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		tick := time.NewTicker(keepEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-keepCtx.Done():
+				return
+			case <-tick.C:
+				if err := c.Generations.Keep(keepCtx, conv.ID); err != nil && keepCtx.Err() == nil {
+					c.Logger.ErrorContext(keepCtx, "renewing a generation's claim", "conversation", conv.ID, "err", err)
+				}
+			}
+		}
+	}()
 	defer func() {
+		stopKeeping()
+		<-kept
 		c.owned.remove(conv.ID)
 		if err := c.Generations.Finish(context.WithoutCancel(ctx), conv.ID, linger); err != nil {
 			c.Logger.Error("finishing a generation's log", "conversation", conv.ID, "err", err)

@@ -54,8 +54,17 @@ type Serve struct {
 	// embedded SQLite database to PostgreSQL. Each scale backend below is
 	// chosen on its own.
 	PostgresURL string
+	// PostgresPgBouncer says PostgresURL (and the read URLs) name PgBouncer
+	// in transaction mode: no named prepared statements.
+	PostgresPgBouncer bool
+	// PostgresReadURLs are read replicas: listings that tolerate lag go to
+	// them round-robin; one further behind than PostgresReplicaMaxLag, or
+	// down, is skipped.
+	PostgresReadURLs      []string
+	PostgresReplicaMaxLag time.Duration
 	// RedisURL (redis://…) moves the rate limiter into Redis, shared by
-	// every gateway.
+	// every gateway; redis+cluster://host:port,host:port,… names a Redis
+	// Cluster (any of its nodes).
 	RedisURL string
 	// ClickHouseURL (clickhouse://host:9000/db) moves usage records into
 	// ClickHouse.
@@ -91,7 +100,10 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.Secret, "secret", "", "hex key signing page tokens and blob URLs (scale mode: the same on every gateway)")
 	fs.StringVar(&c.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite)")
-	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process)")
+	fs.BoolVar(&c.PostgresPgBouncer, "postgres-pgbouncer", false, "--postgres-url (and --postgres-read-urls) name PgBouncer in transaction mode: no named prepared statements")
+	fs.Func("postgres-read-urls", "comma-separated PostgreSQL read replica URLs: conversation, message, usage and key listings go to them round-robin (none: all reads on --postgres-url)", listSetter(&c.PostgresReadURLs))
+	fs.DurationVar(&c.PostgresReplicaMaxLag, "postgres-replica-max-lag", 2*time.Second, "a read replica further behind the primary than this is skipped")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process); redis+cluster://host:port,host:port,… for a Redis Cluster")
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
 	fs.StringVar(&c.S3Endpoint, "s3-endpoint", "", "S3 endpoint URL for attachment blobs (empty: the data directory); keys from PARLEY_S3_ACCESS_KEY/PARLEY_S3_SECRET_KEY")
 	fs.StringVar(&c.S3Bucket, "s3-bucket", "parley", "S3 bucket for attachment blobs, created if missing")

@@ -17,6 +17,7 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/sse"
@@ -289,6 +290,22 @@ func testBranches(t *testing.T) {
 	wantBranch(t, "continued", branchOf(t, ctx, c, conv, "", false), []string{q1, a1, q2, a2c, q3, a3},
 		map[string][]string{q2: {q2, q2e}, a2c: answers})
 
+	// Paging goes on along the branch it started on, even when another
+	// becomes active meanwhile.
+	first, err := c.Conv.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: conv, PageSize: 2}))
+	if err != nil || !slices.Equal(idsOf(first.Msg.GetMessages()), []string{q1, a1}) {
+		t.Fatalf("first page: %v %v", first, err)
+	}
+	branchOf(t, ctx, c, conv, a2b, true)
+	rest, err := c.Conv.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: conv, PageSize: 10,
+		PageToken: first.Msg.GetNextPageToken()}))
+	if err != nil || !slices.Equal(idsOf(rest.Msg.GetMessages()), []string{q2, a2c, q3, a3}) || rest.Msg.GetNextPageToken() != "" {
+		t.Fatalf("next page after switching branches: %v %v", rest, err)
+	}
+	if cur := current(); cur != a2b {
+		t.Fatalf("current after switching to a2b: %s", cur)
+	}
+
 	// Edit the first question: a new root.
 	root := ""
 	g7 := mustSend(t, ctx, c, &parleyv1.SendMessageRequest{ConversationId: conv, Parts: textPart("Who is early?"), ParentMessageId: &root})
@@ -541,10 +558,27 @@ func init() {
 func TestCrashLeavesThePartialAnswerInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	args := append(fastAuth, "--data-dir", dir, "--sim-time-scale", "10") // ~7 tokens a second
-	s := startServer(t, args...)
+	testCrash(t, startServer(t, args...), func() *server { return startServer(t, args...) },
+		func(conv string) []store.Message { return storedMessages(t, dir, conv) })
+}
+
+// The same with two gateways on the scale backends: the killed gateway's
+// claim on the conversation (in Redis) lapses within seconds, and the other
+// gateway then reads the answer as interrupted and takes the next question.
+func TestScaleCrashLeavesThePartialAnswerInterrupted(t *testing.T) {
+	scaleMode(t)
+	args := append(fastAuth, "--sim-time-scale", "10")
+	gw0, gw1 := startServer(t, args...), startServer(t, args...)
+	testCrash(t, gw0, func() *server { return gw1 }, nil)
+}
+
+// testCrash kills s with SIGKILL mid-answer and reads the conversation
+// through the gateway next returns; stored, if given, reads the store
+// directly.
+func testCrash(t *testing.T, s *server, next func() *server, stored func(conv string) []store.Message) {
 	a := s.newAccount(t, "crash@example.com")
 	c := s.api(protocols[0], cred{cookie: a.Cookie})
-	ctx := ctxTimeout(t, 60*time.Second)
+	ctx := ctxTimeout(t, 90*time.Second)
 	stream, err := c.Conv.SendMessage(ctx, connect.NewRequest(&parleyv1.SendMessageRequest{
 		Model: "sim-small", Parts: textPart("Tell me everything you know."), MaxOutputTokens: 2000}))
 	if err != nil {
@@ -583,25 +617,40 @@ func TestCrashLeavesThePartialAnswerInterrupted(t *testing.T) {
 	if _, err := s.Wait(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	stored := storedMessages(t, dir, conv)
-	if len(stored) != 2 || stored[1].Status != "in_progress" || len(stored[1].Parts) != 1 || stored[1].Parts[0].Text == "" || stored[1].ParentID != stored[0].ID {
-		t.Fatalf("stored after kill -9: %+v", stored)
+	partial := ""
+	if stored != nil {
+		msgs := stored(conv)
+		if len(msgs) != 2 || msgs[1].Status != "in_progress" || len(msgs[1].Parts) != 1 || msgs[1].Parts[0].Text == "" || msgs[1].ParentID != msgs[0].ID {
+			t.Fatalf("stored after kill -9: %+v", msgs)
+		}
+		partial = msgs[1].Parts[0].Text
 	}
-	partial := stored[1].Parts[0].Text
+
+	// Restarted (or on the other gateway once the dead one's claim has
+	// lapsed), the answer reads as interrupted, with what was saved.
+	s2 := next()
+	c = s2.api(protocols[0], cred{cookie: a.Cookie})
+	var msgs []*parleyv1.ConversationMessage
+	for end := time.Now().Add(40 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		msgs = branchOf(t, ctx, c, conv, "", false)
+		if len(msgs) != 2 || msgs[1].GetStatus() != parleyv1.MessageStatus_MESSAGE_STATUS_IN_PROGRESS || time.Now().After(end) {
+			break
+		}
+	}
+	if partial == "" && len(msgs) == 2 {
+		partial = textOf(msgs[1])
+	}
+	if len(msgs) != 2 || msgs[0].GetRole() != parleyv1.Role_ROLE_USER || msgs[1].GetRole() != parleyv1.Role_ROLE_ASSISTANT ||
+		msgs[1].GetStatus() != parleyv1.MessageStatus_MESSAGE_STATUS_INTERRUPTED || textOf(msgs[1]) != partial || partial == "" {
+		t.Fatalf("after the crash: %v", msgs)
+	}
 	if !strings.HasPrefix(partial, saved) {
 		t.Fatalf("stored %q does not continue what was saved before (%q)", partial, saved)
 	}
-
-	// Restarted, the answer reads as interrupted, with what was saved.
-	s2 := startServer(t, args...)
-	c = s2.api(protocols[0], cred{cookie: a.Cookie})
-	msgs := branchOf(t, ctx, c, conv, "", false)
-	if len(msgs) != 2 || msgs[0].GetRole() != parleyv1.Role_ROLE_USER || msgs[1].GetRole() != parleyv1.Role_ROLE_ASSISTANT ||
-		msgs[1].GetStatus() != parleyv1.MessageStatus_MESSAGE_STATUS_INTERRUPTED || textOf(msgs[1]) != partial {
-		t.Fatalf("after the restart: %v", msgs)
-	}
-	if stored := storedMessages(t, dir, conv); stored[1].Status != "interrupted" {
-		t.Fatalf("stored status after the restart: %q", stored[1].Status)
+	if stored != nil {
+		if msgs := stored(conv); msgs[1].Status != "interrupted" {
+			t.Fatalf("stored status after the restart: %q", msgs[1].Status)
+		}
 	}
 	got, err := c.Conv.GetConversation(ctx, connect.NewRequest(&parleyv1.GetConversationRequest{ConversationId: conv}))
 	if err != nil || got.Msg.GetConversation().GetGenerating() {

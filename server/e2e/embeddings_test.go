@@ -127,7 +127,7 @@ func TestEmbeddings(t *testing.T) {
 	// Billing is exact: what left the balance is what the usage records cost.
 	bill := s.api(protocols[0], cred{bearer: a.Key}).Billing
 	var sum int64
-	records := waitUsage(t, s, a, 3) // refusals leave none
+	records := waitUsage(t, s, a, 3)   // refusals leave none
 	time.Sleep(200 * time.Millisecond) // and no fourth comes
 	if records = waitUsage(t, s, a, 3); len(records) != 3 {
 		t.Fatalf("%d usage records, want 3 (two Connect calls, one /v1/embeddings call)", len(records))

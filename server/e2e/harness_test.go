@@ -64,6 +64,11 @@ func startServer(t *testing.T, args ...string) *server {
 		dataDir = t.TempDir()
 		args = append([]string{"--data-dir", dataDir}, args...)
 	}
+	if !hasFlag(args, "--rate-limits") {
+		// Tests fire requests faster than a person; the request rates have
+		// tests of their own (ratelimit_test.go).
+		args = append([]string{"--rate-limits", "off"}, args...)
+	}
 	s := startProcess(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--insecure-cookies", "--sim-time-scale", "0"}, args...)...)
 	s.DataDir = dataDir
 	if dataDir == "" {

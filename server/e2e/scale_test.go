@@ -133,6 +133,13 @@ func TestScaleAttachmentsThroughS3(t *testing.T) {
 // serve exactly what the balance covers, never more.
 func TestScaleTwoGatewaysShareTheBalance(t *testing.T) {
 	scaleMode(t)
+	shareTheBalance(t)
+}
+
+// shareTheBalance starts two gateways on the scale backends set in the
+// environment and checks that concurrent requests spread over both serve
+// exactly what the balance covers; it returns the gateways and the account.
+func shareTheBalance(t *testing.T) ([]*server, *account) {
 	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
 	ctx := ctxTimeout(t, 90*time.Second)
 	msgs := userText("Tell me about the rabbit, at length, please.")
@@ -186,6 +193,95 @@ func TestScaleTwoGatewaysShareTheBalance(t *testing.T) {
 			t.Fatalf("gateway %d sees balance %v, want %d available and nothing reserved", i, bal.Msg, cost-1)
 		}
 	}
+	return gw, a
+}
+
+// scaleModeHA is scaleMode on the article's stage-three data tier
+// (scripts/services.sh with PARLEY_SERVICES_PGHA=1 and
+// PARLEY_SERVICES_REDIS_CLUSTER=1): PostgreSQL through PgBouncer in
+// transaction mode with a streaming replica for listings, and a
+// three-master Redis Cluster. Usage records stay in PostgreSQL.
+func scaleModeHA(t *testing.T) (replica string) {
+	t.Helper()
+	primary, bouncer, replicaURL, cluster := os.Getenv("PARLEY_TEST_PGHA_PRIMARY_URL"), os.Getenv("PARLEY_TEST_PGBOUNCER_URL"),
+		os.Getenv("PARLEY_TEST_POSTGRES_REPLICA_URL"), os.Getenv("PARLEY_TEST_REDIS_CLUSTER_URL")
+	if primary == "" || bouncer == "" || replicaURL == "" || cluster == "" {
+		t.Skip("PARLEY_TEST_PGHA_PRIMARY_URL, PARLEY_TEST_PGBOUNCER_URL, PARLEY_TEST_POSTGRES_REPLICA_URL or PARLEY_TEST_REDIS_CLUSTER_URL not set (PARLEY_SERVICES_PGHA=1 PARLEY_SERVICES_REDIS_CLUSTER=1 scripts/services.sh up)")
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	conn, err := pgx.Connect(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		conn.Close(ctx)
+	})
+	inDB := func(raw string) *url.URL {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = "/" + name
+		return u
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	r := inDB(replicaURL)
+	t.Setenv("PARLEY_POSTGRES_URL", inDB(bouncer).String())
+	t.Setenv("PARLEY_POSTGRES_PGBOUNCER", "true")
+	t.Setenv("PARLEY_POSTGRES_READ_URLS", r.String())
+	t.Setenv("PARLEY_REDIS_URL", cluster)
+	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
+	return r.Host
+}
+
+// The stage-three data tier runs the shared-balance workload: the ledger's
+// holds go through PgBouncer to the primary, the tier limits and live
+// generations through the Redis Cluster, and the usage listing is served by
+// the replica (the gateway's metrics say which server answered).
+func TestScaleStageThreeDataTier(t *testing.T) {
+	replica := scaleModeHA(t)
+	gw, a := shareTheBalance(t)
+	c := gw[0].api(protocols[0], cred{bearer: a.Key})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := c.Billing.ListUsage(ctxTimeout(t, 5*time.Second), connect.NewRequest(&parleyv1.ListUsageRequest{PageSize: 200}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Msg.GetUsageRecords()) == 30 && strings.Contains(gw[0].metricsText(t), `parley_postgres_stale_reads_total{server="`+replica+`"}`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage listing: %d records; replica %s never served one:\n%s", len(res.Msg.GetUsageRecords()), replica, gw[0].metricsText(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// metricsText is the gateway's /metrics, the parley_postgres families only.
+func (s *server) metricsText(t *testing.T) string {
+	t.Helper()
+	res, err := http.Get(s.BaseURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var out []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "parley_postgres_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Two gateways share Redis: a tier's request limit holds across both.

@@ -86,6 +86,17 @@ func TestShareConversation(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(body), "What should we cook?") {
 		t.Fatalf("plain POST: %d %s", res.StatusCode, body)
 	}
+	// A public procedure takes small messages only.
+	res, err = http.Post(s.BaseURL+"/parley.v1.ConversationService/GetSharedConversation", "application/json",
+		strings.NewReader(`{"shareId":"`+strings.Repeat("A", 100<<10)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), `"code":"resource_exhausted"`) {
+		t.Fatalf("a 100 KiB request to a public procedure: %d %s", res.StatusCode, body)
+	}
 	page, err := http.Get(s.BaseURL + "/share/" + shareID)
 	if err != nil {
 		t.Fatal(err)
@@ -240,4 +251,38 @@ func TestExportConversation(t *testing.T) {
 	wantCode(t, "export another user's conversation", err, connect.CodeNotFound)
 	_, err = export(ac, parleyv1.ExportFormat_EXPORT_FORMAT_UNSPECIFIED)
 	wantCode(t, "export without a format", err, connect.CodeInvalidArgument)
+}
+
+// Export and share show the active branch, as ListMessages does: after a
+// regeneration, the new answer and not the one it replaced.
+func TestExportAndShareFollowTheActiveBranch(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	a := s.newAccount(t, "brancher@example.com")
+	ctx := ctxTimeout(t, 60*time.Second)
+	ac := s.api(protocols[0], cred{cookie: a.Cookie})
+	first := mustSend(t, ctx, ac, &parleyv1.SendMessageRequest{Parts: textPart("Name a soup"), MaxOutputTokens: 8})
+	convID := first.started.GetConversationId()
+	again := mustRegenerate(t, ctx, ac, convID, first.started.GetMessageId())
+	if again.started.GetMessageId() == first.started.GetMessageId() {
+		t.Fatal("the regeneration reused the message id")
+	}
+
+	res, err := ac.Conv.ExportConversation(ctx, connect.NewRequest(&parleyv1.ExportConversationRequest{ConversationId: convID, Format: parleyv1.ExportFormat_EXPORT_FORMAT_JSON}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc parleyv1.ConversationExport
+	if err := protojson.Unmarshal(res.Msg.GetContent(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(doc.GetMessages()); n != 2 || doc.GetMessages()[1].GetMessageId() != again.started.GetMessageId() {
+		t.Fatalf("export has %d messages %v, want the question and the regenerated answer %s", n, doc.GetMessages(), again.started.GetMessageId())
+	}
+	sh, err := ac.Conv.ShareConversation(ctx, connect.NewRequest(&parleyv1.ShareConversationRequest{ConversationId: convID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := sh.Msg.GetShared().GetMessages(); len(msgs) != 2 || msgs[1].GetText() != again.text {
+		t.Fatalf("share has %v, want the regenerated answer %q", msgs, again.text)
+	}
 }

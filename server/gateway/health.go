@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -29,6 +30,10 @@ func Readyz(checks map[string]Check) http.Handler {
 		for name, check := range checks {
 			if err := check(ctx); err != nil {
 				report[name] = err.Error()
+				var w interface{ Warning() bool }
+				if errors.As(err, &w) && w.Warning() {
+					continue // said, but the gateway stays ready
+				}
 				status = http.StatusServiceUnavailable
 				continue
 			}

@@ -19,10 +19,15 @@ import (
 	"github.com/parleyhq/parley/server/store"
 )
 
-// Limits admits web generations against the tiers' allowances.
+// Limits admits web generations against the tiers' allowances, and every
+// generation against its user's request rate.
 type Limits struct {
 	limiter store.Limiter
 	now     func() time.Time
+	// Rates are the request rates by tier (none when nil), tightened as
+	// Load rises (a nil Load is 0).
+	Rates Rates
+	Load  *Load
 }
 
 // New returns limits over limiter with the clock now.
@@ -41,6 +46,7 @@ type Grant struct {
 	tier                  store.Tier
 	requestsKey, inputKey string
 	requests              int64
+	rate                  store.Take // the request rate's take; Key "" when none
 }
 
 // kinds in the order of a Take.
@@ -50,8 +56,11 @@ var kinds = [3]parleyv1.LimitKind{
 	parleyv1.LimitKind_LIMIT_KIND_OUTPUT_TOKENS,
 }
 
+// key names a tier bucket. The user is the key's hash tag, as in rateKey:
+// one Take (a user's buckets and request rate) stays in one Redis Cluster
+// slot, and users spread over the cluster's shards.
 func key(userID, model string, kind parleyv1.LimitKind) string {
-	return fmt.Sprintf("lim:%s:%s:%d", userID, model, kind)
+	return fmt.Sprintf("lim:{%s}:%s:%d", userID, model, kind)
 }
 
 func amount(l models.TierLimit, kind parleyv1.LimitKind) int64 {
@@ -77,10 +86,17 @@ func (l *Limits) Admit(ctx context.Context, userID string, tier store.Tier, m *m
 	for i, kind := range kinds {
 		takes[i] = store.Take{Key: key(userID, m.ID, kind), Limit: amount(lim, kind), Window: lim.Window, N: n[i]}
 	}
+	rate, hasRate := l.rateTake(userID, tier)
+	if hasRate {
+		takes = append(takes, rate)
+	}
 	now := l.now()
 	d, err := l.limiter.Take(ctx, now, takes)
 	if err != nil {
 		return Grant{}, apierr.Unavailable("limits are unavailable", 2*time.Second)
+	}
+	if !d.Allowed && d.Denied == len(kinds) {
+		return Grant{}, l.rateDenied(tier, rate, d.States[d.Denied], d.RetryAfter, now)
 	}
 	if !d.Allowed {
 		return Grant{}, l.denied(m.ID, tier, lim, kinds[d.Denied], n[d.Denied], d.States[d.Denied], d.Impossible, d.RetryAfter)
@@ -88,7 +104,7 @@ func (l *Limits) Admit(ctx context.Context, userID string, tier store.Tier, m *m
 	return Grant{
 		key: key(userID, m.ID, kinds[2]), limit: lim, OutputMax: maxOutput, Input: inputTokens,
 		userID: userID, model: m.ID, tier: tier, requests: 1,
-		requestsKey: key(userID, m.ID, kinds[0]), inputKey: key(userID, m.ID, kinds[1]),
+		requestsKey: key(userID, m.ID, kinds[0]), inputKey: key(userID, m.ID, kinds[1]), rate: rate,
 	}, nil
 }
 
@@ -149,6 +165,9 @@ func (l *Limits) Release(ctx context.Context, g Grant) {
 	if g.OutputMax > 0 {
 		_, _ = l.limiter.Refund(ctx, now, g.key, g.limit.OutputTokens, g.limit.Window, g.OutputMax)
 	}
+	if g.rate.Key != "" {
+		_, _ = l.limiter.Refund(ctx, now, g.rate.Key, g.rate.Limit, g.rate.Window, g.rate.N)
+	}
 }
 
 // Settle gives back the output tokens a request held but did not use.
@@ -182,10 +201,12 @@ func (next NextRequest) amounts(m *models.Model) [3]int64 {
 }
 
 // Status reports each limit of the user's tier on each model (or one model),
-// with when each admits the next request of size next.
+// with when each admits the next request of size next, then the user's
+// request rate (at the current load) when the tier has one.
 func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms []*models.Model, next NextRequest) ([]*parleyv1.LimitStatus, error) {
 	var out []*parleyv1.LimitStatus
 	now := l.now()
+
 	for _, m := range ms {
 		lim, ok := m.TierLimits[tier]
 		if !ok {
@@ -200,6 +221,13 @@ func (l *Limits) Status(ctx context.Context, userID string, tier store.Tier, ms 
 			out = append(out, l.status(m.ID, kind, lim, st, n[i], now))
 		}
 	}
+	if t, ok := l.rateTake(userID, tier); ok {
+		st, err := l.limiter.Peek(ctx, now, t.Key, t.Limit, t.Window)
+		if err != nil {
+			return nil, apierr.Unavailable("limits are unavailable", 2*time.Second)
+		}
+		out = append(out, rateStatus(t, st, now))
+	}
 	return out, nil
 }
 
@@ -210,12 +238,17 @@ func (l *Limits) status(model string, kind parleyv1.LimitKind, lim models.TierLi
 		Window: durationpb.New(lim.Window), ResetsAt: timestamppb.New(st.ResetAt), NextRequestAmount: n,
 	}
 	if at, ok := availableAt(st.ResetAt, total, lim.Window, n); ok {
-		if at.Before(now) {
-			at = now
-		}
-		ls.NextRequestAt = timestamppb.New(at)
+		ls.NextRequestAt = timestamppb.New(maxTime(at, now))
 	}
 	return ls
+}
+
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // availableAt is when a bucket of capacity limit, refilled continuously at

@@ -5,10 +5,15 @@
 package models
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -42,6 +47,24 @@ type Model struct {
 	Kind string `yaml:"kind"`
 	// EmbeddingDimensions is an embedding model's vector length.
 	EmbeddingDimensions int `yaml:"embedding_dimensions"`
+	// CacheHitPriceNanosPerMillion is the price of a million tokens (prompt
+	// and completion together) of an answer served from the response cache,
+	// in nano-USD; zero (the default) makes cache hits free.
+	CacheHitPriceNanosPerMillion int64 `yaml:"cache_hit_price_nanos_per_million"`
+
+	// version is a hash of the entry as loaded (see Version).
+	version string
+}
+
+// Version is a hash of the model's catalog entry: it changes whenever any of
+// its settings does, so what was cached under one entry (response cache
+// keys) is never served under another.
+func (m *Model) Version() string { return m.version }
+
+// CacheHitCost is the price in nano-USD of an answer of the given tokens
+// served from the response cache.
+func (m *Model) CacheHitCost(promptTokens, completionTokens int64) int64 {
+	return priceOf(promptTokens+completionTokens, m.CacheHitPriceNanosPerMillion)
 }
 
 // The kinds of model.
@@ -81,24 +104,37 @@ func priceOf(tokens, nanosPerMillion int64) int64 {
 // Accepts reports whether the model takes inputs of the modality.
 func (m *Model) Accepts(modality string) bool { return slices.Contains(m.Modalities, modality) }
 
-// Catalog is the set of models offered, in a fixed order.
+// Catalog is the set of models offered, in a fixed order: those configured,
+// then those learned from workers at the operator's default price
+// (learn.go). It is safe for concurrent use; lookups take no lock.
 type Catalog struct {
+	snap atomic.Pointer[snapshot]
+
+	mu       sync.Mutex // serialises learning
+	unpriced Unpriced
+	logger   *slog.Logger
+	learned  map[string]bool     // served at the default price
+	refused  map[string][]string // unpriced and refused: model → "worker (pool)" serving it
+}
+
+// snapshot is the catalog's models at one time; never changed once published.
+type snapshot struct {
 	models []*Model
 	byID   map[string]*Model
 }
 
 // Lookup returns the model named id.
 func (c *Catalog) Lookup(id string) (*Model, bool) {
-	m, ok := c.byID[id]
+	m, ok := c.snap.Load().byID[id]
 	return m, ok
 }
 
 // All returns every model, in catalog order.
-func (c *Catalog) All() []*Model { return c.models }
+func (c *Catalog) All() []*Model { return c.snap.Load().models }
 
 // New makes a catalog, checking every model's settings.
 func New(models []*Model) (*Catalog, error) {
-	c := &Catalog{byID: map[string]*Model{}}
+	c := &snapshot{byID: map[string]*Model{}}
 	for i, m := range models {
 		where := fmt.Sprintf("models[%d] (%s)", i, m.ID)
 		switch {
@@ -112,7 +148,7 @@ func New(models []*Model) (*Catalog, error) {
 			return nil, fmt.Errorf("%s: an embedding model needs context_window and embedding_dimensions, and has no tier_limits", where)
 		case m.Kind != KindEmbedding && (m.ContextWindow <= 0 || m.MaxOutputTokens <= 0 || m.MaxOutputTokens >= m.ContextWindow):
 			return nil, fmt.Errorf("%s: need 0 < max_output_tokens < context_window", where)
-		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0:
+		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0 || m.CacheHitPriceNanosPerMillion < 0:
 			return nil, fmt.Errorf("%s: prices must not be negative", where)
 		}
 		if len(m.Modalities) == 0 {
@@ -126,13 +162,21 @@ func New(models []*Model) (*Catalog, error) {
 				return nil, fmt.Errorf("%s: tier_limits[%s]: need a known tier and positive limits and window", where, tier)
 			}
 		}
+		entry, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		sum := sha256.Sum256(entry)
+		m.version = hex.EncodeToString(sum[:8])
 		c.models = append(c.models, m)
 		c.byID[m.ID] = m
 	}
 	if len(c.models) == 0 {
 		return nil, errors.New("models: the catalog is empty")
 	}
-	return c, nil
+	cat := &Catalog{learned: map[string]bool{}, refused: map[string][]string{}, logger: slog.New(slog.DiscardHandler)}
+	cat.snap.Store(c)
+	return cat, nil
 }
 
 // Load reads a catalog from a YAML file ({models: [...]}), or returns the

@@ -44,3 +44,27 @@ func TestDefaultsAndFile(t *testing.T) {
 		t.Fatalf("parsed %+v", m)
 	}
 }
+
+// A model's version changes with any of its settings (response cache keys
+// carry it), and only then.
+func TestVersionFollowsTheEntry(t *testing.T) {
+	mk := func(price int64) *Model {
+		return &Model{ID: "m", ContextWindow: 100, MaxOutputTokens: 10, OutputPriceNanosPerMillion: price}
+	}
+	a, _ := New([]*Model{mk(1)})
+	b, _ := New([]*Model{mk(1)})
+	c, _ := New([]*Model{mk(2)})
+	va, _ := a.Lookup("m")
+	vb, _ := b.Lookup("m")
+	vc, _ := c.Lookup("m")
+	if va.Version() == "" || va.Version() != vb.Version() || va.Version() == vc.Version() {
+		t.Fatalf("versions %q %q %q", va.Version(), vb.Version(), vc.Version())
+	}
+	if got := vc.CacheHitCost(1_000_000, 0); got != 0 {
+		t.Fatalf("cache hits are free by default: %d", got)
+	}
+	vc.CacheHitPriceNanosPerMillion = 1000
+	if got := vc.CacheHitCost(1500, 500); got != 2 {
+		t.Fatalf("2,000 tokens at 1,000 nano-USD a million: %d", got)
+	}
+}

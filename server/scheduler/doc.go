@@ -23,4 +23,17 @@
 // most twice; after the first token the failure ends the generation
 // (scheduler.go). Workers come from AddWorker and from addresses and DNS names
 // re-resolved periodically (registry.go).
+//
+// Workers are grouped into ordered pools (a region's GPU cluster each; one
+// pool, DefaultPool, unless configured). The pipeline runs over the pools in
+// order: a job takes the first pool with a fit worker, and passes over a pool
+// that cannot take it only when that pool is down for its model, or
+// saturated — the job has waited SpillWait for it, which marks the pool
+// saturated for SpillHold. So the primary is filled first and gets traffic
+// back as soon as it has room or is up again (pool.go).
+//
+// A worker that reports no batch size is not capped at a guess: it is
+// admitted to freely, held at what it runs while it reports requests
+// waiting, and capped by an AIMD limit on its measured time to first token
+// once that rises over its baseline (limit.go).
 package scheduler

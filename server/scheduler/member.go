@@ -11,6 +11,7 @@ import (
 // scheduler's lock.
 type member struct {
 	name   string // host:port, or the name given to AddWorker
+	pool   *pool
 	target string // the configured address it was resolved from; "" for AddWorker
 	engine worker.Engine
 	hash   uint64 // of name, for rendezvous hashing
@@ -28,6 +29,16 @@ type member struct {
 	everLive     bool  // it has been connected at least once
 	added        int64 // Unix nanoseconds; jobs may wait for its first connection for ConnectGrace
 	assumed      bool  // the log says what capacity was assumed for it
+	// adaptive is set while the worker reports no batch size (and no
+	// DefaultCapacity is configured): its admission limit by measured TTFT.
+	adaptive bool
+	limit    limiter
+}
+
+// mayServe reports whether m serves model, or might: it has not connected
+// and said which models it serves yet.
+func (m *member) mayServe(model string) bool {
+	return slices.Contains(m.models, model) || (!m.live && len(m.models) == 0)
 }
 
 // load is the worker's sequences running and waiting, from its last report or
@@ -63,9 +74,15 @@ type WorkerStatus struct {
 	WorkerID string
 	Models   []string
 	State    State
+	// Pool is the worker pool it belongs to.
+	Pool string
 	// Load is the worker's last report; InFlight this gateway's generations on it.
 	Load     worker.LoadReport
 	InFlight int
+	// AdmissionLimit is the generations this gateway admits to it at once
+	// when it reports no batch size and its measured queueing capped it
+	// (0: no cap).
+	AdmissionLimit int
 	// EjectedUntil is set while State is StateEjected.
 	EjectedUntil        time.Time
 	ConsecutiveFailures int
@@ -79,8 +96,11 @@ func (s *Scheduler) Workers() []WorkerStatus {
 	out := make([]WorkerStatus, 0, len(s.members))
 	for _, m := range s.members {
 		ws := WorkerStatus{
-			Address: m.name, Target: m.target, Models: slices.Clone(m.models), Load: m.report,
+			Address: m.name, Target: m.target, Pool: m.pool.name, Models: slices.Clone(m.models), Load: m.report,
 			InFlight: m.inflight, ConsecutiveFailures: m.failures, State: StateReady,
+		}
+		if m.adaptive {
+			ws.AdmissionLimit = m.limit.cap()
 		}
 		if r, ok := m.engine.(interface{ WorkerID() string }); ok {
 			ws.WorkerID = r.WorkerID()
@@ -102,10 +122,14 @@ func (s *Scheduler) add(m *member) {
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	s.mu.Lock()
 	m.added = s.cfg.Now().UnixNano()
+	if m.pool == nil {
+		m.pool = s.poolLocked(DefaultPool)
+	}
 	s.members = append(s.members, m)
+	s.regroupLocked()
 	s.observeLocked(m)
 	s.mu.Unlock()
-	s.logger.Info("worker added", "worker", m.name)
+	s.logger.Info("worker added", "worker", m.name, "pool", m.pool.name)
 	// Jobs queued for its first connection give up once the grace is over.
 	time.AfterFunc(s.cfg.ConnectGrace, s.dispatch)
 	go s.follow(m)
@@ -114,12 +138,20 @@ func (s *Scheduler) add(m *member) {
 // follow reads m's load on every change until m is removed.
 func (s *Scheduler) follow(m *member) {
 	defer close(m.done)
+	var told []string // the models OnModels was last told
 	for {
 		changed := m.engine.LoadChanged()
 		s.mu.Lock()
 		s.observeLocked(m)
 		s.dispatchLocked()
+		learn := len(m.models) > 0 && !slices.Equal(told, m.models)
+		if learn {
+			told = slices.Clone(m.models)
+		}
 		s.mu.Unlock()
+		if learn && s.cfg.OnModels != nil {
+			s.cfg.OnModels(m.name, m.pool.name, slices.Clone(told))
+		}
 		select {
 		case <-changed:
 		case <-m.stop:
@@ -146,29 +178,60 @@ func (s *Scheduler) observeLocked(m *member) {
 			m.models = append(m.models, info.ID)
 		}
 	}
+	s.capacityLocked(m)
+}
+
+// capacityLocked sets m's admission cap: its batch size plus WorkerQueue;
+// with none known, by measured queueing (see limiter).
+func (s *Scheduler) capacityLocked(m *member) {
 	m.capacity = m.report.MaxBatch
 	if m.capacity <= 0 {
 		m.capacity = s.cfg.DefaultCapacity
 	}
-	if m.capacity <= 0 {
-		// No batch size known: no cap from a guess. Admit while the engine
-		// queues nothing; once it reports requests waiting, its slots are
-		// what it runs, and more jobs wait here, in priority order.
-		m.capacity = unknownCapacity
+	m.adaptive = m.capacity <= 0
+	if m.adaptive {
+		// No batch size known: no cap from a guess. While the engine
+		// reports requests waiting, its slots are what it runs and more
+		// jobs wait here, in priority order; otherwise the limit its
+		// measured time to first token sets (none until TTFT rises).
+		m.capacity = m.limit.cap()
+		if m.capacity <= 0 {
+			m.capacity = unknownCapacity
+		}
 		if m.report.Waiting > 0 {
-			m.capacity = max(m.report.Running, 1)
+			m.capacity = min(m.capacity, max(m.report.Running, 1))
 		}
 		if m.live && !m.assumed {
 			m.assumed = true
-			s.logger.Info("worker reports no batch size: admitting without a fixed cap until it reports requests waiting (set --max-batch on the worker to cap it)",
-				"worker", m.name)
+			s.logger.Info("worker reports no batch size: assuming no fixed cap; admitting by measured queueing "+
+				"(held at what it runs while it reports requests waiting; an AIMD limit once its time to first token rises over its baseline) "+
+				"— set --max-batch on the worker to cap it", "worker", m.name, "pool", m.pool.name)
 		}
 	}
 	m.capacity += s.cfg.WorkerQueue
 }
 
+// firstToken feeds a generation's time to first token on m to m's limiter.
+func (s *Scheduler) firstToken(m *member, ttft time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !m.adaptive {
+		return
+	}
+	before := m.capacity
+	switch m.limit.sample(s.cfg.Now().UnixNano(), ttft, m.load()) {
+	case limitCut:
+		s.logger.Info("worker queueing measured: admission limit lowered", "worker", m.name, "pool", m.pool.name,
+			"limit", m.limit.cap(), "ttft", ttft.String(), "baseline", m.limit.baseline().String())
+	}
+	s.capacityLocked(m)
+	if m.capacity > before {
+		s.dispatchLocked()
+	}
+}
+
 // unknownCapacity is the admission cap of a worker whose batch size is not
-// known and that queues nothing: none, in effect. Its load is scored
+// known and that has shown no queueing: none, in effect. Its load is scored
 // against scoreSlots slots.
 const (
 	unknownCapacity = 1 << 30

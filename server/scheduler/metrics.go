@@ -10,6 +10,10 @@ type metrics struct {
 	ejections  *prometheus.CounterVec
 	rejections *prometheus.CounterVec
 	retries    prometheus.Counter
+
+	poolPicks     *prometheus.CounterVec
+	poolQueueWait *prometheus.HistogramVec
+	poolSpills    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -40,11 +44,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Generations retried on another worker after one failed before the first token.",
 		}),
 	}
+	m.poolPicks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_scheduler_pool_picks_total",
+		Help: "Generations placed on a worker of the pool.",
+	}, []string{"pool"})
+	m.poolQueueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "parley_scheduler_pool_queue_wait_seconds",
+		Help:    "Time generations waited in the gateway queue before a worker of the pool took them.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+	}, []string{"pool"})
+	m.poolSpills = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_scheduler_pool_spills_total",
+		Help: "Generations placed on pool `to` because the pool `from` before it could not take them, by reason: saturated (queue wait past the spill bound) or unhealthy (no worker up).",
+	}, []string{"from", "to", "reason"})
 	for r := range numReasons {
 		m.picks[r] = picks.WithLabelValues(reasonNames[r])
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries} {
+		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries,
+			m.poolPicks, m.poolQueueWait, m.poolSpills} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -36,6 +36,10 @@ type pickJob struct {
 	now    int64 // Unix nanoseconds, as member.ejectedUntil
 	tried  [maxAttempts]*member
 	ntried int
+	// spill is set once the job has waited SpillWait: it may go to any pool.
+	spill bool
+	// waitPool is the pool the job waits for, when it waits.
+	waitPool *pool
 }
 
 // candidate is a worker that passed the filters, with its load read once.

@@ -11,17 +11,17 @@ import (
 // target is one configured worker address: a host (an IP or a DNS name) and a
 // port.
 type target struct {
-	addr, host, port string
+	addr, host, port, pool string
 }
 
-func parseTargets(addrs []string) ([]target, error) {
+func parseTargets(addrs []string, pool string) ([]target, error) {
 	var out []target
 	for _, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
 		if err != nil || host == "" || port == "" {
 			return nil, fmt.Errorf("scheduler: worker address %q: want host:port", a)
 		}
-		out = append(out, target{addr: a, host: host, port: port})
+		out = append(out, target{addr: a, host: host, port: port, pool: pool})
 	}
 	return out, nil
 }
@@ -60,12 +60,14 @@ func (s *Scheduler) resolve(ctx context.Context, targets []target) {
 				addrs = append(addrs, net.JoinHostPort(h, t.port))
 			}
 		}
-		s.reconcile(t.addr, addrs)
+		s.reconcile(t, addrs)
 	}
 }
 
-func (s *Scheduler) reconcile(from string, addrs []string) {
+func (s *Scheduler) reconcile(t target, addrs []string) {
+	from := t.addr
 	s.mu.Lock()
+	p := s.poolLocked(t.pool)
 	var gone []*member
 	have := map[string]bool{}
 	kept := s.members[:0]
@@ -81,6 +83,7 @@ func (s *Scheduler) reconcile(from string, addrs []string) {
 	}
 	clear(s.members[len(kept):])
 	s.members = kept
+	s.regroupLocked()
 	s.mu.Unlock()
 	for _, m := range gone {
 		s.logger.Info("worker removed", "worker", m.name, "target", from)
@@ -89,7 +92,7 @@ func (s *Scheduler) reconcile(from string, addrs []string) {
 	for _, a := range addrs {
 		if !have[a] {
 			have[a] = true
-			s.add(&member{name: a, target: from, engine: s.cfg.Dial(a), dialed: true})
+			s.add(&member{name: a, target: from, pool: p, engine: s.cfg.Dial(a), dialed: true})
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +34,22 @@ const (
 type Config struct {
 	// Workers are worker addresses, host:port; a host that is a DNS name is
 	// re-resolved every ResolveInterval and each of its addresses is a worker (a
-	// Kubernetes headless service).
+	// Kubernetes headless service). They form one pool, DefaultPool.
 	Workers []string
+	// Pools are named groups of worker addresses (resolved as Workers are),
+	// in order: the first is the primary, filled first; a job goes on to
+	// the next when the ones before it cannot take it — down (no worker
+	// connected and in rotation), or saturated (a job waited SpillWait for
+	// it). Set Workers or Pools, not both.
+	Pools []Pool
+	// SpillWait is how long a job waits for a busy pool before it may go to
+	// the next one, and the bound on queue wait past which a pool counts as
+	// saturated (default 500 ms).
+	SpillWait time.Duration
+	// SpillHold is how long a pool stays saturated after a job waited past
+	// SpillWait for it: meanwhile jobs it cannot take at once go straight to
+	// the next pool (default 10 s). It still gets first pick of every job.
+	SpillHold time.Duration
 	// ResolveInterval is how often DNS names are re-resolved (default 10 s).
 	ResolveInterval time.Duration
 	// Resolve looks up a host's addresses (default net.DefaultResolver.LookupHost).
@@ -63,9 +77,11 @@ type Config struct {
 	BalanceAbs int
 	BalanceRel float64
 	// DefaultCapacity is the slots of a worker that reports no batch size
-	// (default 0: no fixed cap; such a worker is admitted to until it
-	// reports requests waiting on its engine, then held at what it runs —
-	// capacity by measured queueing, not by a guess).
+	// (default 0: no fixed cap; such a worker is admitted to by measured
+	// queueing — while it reports requests waiting on its engine it is held
+	// at what it runs, and once its time to first token rises over its
+	// baseline an AIMD limit caps it, growing again while TTFT stays low;
+	// see limiter).
 	DefaultCapacity int
 	// WorkerQueue is how many jobs past its batch a worker is sent before they
 	// wait in the gateway's queue instead, where priority orders them
@@ -92,6 +108,11 @@ type Config struct {
 	// that failed n times in a row is out for EjectBase×2^(n−1), at most EjectMax
 	// (defaults 1 s and 1 min).
 	EjectBase, EjectMax time.Duration
+
+	// OnModels, when set, is told the models a worker serves each time its
+	// list changes (as it connects, or reports new ones), outside the
+	// scheduler's lock: the gateway learns its models from its workers.
+	OnModels func(worker, pool string, models []string)
 
 	// Registerer receives the scheduler's metrics (none when nil).
 	Registerer prometheus.Registerer
@@ -139,6 +160,12 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.SpillWait <= 0 {
+		c.SpillWait = 500 * time.Millisecond
+	}
+	if c.SpillHold <= 0 {
+		c.SpillHold = 10 * time.Second
+	}
 	return c
 }
 
@@ -160,6 +187,8 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	members []*member
+	pools   []*pool // in order, the primary first
+	spills  map[spillKey]prometheus.Counter
 	pipe    *pipeline
 	queues  map[string]*queue
 	seq     uint64
@@ -176,9 +205,35 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	targets, err := parseTargets(cfg.Workers)
-	if err != nil {
-		return nil, err
+	if len(cfg.Workers) > 0 && len(cfg.Pools) > 0 {
+		return nil, errors.New("scheduler: give workers or worker pools, not both")
+	}
+	pools := cfg.Pools
+	if len(cfg.Workers) > 0 {
+		pools = []Pool{{Name: DefaultPool, Workers: cfg.Workers}}
+	}
+	var targets []target
+	seen := map[string]string{} // address → its pool
+	named := map[string]bool{}
+	for _, p := range pools {
+		if p.Name == "" {
+			return nil, errors.New("scheduler: a worker pool needs a name")
+		}
+		if named[p.Name] {
+			return nil, fmt.Errorf("scheduler: worker pool %q given twice", p.Name)
+		}
+		named[p.Name] = true
+		ts, err := parseTargets(p.Workers, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			if other, dup := seen[t.addr]; dup {
+				return nil, fmt.Errorf("scheduler: worker %s is in pool %q and in pool %q", t.addr, other, p.Name)
+			}
+			seen[t.addr] = p.Name
+		}
+		targets = append(targets, ts...)
 	}
 	pipe, err := newPipeline(cfg.Policy, cfg.BalanceAbs, cfg.BalanceRel)
 	if err != nil {
@@ -196,7 +251,17 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Scheduler{cfg: cfg, logger: logger, metrics: m, pipe: pipe, queues: map[string]*queue{}, stop: stop}
+	s := &Scheduler{cfg: cfg, logger: logger, metrics: m, pipe: pipe, queues: map[string]*queue{}, stop: stop,
+		spills: map[spillKey]prometheus.Counter{}}
+	for _, p := range pools {
+		s.poolLocked(p.Name) // fixes the order before any worker connects
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(newPoolCollector(s)); err != nil {
+			stop()
+			return nil, err
+		}
+	}
 	if len(targets) > 0 {
 		s.resolve(ctx, targets)
 		s.wg.Add(1)
@@ -220,9 +285,18 @@ func (s *Scheduler) Close() {
 }
 
 // AddWorker adds an engine under name (an in-process sim worker, or one the
-// caller dialed); it is never removed by re-resolution.
+// caller dialed) to DefaultPool; it is never removed by re-resolution.
 func (s *Scheduler) AddWorker(name string, e worker.Engine) {
-	s.add(&member{name: name, engine: e})
+	s.AddPoolWorker(DefaultPool, name, e)
+}
+
+// AddPoolWorker is AddWorker into the named pool, which is appended to the
+// pool order when new.
+func (s *Scheduler) AddPoolWorker(poolName, name string, e worker.Engine) {
+	s.mu.Lock()
+	p := s.poolLocked(poolName)
+	s.mu.Unlock()
+	s.add(&member{name: name, engine: e, pool: p})
 }
 
 // Generate places job on a worker and streams its deltas to emit. It waits in
@@ -248,8 +322,12 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (wo
 			return worker.Result{}, err
 		}
 		started := false
+		sent := time.Now()
 		res, err := m.engine.Generate(ctx, job.Request, func(d worker.Delta) error {
-			started = true
+			if !started {
+				started = true
+				s.firstToken(m, time.Since(sent))
+			}
 			return emit(d)
 		})
 		if err == nil && (started || res.FinishReason != worker.FinishError) {
@@ -369,20 +447,50 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 
 	timer := time.NewTimer(s.cfg.MaxQueueWait)
 	defer timer.Stop()
-	select {
-	case m := <-w.ready:
-		if m == nil && w.hopeless {
-			s.metrics.rejections.WithLabelValues("no_healthy_worker").Inc()
-			return nil, errNoHealthyWorker(j.model, s.cfg.RetryAfter)
+	// With a pool to spill to, the job waits SpillWait for the pool it is
+	// waiting for, then may go on to the next (spill is nil otherwise).
+	var spill <-chan time.Time
+	if len(s.pools) > 1 && !j.spill {
+		st := time.NewTimer(s.cfg.SpillWait)
+		defer st.Stop()
+		spill = st.C
+	}
+wait:
+	for {
+		select {
+		case m := <-w.ready:
+			if m == nil && w.hopeless {
+				s.metrics.rejections.WithLabelValues("no_healthy_worker").Inc()
+				return nil, errNoHealthyWorker(j.model, s.cfg.RetryAfter)
+			}
+			if m == nil {
+				s.metrics.rejections.WithLabelValues("queue_full").Inc()
+				return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
+			}
+			waited := s.cfg.Now().Sub(w.since).Seconds()
+			s.metrics.queueWait.Observe(waited)
+			m.pool.queueWait.Observe(waited)
+			return m, nil
+		case <-spill:
+			spill = nil
+			s.mu.Lock()
+			if w.granted == nil && !w.evicted {
+				j.spill = true
+				if p := j.waitPool; p != nil {
+					if now := s.cfg.Now(); now.UnixNano() >= p.saturatedUntil {
+						s.logger.Warn("worker pool saturated: jobs it cannot take at once go to the next pool",
+							"pool", p.name, "queue_wait_over", s.cfg.SpillWait.String(), "for", s.cfg.SpillHold.String())
+					}
+					p.saturatedUntil = s.cfg.Now().Add(s.cfg.SpillHold).UnixNano()
+				}
+				s.dispatchLocked()
+			}
+			s.mu.Unlock()
+		case <-ctx.Done():
+			break wait
+		case <-timer.C:
+			break wait
 		}
-		if m == nil {
-			s.metrics.rejections.WithLabelValues("queue_full").Inc()
-			return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
-		}
-		s.metrics.queueWait.Observe(s.cfg.Now().Sub(w.since).Seconds())
-		return m, nil
-	case <-ctx.Done():
-	case <-timer.C:
 	}
 	s.mu.Lock()
 	if m := w.granted; m != nil {
@@ -403,22 +511,54 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 	return nil, apierr.Unavailable("no worker was free in time; try again shortly", s.cfg.RetryAfter)
 }
 
-// pickLocked runs the pipeline and reserves the worker it picks.
+// pickLocked runs the pipeline over each pool in order and reserves the
+// worker it picks. A job passes over a pool that cannot take it now when
+// that pool is down for it, saturated, or the job has waited SpillWait
+// already; otherwise it waits for that pool (j.waitPool).
 func (s *Scheduler) pickLocked(j *pickJob) *member {
-	m, reason := s.pipe.run(j, s.members)
-	if m == nil {
+	j.waitPool = nil
+	var passed *pool
+	reason := ""
+	for _, p := range s.pools {
+		m, why := s.pipe.run(j, p.members)
+		if m != nil {
+			m.inflight++
+			s.metrics.picks[why].Inc()
+			p.picks.Inc()
+			if passed != nil {
+				s.countSpill(passed, p, reason)
+			}
+			return m
+		}
+		serves, hope := s.poolServes(p, j)
+		switch {
+		case !serves:
+			continue
+		case !hope:
+			if passed == nil {
+				passed, reason = p, spillUnhealthy
+			}
+			continue
+		}
+		if j.waitPool == nil {
+			j.waitPool = p
+		}
+		if j.spill || j.now < p.saturatedUntil {
+			if passed == nil {
+				passed, reason = p, spillSaturated
+			}
+			continue
+		}
 		return nil
 	}
-	m.inflight++
-	s.metrics.picks[reason].Inc()
-	return m
+	return nil
 }
 
 // mayServeLocked reports whether any worker serves model, or might once it
 // connects.
 func (s *Scheduler) mayServeLocked(model string) bool {
 	for _, m := range s.members {
-		if slices.Contains(m.models, model) || (!m.live && len(m.models) == 0) {
+		if m.mayServe(model) {
 			return true
 		}
 	}
@@ -433,7 +573,7 @@ func (s *Scheduler) hopeLocked(j *pickJob, tried bool) bool {
 	grace := s.cfg.ConnectGrace.Nanoseconds()
 next:
 	for _, m := range s.members {
-		if !slices.Contains(m.models, j.model) && (m.live || len(m.models) > 0) {
+		if !m.mayServe(j.model) {
 			continue
 		}
 		if tried {
@@ -511,15 +651,21 @@ func (s *Scheduler) dispatchLocked() {
 }
 
 // Ready reports whether at least one worker is connected and not ejected,
-// for /readyz.
+// for /readyz; when none is, it says so for each pool.
 func (s *Scheduler) Ready(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now().UnixNano()
-	for _, m := range s.members {
-		if m.live && now >= m.ejectedUntil {
+	var down []string
+	for _, p := range s.pools {
+		up, _ := poolUpLocked(p, now)
+		if up > 0 {
 			return nil
 		}
+		down = append(down, fmt.Sprintf("%s: 0 of %d workers up", p.name, len(p.members)))
 	}
-	return errors.New("scheduler: no worker ready")
+	if len(down) == 0 {
+		return errors.New("scheduler: no worker configured")
+	}
+	return fmt.Errorf("scheduler: no worker ready in any pool (%s)", strings.Join(down, "; "))
 }

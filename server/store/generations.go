@@ -27,6 +27,11 @@ type Generations interface {
 	// ends (their error). It fails with ErrNotFound when the conversation
 	// has no log.
 	Follow(ctx context.Context, conversationID string, afterSeq uint64, fn func(seq uint64, event []byte) error) error
+	// Keep renews a running generation's claim. The gateway running it
+	// calls it every few seconds, so the claim of a gateway that died lapses
+	// soon after (where claims expire) and the conversation is free again.
+	// Keeping a conversation with no generation running is a no-op.
+	Keep(ctx context.Context, conversationID string) error
 	// Running reports whether a generation is running in the conversation.
 	Running(ctx context.Context, conversationID string) (bool, error)
 	// Cancel asks whichever gateway runs the conversation's generation to

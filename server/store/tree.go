@@ -1,5 +1,7 @@
 package store
 
+import "slices"
+
 // Tree is a conversation's messages as the tree their ParentIDs make (the
 // web channel's branches: an edited question or a regenerated answer is a
 // sibling of the message it replaces). Build it from all of a
@@ -54,46 +56,57 @@ func (t *Tree) Path(id string) []Message {
 	if !ok {
 		return nil
 	}
-	var rev []Message
-	for steps := 0; steps <= len(t.msgs); steps++ { // bounded: a cycle ends it
-		m := t.msgs[i]
-		rev = append(rev, m)
+	return t.messages(t.path(i, make([]bool, len(t.msgs))))
+}
+
+// path returns the indices from the root down to i, marking them in seen;
+// a cycle (bad data) ends the walk.
+func (t *Tree) path(i int, seen []bool) []int {
+	var rev []int
+	for !seen[i] {
+		seen[i] = true
+		rev = append(rev, i)
+		m := &t.msgs[i]
 		j, ok := t.byID[m.ParentID]
-		if !ok || m.ParentID == "" || m.ParentID == m.ID {
+		if !ok || m.ParentID == "" {
 			break
 		}
 		i = j
 	}
-	for l, r := 0, len(rev)-1; l < r; l, r = l+1, r-1 {
-		rev[l], rev[r] = rev[r], rev[l]
-	}
+	slices.Reverse(rev)
 	return rev
+}
+
+func (t *Tree) messages(idx []int) []Message {
+	out := make([]Message, len(idx))
+	for k, i := range idx {
+		out[k] = t.msgs[i]
+	}
+	return out
 }
 
 // Branch returns the branch through id: its path from the root, then its
 // newest child at each step down to a leaf. nil if id is not in the tree.
 func (t *Tree) Branch(id string) []Message {
-	path := t.Path(id)
-	if path == nil {
+	i, ok := t.byID[id]
+	if !ok {
 		return nil
 	}
-	seen := map[string]bool{}
-	for _, m := range path {
-		seen[m.ID] = true
-	}
-	for last := id; ; {
-		kids := t.children[last]
-		if len(kids) == 0 || len(path) > len(t.msgs) {
-			return path
+	seen := make([]bool, len(t.msgs))
+	idx := t.path(i, seen)
+	for {
+		kids := t.children[t.msgs[i].ID]
+		if len(kids) == 0 {
+			break
 		}
-		next := t.msgs[kids[len(kids)-1]]
-		if seen[next.ID] {
-			return path
+		i = kids[len(kids)-1]
+		if seen[i] {
+			break
 		}
-		seen[next.ID] = true
-		path = append(path, next)
-		last = next.ID
+		seen[i] = true
+		idx = append(idx, i)
 	}
+	return t.messages(idx)
 }
 
 // Siblings returns the IDs of the messages with the same parent as id, id

@@ -43,6 +43,9 @@ type UsageRecord struct {
 	// EndUser is the caller's end user as the request named it (the OpenAI
 	// `user` field); empty when none was named.
 	EndUser string
+	// CacheHit marks an answer served from the response cache (no GPU
+	// work), charged at the model's cache-hit price.
+	CacheHit bool
 }
 
 // Usage stores usage records: in the ledger's database, written by

@@ -44,6 +44,10 @@ func (f *flaky) List(context.Context, string, store.UsageFilter, store.PageReque
 	return nil, "", errors.New("not used")
 }
 
+func (f *flaky) Summarize(context.Context, string, time.Time, time.Time, time.Duration) ([]store.UsageDay, error) {
+	return nil, errors.New("not used")
+}
+
 func (f *flaky) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

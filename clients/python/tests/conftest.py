@@ -25,7 +25,7 @@ def parley_server():
     admin("create-user", "--email", "py@example.com", "--password", "py-password-123")
     admin("topup", "--email", "py@example.com", "--usd", "100")
     key = admin("create-key", "--email", "py@example.com").strip()
-    proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--insecure-cookies", "--sim-time-scale", "0"],
+    proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--insecure-cookies", "--sim-time-scale", "0", "--rate-limits", "off"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = None
     for line in proc.stdout:

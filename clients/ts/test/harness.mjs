@@ -15,7 +15,7 @@ export async function startParley() {
   admin("create-user", "--email", "ts@example.com", "--password", "ts-password-123");
   admin("topup", "--email", "ts@example.com", "--usd", "100");
   const apiKey = admin("create-key", "--email", "ts@example.com").trim();
-  const proc = spawn(bin, ["serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--insecure-cookies", "--sim-time-scale", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(bin, ["serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--insecure-cookies", "--sim-time-scale", "0", "--rate-limits", "off"], { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
   const baseUrl = await new Promise((ok, fail) => {
     const t = setTimeout(() => fail(new Error("parley not listening after 60 s\n" + logs)), 60_000);

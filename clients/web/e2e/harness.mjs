@@ -45,7 +45,7 @@ export function parleyAdmin(dataDir, args) {
 export async function startServer(extra = [], opts = {}) {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "parley-web-data-"));
   if (opts.before) opts.before(dataDir);
-  const args = ["serve", "--listen", `127.0.0.1:${opts.port ?? 0}`, "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", ...extra];
+  const args = ["serve", "--listen", `127.0.0.1:${opts.port ?? 0}`, "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", "--rate-limits", "off", ...extra];
   const proc = spawn(parleyBin(), args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
   const url = await new Promise((ok, fail) => {

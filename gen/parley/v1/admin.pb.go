@@ -83,6 +83,64 @@ func (WorkerState) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
+// ServedModelState says whether a model can be used through this gateway.
+type ServedModelState int32
+
+const (
+	// Not set.
+	ServedModelState_SERVED_MODEL_STATE_UNSPECIFIED ServedModelState = 0
+	// Priced and served by at least one worker that is up.
+	ServedModelState_SERVED_MODEL_STATE_AVAILABLE ServedModelState = 1
+	// In the catalog, but no worker that is up serves it.
+	ServedModelState_SERVED_MODEL_STATE_UNAVAILABLE ServedModelState = 2
+	// Served by a worker but not priced in the catalog, and refused
+	// (--unpriced-models=refuse).
+	ServedModelState_SERVED_MODEL_STATE_REFUSED ServedModelState = 3
+)
+
+// Enum value maps for ServedModelState.
+var (
+	ServedModelState_name = map[int32]string{
+		0: "SERVED_MODEL_STATE_UNSPECIFIED",
+		1: "SERVED_MODEL_STATE_AVAILABLE",
+		2: "SERVED_MODEL_STATE_UNAVAILABLE",
+		3: "SERVED_MODEL_STATE_REFUSED",
+	}
+	ServedModelState_value = map[string]int32{
+		"SERVED_MODEL_STATE_UNSPECIFIED": 0,
+		"SERVED_MODEL_STATE_AVAILABLE":   1,
+		"SERVED_MODEL_STATE_UNAVAILABLE": 2,
+		"SERVED_MODEL_STATE_REFUSED":     3,
+	}
+)
+
+func (x ServedModelState) Enum() *ServedModelState {
+	p := new(ServedModelState)
+	*p = x
+	return p
+}
+
+func (x ServedModelState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ServedModelState) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_admin_proto_enumTypes[1].Descriptor()
+}
+
+func (ServedModelState) Type() protoreflect.EnumType {
+	return &file_parley_v1_admin_proto_enumTypes[1]
+}
+
+func (x ServedModelState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ServedModelState.Descriptor instead.
+func (ServedModelState) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
 // Worker is a GPU worker as one gateway sees it.
 type Worker struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -99,9 +157,15 @@ type Worker struct {
 	// Generations that failed in a row before their first token.
 	ConsecutiveFailures int32 `protobuf:"varint,6,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
 	// The id the worker reports for itself; empty until it has reported.
-	WorkerId      string `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WorkerId string `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// The worker pool it belongs to (`default` for --workers); pools are
+	// tried in the order the gateway was given them, the first being primary.
+	Pool string `protobuf:"bytes,8,opt,name=pool,proto3" json:"pool,omitempty"`
+	// For a worker that reports no batch size: the generations this gateway
+	// admits to it at once, as its measured queueing set it; 0 when uncapped.
+	AdmissionLimit int32 `protobuf:"varint,9,opt,name=admission_limit,json=admissionLimit,proto3" json:"admission_limit,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Worker) Reset() {
@@ -181,6 +245,20 @@ func (x *Worker) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *Worker) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *Worker) GetAdmissionLimit() int32 {
+	if x != nil {
+		return x.AdmissionLimit
+	}
+	return 0
 }
 
 // WorkerLoad is a worker's load as it last reported it.
@@ -579,6 +657,228 @@ func (x *ListWorkersResponse) GetWorkers() []*Worker {
 	return nil
 }
 
+// ListServedModelsRequest is the request of AdminService.ListServedModels. It
+// has no fields.
+type ListServedModelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServedModelsRequest) Reset() {
+	*x = ListServedModelsRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServedModelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServedModelsRequest) ProtoMessage() {}
+
+func (x *ListServedModelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServedModelsRequest.ProtoReflect.Descriptor instead.
+func (*ListServedModelsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+// ListServedModelsResponse is the response of AdminService.ListServedModels.
+type ListServedModelsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The models: the catalog's in its order, then the others by id.
+	Models        []*ServedModel `protobuf:"bytes,1,rep,name=models,proto3" json:"models,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServedModelsResponse) Reset() {
+	*x = ListServedModelsResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServedModelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServedModelsResponse) ProtoMessage() {}
+
+func (x *ListServedModelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServedModelsResponse.ProtoReflect.Descriptor instead.
+func (*ListServedModelsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListServedModelsResponse) GetModels() []*ServedModel {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+// ServedModel is one model and where it runs.
+type ServedModel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model id clients ask for.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Whether it can be used.
+	State ServedModelState `protobuf:"varint,2,opt,name=state,proto3,enum=parley.v1.ServedModelState" json:"state,omitempty"`
+	// True when its price is the operator's default for models the catalog
+	// does not price (--unpriced-models=default).
+	DefaultPrice bool `protobuf:"varint,3,opt,name=default_price,json=defaultPrice,proto3" json:"default_price,omitempty"`
+	// The workers that serve it, up or not.
+	Workers       []*ServedModelWorker `protobuf:"bytes,4,rep,name=workers,proto3" json:"workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServedModel) Reset() {
+	*x = ServedModel{}
+	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServedModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServedModel) ProtoMessage() {}
+
+func (x *ServedModel) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServedModel.ProtoReflect.Descriptor instead.
+func (*ServedModel) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ServedModel) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ServedModel) GetState() ServedModelState {
+	if x != nil {
+		return x.State
+	}
+	return ServedModelState_SERVED_MODEL_STATE_UNSPECIFIED
+}
+
+func (x *ServedModel) GetDefaultPrice() bool {
+	if x != nil {
+		return x.DefaultPrice
+	}
+	return false
+}
+
+func (x *ServedModel) GetWorkers() []*ServedModelWorker {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
+// ServedModelWorker is one worker serving a model.
+type ServedModelWorker struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker's address.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// Its pool.
+	Pool string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	// Its state.
+	State         WorkerState `protobuf:"varint,3,opt,name=state,proto3,enum=parley.v1.WorkerState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServedModelWorker) Reset() {
+	*x = ServedModelWorker{}
+	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServedModelWorker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServedModelWorker) ProtoMessage() {}
+
+func (x *ServedModelWorker) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServedModelWorker.ProtoReflect.Descriptor instead.
+func (*ServedModelWorker) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ServedModelWorker) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ServedModelWorker) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *ServedModelWorker) GetState() WorkerState {
+	if x != nil {
+		return x.State
+	}
+	return WorkerState_WORKER_STATE_UNSPECIFIED
+}
+
 // AdminServiceListUsageRequest is the request of AdminService.ListUsage.
 type AdminServiceListUsageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -598,7 +898,7 @@ type AdminServiceListUsageRequest struct {
 
 func (x *AdminServiceListUsageRequest) Reset() {
 	*x = AdminServiceListUsageRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	mi := &file_parley_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +910,7 @@ func (x *AdminServiceListUsageRequest) String() string {
 func (*AdminServiceListUsageRequest) ProtoMessage() {}
 
 func (x *AdminServiceListUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	mi := &file_parley_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +923,7 @@ func (x *AdminServiceListUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminServiceListUsageRequest.ProtoReflect.Descriptor instead.
 func (*AdminServiceListUsageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AdminServiceListUsageRequest) GetUserId() string {
@@ -667,7 +967,7 @@ type AdminServiceListUsageResponse struct {
 
 func (x *AdminServiceListUsageResponse) Reset() {
 	*x = AdminServiceListUsageResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	mi := &file_parley_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +979,7 @@ func (x *AdminServiceListUsageResponse) String() string {
 func (*AdminServiceListUsageResponse) ProtoMessage() {}
 
 func (x *AdminServiceListUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	mi := &file_parley_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +992,7 @@ func (x *AdminServiceListUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminServiceListUsageResponse.ProtoReflect.Descriptor instead.
 func (*AdminServiceListUsageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AdminServiceListUsageResponse) GetUsageRecords() []*UsageRecord {
@@ -725,7 +1025,7 @@ type SearchUsersRequest struct {
 
 func (x *SearchUsersRequest) Reset() {
 	*x = SearchUsersRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	mi := &file_parley_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +1037,7 @@ func (x *SearchUsersRequest) String() string {
 func (*SearchUsersRequest) ProtoMessage() {}
 
 func (x *SearchUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	mi := &file_parley_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +1050,7 @@ func (x *SearchUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchUsersRequest.ProtoReflect.Descriptor instead.
 func (*SearchUsersRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SearchUsersRequest) GetEmailPrefix() string {
@@ -787,7 +1087,7 @@ type SearchUsersResponse struct {
 
 func (x *SearchUsersResponse) Reset() {
 	*x = SearchUsersResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	mi := &file_parley_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +1099,7 @@ func (x *SearchUsersResponse) String() string {
 func (*SearchUsersResponse) ProtoMessage() {}
 
 func (x *SearchUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	mi := &file_parley_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +1112,7 @@ func (x *SearchUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchUsersResponse.ProtoReflect.Descriptor instead.
 func (*SearchUsersResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SearchUsersResponse) GetUsers() []*AdminUser {
@@ -844,7 +1144,7 @@ type AdminUser struct {
 
 func (x *AdminUser) Reset() {
 	*x = AdminUser{}
-	mi := &file_parley_v1_admin_proto_msgTypes[12]
+	mi := &file_parley_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1156,7 @@ func (x *AdminUser) String() string {
 func (*AdminUser) ProtoMessage() {}
 
 func (x *AdminUser) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[12]
+	mi := &file_parley_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1169,7 @@ func (x *AdminUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminUser.ProtoReflect.Descriptor instead.
 func (*AdminUser) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AdminUser) GetUser() *User {
@@ -909,7 +1209,7 @@ type SetUserAdminRequest struct {
 
 func (x *SetUserAdminRequest) Reset() {
 	*x = SetUserAdminRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[13]
+	mi := &file_parley_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1221,7 @@ func (x *SetUserAdminRequest) String() string {
 func (*SetUserAdminRequest) ProtoMessage() {}
 
 func (x *SetUserAdminRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[13]
+	mi := &file_parley_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1234,7 @@ func (x *SetUserAdminRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserAdminRequest.ProtoReflect.Descriptor instead.
 func (*SetUserAdminRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetUserAdminRequest) GetUserId() string {
@@ -969,7 +1269,7 @@ type SetUserAdminResponse struct {
 
 func (x *SetUserAdminResponse) Reset() {
 	*x = SetUserAdminResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[14]
+	mi := &file_parley_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1281,7 @@ func (x *SetUserAdminResponse) String() string {
 func (*SetUserAdminResponse) ProtoMessage() {}
 
 func (x *SetUserAdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[14]
+	mi := &file_parley_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1294,7 @@ func (x *SetUserAdminResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserAdminResponse.ProtoReflect.Descriptor instead.
 func (*SetUserAdminResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetUserAdminResponse) GetUser() *User {
@@ -1020,7 +1320,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[15]
+	mi := &file_parley_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1332,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[15]
+	mi := &file_parley_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1345,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListAuditEventsRequest) GetUserId() string {
@@ -1082,7 +1382,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[16]
+	mi := &file_parley_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1394,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[16]
+	mi := &file_parley_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1407,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListAuditEventsResponse) GetEvents() []*AuditEvent {
@@ -1149,7 +1449,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_parley_v1_admin_proto_msgTypes[17]
+	mi := &file_parley_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1461,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[17]
+	mi := &file_parley_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1474,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AuditEvent) GetEventId() string {
@@ -1230,7 +1530,7 @@ var File_parley_v1_admin_proto protoreflect.FileDescriptor
 
 const file_parley_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\xa4\x02\n" +
+	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\xe1\x02\n" +
 	"\x06Worker\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06models\x18\x02 \x03(\tR\x06models\x12,\n" +
@@ -1238,7 +1538,9 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x04load\x18\x04 \x01(\v2\x15.parley.v1.WorkerLoadR\x04load\x12?\n" +
 	"\rejected_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fejectedUntil\x121\n" +
 	"\x14consecutive_failures\x18\x06 \x01(\x05R\x13consecutiveFailures\x12\x1b\n" +
-	"\tworker_id\x18\a \x01(\tR\bworkerId\"\xb1\x01\n" +
+	"\tworker_id\x18\a \x01(\tR\bworkerId\x12\x12\n" +
+	"\x04pool\x18\b \x01(\tR\x04pool\x12'\n" +
+	"\x0fadmission_limit\x18\t \x01(\x05R\x0eadmissionLimit\"\xb1\x01\n" +
 	"\n" +
 	"WorkerLoad\x12\x18\n" +
 	"\arunning\x18\x01 \x01(\x05R\arunning\x12\x18\n" +
@@ -1262,7 +1564,19 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\rbalance_nanos\x18\x01 \x01(\x03R\fbalanceNanos\"\x14\n" +
 	"\x12ListWorkersRequest\"B\n" +
 	"\x13ListWorkersResponse\x12+\n" +
-	"\aworkers\x18\x01 \x03(\v2\x11.parley.v1.WorkerR\aworkers\"\x8e\x01\n" +
+	"\aworkers\x18\x01 \x03(\v2\x11.parley.v1.WorkerR\aworkers\"\x19\n" +
+	"\x17ListServedModelsRequest\"J\n" +
+	"\x18ListServedModelsResponse\x12.\n" +
+	"\x06models\x18\x01 \x03(\v2\x16.parley.v1.ServedModelR\x06models\"\xad\x01\n" +
+	"\vServedModel\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x121\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1b.parley.v1.ServedModelStateR\x05state\x12#\n" +
+	"\rdefault_price\x18\x03 \x01(\bR\fdefaultPrice\x126\n" +
+	"\aworkers\x18\x04 \x03(\v2\x1c.parley.v1.ServedModelWorkerR\aworkers\"o\n" +
+	"\x11ServedModelWorker\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12,\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x16.parley.v1.WorkerStateR\x05state\"\x8e\x01\n" +
 	"\x1cAdminServiceListUsageRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x19\n" +
 	"\bend_user\x18\x02 \x01(\tR\aendUser\x12\x1b\n" +
@@ -1313,12 +1627,18 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x12WORKER_STATE_READY\x10\x01\x12\x18\n" +
 	"\x14WORKER_STATE_EJECTED\x10\x02\x12\x1b\n" +
 	"\x17WORKER_STATE_CONNECTING\x10\x03\x12\x19\n" +
-	"\x15WORKER_STATE_DRAINING\x10\x042\xd7\x04\n" +
+	"\x15WORKER_STATE_DRAINING\x10\x04*\x9c\x01\n" +
+	"\x10ServedModelState\x12\"\n" +
+	"\x1eSERVED_MODEL_STATE_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cSERVED_MODEL_STATE_AVAILABLE\x10\x01\x12\"\n" +
+	"\x1eSERVED_MODEL_STATE_UNAVAILABLE\x10\x02\x12\x1e\n" +
+	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\xb4\x05\n" +
 	"\fAdminService\x12L\n" +
 	"\vSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n" +
 	"\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n" +
 	"\vListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponse\x12^\n" +
-	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12L\n" +
+	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12[\n" +
+	"\x10ListServedModels\x12\".parley.v1.ListServedModelsRequest\x1a#.parley.v1.ListServedModelsResponse\x12L\n" +
 	"\vSearchUsers\x12\x1d.parley.v1.SearchUsersRequest\x1a\x1e.parley.v1.SearchUsersResponse\x12O\n" +
 	"\fSetUserAdmin\x12\x1e.parley.v1.SetUserAdminRequest\x1a\x1f.parley.v1.SetUserAdminResponse\x12X\n" +
 	"\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
@@ -1335,65 +1655,76 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 	return file_parley_v1_admin_proto_rawDescData
 }
 
-var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_parley_v1_admin_proto_goTypes = []any{
 	(WorkerState)(0),                      // 0: parley.v1.WorkerState
-	(*Worker)(nil),                        // 1: parley.v1.Worker
-	(*WorkerLoad)(nil),                    // 2: parley.v1.WorkerLoad
-	(*SetUserTierRequest)(nil),            // 3: parley.v1.SetUserTierRequest
-	(*SetUserTierResponse)(nil),           // 4: parley.v1.SetUserTierResponse
-	(*AdjustBalanceRequest)(nil),          // 5: parley.v1.AdjustBalanceRequest
-	(*AdjustBalanceResponse)(nil),         // 6: parley.v1.AdjustBalanceResponse
-	(*ListWorkersRequest)(nil),            // 7: parley.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),           // 8: parley.v1.ListWorkersResponse
-	(*AdminServiceListUsageRequest)(nil),  // 9: parley.v1.AdminServiceListUsageRequest
-	(*AdminServiceListUsageResponse)(nil), // 10: parley.v1.AdminServiceListUsageResponse
-	(*SearchUsersRequest)(nil),            // 11: parley.v1.SearchUsersRequest
-	(*SearchUsersResponse)(nil),           // 12: parley.v1.SearchUsersResponse
-	(*AdminUser)(nil),                     // 13: parley.v1.AdminUser
-	(*SetUserAdminRequest)(nil),           // 14: parley.v1.SetUserAdminRequest
-	(*SetUserAdminResponse)(nil),          // 15: parley.v1.SetUserAdminResponse
-	(*ListAuditEventsRequest)(nil),        // 16: parley.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),       // 17: parley.v1.ListAuditEventsResponse
-	(*AuditEvent)(nil),                    // 18: parley.v1.AuditEvent
-	(*timestamppb.Timestamp)(nil),         // 19: google.protobuf.Timestamp
-	(Tier)(0),                             // 20: parley.v1.Tier
-	(*User)(nil),                          // 21: parley.v1.User
-	(*UsageRecord)(nil),                   // 22: parley.v1.UsageRecord
+	(ServedModelState)(0),                 // 1: parley.v1.ServedModelState
+	(*Worker)(nil),                        // 2: parley.v1.Worker
+	(*WorkerLoad)(nil),                    // 3: parley.v1.WorkerLoad
+	(*SetUserTierRequest)(nil),            // 4: parley.v1.SetUserTierRequest
+	(*SetUserTierResponse)(nil),           // 5: parley.v1.SetUserTierResponse
+	(*AdjustBalanceRequest)(nil),          // 6: parley.v1.AdjustBalanceRequest
+	(*AdjustBalanceResponse)(nil),         // 7: parley.v1.AdjustBalanceResponse
+	(*ListWorkersRequest)(nil),            // 8: parley.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),           // 9: parley.v1.ListWorkersResponse
+	(*ListServedModelsRequest)(nil),       // 10: parley.v1.ListServedModelsRequest
+	(*ListServedModelsResponse)(nil),      // 11: parley.v1.ListServedModelsResponse
+	(*ServedModel)(nil),                   // 12: parley.v1.ServedModel
+	(*ServedModelWorker)(nil),             // 13: parley.v1.ServedModelWorker
+	(*AdminServiceListUsageRequest)(nil),  // 14: parley.v1.AdminServiceListUsageRequest
+	(*AdminServiceListUsageResponse)(nil), // 15: parley.v1.AdminServiceListUsageResponse
+	(*SearchUsersRequest)(nil),            // 16: parley.v1.SearchUsersRequest
+	(*SearchUsersResponse)(nil),           // 17: parley.v1.SearchUsersResponse
+	(*AdminUser)(nil),                     // 18: parley.v1.AdminUser
+	(*SetUserAdminRequest)(nil),           // 19: parley.v1.SetUserAdminRequest
+	(*SetUserAdminResponse)(nil),          // 20: parley.v1.SetUserAdminResponse
+	(*ListAuditEventsRequest)(nil),        // 21: parley.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),       // 22: parley.v1.ListAuditEventsResponse
+	(*AuditEvent)(nil),                    // 23: parley.v1.AuditEvent
+	(*timestamppb.Timestamp)(nil),         // 24: google.protobuf.Timestamp
+	(Tier)(0),                             // 25: parley.v1.Tier
+	(*User)(nil),                          // 26: parley.v1.User
+	(*UsageRecord)(nil),                   // 27: parley.v1.UsageRecord
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
-	2,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	19, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	20, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	21, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
-	1,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
-	22, // 6: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	13, // 7: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
-	21, // 8: parley.v1.AdminUser.user:type_name -> parley.v1.User
-	21, // 9: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
-	18, // 10: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	19, // 11: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	3,  // 12: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	5,  // 13: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	7,  // 14: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	9,  // 15: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
-	11, // 16: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
-	14, // 17: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
-	16, // 18: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
-	4,  // 19: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	6,  // 20: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	8,  // 21: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	10, // 22: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
-	12, // 23: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
-	15, // 24: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
-	17, // 25: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
+	24, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	25, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	26, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	2,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
+	12, // 6: parley.v1.ListServedModelsResponse.models:type_name -> parley.v1.ServedModel
+	1,  // 7: parley.v1.ServedModel.state:type_name -> parley.v1.ServedModelState
+	13, // 8: parley.v1.ServedModel.workers:type_name -> parley.v1.ServedModelWorker
+	0,  // 9: parley.v1.ServedModelWorker.state:type_name -> parley.v1.WorkerState
+	27, // 10: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	18, // 11: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
+	26, // 12: parley.v1.AdminUser.user:type_name -> parley.v1.User
+	26, // 13: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
+	23, // 14: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	24, // 15: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	4,  // 16: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	6,  // 17: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	8,  // 18: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	14, // 19: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	10, // 20: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
+	16, // 21: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
+	19, // 22: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
+	21, // 23: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
+	5,  // 24: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	7,  // 25: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	9,  // 26: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	15, // 27: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	11, // 28: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
+	17, // 29: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
+	20, // 30: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
+	22, // 31: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -1409,8 +1740,8 @@ func file_parley_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   18,
+			NumEnums:      2,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,9 @@ const (
 	LimitKind_LIMIT_KIND_INPUT_TOKENS LimitKind = 2
 	// Generated tokens (max_output_tokens reserved up front, the unused part given back).
 	LimitKind_LIMIT_KIND_OUTPUT_TOKENS LimitKind = 3
+	// Requests per minute across all models (model empty), with a burst: the
+	// gateway's per-user rate, which tightens while the workers are loaded.
+	LimitKind_LIMIT_KIND_REQUEST_RATE LimitKind = 4
 )
 
 // Enum value maps for LimitKind.
@@ -44,12 +47,14 @@ var (
 		1: "LIMIT_KIND_REQUESTS",
 		2: "LIMIT_KIND_INPUT_TOKENS",
 		3: "LIMIT_KIND_OUTPUT_TOKENS",
+		4: "LIMIT_KIND_REQUEST_RATE",
 	}
 	LimitKind_value = map[string]int32{
 		"LIMIT_KIND_UNSPECIFIED":   0,
 		"LIMIT_KIND_REQUESTS":      1,
 		"LIMIT_KIND_INPUT_TOKENS":  2,
 		"LIMIT_KIND_OUTPUT_TOKENS": 3,
+		"LIMIT_KIND_REQUEST_RATE":  4,
 	}
 )
 
@@ -160,7 +165,10 @@ type UsageRecord struct {
 	ConversationId string `protobuf:"bytes,9,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
 	// The end user the caller named in the request's `user` field (API channel);
 	// empty when none was named.
-	User          string `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
+	User string `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
+	// The answer was served from the response cache (no GPU work): replayed
+	// from an earlier identical request and billed at the model's cache-hit price.
+	CacheHit      bool `protobuf:"varint,11,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -263,6 +271,13 @@ func (x *UsageRecord) GetUser() string {
 		return x.User
 	}
 	return ""
+}
+
+func (x *UsageRecord) GetCacheHit() bool {
+	if x != nil {
+		return x.CacheHit
+	}
+	return false
 }
 
 // LimitStatus is one tier limit and its current use.
@@ -957,7 +972,7 @@ var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x8f\x03\n" +
+	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xac\x03\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -973,7 +988,8 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12'\n" +
 	"\x0fconversation_id\x18\t \x01(\tR\x0econversationId\x12\x12\n" +
 	"\x04user\x18\n" +
-	" \x01(\tR\x04user\"\xf5\x02\n" +
+	" \x01(\tR\x04user\x12\x1b\n" +
+	"\tcache_hit\x18\v \x01(\bR\bcacheHit\"\xf5\x02\n" +
 	"\vLimitStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.parley.v1.LimitKindR\x04kind\x12\x14\n" +
@@ -1020,12 +1036,13 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\x05 \x01(\x03R\x10completionTokens\x12#\n" +
 	"\rcached_tokens\x18\x06 \x01(\x03R\fcachedTokens\x12\x1d\n" +
 	"\n" +
-	"cost_nanos\x18\a \x01(\x03R\tcostNanos*{\n" +
+	"cost_nanos\x18\a \x01(\x03R\tcostNanos*\x98\x01\n" +
 	"\tLimitKind\x12\x1a\n" +
 	"\x16LIMIT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LIMIT_KIND_REQUESTS\x10\x01\x12\x1b\n" +
 	"\x17LIMIT_KIND_INPUT_TOKENS\x10\x02\x12\x1c\n" +
-	"\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x03*\x82\x01\n" +
+	"\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x03\x12\x1b\n" +
+	"\x17LIMIT_KIND_REQUEST_RATE\x10\x04*\x82\x01\n" +
 	"\fUsageGroupBy\x12\x1e\n" +
 	"\x1aUSAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12USAGE_GROUP_BY_DAY\x10\x01\x12\x18\n" +

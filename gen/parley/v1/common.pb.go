@@ -1529,7 +1529,8 @@ type GenerationStarted struct {
 	MessageId string `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	// The model that generates the answer.
 	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
-	// The id under which the user message of SendMessage was stored (empty otherwise).
+	// The id under which the user message of SendMessage was stored, or the question
+	// RegenerateMessage answers again (empty otherwise).
 	UserMessageId string `protobuf:"bytes,5,opt,name=user_message_id,json=userMessageId,proto3" json:"user_message_id,omitempty"`
 	// The prompt's tokens as the gateway counted them (ChatService; what the hold was
 	// priced at). The engine's count in GenerationFinished.usage has the last word.

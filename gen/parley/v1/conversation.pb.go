@@ -1481,306 +1481,6 @@ func (x *CancelGenerationResponse) GetCancelled() bool {
 	return false
 }
 
-// RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
-type RegenerateMessageRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. The conversation's id.
-	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
-	// Required. The assistant message to generate a new version of.
-	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	// Optional. The model for the new answer; empty means the conversation's model.
-	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
-	// Optional. A cap on the answer's length, as in SendMessageRequest.
-	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *RegenerateMessageRequest) Reset() {
-	*x = RegenerateMessageRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RegenerateMessageRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RegenerateMessageRequest) ProtoMessage() {}
-
-func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RegenerateMessageRequest.ProtoReflect.Descriptor instead.
-func (*RegenerateMessageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *RegenerateMessageRequest) GetConversationId() string {
-	if x != nil {
-		return x.ConversationId
-	}
-	return ""
-}
-
-func (x *RegenerateMessageRequest) GetMessageId() string {
-	if x != nil {
-		return x.MessageId
-	}
-	return ""
-}
-
-func (x *RegenerateMessageRequest) GetModel() string {
-	if x != nil {
-		return x.Model
-	}
-	return ""
-}
-
-func (x *RegenerateMessageRequest) GetMaxOutputTokens() int64 {
-	if x != nil {
-		return x.MaxOutputTokens
-	}
-	return 0
-}
-
-// RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
-// stream.
-type RegenerateMessageResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The next event of the generation. The started event's user_message_id is the
-	// user message being answered again.
-	Event         *GenerationEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RegenerateMessageResponse) Reset() {
-	*x = RegenerateMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RegenerateMessageResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RegenerateMessageResponse) ProtoMessage() {}
-
-func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
-func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
-	if x != nil {
-		return x.Event
-	}
-	return nil
-}
-
-// GetCustomInstructionsRequest is the request of
-// ConversationService.GetCustomInstructions. It has no fields.
-type GetCustomInstructionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *GetCustomInstructionsRequest) Reset() {
-	*x = GetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[22]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GetCustomInstructionsRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetCustomInstructionsRequest) ProtoMessage() {}
-
-func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[22]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
-func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
-}
-
-// GetCustomInstructionsResponse is the response of
-// ConversationService.GetCustomInstructions.
-type GetCustomInstructionsResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The caller's custom instructions; empty when none are set.
-	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *GetCustomInstructionsResponse) Reset() {
-	*x = GetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[23]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GetCustomInstructionsResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetCustomInstructionsResponse) ProtoMessage() {}
-
-func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[23]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
-func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
-}
-
-func (x *GetCustomInstructionsResponse) GetInstructions() string {
-	if x != nil {
-		return x.Instructions
-	}
-	return ""
-}
-
-// SetCustomInstructionsRequest is the request of
-// ConversationService.SetCustomInstructions.
-type SetCustomInstructionsRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. The new instructions, at most 8000 characters; empty clears them.
-	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SetCustomInstructionsRequest) Reset() {
-	*x = SetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[24]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SetCustomInstructionsRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SetCustomInstructionsRequest) ProtoMessage() {}
-
-func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[24]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
-func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
-}
-
-func (x *SetCustomInstructionsRequest) GetInstructions() string {
-	if x != nil {
-		return x.Instructions
-	}
-	return ""
-}
-
-// SetCustomInstructionsResponse is the response of
-// ConversationService.SetCustomInstructions.
-type SetCustomInstructionsResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The instructions as stored (trimmed).
-	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SetCustomInstructionsResponse) Reset() {
-	*x = SetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[25]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SetCustomInstructionsResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SetCustomInstructionsResponse) ProtoMessage() {}
-
-func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[25]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
-func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
-}
-
-func (x *SetCustomInstructionsResponse) GetInstructions() string {
-	if x != nil {
-		return x.Instructions
-	}
-	return ""
-}
-
 // SearchConversationsRequest is the request of ConversationService.SearchConversations.
 type SearchConversationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1798,7 +1498,7 @@ type SearchConversationsRequest struct {
 
 func (x *SearchConversationsRequest) Reset() {
 	*x = SearchConversationsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1510,7 @@ func (x *SearchConversationsRequest) String() string {
 func (*SearchConversationsRequest) ProtoMessage() {}
 
 func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1523,7 @@ func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchConversationsRequest.ProtoReflect.Descriptor instead.
 func (*SearchConversationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SearchConversationsRequest) GetQuery() string {
@@ -1860,7 +1560,7 @@ type SearchConversationsResponse struct {
 
 func (x *SearchConversationsResponse) Reset() {
 	*x = SearchConversationsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1572,7 @@ func (x *SearchConversationsResponse) String() string {
 func (*SearchConversationsResponse) ProtoMessage() {}
 
 func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +1585,7 @@ func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchConversationsResponse.ProtoReflect.Descriptor instead.
 func (*SearchConversationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SearchConversationsResponse) GetResults() []*ConversationSearchResult {
@@ -1920,7 +1620,7 @@ type ConversationSearchResult struct {
 
 func (x *ConversationSearchResult) Reset() {
 	*x = ConversationSearchResult{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +1632,7 @@ func (x *ConversationSearchResult) String() string {
 func (*ConversationSearchResult) ProtoMessage() {}
 
 func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +1645,7 @@ func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationSearchResult.ProtoReflect.Descriptor instead.
 func (*ConversationSearchResult) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConversationSearchResult) GetConversation() *Conversation {
@@ -1990,7 +1690,7 @@ type TextRange struct {
 
 func (x *TextRange) Reset() {
 	*x = TextRange{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +1702,7 @@ func (x *TextRange) String() string {
 func (*TextRange) ProtoMessage() {}
 
 func (x *TextRange) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +1715,7 @@ func (x *TextRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextRange.ProtoReflect.Descriptor instead.
 func (*TextRange) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TextRange) GetStart() int32 {
@@ -2043,7 +1743,7 @@ type ShareConversationRequest struct {
 
 func (x *ShareConversationRequest) Reset() {
 	*x = ShareConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +1755,7 @@ func (x *ShareConversationRequest) String() string {
 func (*ShareConversationRequest) ProtoMessage() {}
 
 func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +1768,7 @@ func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareConversationRequest.ProtoReflect.Descriptor instead.
 func (*ShareConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ShareConversationRequest) GetConversationId() string {
@@ -2093,7 +1793,7 @@ type ShareConversationResponse struct {
 
 func (x *ShareConversationResponse) Reset() {
 	*x = ShareConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +1805,7 @@ func (x *ShareConversationResponse) String() string {
 func (*ShareConversationResponse) ProtoMessage() {}
 
 func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +1818,7 @@ func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareConversationResponse.ProtoReflect.Descriptor instead.
 func (*ShareConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ShareConversationResponse) GetShareId() string {
@@ -2153,7 +1853,7 @@ type UnshareConversationRequest struct {
 
 func (x *UnshareConversationRequest) Reset() {
 	*x = UnshareConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +1865,7 @@ func (x *UnshareConversationRequest) String() string {
 func (*UnshareConversationRequest) ProtoMessage() {}
 
 func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +1878,7 @@ func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnshareConversationRequest.ProtoReflect.Descriptor instead.
 func (*UnshareConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UnshareConversationRequest) GetConversationId() string {
@@ -2199,7 +1899,7 @@ type UnshareConversationResponse struct {
 
 func (x *UnshareConversationResponse) Reset() {
 	*x = UnshareConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +1911,7 @@ func (x *UnshareConversationResponse) String() string {
 func (*UnshareConversationResponse) ProtoMessage() {}
 
 func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +1924,7 @@ func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnshareConversationResponse.ProtoReflect.Descriptor instead.
 func (*UnshareConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UnshareConversationResponse) GetUnshared() bool {
@@ -2245,7 +1945,7 @@ type GetSharedConversationRequest struct {
 
 func (x *GetSharedConversationRequest) Reset() {
 	*x = GetSharedConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2257,7 +1957,7 @@ func (x *GetSharedConversationRequest) String() string {
 func (*GetSharedConversationRequest) ProtoMessage() {}
 
 func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2270,7 +1970,7 @@ func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSharedConversationRequest.ProtoReflect.Descriptor instead.
 func (*GetSharedConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetSharedConversationRequest) GetShareId() string {
@@ -2292,7 +1992,7 @@ type GetSharedConversationResponse struct {
 
 func (x *GetSharedConversationResponse) Reset() {
 	*x = GetSharedConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2004,7 @@ func (x *GetSharedConversationResponse) String() string {
 func (*GetSharedConversationResponse) ProtoMessage() {}
 
 func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2017,7 @@ func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSharedConversationResponse.ProtoReflect.Descriptor instead.
 func (*GetSharedConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetSharedConversationResponse) GetShared() *SharedConversation {
@@ -2347,7 +2047,7 @@ type SharedConversation struct {
 
 func (x *SharedConversation) Reset() {
 	*x = SharedConversation{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2059,7 @@ func (x *SharedConversation) String() string {
 func (*SharedConversation) ProtoMessage() {}
 
 func (x *SharedConversation) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2072,7 @@ func (x *SharedConversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedConversation.ProtoReflect.Descriptor instead.
 func (*SharedConversation) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SharedConversation) GetShareId() string {
@@ -2430,7 +2130,7 @@ type SharedMessage struct {
 
 func (x *SharedMessage) Reset() {
 	*x = SharedMessage{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2142,7 @@ func (x *SharedMessage) String() string {
 func (*SharedMessage) ProtoMessage() {}
 
 func (x *SharedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2155,7 @@ func (x *SharedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedMessage.ProtoReflect.Descriptor instead.
 func (*SharedMessage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SharedMessage) GetRole() Role {
@@ -2506,7 +2206,7 @@ type ExportConversationRequest struct {
 
 func (x *ExportConversationRequest) Reset() {
 	*x = ExportConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2218,7 @@ func (x *ExportConversationRequest) String() string {
 func (*ExportConversationRequest) ProtoMessage() {}
 
 func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2231,7 @@ func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportConversationRequest.ProtoReflect.Descriptor instead.
 func (*ExportConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExportConversationRequest) GetConversationId() string {
@@ -2564,7 +2264,7 @@ type ExportConversationResponse struct {
 
 func (x *ExportConversationResponse) Reset() {
 	*x = ExportConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2276,7 @@ func (x *ExportConversationResponse) String() string {
 func (*ExportConversationResponse) ProtoMessage() {}
 
 func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2289,7 @@ func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportConversationResponse.ProtoReflect.Descriptor instead.
 func (*ExportConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExportConversationResponse) GetFilename() string {
@@ -2618,7 +2318,7 @@ type ConversationExport struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation.
 	Conversation *Conversation `protobuf:"bytes,1,opt,name=conversation,proto3" json:"conversation,omitempty"`
-	// All its stored messages, oldest first.
+	// Its messages as ListMessages lists them (the active branch), oldest first.
 	Messages []*ConversationMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	// When the export was made.
 	ExportedAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=exported_at,json=exportedAt,proto3" json:"exported_at,omitempty"`
@@ -2628,7 +2328,7 @@ type ConversationExport struct {
 
 func (x *ConversationExport) Reset() {
 	*x = ConversationExport{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2640,7 +2340,7 @@ func (x *ConversationExport) String() string {
 func (*ConversationExport) ProtoMessage() {}
 
 func (x *ConversationExport) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +2353,7 @@ func (x *ConversationExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationExport.ProtoReflect.Descriptor instead.
 func (*ConversationExport) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ConversationExport) GetConversation() *Conversation {
@@ -2675,6 +2375,306 @@ func (x *ConversationExport) GetExportedAt() *timestamppb.Timestamp {
 		return x.ExportedAt
 	}
 	return nil
+}
+
+// RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
+type RegenerateMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. The assistant message to generate a new version of.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Optional. The model for the new answer; empty means the conversation's model.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Optional. A cap on the answer's length, as in SendMessageRequest.
+	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegenerateMessageRequest) Reset() {
+	*x = RegenerateMessageRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegenerateMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegenerateMessageRequest) ProtoMessage() {}
+
+func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegenerateMessageRequest.ProtoReflect.Descriptor instead.
+func (*RegenerateMessageRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RegenerateMessageRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RegenerateMessageRequest) GetMaxOutputTokens() int64 {
+	if x != nil {
+		return x.MaxOutputTokens
+	}
+	return 0
+}
+
+// RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
+// stream.
+type RegenerateMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next event of the generation. The started event's user_message_id is the
+	// user message being answered again.
+	Event         *GenerationEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegenerateMessageResponse) Reset() {
+	*x = RegenerateMessageResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegenerateMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegenerateMessageResponse) ProtoMessage() {}
+
+func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
+func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+// GetCustomInstructionsRequest is the request of
+// ConversationService.GetCustomInstructions. It has no fields.
+type GetCustomInstructionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCustomInstructionsRequest) Reset() {
+	*x = GetCustomInstructionsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCustomInstructionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCustomInstructionsRequest) ProtoMessage() {}
+
+func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
+func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
+}
+
+// GetCustomInstructionsResponse is the response of
+// ConversationService.GetCustomInstructions.
+type GetCustomInstructionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's custom instructions; empty when none are set.
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCustomInstructionsResponse) Reset() {
+	*x = GetCustomInstructionsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCustomInstructionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCustomInstructionsResponse) ProtoMessage() {}
+
+func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
+func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *GetCustomInstructionsResponse) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// SetCustomInstructionsRequest is the request of
+// ConversationService.SetCustomInstructions.
+type SetCustomInstructionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The new instructions, at most 8000 characters; empty clears them.
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCustomInstructionsRequest) Reset() {
+	*x = SetCustomInstructionsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCustomInstructionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCustomInstructionsRequest) ProtoMessage() {}
+
+func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
+func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SetCustomInstructionsRequest) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// SetCustomInstructionsResponse is the response of
+// ConversationService.SetCustomInstructions.
+type SetCustomInstructionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The instructions as stored (trimmed).
+	Instructions  string `protobuf:"bytes,1,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCustomInstructionsResponse) Reset() {
+	*x = SetCustomInstructionsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCustomInstructionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCustomInstructionsResponse) ProtoMessage() {}
+
+func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
+func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SetCustomInstructionsResponse) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
 }
 
 var File_parley_v1_conversation_proto protoreflect.FileDescriptor
@@ -2772,22 +2772,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x17CancelGenerationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"8\n" +
 	"\x18CancelGenerationResponse\x12\x1c\n" +
-	"\tcancelled\x18\x01 \x01(\bR\tcancelled\"\xa4\x01\n" +
-	"\x18RegenerateMessageRequest\x12'\n" +
-	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
-	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model\x12*\n" +
-	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"M\n" +
-	"\x19RegenerateMessageResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x1e\n" +
-	"\x1cGetCustomInstructionsRequest\"C\n" +
-	"\x1dGetCustomInstructionsResponse\x12\"\n" +
-	"\finstructions\x18\x01 \x01(\tR\finstructions\"B\n" +
-	"\x1cSetCustomInstructionsRequest\x12\"\n" +
-	"\finstructions\x18\x01 \x01(\tR\finstructions\"C\n" +
-	"\x1dSetCustomInstructionsResponse\x12\"\n" +
-	"\finstructions\x18\x01 \x01(\tR\finstructions\"n\n" +
+	"\tcancelled\x18\x01 \x01(\bR\tcancelled\"n\n" +
 	"\x1aSearchConversationsRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -2845,7 +2830,22 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12:\n" +
 	"\bmessages\x18\x02 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12;\n" +
 	"\vexported_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exportedAt*\x84\x01\n" +
+	"exportedAt\"\xa4\x01\n" +
+	"\x18RegenerateMessageRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12*\n" +
+	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"M\n" +
+	"\x19RegenerateMessageResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x1e\n" +
+	"\x1cGetCustomInstructionsRequest\"C\n" +
+	"\x1dGetCustomInstructionsResponse\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"B\n" +
+	"\x1cSetCustomInstructionsRequest\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions\"C\n" +
+	"\x1dSetCustomInstructionsResponse\x12\"\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions*\x84\x01\n" +
 	"\x0eArchivedFilter\x12\x1f\n" +
 	"\x1bARCHIVED_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ARCHIVED_FILTER_ACTIVE\x10\x01\x12\x1c\n" +
@@ -2917,27 +2917,27 @@ var file_parley_v1_conversation_proto_goTypes = []any{
 	(*StreamGenerationResponse)(nil),      // 20: parley.v1.StreamGenerationResponse
 	(*CancelGenerationRequest)(nil),       // 21: parley.v1.CancelGenerationRequest
 	(*CancelGenerationResponse)(nil),      // 22: parley.v1.CancelGenerationResponse
-	(*RegenerateMessageRequest)(nil),      // 23: parley.v1.RegenerateMessageRequest
-	(*RegenerateMessageResponse)(nil),     // 24: parley.v1.RegenerateMessageResponse
-	(*GetCustomInstructionsRequest)(nil),  // 25: parley.v1.GetCustomInstructionsRequest
-	(*GetCustomInstructionsResponse)(nil), // 26: parley.v1.GetCustomInstructionsResponse
-	(*SetCustomInstructionsRequest)(nil),  // 27: parley.v1.SetCustomInstructionsRequest
-	(*SetCustomInstructionsResponse)(nil), // 28: parley.v1.SetCustomInstructionsResponse
-	(*SearchConversationsRequest)(nil),    // 29: parley.v1.SearchConversationsRequest
-	(*SearchConversationsResponse)(nil),   // 30: parley.v1.SearchConversationsResponse
-	(*ConversationSearchResult)(nil),      // 31: parley.v1.ConversationSearchResult
-	(*TextRange)(nil),                     // 32: parley.v1.TextRange
-	(*ShareConversationRequest)(nil),      // 33: parley.v1.ShareConversationRequest
-	(*ShareConversationResponse)(nil),     // 34: parley.v1.ShareConversationResponse
-	(*UnshareConversationRequest)(nil),    // 35: parley.v1.UnshareConversationRequest
-	(*UnshareConversationResponse)(nil),   // 36: parley.v1.UnshareConversationResponse
-	(*GetSharedConversationRequest)(nil),  // 37: parley.v1.GetSharedConversationRequest
-	(*GetSharedConversationResponse)(nil), // 38: parley.v1.GetSharedConversationResponse
-	(*SharedConversation)(nil),            // 39: parley.v1.SharedConversation
-	(*SharedMessage)(nil),                 // 40: parley.v1.SharedMessage
-	(*ExportConversationRequest)(nil),     // 41: parley.v1.ExportConversationRequest
-	(*ExportConversationResponse)(nil),    // 42: parley.v1.ExportConversationResponse
-	(*ConversationExport)(nil),            // 43: parley.v1.ConversationExport
+	(*SearchConversationsRequest)(nil),    // 23: parley.v1.SearchConversationsRequest
+	(*SearchConversationsResponse)(nil),   // 24: parley.v1.SearchConversationsResponse
+	(*ConversationSearchResult)(nil),      // 25: parley.v1.ConversationSearchResult
+	(*TextRange)(nil),                     // 26: parley.v1.TextRange
+	(*ShareConversationRequest)(nil),      // 27: parley.v1.ShareConversationRequest
+	(*ShareConversationResponse)(nil),     // 28: parley.v1.ShareConversationResponse
+	(*UnshareConversationRequest)(nil),    // 29: parley.v1.UnshareConversationRequest
+	(*UnshareConversationResponse)(nil),   // 30: parley.v1.UnshareConversationResponse
+	(*GetSharedConversationRequest)(nil),  // 31: parley.v1.GetSharedConversationRequest
+	(*GetSharedConversationResponse)(nil), // 32: parley.v1.GetSharedConversationResponse
+	(*SharedConversation)(nil),            // 33: parley.v1.SharedConversation
+	(*SharedMessage)(nil),                 // 34: parley.v1.SharedMessage
+	(*ExportConversationRequest)(nil),     // 35: parley.v1.ExportConversationRequest
+	(*ExportConversationResponse)(nil),    // 36: parley.v1.ExportConversationResponse
+	(*ConversationExport)(nil),            // 37: parley.v1.ConversationExport
+	(*RegenerateMessageRequest)(nil),      // 38: parley.v1.RegenerateMessageRequest
+	(*RegenerateMessageResponse)(nil),     // 39: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 40: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 41: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 42: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 43: parley.v1.SetCustomInstructionsResponse
 	(*timestamppb.Timestamp)(nil),         // 44: google.protobuf.Timestamp
 	(Role)(0),                             // 45: parley.v1.Role
 	(*Part)(nil),                          // 46: parley.v1.Part
@@ -2961,20 +2961,20 @@ var file_parley_v1_conversation_proto_depIdxs = []int32{
 	46, // 13: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
 	48, // 14: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
 	48, // 15: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	48, // 16: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	31, // 17: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
-	3,  // 18: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
-	32, // 19: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
-	39, // 20: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	39, // 21: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	44, // 22: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
-	40, // 23: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
-	45, // 24: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
-	44, // 25: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 26: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
-	3,  // 27: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
-	4,  // 28: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
-	44, // 29: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	25, // 16: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
+	3,  // 17: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
+	26, // 18: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
+	33, // 19: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	33, // 20: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	44, // 21: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	34, // 22: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
+	45, // 23: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	44, // 24: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 25: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
+	3,  // 26: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
+	4,  // 27: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
+	44, // 28: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	48, // 29: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
 	5,  // 30: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
 	7,  // 31: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
 	9,  // 32: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
@@ -2984,14 +2984,14 @@ var file_parley_v1_conversation_proto_depIdxs = []int32{
 	17, // 36: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
 	19, // 37: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
 	21, // 38: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	23, // 39: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
-	25, // 40: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
-	27, // 41: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
-	29, // 42: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
-	33, // 43: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
-	35, // 44: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
-	37, // 45: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
-	41, // 46: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	38, // 39: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	40, // 40: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	42, // 41: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	23, // 42: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	27, // 43: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	29, // 44: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	31, // 45: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	35, // 46: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
 	6,  // 47: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
 	8,  // 48: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
 	10, // 49: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
@@ -3001,14 +3001,14 @@ var file_parley_v1_conversation_proto_depIdxs = []int32{
 	18, // 53: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
 	20, // 54: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
 	22, // 55: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	24, // 56: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
-	26, // 57: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
-	28, // 58: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
-	30, // 59: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
-	34, // 60: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
-	36, // 61: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
-	38, // 62: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
-	42, // 63: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	39, // 56: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	41, // 57: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	43, // 58: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	24, // 59: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	28, // 60: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	30, // 61: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	32, // 62: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	36, // 63: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
 	47, // [47:64] is the sub-list for method output_type
 	30, // [30:47] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name

@@ -20,6 +20,9 @@ commands:
   migrate   apply the schema migrations to the configured stores
   admin     operator tasks: create-user, topup, create-key
   bench     load generator
+  models    a running gateway's models, with the workers and pools serving each
+  workers   a running gateway's workers, with their pools, states and load
+  region-health  the region's health checker: drives the anycast route through BIRD
 
 Every flag can also be set as PARLEY_<FLAG> in the environment or in a YAML
 file given with --config. Run 'parley <command> -h' for a command's flags.
@@ -47,8 +50,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = migrate(ctx, args[1:], stdout)
 	case "admin":
 		err = admin(ctx, args[1:], stdout)
+	case "models":
+		err = modelsCmd(ctx, args[1:], stdout)
+	case "workers":
+		err = workersCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout, stderr)
+	case "region-health":
+		err = regionHealth(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usageText)
 		return 0

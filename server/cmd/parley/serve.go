@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ import (
 	"github.com/parleyhq/parley/server/limits"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/obs"
+	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
@@ -53,6 +55,21 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	pingEvery := fs.Duration("ping-interval", 10*time.Second, "keep-alive comment interval on quiet SSE streams")
 	queueLimit := fs.Int("queue-limit", 256, "requests per model that may wait for a worker before new ones are refused")
 	maxQueueWait := fs.Duration("max-queue-wait", 30*time.Second, "longest a request waits for a worker")
+	// Worker pools (README: Worker pools), tried in order: the first is primary.
+	var pools []scheduler.Pool
+	fs.Func("worker-pool", "a named, ordered pool of workers, name=host:port[,host:port…]; repeat it, primary first (instead of --workers)", func(v string) error {
+		p, err := scheduler.ParsePool(v)
+		pools = append(pools, p)
+		return err
+	})
+	spillWait := fs.Duration("pool-spill-wait", 500*time.Millisecond, "queue wait for a busy pool past which a request goes on to the next pool, and the pool counts as saturated")
+	spillHold := fs.Duration("pool-spill-hold", 10*time.Second, "how long a pool counts as saturated after a request waited past --pool-spill-wait for it")
+	// Models the workers serve that the catalog does not price (README: Models from workers).
+	unpricedMode := fs.String("unpriced-models", "refuse", "models the workers serve that --models-file does not price: refuse (logged, in /readyz, a clear error to clients) or default (served at the --unpriced-* prices)")
+	unpricedIn := fs.Int64("unpriced-input-price", -1, "with --unpriced-models=default: their price per million prompt tokens, in nano-USD")
+	unpricedOut := fs.Int64("unpriced-output-price", -1, "with --unpriced-models=default: their price per million completion tokens, in nano-USD")
+	unpricedWindow := fs.Int64("unpriced-context-window", 32_768, "with --unpriced-models=default: their context window, in tokens")
+	unpricedMaxOut := fs.Int64("unpriced-max-output-tokens", 4096, "with --unpriced-models=default: their completion bound, in tokens")
 	defaults := attach.DefaultLimits()
 	imageBytes := fs.Int64("attachment-image-bytes", defaults.ImageBytes, "largest image attachment, in bytes")
 	documentBytes := fs.Int64("attachment-document-bytes", defaults.DocumentBytes, "largest document attachment, in bytes")
@@ -61,6 +78,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	blobBaseURL := fs.String("blob-base-url", "", "absolute base of signed blob URLs (empty: relative to the gateway)")
 	openaiUnsupported := fs.String("openai-unsupported", "refuse", "OpenAI request fields Parley cannot honour: refuse (400 naming the field) or drop (count in parley_openai_dropped_params_total, log once per field)")
 	debugListen := fs.String("debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
+	faultFile := fs.String("test-fault-file", "", "TESTING ONLY, never in production: a JSON file ({\"latency\":\"700ms\",\"error_ratio\":0.5}) whose latency and share of 5xx are added to every RPC and /v1 request, re-read on change (the region health checker's tests)")
 	// The budgets of one request, checked in order of cheapness (README: Budgets).
 	budgets := chat.DefaultBudgets()
 	fs.IntVar(&budgets.PartsPerMessage, "max-parts-per-message", budgets.PartsPerMessage, "parts one message may have")
@@ -70,11 +88,22 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	fs.IntVar(&budgets.ExactCountBytes, "exact-count-bytes", budgets.ExactCountBytes, "prompt text up to which an API request is tokenized before its hold; longer ones are held at a token per byte and counted after")
 	maxPromptBytes := fs.Int("max-prompt-bytes", 8<<20, "largest prompt text of a request, refused before it is tokenized")
 	maxElements := fs.Int("max-request-elements", 100_000, "messages, strings and JSON values one request body may decode into, counted before it is unmarshalled")
-	publicBodyBytes := fs.Int64("max-public-body-bytes", 64<<10, "largest message, after decompression, of the procedures open to anyone (SignUp, Login, health, reflection)")
+	publicBodyBytes := fs.Int64("max-public-body-bytes", 64<<10, "largest message, after decompression, of the procedures open to anyone (SignUp, Login, GetSharedConversation, health, reflection)")
 	inflateBytes := fs.Int64("document-inflate-bytes", defaults.InflateBytes, "bytes one document's extraction may decompress and parse; there it stops and the text is cut")
 	prepareConcurrency := fs.Int("prepare-concurrency", max(2, runtime.GOMAXPROCS(0)), "image decodes and document extractions running at once")
 	preparePerUser := fs.Int("prepare-per-user", max(1, runtime.GOMAXPROCS(0)/4), "of those, how many one user may hold")
 	prepareQueue := fs.Int("prepare-queue-per-user", defaults.PerUserQueue, "how many more of one user's wait for their share; past that they are refused")
+	// Seed 003's elastic gateway: load-adaptive request rates and the
+	// response cache (README: Elastic gateway).
+	rateLimits := fs.String("rate-limits", "", "per-user request rates by tier, tightened under load: off, or TIER=PER_MINUTE/BURST[@LOAD:FACTOR]...,… replacing the defaults (free=600/20@0.7:0.5, plus=600/20@0.8:0.5, pro=600/20@0.9:0.5, max=600/20); TIER=off drops one")
+	loadWindow := fs.Duration("load-window", 5*time.Second, "span the workers' load is averaged over for the request rates")
+	loadKey := fs.String("load-key", "", "Redis hash the gateways of one deployment share their load figures in (empty: parley:load); deployments sharing a Redis need their own")
+	cacheMode := fs.String("response-cache", "opt-in", "response cache of deterministic API requests: off, opt-in (Parley-Cache: on) or on (unless Parley-Cache: off)")
+	cacheEntries := fs.Int("response-cache-entries", 1000, "answers the response cache holds in this process")
+	cacheBytes := fs.Int64("response-cache-bytes", 64<<20, "bytes the response cache holds in this process")
+	cacheTTL := fs.Duration("response-cache-ttl", 60*time.Second, "how long an answer lives in this process")
+	cacheRedisTTL := fs.Duration("response-cache-redis-ttl", 300*time.Second, "how long an answer lives in Redis")
+	cacheRedisURL := fs.String("response-cache-redis-url", "", "Redis for the response cache's shared level (empty: --redis-url's; none: this process only); when it is down the cache skips it")
 	if err := config.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -92,6 +121,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		return err
 	}
 	defer stores.Close()
+	metrics.Registry.MustRegister(stores.Collectors...)
 
 	// Authentication: sessions, API keys, the pre-auth limiter, the audit log.
 	authn := auth.New(stores.Accounts, stores.Audit, stores.Limiter, time.Now, auth.Config{
@@ -138,22 +168,35 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	unpriced, err := models.ParseUnpriced(*unpricedMode, *unpricedIn, *unpricedOut, *unpricedWindow, *unpricedMaxOut)
+	if err != nil {
+		return err
+	}
+	catalog.SetUnpriced(unpriced, logger)
 	workerToken, err := config.ReadToken("worker-token", cfg.WorkerToken, cfg.WorkerTokenFile)
 	if err != nil {
 		return err
 	}
-	if len(cfg.Workers) > 0 && workerToken == "" {
+	if (len(cfg.Workers) > 0 || len(pools) > 0) && workerToken == "" {
 		logger.Warn("no --worker-token: the workers must accept calls without one (loopback, or --insecure-no-worker-token)")
 	}
 	sched, err := scheduler.New(scheduler.Config{
-		Workers: cfg.Workers, Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
-		WorkerToken: workerToken,
+		Workers: cfg.Workers, Pools: pools, SpillWait: *spillWait, SpillHold: *spillHold,
+		Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
+		WorkerToken: workerToken, OnModels: catalog.Learn,
 	}, logger)
 	if err != nil {
 		return err
 	}
 	defer sched.Close()
-	if len(cfg.Workers) == 0 {
+	metrics.RegisterWorkerLoad(func() []obs.WorkerLoad {
+		var out []obs.WorkerLoad
+		for _, w := range sched.Workers() {
+			out = append(out, obs.WorkerLoad{Worker: w.Address, Running: w.Load.Running, Waiting: w.Load.Waiting, MaxBatch: w.Load.MaxBatch})
+		}
+		return out
+	})
+	if len(cfg.Workers) == 0 && len(pools) == 0 {
 		var ids []string
 		for _, m := range catalog.All() {
 			ids = append(ids, m.ID)
@@ -163,6 +206,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	// The generation core: billing and limits, history, usage, live generations.
 	bill := billing.New(stores.Ledger, time.Now, *holdTTL, logger)
+	bill.Holds = prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_billing_holds_outstanding",
+		Help: "Billing holds this gateway made and has not settled yet (requests in flight)."})
+	metrics.Registry.MustRegister(bill.Holds)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	defer stopSweep()
 	go bill.Sweep(sweepCtx, *sweepEvery)
@@ -175,12 +221,35 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		bill.OnRecord = relay.Kick
 	}
 	tierLimits := limits.New(stores.Limiter, time.Now)
+	if tierLimits.Rates, err = limits.ParseRates(*rateLimits); err != nil {
+		return err
+	}
+	hostname, _ := os.Hostname()
+	load, err := limits.NewLoad(limits.LoadConfig{
+		Sample: func() (float64, float64) { return limits.SchedulerLoad(sched.Workers()) },
+		Window: *loadWindow, Board: stores.board(*loadKey), Gateway: fmt.Sprintf("%s:%d:%s", hostname, os.Getpid(), rand.Text()[:8]),
+		Rates: tierLimits.Rates, Registerer: metrics.Registry, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	tierLimits.Load = load
+	go load.Run(sweepCtx)
+	respCache, cacheByDefault, err := openResponseCache(ctx, *cacheMode, *cacheRedisURL, stores.ResponseCache, respcache.Config{
+		LocalTTL: *cacheTTL, LocalEntries: *cacheEntries, LocalBytes: *cacheBytes, RemoteTTL: *cacheRedisTTL,
+		Registerer: metrics.Registry, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
 	generations, stopGenerations := context.WithCancel(context.Background())
 	core := &chat.Core{
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched,
 		Logger: logger, Now: time.Now, APIPriority: *apiPriority, MaxPromptBytes: *maxPromptBytes, Budgets: budgets,
 		Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Background: generations, Attachments: attachments,
+		Metrics: chat.NewMetrics(metrics.Registry),
+		Cache:   respCache, CacheByDefault: cacheByDefault,
 	}
 	go core.ListenForCancels(generations)
 	defer func() { stopGenerations(); core.Wait() }()
@@ -189,6 +258,12 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	// A store outage turns internal errors into unavailable + retry.
 	outage := gateway.StoreOutage(stores.Checks())
 	interceptors := []connect.Interceptor{metrics.Interceptor(), outage}
+	var fault *gateway.Fault // TEST ONLY: inside the metrics, so the checker sees it
+	if *faultFile != "" {
+		logger.Warn("TEST FAULT SWITCH ON: answers may be slowed down or failed on purpose", "file", *faultFile)
+		fault = gateway.WatchFault(ctx, *faultFile, logger)
+		interceptors = append(interceptors, fault)
+	}
 	if cfg.OTLPEndpoint != "" { // even a no-op tracer costs a tenth of a small call
 		otelInterceptor, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(tracerProvider), otelconnect.WithoutMetrics())
 		if err != nil {
@@ -229,12 +304,16 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments,
 	}
 	mux.Handle(parleyv1connect.NewConversationServiceHandler(conversations, handlerOpts...))
+	// Reading a share link is open to anyone: small messages only, as for the
+	// other public procedures.
+	_, shared := parleyv1connect.NewConversationServiceHandler(conversations, publicOpts...)
+	mux.Handle(parleyv1connect.ConversationServiceGetSharedConversationProcedure, shared)
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(&api.AttachmentHandler{Attachments: attachments}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(&api.BillingHandler{
 		Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 	}, handlerOpts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(&api.AdminHandler{
-		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger,
+		Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger, Catalog: catalog,
 	}, handlerOpts...))
 
 	// Health and reflection over gRPC, gRPC-Web and Connect.
@@ -263,6 +342,9 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		api.WriteOpenAIError(w, r, err)
 	})
 	v1 = gateway.Then(v1, gateway.JSONElements(*maxElements)) // counted as read, after authentication
+	if fault != nil {
+		v1 = gateway.Then(v1, fault.Middleware)
+	}
 	mux.Handle("POST /v1/chat/completions", metrics.HTTP("openai_chat_completions", v1(http.HandlerFunc(openai.ChatCompletions))))
 	mux.Handle("POST /v1/embeddings", metrics.HTTP("openai_embeddings", v1(http.HandlerFunc(openai.Embeddings))))
 	mux.Handle("GET /v1/models", metrics.HTTP("openai_models", v1(http.HandlerFunc(openai.Models))))
@@ -285,6 +367,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	// Plain HTTP endpoints.
 	checks := stores.Checks()
 	checks["workers"] = sched.Ready
+	checks["models"] = catalog.Ready // refused unpriced models: said, not unready
 	mux.Handle("GET /healthz", metrics.HTTP("healthz", gateway.Healthz()))
 	mux.Handle("GET /readyz", metrics.HTTP("readyz", gateway.Readyz(checks)))
 	mux.Handle("GET /metrics", metrics.HTTP("metrics", metrics.Handler()))
@@ -300,6 +383,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 
 	handler := gateway.Chain(mux,
 		gateway.RequestID,
+		cacheHeaders(respCache != nil),
 		gateway.BodyReadTimeout(cfg.BodyReadTimeout),
 		gateway.CORS(cfg.WebOrigins),
 		gateway.Except(blob.Prefix, gateway.BodyLimit(cfg.MaxBodyBytes)), // an upload URL bounds its own length

@@ -11,11 +11,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/blob"
 	s3blob "github.com/parleyhq/parley/server/blob/s3"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
+	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/clickhouse"
 	"github.com/parleyhq/parley/server/store/cql"
@@ -43,10 +47,18 @@ type stores struct {
 	// tier changes to every gateway (Redis pub/sub); nil without Redis.
 	Broadcast          auth.Broadcaster
 	SubscribeEvictions func(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error
+	// board shares the gateways' load figures for the request rates in a
+	// key (Redis), and ResponseCache is the response cache's shared level;
+	// in process (or none) without Redis.
+	board         func(key string) limits.LoadBoard
+	ResponseCache respcache.Remote
+
 	// Blobs is the S3 blob store, or nil for the data directory's.
-	Blobs   blob.Blobs
-	checks  map[string]gateway.Check
-	closers []func() error
+	Blobs blob.Blobs
+	// Collectors are the stores' metric families, for the registry.
+	Collectors []prometheus.Collector
+	checks     map[string]gateway.Check
+	closers    []func() error
 }
 
 // openStores opens and migrates every configured store.
@@ -60,12 +72,18 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 			s.Close()
 		}
 	}()
+	if cfg.PostgresURL == "" && (len(cfg.PostgresReadURLs) > 0 || cfg.PostgresPgBouncer) {
+		return nil, errors.New("--postgres-read-urls and --postgres-pgbouncer need --postgres-url")
+	}
 	if cfg.PostgresURL != "" {
-		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{})
+		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{
+			PgBouncer: cfg.PostgresPgBouncer, ReadURLs: cfg.PostgresReadURLs, MaxReplicaLag: cfg.PostgresReplicaMaxLag,
+		})
 		if err != nil {
 			return nil, err
 		}
 		s.closers = append(s.closers, pg.Close)
+		s.Collectors = append(s.Collectors, pg.Collectors()...)
 		if err := pg.Migrate(ctx); err != nil {
 			return nil, err
 		}
@@ -94,12 +112,15 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.closers = append(s.closers, rdb.Close)
 		s.Limiter = redisstore.NewLimiter(rdb, "")
 		s.Generations = redisstore.NewGenerations(rdb)
+		s.ResponseCache = redisstore.NewResponseCache(rdb, "")
+		s.board = func(key string) limits.LoadBoard { return redisstore.NewLoadBoard(rdb, key) }
 		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 		bc := redisstore.NewBroadcaster(rdb)
 		s.Broadcast, s.SubscribeEvictions = bc, bc.Subscribe
 	} else {
 		s.Limiter = memlimit.New(time.Minute)
 		s.Generations = memlive.New()
+		s.board = func(string) limits.LoadBoard { return memlimit.NewBoard() }
 	}
 	if cfg.ClickHouseURL != "" {
 		chdb, err := clickhouse.Open(ctx, cfg.ClickHouseURL)

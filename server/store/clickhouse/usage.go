@@ -49,7 +49,8 @@ const schema = `CREATE TABLE IF NOT EXISTS usage_records (
 	estimated         UInt8,
 	cost_nanos        Int64,
 	finish_reason     String,
-	end_user          String DEFAULT ''
+	end_user          String DEFAULT '',
+	cache_hit         UInt8 DEFAULT 0
 ) ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
 ORDER BY (user_id, created_at, request_id)`
@@ -62,11 +63,12 @@ ORDER BY (user_id, created_at, request_id)`
 // as an experimental setting.
 var addColumns = []struct{ name, ddl string }{
 	{"end_user", `ALTER TABLE usage_records ADD COLUMN end_user String DEFAULT ''`},
+	{"cache_hit", `ALTER TABLE usage_records ADD COLUMN cache_hit UInt8 DEFAULT 0`},
 }
 
 // columns are the table's columns in the order Record appends them.
 const columns = `user_id, created_at, request_id, api_key_id, channel, model, prompt_tokens, completion_tokens,
-	cached_tokens, estimated, cost_nanos, finish_reason, end_user`
+	cached_tokens, estimated, cost_nanos, finish_reason, end_user, cache_hit`
 
 // DB is an open ClickHouse usage store.
 type DB struct {
@@ -176,7 +178,7 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 			est = 1
 		}
 		if err := batch.Append(r.UserID, r.CreatedAt.UnixNano(), r.RequestID, r.APIKeyID, r.Channel, r.Model,
-			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason, r.EndUser); err != nil {
+			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason, r.EndUser, boolUInt8(r.CacheHit)); err != nil {
 			_ = batch.Abort()
 			return fmt.Errorf("clickhouse: usage append: %w", err)
 		}
@@ -196,7 +198,7 @@ func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p st
 	limit := p.Limit()
 	var q strings.Builder
 	q.WriteString(`SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user FROM usage_records FINAL WHERE user_id = ?`)
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records FINAL WHERE user_id = ?`)
 	args := []any{userID}
 	if f.EndUser != "" {
 		q.WriteString(` AND end_user = ?`)
@@ -220,12 +222,12 @@ func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p st
 	for rows.Next() {
 		var r store.UsageRecord
 		var created int64
-		var est uint8
+		var est, hit uint8
 		if err := rows.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created, &r.EndUser); err != nil {
+			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &hit); err != nil {
 			return nil, "", err
 		}
-		r.Estimated = est != 0
+		r.Estimated, r.CacheHit = est != 0, hit != 0
 		r.CreatedAt = fromTS(created)
 		out = append(out, r)
 	}
@@ -234,4 +236,11 @@ func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p st
 	}
 	out, next := store.Page(out, limit, func(v store.UsageRecord) (int64, string) { return v.CreatedAt.UnixNano(), v.RequestID })
 	return out, next, nil
+}
+
+func boolUInt8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -106,15 +106,7 @@ func TestUpgradeChain(t *testing.T) {
 	if len(got) != 6 {
 		t.Fatalf("listed %d messages, want 6", len(got))
 	}
-	for i, m := range got[:5] {
-		want := ""
-		if i > 0 {
-			want = ids[i-1]
-		}
-		if m.ID != ids[i] || m.ParentID != want || m.Status != store.MessageComplete {
-			t.Fatalf("old message %d = %s, parent %q, status %q; want %s, parent %q", i, m.ID, m.ParentID, m.Status, ids[i], want)
-		}
-	}
+	storetest.WantChain(t, got[:5], ids)
 	if got[5].ID != root.ID || got[5].ParentID != "" {
 		t.Fatalf("new root = %+v", got[5])
 	}

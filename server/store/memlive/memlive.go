@@ -149,6 +149,10 @@ func (g *Generations) Running(_ context.Context, id string) (bool, error) {
 	return !l.done, nil
 }
 
+// Keep implements store.Generations: a claim in process ends with the
+// process.
+func (g *Generations) Keep(context.Context, string) error { return nil }
+
 // Cancel implements store.Generations.
 func (g *Generations) Cancel(ctx context.Context, id string) (bool, error) {
 	running, _ := g.Running(ctx, id)

@@ -162,11 +162,7 @@ func (a accounts) ListAPIKeys(ctx context.Context, userID string, p store.PageRe
 		args = append(args, at, id)
 	}
 	q += fmt.Sprintf(` ORDER BY k.created_at DESC, k.id DESC LIMIT %d`, limit+1)
-	rows, err := a.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(r pgx.Rows) (store.APIKey, error) {
+	out, err := readRows(ctx, a.db, q, args, func(r pgx.Rows) (store.APIKey, error) {
 		var ks keyScan
 		err := r.Scan(ks.dest()...)
 		return ks.key(), err

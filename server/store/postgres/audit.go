@@ -31,11 +31,7 @@ func (a audit) List(ctx context.Context, userID string, p store.PageRequest) ([]
 		args = append(args, at, id)
 	}
 	q += fmt.Sprintf(` ORDER BY at DESC, id DESC LIMIT %d`, limit+1)
-	rows, err := a.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(r pgx.Rows) (store.AuditEvent, error) {
+	out, err := readRows(ctx, a.db, q, args, func(r pgx.Rows) (store.AuditEvent, error) {
 		var e store.AuditEvent
 		var at int64
 		err := r.Scan(&e.ID, &e.UserID, &e.Kind, &e.IP, &e.UserAgent, &e.Detail, &at)

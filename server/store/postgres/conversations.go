@@ -67,11 +67,7 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 		args = append(args, at, id)
 	}
 	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT %d`, limit+1)
-	rows, err := c.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(r pgx.Rows) (store.Conversation, error) {
+	out, err := readRows(ctx, c.db, q, args, func(r pgx.Rows) (store.Conversation, error) {
 		var s convScan
 		err := r.Scan(s.dest()...)
 		return s.conv(), err

@@ -9,6 +9,10 @@
 // schema is a set of embedded migrations applied by Migrate (`parley
 // migrate`, and at `parley serve` start), serialised across processes by an
 // advisory lock.
+//
+// The stores work through PgBouncer in transaction mode (Options.PgBouncer)
+// and send listings that tolerate lag to read replicas (Options.ReadURLs,
+// see replicas.go).
 package postgres
 
 import (
@@ -25,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -38,7 +43,8 @@ const migrationLock = 0x7061726c6579
 
 // DB is an open PostgreSQL store. It is safe for concurrent use.
 type DB struct {
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	replicas *replicaSet // nil without Options.ReadURLs
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -51,23 +57,55 @@ type Options struct {
 	// MaxConns caps the pool; zero keeps pgxpool's default (max(4, CPUs)) or
 	// the URL's pool_max_conns.
 	MaxConns int32
+	// PgBouncer says the URLs name a pooler in transaction mode (PgBouncer
+	// before 1.21, or any pooler that may hand each transaction another
+	// server connection): no named prepared statements, which live on one
+	// server connection. Statements then run in pgx's cache_describe mode:
+	// each is parsed unnamed in the round trip that runs it, after one
+	// describe per connection and statement. A default_query_exec_mode in
+	// the URL wins. (Migrate's lock is a transaction's, so it is safe either
+	// way.) PgBouncer 1.21 and later with max_prepared_statements set keep
+	// prepared statements across server connections: leave this off there.
+	PgBouncer bool
+	// ReadURLs are read replicas (hot standbys): listings read with a
+	// context marked store.AllowStale go to them round-robin.
+	ReadURLs []string
+	// MaxReplicaLag is how far behind the primary a replica may be and
+	// still serve (DefaultMaxReplicaLag when zero); ReplicaCheckEvery is how
+	// often each is checked (DefaultReplicaCheckEvery when zero).
+	MaxReplicaLag, ReplicaCheckEvery time.Duration
+}
+
+// poolConfig parses url with the options that apply to every pool (the
+// primary's and the replicas').
+func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.PgBouncer && !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	if opts.Schema != "" {
+		if !validIdent(opts.Schema) {
+			return nil, fmt.Errorf("invalid schema name %q", opts.Schema)
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	return cfg, nil
 }
 
 // Open connects to the database at url (postgres://…), checks that it answers
 // and returns the store. It does not migrate: call Migrate.
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url, opts)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
-	}
 	if opts.Schema != "" {
-		if !validIdent(opts.Schema) {
-			return nil, fmt.Errorf("postgres: invalid schema name %q", opts.Schema)
-		}
-		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
 		// Create the schema on a plain connection first.
 		conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
 		if err != nil {
@@ -88,7 +126,28 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	if len(opts.ReadURLs) > 0 {
+		db.replicas = newReplicaSet(pool, opts.MaxReplicaLag, opts.ReplicaCheckEvery)
+		for _, u := range opts.ReadURLs {
+			r, err := openReplica(u, opts)
+			if err != nil {
+				db.Close()
+				return nil, err
+			}
+			db.replicas.list = append(db.replicas.list, r)
+		}
+		db.replicas.start(ctx)
+	}
 	return db, nil
+}
+
+// Collectors are the store's metric families (the read replicas'), for the
+// process's registry; none without replicas.
+func (db *DB) Collectors() []prometheus.Collector {
+	if db.replicas == nil {
+		return nil
+	}
+	return db.replicas.collectors()
 }
 
 func validIdent(s string) bool {
@@ -113,8 +172,11 @@ func (db *DB) DropSchema(ctx context.Context, schema string) error {
 	return err
 }
 
-// Close closes the pool.
+// Close closes the pools.
 func (db *DB) Close() error {
+	if db.replicas != nil {
+		db.replicas.close()
+	}
 	db.pool.Close()
 	return nil
 }
@@ -158,32 +220,16 @@ func (db *DB) StoreWithOutbox() store.Store {
 }
 
 // Migrate applies the embedded migrations not yet recorded in
-// schema_migrations, in file-name order, each in its own transaction. An
-// advisory lock makes concurrent calls from several processes safe.
+// schema_migrations, in file-name order, each in its own transaction. Each
+// transaction first takes a transaction-scoped advisory lock, so concurrent
+// calls from several processes are safe, through PgBouncer in transaction
+// mode too (a session lock would stay behind on a pooled server connection).
 func (db *DB) Migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
-	conn, err := db.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		return fmt.Errorf("postgres: migrate: lock: %w", err)
-	}
-	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-	}()
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at BIGINT  NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("postgres: create schema_migrations: %w", err)
-	}
 	for _, name := range names {
 		base := strings.TrimPrefix(name, "migrations/")
 		num, _, ok := strings.Cut(base, "_")
@@ -195,7 +241,17 @@ func (db *DB) Migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    INTEGER PRIMARY KEY,
+				name       TEXT    NOT NULL,
+				applied_at BIGINT  NOT NULL
+			)`); err != nil {
+				return fmt.Errorf("create schema_migrations: %w", err)
+			}
 			var n int
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 				return err

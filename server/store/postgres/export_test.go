@@ -9,6 +9,15 @@ func (db *DB) AuditPartitionOf(ctx context.Context, id string) (string, error) {
 	return name, err
 }
 
+// Database names the database db is connected to (tests).
+func (db *DB) Database(t interface{ Fatal(...any) }) string {
+	var name string
+	if err := db.pool.QueryRow(context.Background(), `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 // ExecRaw runs a statement on the store's schema (tests).
 func (db *DB) ExecRaw(ctx context.Context, q string, args ...any) error {
 	_, err := db.pool.Exec(ctx, q, args...)

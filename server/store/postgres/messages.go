@@ -56,11 +56,7 @@ func (m messages) List(ctx context.Context, conversationID string, p store.PageR
 		args = append(args, at, id)
 	}
 	q += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, limit+1)
-	rows, err := m.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(r pgx.Rows) (store.Message, error) {
+	out, err := readRows(ctx, m.db, q, args, func(r pgx.Rows) (store.Message, error) {
 		var msg store.Message
 		var parts string
 		var created int64

@@ -32,7 +32,8 @@ func (s search) Search(ctx context.Context, userID string, terms []string, p sto
 	}
 	limit := p.Limit()
 	// One row per conversation: the title if it matches (rank 0), else the
-	// newest matching message.
+	// newest matching message. convCols unqualified: hits' column names are
+	// none of conversations'.
 	q := `WITH q AS (SELECT to_tsquery('simple', $2) AS q),
 		hits AS (
 			SELECT c.id AS conversation_id, '' AS message_id, c.title AS text, 0 AS rank, 0::bigint AS at
@@ -41,7 +42,7 @@ func (s search) Search(ctx context.Context, userID string, terms []string, p sto
 			SELECT m.conversation_id, m.id, m.parts, 1, m.created_at
 			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.user_id = $1, q
 			WHERE m.search @@ q.q)
-		SELECT DISTINCT ON (c.updated_at, c.id) ` + prefixed("c.", convCols) + `, h.message_id, h.text
+		SELECT DISTINCT ON (c.updated_at, c.id) ` + convCols + `, h.message_id, h.text
 		FROM hits h JOIN conversations c ON c.id = h.conversation_id
 		WHERE c.user_id = $1`
 	args := []any{userID, tsquery(terms)}
@@ -87,13 +88,4 @@ func (s search) Search(ctx context.Context, userID string, terms []string, p sto
 		return ts(v.Conversation.UpdatedAt), v.Conversation.ID
 	})
 	return out, next, nil
-}
-
-// prefixed qualifies each of a comma-separated column list with prefix.
-func prefixed(prefix, cols string) string {
-	parts := strings.Split(cols, ", ")
-	for i, c := range parts {
-		parts[i] = prefix + c
-	}
-	return strings.Join(parts, ", ")
 }

@@ -21,27 +21,28 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	var (
 		reqID, userID, keyID, channel, model, finish = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		endUser                                      = make([]string, n)
+		cacheHit                                     = make([]bool, n)
 		prompt, completion, cached, cost, created    = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		estimated                                    = make([]bool, n)
 	)
 	for i, r := range records {
 		reqID[i], userID[i], keyID[i], channel[i], model[i], finish[i] = r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model, r.FinishReason
 		prompt[i], completion[i], cached[i], cost[i], created[i] = r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.CostNanos, ts(r.CreatedAt)
-		estimated[i], endUser[i] = r.Estimated, r.EndUser
+		estimated[i], endUser[i], cacheHit[i] = r.Estimated, r.EndUser, r.CacheHit
 	}
 	_, err := u.db.exec(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
-			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user)
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[], $13::text[])
+			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[], $13::text[], $14::boolean[])
 		ON CONFLICT (request_id) DO NOTHING`,
-		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created, endUser)
+		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created, endUser, cacheHit)
 	return err
 }
 
 func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user FROM usage_records WHERE user_id = $1`
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE user_id = $1`
 	args := []any{userID}
 	if f.EndUser != "" {
 		args = append(args, f.EndUser)
@@ -56,15 +57,11 @@ func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p s
 		q += fmt.Sprintf(` AND (created_at, request_id) < ($%d, $%d)`, len(args)-1, len(args))
 	}
 	q += fmt.Sprintf(` ORDER BY created_at DESC, request_id DESC LIMIT %d`, limit+1)
-	rows, err := u.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	out, err := collectRows(rows, func(row pgx.Rows) (store.UsageRecord, error) {
+	out, err := readRows(ctx, u.db, q, args, func(row pgx.Rows) (store.UsageRecord, error) {
 		var r store.UsageRecord
 		var created int64
 		err := row.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser)
+			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit)
 		r.CreatedAt = fromTS(created)
 		return r, err
 	})

@@ -20,8 +20,9 @@ type Generations struct {
 	rdb goredis.UniversalClient
 	// Prefix starts every key and the cancel channel ("parley:gen:").
 	Prefix string
-	// RunningTTL is how long a running generation's claim lasts without an
-	// event; each event renews it.
+	// RunningTTL is how long a running generation's claim lasts unless
+	// renewed: each event and each Keep renews it (the running gateway
+	// keeps it every few seconds, however long the queue wait or prefill).
 	RunningTTL time.Duration
 }
 
@@ -29,14 +30,16 @@ var _ store.Generations = (*Generations)(nil)
 
 // NewGenerations returns the generation logs in rdb.
 func NewGenerations(rdb goredis.UniversalClient) *Generations {
-	// Each event renews the claim: five minutes covers a long queue wait
-	// and prefill before the first token, and bounds how long a crashed
-	// gateway's claim blocks the conversation.
-	return &Generations{rdb: rdb, Prefix: "parley:gen:", RunningTTL: 5 * time.Minute}
+	// The running gateway renews the claim every few seconds (Keep): 20 s
+	// bounds how long a crashed gateway's claim blocks the conversation
+	// (and how soon its answer reads as interrupted).
+	return &Generations{rdb: rdb, Prefix: "parley:gen:", RunningTTL: 20 * time.Second}
 }
 
-func (g *Generations) state(id string) string { return g.Prefix + id + ":state" }
-func (g *Generations) log(id string) string   { return g.Prefix + id + ":log" }
+// A generation's two keys share the hash tag {id}: its scripts and
+// pipelines touch both, in one Redis Cluster slot.
+func (g *Generations) state(id string) string { return g.Prefix + "{" + id + "}:state" }
+func (g *Generations) log(id string) string   { return g.Prefix + "{" + id + "}:log" }
 func (g *Generations) channel() string        { return g.Prefix + "cancel" }
 
 var startScript = goredis.NewScript(`
@@ -136,6 +139,22 @@ func (g *Generations) Follow(ctx context.Context, id string, afterSeq uint64, fn
 			}
 		}
 	}
+}
+
+// keepScript renews a running claim and its log, and nothing else (a
+// finished generation's linger stays as it is).
+var keepScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= 'running' then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1`)
+
+// Keep implements store.Generations.
+func (g *Generations) Keep(ctx context.Context, id string) error {
+	if err := keepScript.Run(ctx, g.rdb, []string{g.state(id), g.log(id)}, g.RunningTTL.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("redis: keep generation: %w", err)
+	}
+	return nil
 }
 
 // Running implements store.Generations.

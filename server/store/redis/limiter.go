@@ -1,5 +1,11 @@
 // Package redis holds Parley's Redis-backed stores: the tier Limiter shared by
-// every gateway, as one Lua script per call (atomic, one round trip).
+// every gateway, as one Lua script per call (atomic, one round trip), the
+// live generation logs and the auth eviction broadcast.
+//
+// Every key is hash-tagged so that the keys one script or pipeline touches
+// share a Redis Cluster slot: a generation's keys carry {id}, and a
+// limiter key carries its caller's {tag} or else the limiter's shared {rl}.
+// Open gives a cluster client for a redis+cluster:// URL.
 package redis
 
 import (
@@ -8,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -37,8 +44,14 @@ type Limiter struct {
 var _ store.Limiter = (*Limiter)(nil)
 
 // NewLimiter returns a limiter over rdb whose keys start with prefix
-// (DefaultPrefix when empty). Keys of one Take are not hash-tagged: with
-// Redis Cluster, give every gateway one shard's client or tag the keys.
+// (DefaultPrefix when empty).
+//
+// Redis Cluster runs a script only on keys of one slot, so the keys of one
+// Take must share a hash tag: a bucket key that names one ("lim:{u1}:…")
+// keeps it, and one that does not gets the limiter's shared tag {rl} (all
+// such buckets then live on one shard). A Take whose keys would land in
+// different slots is refused with store.ErrInvalidArgument, on a single
+// server too, so a caller's mistake shows before it meets a cluster.
 func NewLimiter(rdb goredis.UniversalClient, prefix string) *Limiter {
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -46,18 +59,45 @@ func NewLimiter(rdb goredis.UniversalClient, prefix string) *Limiter {
 	return &Limiter{rdb: rdb, prefix: prefix}
 }
 
-// Open connects to the Redis at url (redis://…) and checks that it answers.
-func Open(ctx context.Context, url string) (*goredis.Client, error) {
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+// sharedTag is the hash tag of the bucket keys that name none.
+const sharedTag = "{rl}:"
+
+// key is the Redis key of bucket k.
+func (l *Limiter) key(k string) string {
+	if _, ok := HashTag(l.prefix + k); ok {
+		return l.prefix + k
 	}
-	c := goredis.NewClient(opts)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redis: ping: %w", err)
+	return l.prefix + sharedTag + k
+}
+
+// HashTag returns the part of key that Redis Cluster hashes to pick its slot
+// when key has a non-empty {tag} (the text between the first '{' and the
+// next '}'), and ok false when it has none (then the whole key is hashed).
+func HashTag(key string) (tag string, ok bool) {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return "", false
 	}
-	return c, nil
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return "", false
+	}
+	return key[i+1 : i+1+j], true
+}
+
+// sameSlot says whether Redis Cluster puts keys a and b in one slot by their
+// tags (equal tags or equal untagged keys; it does not compare CRC16s, so
+// two different tags are refused even when they happen to collide).
+func sameSlot(a, b string) bool {
+	ta, oka := HashTag(a)
+	tb, okb := HashTag(b)
+	if oka != okb {
+		return false
+	}
+	if !oka {
+		return a == b
+	}
+	return ta == tb
 }
 
 func validate(key string, limit int64, window time.Duration, n int64) error {
@@ -91,7 +131,11 @@ func (l *Limiter) Take(ctx context.Context, now time.Time, takes []store.Take) (
 	args := make([]any, 0, 4+4*len(takes))
 	args = append(args, "take", now.Unix(), now.Nanosecond(), Slack.Milliseconds())
 	for _, t := range takes {
-		k := l.prefix + t.Key
+		k := l.key(t.Key)
+		if len(keys) > 0 && !sameSlot(keys[0], k) {
+			return store.Decision{}, fmt.Errorf("%w: limiter keys %q and %q of one Take have different hash tags: Redis Cluster cannot take both in one script (give them one {tag})",
+				store.ErrInvalidArgument, takes[0].Key, t.Key)
+		}
 		ki := -1
 		for i, have := range keys {
 			if have == k {
@@ -143,7 +187,7 @@ func (l *Limiter) Peek(ctx context.Context, now time.Time, key string, limit int
 }
 
 func (l *Limiter) one(ctx context.Context, op string, now time.Time, key string, limit int64, window time.Duration, n int64) (store.LimitState, error) {
-	res, err := limiterScript.Run(ctx, l.rdb, []string{l.prefix + key}, op, now.Unix(), now.Nanosecond(), Slack.Milliseconds(), 1, limit, int64(window), n).StringSlice()
+	res, err := limiterScript.Run(ctx, l.rdb, []string{l.key(key)}, op, now.Unix(), now.Nanosecond(), Slack.Milliseconds(), 1, limit, int64(window), n).StringSlice()
 	if err != nil {
 		return store.LimitState{}, fmt.Errorf("redis limiter: %w", err)
 	}

@@ -18,7 +18,7 @@ func TestMeasureTakes(t *testing.T) {
 	if os.Getenv("PARLEY_MEASURE") == "" {
 		t.Skip("PARLEY_MEASURE not set")
 	}
-	l := newLimiter(t)
+	l := newLimiter(client(t, EnvURL))(t)
 	ctx := t.Context()
 	const workers, dur = 32, 5 * time.Second
 	var n atomic.Int64

@@ -45,7 +45,7 @@ type DB struct {
 
 	shipMu sync.Mutex // serialises UsageOutbox.Ship
 
-	reserves reserveGroup // Ledger.Reserve's group commit
+	group writeGroup // Ledger.Reserve's and Settle's group commit
 }
 
 var _ store.Pinger = (*DB)(nil)

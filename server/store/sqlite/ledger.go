@@ -36,13 +36,13 @@ func (l ledger) recordTable() string {
 // skipExisting.
 func (l ledger) insertRecord(ctx context.Context, tx *txn, r *store.UsageRecord, skipExisting bool) error {
 	q := `INSERT INTO ` + l.recordTable() + ` (request_id, user_id, api_key_id, channel, model,
-		prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if skipExisting {
 		q += ` ON CONFLICT (request_id) DO NOTHING`
 	}
 	_, err := tx.ExecContext(ctx, q, r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model,
-		r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser)
+		r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser, boolInt(r.CacheHit))
 	return err
 }
 
@@ -105,8 +105,16 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 	if r.AmountNanos <= 0 {
 		return store.Balance{}, fmt.Errorf("%w: reservation amount %d is not positive", store.ErrInvalidArgument, r.AmountNanos)
 	}
-	// Committed with the others arriving at the same time (reserve.go).
-	return l.db.reserves.reserve(ctx, l.db, r)
+	// Committed with the other writes arriving at the same time (group.go).
+	var b store.Balance
+	err := l.db.group.do(ctx, l.db, func(ctx context.Context, tx *txn) (err error) {
+		b, err = reserveTx(ctx, tx, r)
+		return err
+	})
+	if err != nil {
+		return store.Balance{}, err
+	}
+	return b, nil
 }
 
 func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time, record *store.UsageRecord) (store.Settlement, error) {
@@ -123,18 +131,19 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		}
 		// Nothing held, nothing charged: the record alone, once.
 		rec.CostNanos = 0
-		return store.Settlement{}, mapErr(l.db.write(ctx, func(tx *txn) error { return l.insertRecord(ctx, tx, &rec, true) }))
+		return store.Settlement{}, l.db.group.do(ctx, l.db, func(ctx context.Context, tx *txn) error { return l.insertRecord(ctx, tx, &rec, true) })
 	}
 	var s store.Settlement
 	// record stores the usage record of a charge just made in tx.
-	recordCharge := func(tx *txn, userID string) error {
+	recordCharge := func(ctx context.Context, tx *txn, userID string) error {
 		if record == nil {
 			return nil
 		}
 		rec.UserID, rec.CostNanos = userID, s.ChargedNanos
 		return l.insertRecord(ctx, tx, &rec, false)
 	}
-	err := l.db.write(ctx, func(tx *txn) error {
+	// Committed with the other writes arriving at the same time (group.go).
+	err := l.db.group.do(ctx, l.db, func(ctx context.Context, tx *txn) error {
 		// The normal case: close a held reservation.
 		var userID string
 		var amount int64
@@ -153,7 +162,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err := affectedOne(res, "billing account"); err != nil {
 				return err
 			}
-			return recordCharge(tx, userID)
+			return recordCharge(ctx, tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -175,7 +184,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err := affectedOne(res, "billing account"); err != nil {
 				return err
 			}
-			return recordCharge(tx, userID)
+			return recordCharge(ctx, tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -187,7 +196,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		return notFound(err, "reservation")
 	})
 	if err != nil {
-		return store.Settlement{}, mapErr(err)
+		return store.Settlement{}, err
 	}
 	return s, nil
 }
@@ -211,4 +220,27 @@ func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error
 		return err
 	})
 	return n, mapErr(err)
+}
+
+// reserveTx moves r.AmountNanos from available to reserved and records the
+// hold, or reports the shortfall.
+func reserveTx(ctx context.Context, tx *txn, r store.Reservation) (store.Balance, error) {
+	var b store.Balance
+	err := tx.QueryRowContext(ctx, `UPDATE billing_accounts
+			SET available_nanos = available_nanos - ?1, reserved_nanos = reserved_nanos + ?1
+			WHERE user_id = ?2 AND available_nanos >= ?1
+			RETURNING available_nanos, reserved_nanos`, r.AmountNanos, r.UserID).Scan(&b.AvailableNanos, &b.ReservedNanos)
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, rerr := availableTx(ctx, tx, r.UserID)
+		if rerr != nil {
+			return store.Balance{}, rerr
+		}
+		return store.Balance{}, &store.InsufficientFundsError{AvailableNanos: cur, RequiredNanos: r.AmountNanos}
+	}
+	if err != nil {
+		return store.Balance{}, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO reservations (id, user_id, amount_nanos, status, created_at, expires_at)
+		VALUES (?, ?, ?, 'held', ?, ?)`, r.ID, r.UserID, r.AmountNanos, ts(r.CreatedAt), ts(r.ExpiresAt))
+	return b, err
 }

@@ -31,7 +31,8 @@ func (s search) Search(ctx context.Context, userID string, terms []string, p sto
 	limit := p.Limit()
 	// The title first, else the newest matching message; then only the
 	// user's conversations, in list order.
-	q := `SELECT c.id, c.user_id, c.title, c.model, c.archived, c.created_at, c.updated_at, h.message_id, h.text
+	// convCols unqualified: h's column names are none of conversations'.
+	q := `SELECT ` + convCols + `, h.message_id, h.text
 		FROM (SELECT r.conversation_id, r.message_id, t.text,
 				row_number() OVER (PARTITION BY r.conversation_id ORDER BY r.message_id = '' DESC, r.id DESC) AS n
 			FROM search_text t JOIN search_rows r ON r.id = t.rowid

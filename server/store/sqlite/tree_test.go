@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/sqlite"
+	"github.com/parleyhq/parley/server/store/storetest"
 )
 
 // TestMigrationChainsOldMessages takes a database back to before the
@@ -58,17 +59,6 @@ func TestMigrationChainsOldMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(msgs) != 3 {
-			t.Fatalf("%d messages", len(msgs))
-		}
-		for i, m := range msgs {
-			want := ""
-			if i > 0 {
-				want = ids[conv][i-1]
-			}
-			if m.ID != ids[conv][i] || m.ParentID != want || m.Status != store.MessageComplete {
-				t.Fatalf("message %d: %s parent %q status %q, want %s parent %q", i, m.ID, m.ParentID, m.Status, ids[conv][i], want)
-			}
-		}
+		storetest.WantChain(t, msgs, ids[conv])
 	}
 }

@@ -14,15 +14,15 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	}
 	return mapErr(u.db.write(ctx, func(tx *txn) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
-			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`)
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		for _, r := range records {
 			if _, err := st.ExecContext(ctx, r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model,
-				r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser); err != nil {
+				r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser, boolInt(r.CacheHit)); err != nil {
 				return err
 			}
 		}
@@ -33,7 +33,7 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user FROM usage_records WHERE user_id = ?`
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE user_id = ?`
 	args := []any{userID}
 	if f.EndUser != "" {
 		q += ` AND end_user = ?`
@@ -59,7 +59,7 @@ func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p s
 		var r store.UsageRecord
 		var created int64
 		if err := rows.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser); err != nil {
+			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit); err != nil {
 			return nil, "", err
 		}
 		r.CreatedAt = fromTS(created)

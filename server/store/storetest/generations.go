@@ -39,6 +39,34 @@ func TestGenerations(t *testing.T, newGenerations func(t *testing.T) store.Gener
 		}
 	})
 
+	t.Run("keep", func(t *testing.T) {
+		g, c := newGenerations(t), id()
+		if err := g.Keep(ctx, c); err != nil {
+			t.Fatalf("Keep with nothing running: %v", err)
+		}
+		if running, _ := g.Running(ctx, c); running {
+			t.Fatal("Keep started a generation")
+		}
+		if err := g.Start(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Keep(ctx, c); err != nil {
+			t.Fatalf("Keep: %v", err)
+		}
+		if running, _ := g.Running(ctx, c); !running {
+			t.Fatal("not running after Keep")
+		}
+		if err := g.Finish(ctx, c, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Keep(ctx, c); err != nil {
+			t.Fatalf("Keep after Finish: %v", err)
+		}
+		if running, _ := g.Running(ctx, c); running {
+			t.Fatal("Keep revived a finished generation")
+		}
+	})
+
 	t.Run("follow live, replay, resume", func(t *testing.T) {
 		g, c := newGenerations(t), id()
 		if err := g.Start(ctx, c); err != nil {

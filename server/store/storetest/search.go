@@ -56,6 +56,15 @@ func TestSearch(t *testing.T, newStore NewStore) {
 		if len(hits) != 1 || hits[0].MessageID != "" || hits[0].Text != "Holiday plans" {
 			t.Fatalf("holiday: %+v, want the title", hits)
 		}
+		// An answer rewritten as it grows (Put) is found by its latest text.
+		grow := store.Message{ID: newID(), ConversationID: c1.ID, Role: "assistant", Parts: []store.Part{{Text: "Storks"}}, CreatedAt: t0.Add(7 * time.Second)}
+		noErr(t, s.Messages.Put(ctx, grow), "Put")
+		grow.Parts = []store.Part{{Text: "Storks and flamingos"}}
+		noErr(t, s.Messages.Put(ctx, grow), "Put again")
+		hits = searchAll(t, s, u.ID, "flamingo")
+		if len(hits) != 1 || hits[0].MessageID != grow.ID || hits[0].Text != "Storks and flamingos" {
+			t.Fatalf("flamingo after Put: %+v", hits)
+		}
 		// Deleted messages are not found.
 		noErr(t, s.Messages.Delete(ctx, c2.ID, []store.MessageKey{{ID: m2, CreatedAt: t0.Add(4 * time.Second)}, {ID: m3, CreatedAt: t0.Add(5 * time.Second)}}), "Delete")
 		if got := hitIDs(searchAll(t, s, u.ID, "pelican")); !slices.Equal(got, []string{c1.ID}) {

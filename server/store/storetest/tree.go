@@ -183,3 +183,22 @@ func testGrowingAnswer(t *testing.T, newStore NewStore) {
 	noErr(t, s.Messages.MarkInterrupted(ctx, conv, store.MessageKey{ID: newID(), CreatedAt: t0.Add(time.Second)}), "MarkInterrupted unknown")
 	one("after marking an unknown message")
 }
+
+// WantChain checks that msgs (a conversation's, as List returned them) are
+// the messages ids, each one's parent the one before it: what messages
+// stored before the tree read as once a backend is upgraded.
+func WantChain(t *testing.T, msgs []store.Message, ids []string) {
+	t.Helper()
+	if len(msgs) != len(ids) {
+		t.Fatalf("%d messages, want %d", len(msgs), len(ids))
+	}
+	for i, m := range msgs {
+		want := ""
+		if i > 0 {
+			want = ids[i-1]
+		}
+		if m.ID != ids[i] || m.ParentID != want || m.Status != store.MessageComplete {
+			t.Fatalf("message %d: %s parent %q status %q, want %s parent %q", i, m.ID, m.ParentID, m.Status, ids[i], want)
+		}
+	}
+}

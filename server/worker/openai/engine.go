@@ -43,8 +43,8 @@ type Config struct {
 	ContextWindow, MaxOutputTokens int
 	// MaxBatch is the upstream's sequence slots as reported to the scheduler
 	// (0: learned from the upstream when New starts, where it tells — see
-	// slotProbes — else unknown: the gateways then admit by its measured
-	// queueing).
+	// slotProbes — or from its metrics and llama.cpp's /slots once read,
+	// else unknown: the gateways then admit by its measured queueing).
 	MaxBatch int
 	// HTTPClient reaches the upstream (default: a client without an overall
 	// timeout, which would cut long streams, that keeps a connection alive
@@ -54,7 +54,8 @@ type Config struct {
 	// IdleTimeout the wait between events (defaults 60 s and 30 s).
 	FirstByteTimeout, IdleTimeout time.Duration
 	// MetricsURL is the upstream's Prometheus endpoint (default: BaseURL without
-	// /v1, plus /metrics; "-" turns polling off).
+	// /v1, plus /metrics; "-" turns polling off, /slots included). llama.cpp's
+	// /slots, beside it, is read too where the server has it.
 	MetricsURL string
 	// MetricsInterval is how often it is read (default 1 s).
 	MetricsInterval time.Duration
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.cfg.MaxBatch = n
 			cfg.Logger.Info("upstream slots learned", "server", server, "slots", n)
 		} else {
-			cfg.Logger.Info("upstream tells no slot count: reporting none, so gateways admit until it reports requests waiting (set --max-batch to cap)")
+			cfg.Logger.Info("upstream's /props, /info and /get_server_info tell no slot count: its metrics may (logged at the first reading); else reporting none, so gateways admit until it reports requests waiting (set --max-batch to cap)")
 		}
 	}
 	pollCtx, stop := context.WithCancel(context.Background())

@@ -13,27 +13,42 @@ import (
 	"github.com/parleyhq/parley/server/worker"
 )
 
-// upstreamLoad is what the upstream's Prometheus metrics say of its load.
+// upstreamLoad is what the upstream says of its load: its Prometheus
+// metrics, and llama.cpp's /slots.
 type upstreamLoad struct {
 	running, waiting int
 	kvUsage          float64 // fraction of the KV cache in use; <0 unknown
-	at               time.Time
+	// kvUsed and kvCapacity are the KV cache in tokens, where the server
+	// tells its size (0 capacity: unknown).
+	kvUsed, kvCapacity int64
+	// slots is the sequences the server runs at once, where its metrics or
+	// /slots tell (0: unknown).
+	slots int
+	at    time.Time
 }
 
-// The gauges read, by server. Requests are summed over label sets (one per
-// model); KV-cache use is the highest.
+// The gauges read, by server (vLLM, SGLang, llama.cpp). Requests are summed
+// over label sets (one per model or engine); KV-cache use is the highest.
 var (
-	runningGauges = []string{"vllm:num_requests_running", "sglang:num_running_reqs"}
-	waitingGauges = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}
-	kvGauges      = []string{"vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc", "sglang:token_usage"}
+	runningGauges = []string{"vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing"}
+	waitingGauges = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred"}
+	kvGauges      = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
+	// KV-cache size in tokens: SGLang's pool; vLLM's is the product of two
+	// labels of its cache_config_info.
+	kvCapacityGauges = []string{"sglang:max_total_num_tokens"}
+	slotGauges       = []string{"sglang:max_running_requests"}
 )
+
+const vllmCacheInfo = "vllm:cache_config_info"
 
 // kvBasisPoints is the KV capacity reported when only the fraction in use is
 // known: KV use then reads in basis points.
 const kvBasisPoints = 10000
 
 // Load reports the upstream's running and waiting requests from its metrics
-// when they are fresh, else this engine's own in-flight count as running.
+// (and llama.cpp's /slots) when they are fresh, else this engine's own
+// in-flight count as running. MaxBatch is --max-batch, else what the
+// upstream told of its slots.
 func (e *Engine) Load() worker.LoadReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -43,32 +58,57 @@ func (e *Engine) Load() worker.LoadReport {
 	}
 	if u := e.upstream; u != nil && time.Since(u.at) < 3*e.cfg.MetricsInterval {
 		r.Running, r.Waiting = u.running, u.waiting
-		if u.kvUsage >= 0 {
+		switch {
+		case u.kvCapacity > 0 && u.kvUsage < 0:
+			r.KVCapacityTokens, r.KVUsedTokens = u.kvCapacity, u.kvUsed
+		case u.kvCapacity > 0:
+			r.KVCapacityTokens, r.KVUsedTokens = u.kvCapacity, int64(u.kvUsage*float64(u.kvCapacity))
+		case u.kvUsage >= 0:
 			r.KVCapacityTokens, r.KVUsedTokens = kvBasisPoints, int64(u.kvUsage*kvBasisPoints)
+		}
+		if r.MaxBatch == 0 {
+			r.MaxBatch = u.slots
 		}
 	}
 	return r
 }
 
-// pollMetrics reads the upstream's metrics every interval until ctx ends. A
-// server without them (404, or none of the gauges) is asked no more.
+// pollMetrics reads the upstream's metrics and /slots every interval until
+// ctx ends. An endpoint the server lacks (404, 501, or none of the gauges)
+// is asked no more; with neither, the engine reports its own in-flight
+// requests.
 func (e *Engine) pollMetrics(ctx context.Context) {
 	defer close(e.done)
 	t := time.NewTicker(e.cfg.MetricsInterval)
 	defer t.Stop()
-	for {
-		u, supported, err := e.readMetrics(ctx)
-		if !supported {
-			e.cfg.Logger.Info("upstream exposes no vLLM or SGLang load metrics; reporting in-flight requests", "url", e.cfg.MetricsURL)
-			return
+	metricsOn, slotsOn := true, true
+	logged := false
+	for metricsOn || slotsOn {
+		u := &upstreamLoad{kvUsage: -1}
+		fresh := false
+		if metricsOn {
+			supported, err := e.readMetrics(ctx, u)
+			metricsOn = supported
+			fresh = supported && err == nil
 		}
-		if err == nil {
+		if slotsOn {
+			supported, err := e.readSlots(ctx, u)
+			slotsOn = supported
+			fresh = fresh || (supported && err == nil)
+		}
+		if fresh {
+			u.at = time.Now()
 			e.mu.Lock()
-			if old := e.upstream; old == nil || old.running != u.running || old.waiting != u.waiting || old.kvUsage != u.kvUsage {
+			if old := e.upstream; old == nil || old.running != u.running || old.waiting != u.waiting ||
+				old.kvUsage != u.kvUsage || old.kvUsed != u.kvUsed || old.slots != u.slots {
 				e.notifyLocked()
 			}
 			e.upstream = u
 			e.mu.Unlock()
+			if !logged {
+				logged = true
+				e.logLearned(u)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -76,38 +116,131 @@ func (e *Engine) pollMetrics(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+	e.cfg.Logger.Info("upstream exposes no vLLM, SGLang or llama.cpp load metrics nor llama.cpp /slots; reporting in-flight requests", "url", e.cfg.MetricsURL)
 }
 
-func (e *Engine) readMetrics(ctx context.Context) (u *upstreamLoad, supported bool, err error) {
+// logLearned says, once, what the first reading told of the upstream's
+// size, and what is assumed where it told nothing.
+func (e *Engine) logLearned(u *upstreamLoad) {
+	switch {
+	case e.cfg.MaxBatch > 0:
+	case u.slots > 0:
+		e.cfg.Logger.Info("upstream slots learned from its metrics", "slots", u.slots)
+	default:
+		e.cfg.Logger.Info("upstream metrics tell no slot count: reporting none (MaxBatch 0), so gateways admit until it reports requests waiting (set --max-batch to cap)")
+	}
+	if u.kvCapacity > 0 {
+		e.cfg.Logger.Info("upstream KV cache size learned", "tokens", u.kvCapacity)
+	} else if u.kvUsage >= 0 {
+		e.cfg.Logger.Info("upstream tells its KV cache use as a fraction only: reporting it in basis points of 10000")
+	}
+}
+
+func (e *Engine) get(ctx context.Context, url string) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.MetricsInterval)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cfg.MetricsURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, false, err
+		cancel()
+		return nil, err
 	}
 	e.authorize(req)
 	resp, err := e.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, true, err
+		cancel()
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, false, nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, true, &worker.UpstreamError{Status: resp.StatusCode}
-	}
-	u, found := parseMetrics(io.LimitReader(resp.Body, 8<<20))
-	if !found {
-		return nil, false, nil
-	}
-	u.at = time.Now()
-	return u, true, nil
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
 }
 
-// parseMetrics reads the gauges it knows from the Prometheus text format.
-func parseMetrics(r io.Reader) (*upstreamLoad, bool) {
-	u := &upstreamLoad{kvUsage: -1}
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// unsupported is a status that says the server has no such endpoint (or has
+// it turned off: llama.cpp answers 501 without --slots or --metrics).
+func unsupported(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusNotImplemented
+}
+
+func (e *Engine) readMetrics(ctx context.Context, u *upstreamLoad) (supported bool, err error) {
+	resp, err := e.get(ctx, e.cfg.MetricsURL)
+	if err != nil {
+		return true, err
+	}
+	defer resp.Body.Close()
+	if unsupported(resp.StatusCode) {
+		return false, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return true, &worker.UpstreamError{Status: resp.StatusCode}
+	}
+	if !parseMetrics(io.LimitReader(resp.Body, 8<<20), u) {
+		return false, nil
+	}
+	return true, nil
+}
+
+// llamaSlot is one entry of llama.cpp's GET /slots.
+type llamaSlot struct {
+	NCtx          int64 `json:"n_ctx"`
+	IsProcessing  bool  `json:"is_processing"`
+	NPromptTokens int64 `json:"n_prompt_tokens"`
+	NextToken     []struct {
+		NDecoded int64 `json:"n_decoded"`
+	} `json:"next_token"`
+}
+
+// readSlots reads llama.cpp's /slots (served with --slots): the slot count,
+// the slots processing, and the KV cache in tokens (each slot's context;
+// in use, the processing slots' prompt and output so far). It overrides the
+// running count read from /metrics, which lags.
+func (e *Engine) readSlots(ctx context.Context, u *upstreamLoad) (supported bool, err error) {
+	resp, err := e.get(ctx, strings.TrimSuffix(e.cfg.BaseURL, "/v1")+"/slots")
+	if err != nil {
+		return true, err
+	}
+	defer resp.Body.Close()
+	if unsupported(resp.StatusCode) {
+		return false, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return true, &worker.UpstreamError{Status: resp.StatusCode}
+	}
+	var slots []llamaSlot
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&slots); err != nil || len(slots) == 0 {
+		return false, nil // not llama.cpp's shape: another server's /slots, or none
+	}
+	applySlots(u, slots)
+	return true, nil
+}
+
+func applySlots(u *upstreamLoad, slots []llamaSlot) {
+	u.slots = len(slots)
+	u.running = 0
+	u.kvCapacity, u.kvUsed, u.kvUsage = 0, 0, -1
+	for _, s := range slots {
+		u.kvCapacity += s.NCtx
+		if s.IsProcessing {
+			u.running++
+			u.kvUsed += s.NPromptTokens
+			if len(s.NextToken) > 0 {
+				u.kvUsed += s.NextToken[0].NDecoded
+			}
+		}
+	}
+}
+
+// parseMetrics reads the gauges it knows from the Prometheus text format
+// into u; false when there were none.
+func parseMetrics(r io.Reader, u *upstreamLoad) bool {
 	found := false
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -116,12 +249,14 @@ func parseMetrics(r io.Reader) (*upstreamLoad, bool) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		name, rest := line, ""
+		name, labels, rest := line, "", ""
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
 			name, rest = line[:i], line[i:]
 		}
-		if j := strings.LastIndexByte(rest, '}'); j >= 0 {
-			rest = rest[j+1:]
+		if strings.HasPrefix(rest, "{") {
+			if j := strings.LastIndexByte(rest, '}'); j >= 0 {
+				labels, rest = rest[1:j], rest[j+1:]
+			}
 		}
 		fields := strings.Fields(rest)
 		if len(fields) == 0 {
@@ -138,12 +273,51 @@ func parseMetrics(r io.Reader) (*upstreamLoad, bool) {
 			u.waiting += int(v)
 		case contains(kvGauges, name):
 			u.kvUsage = max(u.kvUsage, v)
+		case contains(kvCapacityGauges, name):
+			u.kvCapacity = max(u.kvCapacity, int64(v))
+		case contains(slotGauges, name):
+			u.slots = max(u.slots, int(v))
+		case name == vllmCacheInfo:
+			l := parseLabels(labels)
+			block, _ := strconv.ParseInt(l["block_size"], 10, 64)
+			blocks, _ := strconv.ParseInt(l["num_gpu_blocks"], 10, 64)
+			if block > 0 && blocks > 0 {
+				u.kvCapacity = max(u.kvCapacity, block*blocks)
+			}
+			continue // an info gauge: not load by itself
 		default:
 			continue
 		}
 		found = true
 	}
-	return u, found
+	return found
+}
+
+// parseLabels reads a Prometheus label set (without its braces).
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
+			break
+		}
+		key := strings.TrimSpace(s[:eq])
+		s = s[eq+2:]
+		var val strings.Builder
+		i := 0
+		for ; i < len(s) && s[i] != '"'; i++ {
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+			}
+			val.WriteByte(s[i])
+		}
+		out[key] = val.String()
+		if i >= len(s) {
+			break
+		}
+		s = strings.TrimLeft(s[i+1:], ", ")
+	}
+	return out
 }
 
 func contains(names []string, name string) bool {

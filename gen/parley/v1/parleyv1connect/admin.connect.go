@@ -44,6 +44,9 @@ const (
 	AdminServiceListWorkersProcedure = "/parley.v1.AdminService/ListWorkers"
 	// AdminServiceListUsageProcedure is the fully-qualified name of the AdminService's ListUsage RPC.
 	AdminServiceListUsageProcedure = "/parley.v1.AdminService/ListUsage"
+	// AdminServiceListServedModelsProcedure is the fully-qualified name of the AdminService's
+	// ListServedModels RPC.
+	AdminServiceListServedModelsProcedure = "/parley.v1.AdminService/ListServedModels"
 	// AdminServiceSearchUsersProcedure is the fully-qualified name of the AdminService's SearchUsers
 	// RPC.
 	AdminServiceSearchUsersProcedure = "/parley.v1.AdminService/SearchUsers"
@@ -70,6 +73,10 @@ type AdminServiceClient interface {
 	// those of one end user (the `user` the API caller named in its requests).
 	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// ListServedModels lists every model this gateway knows — the catalog's and
+	// those its workers serve — with whether it can be used and which workers
+	// and pools serve it.
+	ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error)
 	// SearchUsers pages through the users whose email starts with email_prefix (all
 	// users when empty), by email, with their balances.
 	// Errors: invalid_argument (email_prefix, page_size, page_token).
@@ -120,6 +127,12 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 			connect.WithClientOptions(opts...),
 		),
+		listServedModels: connect.NewClient[v1.ListServedModelsRequest, v1.ListServedModelsResponse](
+			httpClient,
+			baseURL+AdminServiceListServedModelsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListServedModels")),
+			connect.WithClientOptions(opts...),
+		),
 		searchUsers: connect.NewClient[v1.SearchUsersRequest, v1.SearchUsersResponse](
 			httpClient,
 			baseURL+AdminServiceSearchUsersProcedure,
@@ -143,13 +156,14 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 
 // adminServiceClient implements AdminServiceClient.
 type adminServiceClient struct {
-	setUserTier     *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
-	adjustBalance   *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
-	listWorkers     *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
-	listUsage       *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
-	searchUsers     *connect.Client[v1.SearchUsersRequest, v1.SearchUsersResponse]
-	setUserAdmin    *connect.Client[v1.SetUserAdminRequest, v1.SetUserAdminResponse]
-	listAuditEvents *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
+	setUserTier      *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
+	adjustBalance    *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
+	listWorkers      *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
+	listUsage        *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
+	listServedModels *connect.Client[v1.ListServedModelsRequest, v1.ListServedModelsResponse]
+	searchUsers      *connect.Client[v1.SearchUsersRequest, v1.SearchUsersResponse]
+	setUserAdmin     *connect.Client[v1.SetUserAdminRequest, v1.SetUserAdminResponse]
+	listAuditEvents  *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -170,6 +184,11 @@ func (c *adminServiceClient) ListWorkers(ctx context.Context, req *connect.Reque
 // ListUsage calls parley.v1.AdminService.ListUsage.
 func (c *adminServiceClient) ListUsage(ctx context.Context, req *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
 	return c.listUsage.CallUnary(ctx, req)
+}
+
+// ListServedModels calls parley.v1.AdminService.ListServedModels.
+func (c *adminServiceClient) ListServedModels(ctx context.Context, req *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error) {
+	return c.listServedModels.CallUnary(ctx, req)
 }
 
 // SearchUsers calls parley.v1.AdminService.SearchUsers.
@@ -202,6 +221,10 @@ type AdminServiceHandler interface {
 	// those of one end user (the `user` the API caller named in its requests).
 	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// ListServedModels lists every model this gateway knows — the catalog's and
+	// those its workers serve — with whether it can be used and which workers
+	// and pools serve it.
+	ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error)
 	// SearchUsers pages through the users whose email starts with email_prefix (all
 	// users when empty), by email, with their balances.
 	// Errors: invalid_argument (email_prefix, page_size, page_token).
@@ -248,6 +271,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceListServedModelsHandler := connect.NewUnaryHandler(
+		AdminServiceListServedModelsProcedure,
+		svc.ListServedModels,
+		connect.WithSchema(adminServiceMethods.ByName("ListServedModels")),
+		connect.WithHandlerOptions(opts...),
+	)
 	adminServiceSearchUsersHandler := connect.NewUnaryHandler(
 		AdminServiceSearchUsersProcedure,
 		svc.SearchUsers,
@@ -276,6 +305,8 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceListWorkersHandler.ServeHTTP(w, r)
 		case AdminServiceListUsageProcedure:
 			adminServiceListUsageHandler.ServeHTTP(w, r)
+		case AdminServiceListServedModelsProcedure:
+			adminServiceListServedModelsHandler.ServeHTTP(w, r)
 		case AdminServiceSearchUsersProcedure:
 			adminServiceSearchUsersHandler.ServeHTTP(w, r)
 		case AdminServiceSetUserAdminProcedure:
@@ -305,6 +336,10 @@ func (UnimplementedAdminServiceHandler) ListWorkers(context.Context, *connect.Re
 
 func (UnimplementedAdminServiceHandler) ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListUsage is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListServedModels is not implemented"))
 }
 
 func (UnimplementedAdminServiceHandler) SearchUsers(context.Context, *connect.Request[v1.SearchUsersRequest]) (*connect.Response[v1.SearchUsersResponse], error) {

@@ -158,9 +158,10 @@ type ConversationServiceClient interface {
 	// ShareConversation makes a read-only snapshot of the conversation as it is now,
 	// readable by anyone with its link (/share/{share_id}) and no session. Sharing a
 	// conversation that is already shared refreshes the snapshot under the same id.
-	// Only the title, the model and the messages' text (with attachment file names)
-	// are shared; nothing else of the owner's.
-	// Errors: not_found (conversation).
+	// The messages are those ListMessages lists (the active branch). Only the title,
+	// the model and the messages' text (with attachment file names) are shared;
+	// nothing else of the owner's.
+	// Errors: not_found (conversation), failed_precondition (over 16 MiB of messages).
 	ShareConversation(context.Context, *connect.Request[v1.ShareConversationRequest]) (*connect.Response[v1.ShareConversationResponse], error)
 	// UnshareConversation revokes the conversation's share link: it reads not_found
 	// from then on. Sharing again makes a new link.
@@ -169,9 +170,11 @@ type ConversationServiceClient interface {
 	// GetSharedConversation reads a shared snapshot. It needs no credentials.
 	// Errors: invalid_argument (share_id), not_found (no such link, or revoked).
 	GetSharedConversation(context.Context, *connect.Request[v1.GetSharedConversationRequest]) (*connect.Response[v1.GetSharedConversationResponse], error)
-	// ExportConversation returns the conversation with all its stored messages as a
-	// file to download: Markdown or JSON (the protojson of ConversationExport).
-	// Errors: invalid_argument (format), not_found (conversation).
+	// ExportConversation returns the conversation with the messages ListMessages lists
+	// (the active branch) as a file to download: Markdown or JSON (the protojson of
+	// ConversationExport).
+	// Errors: invalid_argument (format), not_found (conversation), failed_precondition
+	// (over 64 MiB of messages).
 	ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error)
 }
 
@@ -469,9 +472,10 @@ type ConversationServiceHandler interface {
 	// ShareConversation makes a read-only snapshot of the conversation as it is now,
 	// readable by anyone with its link (/share/{share_id}) and no session. Sharing a
 	// conversation that is already shared refreshes the snapshot under the same id.
-	// Only the title, the model and the messages' text (with attachment file names)
-	// are shared; nothing else of the owner's.
-	// Errors: not_found (conversation).
+	// The messages are those ListMessages lists (the active branch). Only the title,
+	// the model and the messages' text (with attachment file names) are shared;
+	// nothing else of the owner's.
+	// Errors: not_found (conversation), failed_precondition (over 16 MiB of messages).
 	ShareConversation(context.Context, *connect.Request[v1.ShareConversationRequest]) (*connect.Response[v1.ShareConversationResponse], error)
 	// UnshareConversation revokes the conversation's share link: it reads not_found
 	// from then on. Sharing again makes a new link.
@@ -480,9 +484,11 @@ type ConversationServiceHandler interface {
 	// GetSharedConversation reads a shared snapshot. It needs no credentials.
 	// Errors: invalid_argument (share_id), not_found (no such link, or revoked).
 	GetSharedConversation(context.Context, *connect.Request[v1.GetSharedConversationRequest]) (*connect.Response[v1.GetSharedConversationResponse], error)
-	// ExportConversation returns the conversation with all its stored messages as a
-	// file to download: Markdown or JSON (the protojson of ConversationExport).
-	// Errors: invalid_argument (format), not_found (conversation).
+	// ExportConversation returns the conversation with the messages ListMessages lists
+	// (the active branch) as a file to download: Markdown or JSON (the protojson of
+	// ConversationExport).
+	// Errors: invalid_argument (format), not_found (conversation), failed_precondition
+	// (over 64 MiB of messages).
 	ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error)
 }
 

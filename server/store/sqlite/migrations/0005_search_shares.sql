@@ -10,7 +10,7 @@ CREATE TABLE search_rows (
 ) STRICT;
 CREATE INDEX search_rows_doc ON search_rows(conversation_id, message_id);
 
-CREATE VIRTUAL TABLE search_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE search_text USING fts5(text, detail = none, tokenize = 'unicode61 remove_diacritics 2');
 
 CREATE TRIGGER conversations_search_insert AFTER INSERT ON conversations BEGIN
     INSERT INTO search_rows (conversation_id, message_id) VALUES (new.id, '');

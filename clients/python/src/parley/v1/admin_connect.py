@@ -29,6 +29,9 @@ class AdminService(Protocol):
     async def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def list_served_models(self, request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
     def __init__(self, service: AdminService | AsyncGenerator[AdminService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -74,6 +77,16 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_usage,
+                ),
+                "/parley.v1.AdminService/ListServedModels": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListServedModels",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListServedModelsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_served_models,
                 ),
             },
             interceptors=interceptors,
@@ -168,6 +181,26 @@ class AdminServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def list_served_models(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListServedModels",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListServedModelsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class AdminServiceSync(Protocol):
     def set_user_tier(self, request: parley_dot_v1_dot_admin__pb2.SetUserTierRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserTierResponse:
@@ -177,6 +210,8 @@ class AdminServiceSync(Protocol):
     def list_workers(self, request: parley_dot_v1_dot_admin__pb2.ListWorkersRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListWorkersResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_served_models(self, request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -223,6 +258,16 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_usage,
+                ),
+                "/parley.v1.AdminService/ListServedModels": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListServedModels",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListServedModelsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_served_models,
                 ),
             },
             interceptors=interceptors,
@@ -311,6 +356,26 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
                 output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_served_models(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListServedModels",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListServedModelsResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

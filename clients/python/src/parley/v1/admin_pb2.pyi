@@ -20,14 +20,25 @@ class WorkerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WORKER_STATE_EJECTED: _ClassVar[WorkerState]
     WORKER_STATE_CONNECTING: _ClassVar[WorkerState]
     WORKER_STATE_DRAINING: _ClassVar[WorkerState]
+
+class ServedModelState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SERVED_MODEL_STATE_UNSPECIFIED: _ClassVar[ServedModelState]
+    SERVED_MODEL_STATE_AVAILABLE: _ClassVar[ServedModelState]
+    SERVED_MODEL_STATE_UNAVAILABLE: _ClassVar[ServedModelState]
+    SERVED_MODEL_STATE_REFUSED: _ClassVar[ServedModelState]
 WORKER_STATE_UNSPECIFIED: WorkerState
 WORKER_STATE_READY: WorkerState
 WORKER_STATE_EJECTED: WorkerState
 WORKER_STATE_CONNECTING: WorkerState
 WORKER_STATE_DRAINING: WorkerState
+SERVED_MODEL_STATE_UNSPECIFIED: ServedModelState
+SERVED_MODEL_STATE_AVAILABLE: ServedModelState
+SERVED_MODEL_STATE_UNAVAILABLE: ServedModelState
+SERVED_MODEL_STATE_REFUSED: ServedModelState
 
 class Worker(_message.Message):
-    __slots__ = ("address", "models", "state", "load", "ejected_until", "consecutive_failures", "worker_id")
+    __slots__ = ("address", "models", "state", "load", "ejected_until", "consecutive_failures", "worker_id", "pool", "admission_limit")
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     MODELS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +46,8 @@ class Worker(_message.Message):
     EJECTED_UNTIL_FIELD_NUMBER: _ClassVar[int]
     CONSECUTIVE_FAILURES_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    ADMISSION_LIMIT_FIELD_NUMBER: _ClassVar[int]
     address: str
     models: _containers.RepeatedScalarFieldContainer[str]
     state: WorkerState
@@ -42,7 +55,9 @@ class Worker(_message.Message):
     ejected_until: _timestamp_pb2.Timestamp
     consecutive_failures: int
     worker_id: str
-    def __init__(self, address: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., state: _Optional[_Union[WorkerState, str]] = ..., load: _Optional[_Union[WorkerLoad, _Mapping]] = ..., ejected_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., consecutive_failures: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+    pool: str
+    admission_limit: int
+    def __init__(self, address: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., state: _Optional[_Union[WorkerState, str]] = ..., load: _Optional[_Union[WorkerLoad, _Mapping]] = ..., ejected_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., consecutive_failures: _Optional[int] = ..., worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., admission_limit: _Optional[int] = ...) -> None: ...
 
 class WorkerLoad(_message.Message):
     __slots__ = ("running", "waiting", "max_batch", "kv_used_tokens", "kv_capacity_tokens")
@@ -101,6 +116,38 @@ class ListWorkersResponse(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     workers: _containers.RepeatedCompositeFieldContainer[Worker]
     def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...
+
+class ListServedModelsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListServedModelsResponse(_message.Message):
+    __slots__ = ("models",)
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ServedModel]
+    def __init__(self, models: _Optional[_Iterable[_Union[ServedModel, _Mapping]]] = ...) -> None: ...
+
+class ServedModel(_message.Message):
+    __slots__ = ("id", "state", "default_price", "workers")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_PRICE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    state: ServedModelState
+    default_price: bool
+    workers: _containers.RepeatedCompositeFieldContainer[ServedModelWorker]
+    def __init__(self, id: _Optional[str] = ..., state: _Optional[_Union[ServedModelState, str]] = ..., default_price: _Optional[bool] = ..., workers: _Optional[_Iterable[_Union[ServedModelWorker, _Mapping]]] = ...) -> None: ...
+
+class ServedModelWorker(_message.Message):
+    __slots__ = ("address", "pool", "state")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    pool: str
+    state: WorkerState
+    def __init__(self, address: _Optional[str] = ..., pool: _Optional[str] = ..., state: _Optional[_Union[WorkerState, str]] = ...) -> None: ...
 
 class AdminServiceListUsageRequest(_message.Message):
     __slots__ = ("user_id", "end_user", "page_size", "page_token")

@@ -18,13 +18,15 @@ class LimitKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LIMIT_KIND_REQUESTS: _ClassVar[LimitKind]
     LIMIT_KIND_INPUT_TOKENS: _ClassVar[LimitKind]
     LIMIT_KIND_OUTPUT_TOKENS: _ClassVar[LimitKind]
+    LIMIT_KIND_REQUEST_RATE: _ClassVar[LimitKind]
 LIMIT_KIND_UNSPECIFIED: LimitKind
 LIMIT_KIND_REQUESTS: LimitKind
 LIMIT_KIND_INPUT_TOKENS: LimitKind
 LIMIT_KIND_OUTPUT_TOKENS: LimitKind
+LIMIT_KIND_REQUEST_RATE: LimitKind
 
 class UsageRecord(_message.Message):
-    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id", "user")
+    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id", "user", "cache_hit")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +37,7 @@ class UsageRecord(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
+    CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     model: str
     usage: _common_pb2.Usage
@@ -45,7 +48,8 @@ class UsageRecord(_message.Message):
     created_at: _timestamp_pb2.Timestamp
     conversation_id: str
     user: str
-    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+    cache_hit: bool
+    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ..., user: _Optional[str] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
 
 class LimitStatus(_message.Message):
     __slots__ = ("model", "kind", "limit", "used", "remaining", "window", "resets_at")

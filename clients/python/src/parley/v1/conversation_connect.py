@@ -44,6 +44,15 @@ class ConversationService(Protocol):
     async def cancel_generation(self, request: parley_dot_v1_dot_conversation__pb2.CancelGenerationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.CancelGenerationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    def regenerate_message(self, request: parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest, ctx: RequestContext) -> AsyncIterator[parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse]:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def get_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def set_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationService]):
     def __init__(self, service: ConversationService | AsyncGenerator[ConversationService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -139,6 +148,36 @@ class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.cancel_generation,
+                ),
+                "/parley.v1.ConversationService/RegenerateMessage": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="RegenerateMessage",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.regenerate_message,
+                ),
+                "/parley.v1.ConversationService/GetCustomInstructions": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetCustomInstructions",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_custom_instructions,
+                ),
+                "/parley.v1.ConversationService/SetCustomInstructions": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SetCustomInstructions",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.set_custom_instructions,
                 ),
             },
             interceptors=interceptors,
@@ -333,6 +372,66 @@ class ConversationServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    def regenerate_message(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse]:
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="RegenerateMessage",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
+                output=parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_custom_instructions(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetCustomInstructions",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def set_custom_instructions(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetCustomInstructions",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class ConversationServiceSync(Protocol):
     def create_conversation(self, request: parley_dot_v1_dot_conversation__pb2.CreateConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.CreateConversationResponse:
@@ -352,6 +451,12 @@ class ConversationServiceSync(Protocol):
     def stream_generation(self, request: parley_dot_v1_dot_conversation__pb2.StreamGenerationRequest, ctx: RequestContext) -> Iterator[parley_dot_v1_dot_conversation__pb2.StreamGenerationResponse]:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def cancel_generation(self, request: parley_dot_v1_dot_conversation__pb2.CancelGenerationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.CancelGenerationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def regenerate_message(self, request: parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest, ctx: RequestContext) -> Iterator[parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse]:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def set_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -448,6 +553,36 @@ class ConversationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.cancel_generation,
+                ),
+                "/parley.v1.ConversationService/RegenerateMessage": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="RegenerateMessage",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.regenerate_message,
+                ),
+                "/parley.v1.ConversationService/GetCustomInstructions": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetCustomInstructions",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_custom_instructions,
+                ),
+                "/parley.v1.ConversationService/SetCustomInstructions": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SetCustomInstructions",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.set_custom_instructions,
                 ),
             },
             interceptors=interceptors,
@@ -636,6 +771,66 @@ class ConversationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.ConversationService",
                 input=parley_dot_v1_dot_conversation__pb2.CancelGenerationRequest,
                 output=parley_dot_v1_dot_conversation__pb2.CancelGenerationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def regenerate_message(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Iterator[parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse]:
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="RegenerateMessage",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
+                output=parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_custom_instructions(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetCustomInstructions",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def set_custom_instructions(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetCustomInstructions",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -17,13 +17,24 @@ class ArchivedFilter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ARCHIVED_FILTER_ACTIVE: _ClassVar[ArchivedFilter]
     ARCHIVED_FILTER_ARCHIVED: _ClassVar[ArchivedFilter]
     ARCHIVED_FILTER_ALL: _ClassVar[ArchivedFilter]
+
+class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MESSAGE_STATUS_UNSPECIFIED: _ClassVar[MessageStatus]
+    MESSAGE_STATUS_COMPLETE: _ClassVar[MessageStatus]
+    MESSAGE_STATUS_IN_PROGRESS: _ClassVar[MessageStatus]
+    MESSAGE_STATUS_INTERRUPTED: _ClassVar[MessageStatus]
 ARCHIVED_FILTER_UNSPECIFIED: ArchivedFilter
 ARCHIVED_FILTER_ACTIVE: ArchivedFilter
 ARCHIVED_FILTER_ARCHIVED: ArchivedFilter
 ARCHIVED_FILTER_ALL: ArchivedFilter
+MESSAGE_STATUS_UNSPECIFIED: MessageStatus
+MESSAGE_STATUS_COMPLETE: MessageStatus
+MESSAGE_STATUS_IN_PROGRESS: MessageStatus
+MESSAGE_STATUS_INTERRUPTED: MessageStatus
 
 class Conversation(_message.Message):
-    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating")
+    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +42,8 @@ class Conversation(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     GENERATING_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     title: str
     model: str
@@ -38,10 +51,12 @@ class Conversation(_message.Message):
     created_at: _timestamp_pb2.Timestamp
     updated_at: _timestamp_pb2.Timestamp
     generating: bool
-    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ...) -> None: ...
+    system_prompt: str
+    current_message_id: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ...) -> None: ...
 
 class ConversationMessage(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at")
+    __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at", "parent_message_id", "sibling_index", "sibling_count", "sibling_message_ids", "status")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +65,11 @@ class ConversationMessage(_message.Message):
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    PARENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    SIBLING_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SIBLING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SIBLING_MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     role: _common_pb2.Role
@@ -58,15 +78,22 @@ class ConversationMessage(_message.Message):
     tokens: int
     finish_reason: _common_pb2.FinishReason
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., role: _Optional[_Union[_common_pb2.Role, str]] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., model: _Optional[str] = ..., tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    parent_message_id: str
+    sibling_index: int
+    sibling_count: int
+    sibling_message_ids: _containers.RepeatedScalarFieldContainer[str]
+    status: MessageStatus
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., role: _Optional[_Union[_common_pb2.Role, str]] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., model: _Optional[str] = ..., tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_message_id: _Optional[str] = ..., sibling_index: _Optional[int] = ..., sibling_count: _Optional[int] = ..., sibling_message_ids: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[MessageStatus, str]] = ...) -> None: ...
 
 class CreateConversationRequest(_message.Message):
-    __slots__ = ("title", "model")
+    __slots__ = ("title", "model", "system_prompt")
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     title: str
     model: str
-    def __init__(self, title: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
+    system_prompt: str
+    def __init__(self, title: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ...) -> None: ...
 
 class CreateConversationResponse(_message.Message):
     __slots__ = ("conversation",)
@@ -105,32 +132,40 @@ class GetConversationResponse(_message.Message):
     def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
 
 class ListMessagesRequest(_message.Message):
-    __slots__ = ("conversation_id", "page_size", "page_token")
+    __slots__ = ("conversation_id", "page_size", "page_token", "leaf_message_id", "make_current")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LEAF_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    MAKE_CURRENT_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     page_size: int
     page_token: str
-    def __init__(self, conversation_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    leaf_message_id: str
+    make_current: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., leaf_message_id: _Optional[str] = ..., make_current: _Optional[bool] = ...) -> None: ...
 
 class ListMessagesResponse(_message.Message):
-    __slots__ = ("messages", "next_page_token")
+    __slots__ = ("messages", "next_page_token", "leaf_message_id")
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LEAF_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedCompositeFieldContainer[ConversationMessage]
     next_page_token: str
-    def __init__(self, messages: _Optional[_Iterable[_Union[ConversationMessage, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    leaf_message_id: str
+    def __init__(self, messages: _Optional[_Iterable[_Union[ConversationMessage, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., leaf_message_id: _Optional[str] = ...) -> None: ...
 
 class UpdateConversationRequest(_message.Message):
-    __slots__ = ("conversation_id", "title", "archived")
+    __slots__ = ("conversation_id", "title", "archived", "system_prompt")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     title: str
     archived: bool
-    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., archived: _Optional[bool] = ...) -> None: ...
+    system_prompt: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., archived: _Optional[bool] = ..., system_prompt: _Optional[str] = ...) -> None: ...
 
 class UpdateConversationResponse(_message.Message):
     __slots__ = ("conversation",)
@@ -149,16 +184,18 @@ class DeleteConversationResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SendMessageRequest(_message.Message):
-    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens")
+    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens", "parent_message_id")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     model: str
     parts: _containers.RepeatedCompositeFieldContainer[_common_pb2.Part]
     max_output_tokens: int
-    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
+    parent_message_id: str
+    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., parent_message_id: _Optional[str] = ...) -> None: ...
 
 class SendMessageResponse(_message.Message):
     __slots__ = ("event",)
@@ -191,3 +228,43 @@ class CancelGenerationResponse(_message.Message):
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
     cancelled: bool
     def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
+
+class RegenerateMessageRequest(_message.Message):
+    __slots__ = ("conversation_id", "message_id", "model", "max_output_tokens")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    message_id: str
+    model: str
+    max_output_tokens: int
+    def __init__(self, conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
+
+class RegenerateMessageResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: _common_pb2.GenerationEvent
+    def __init__(self, event: _Optional[_Union[_common_pb2.GenerationEvent, _Mapping]] = ...) -> None: ...
+
+class GetCustomInstructionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetCustomInstructionsResponse(_message.Message):
+    __slots__ = ("instructions",)
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    instructions: str
+    def __init__(self, instructions: _Optional[str] = ...) -> None: ...
+
+class SetCustomInstructionsRequest(_message.Message):
+    __slots__ = ("instructions",)
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    instructions: str
+    def __init__(self, instructions: _Optional[str] = ...) -> None: ...
+
+class SetCustomInstructionsResponse(_message.Message):
+    __slots__ = ("instructions",)
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    instructions: str
+    def __init__(self, instructions: _Optional[str] = ...) -> None: ...

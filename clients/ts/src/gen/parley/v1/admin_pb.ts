@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/admin.proto.
  */
 export const file_parley_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSLZAQoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiaAocQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEhAKCGVuZF91c2VyGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImcKHUFkbWluU2VydmljZUxpc3RVc2FnZVJlc3BvbnNlEi0KDXVzYWdlX3JlY29yZHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlEKElNlYXJjaFVzZXJzUmVxdWVzdBIUCgxlbWFpbF9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUwoTU2VhcmNoVXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULnBhcmxleS52MS5BZG1pblVzZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKCUFkbWluVXNlchIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISFQoNYmFsYW5jZV9uYW5vcxgCIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgDIAEoAyJEChNTZXRVc2VyQWRtaW5SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFYWRtaW4YAyABKAgiNQoUU2V0VXNlckFkbWluUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyIlAKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5wYXJsZXkudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilQEKCkF1ZGl0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRraW5kGAMgASgJEgoKAmlwGAQgASgJEhIKCnVzZXJfYWdlbnQYBSABKAkSDgoGZGV0YWlsGAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqVAQoLV29ya2VyU3RhdGUSHAoYV09SS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSV09SS0VSX1NUQVRFX1JFQURZEAESGAoUV09SS0VSX1NUQVRFX0VKRUNURUQQAhIbChdXT1JLRVJfU1RBVEVfQ09OTkVDVElORxADEhkKFVdPUktFUl9TVEFURV9EUkFJTklORxAEMtcECgxBZG1pblNlcnZpY2USTAoLU2V0VXNlclRpZXISHS5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXF1ZXN0Gh4ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVzcG9uc2USUgoNQWRqdXN0QmFsYW5jZRIfLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVxdWVzdBogLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVzcG9uc2USTAoLTGlzdFdvcmtlcnMSHS5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USXgoJTGlzdFVzYWdlEicucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QaKC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USTAoLU2VhcmNoVXNlcnMSHS5wYXJsZXkudjEuU2VhcmNoVXNlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVzcG9uc2USTwoMU2V0VXNlckFkbWluEh4ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlcXVlc3QaHy5wYXJsZXkudjEuU2V0VXNlckFkbWluUmVzcG9uc2USWAoPTGlzdEF1ZGl0RXZlbnRzEiEucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSKAAgoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkSDAoEcG9vbBgIIAEoCRIXCg9hZG1pc3Npb25fbGltaXQYCSABKAUidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiGQoXTGlzdFNlcnZlZE1vZGVsc1JlcXVlc3QiQgoYTGlzdFNlcnZlZE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBhcmxleS52MS5TZXJ2ZWRNb2RlbCKLAQoLU2VydmVkTW9kZWwSCgoCaWQYASABKAkSKgoFc3RhdGUYAiABKA4yGy5wYXJsZXkudjEuU2VydmVkTW9kZWxTdGF0ZRIVCg1kZWZhdWx0X3ByaWNlGAMgASgIEi0KB3dvcmtlcnMYBCADKAsyHC5wYXJsZXkudjEuU2VydmVkTW9kZWxXb3JrZXIiWQoRU2VydmVkTW9kZWxXb3JrZXISDwoHYWRkcmVzcxgBIAEoCRIMCgRwb29sGAIgASgJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlImgKHEFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIQCghlbmRfdXNlchgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJnCh1BZG1pblNlcnZpY2VMaXN0VXNhZ2VSZXNwb25zZRItCg11c2FnZV9yZWNvcmRzGAEgAygLMhYucGFybGV5LnYxLlVzYWdlUmVjb3JkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJRChJTZWFyY2hVc2Vyc1JlcXVlc3QSFAoMZW1haWxfcHJlZml4GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlMKE1NlYXJjaFVzZXJzUmVzcG9uc2USIwoFdXNlcnMYASADKAsyFC5wYXJsZXkudjEuQWRtaW5Vc2VyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJZCglBZG1pblVzZXISHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyEhUKDWJhbGFuY2VfbmFub3MYAiABKAMSFgoOcmVzZXJ2ZWRfbmFub3MYAyABKAMiRAoTU2V0VXNlckFkbWluUmVxdWVzdBIPCgd1c2VyX2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEg0KBWFkbWluGAMgASgIIjUKFFNldFVzZXJBZG1pblJlc3BvbnNlEh0KBHVzZXIYASABKAsyDy5wYXJsZXkudjEuVXNlciJQChZMaXN0QXVkaXRFdmVudHNSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiWQoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USJQoGZXZlbnRzGAEgAygLMhUucGFybGV5LnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpUBCgpBdWRpdEV2ZW50EhAKCGV2ZW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEa2luZBgDIAEoCRIKCgJpcBgEIAEoCRISCgp1c2VyX2FnZW50GAUgASgJEg4KBmRldGFpbBgGIAEoCRImCgJhdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqlQEKC1dvcmtlclN0YXRlEhwKGFdPUktFUl9TVEFURV9VTlNQRUNJRklFRBAAEhYKEldPUktFUl9TVEFURV9SRUFEWRABEhgKFFdPUktFUl9TVEFURV9FSkVDVEVEEAISGwoXV09SS0VSX1NUQVRFX0NPTk5FQ1RJTkcQAxIZChVXT1JLRVJfU1RBVEVfRFJBSU5JTkcQBCqcAQoQU2VydmVkTW9kZWxTdGF0ZRIiCh5TRVJWRURfTU9ERUxfU1RBVEVfVU5TUEVDSUZJRUQQABIgChxTRVJWRURfTU9ERUxfU1RBVEVfQVZBSUxBQkxFEAESIgoeU0VSVkVEX01PREVMX1NUQVRFX1VOQVZBSUxBQkxFEAISHgoaU0VSVkVEX01PREVMX1NUQVRFX1JFRlVTRUQQAzK0BQoMQWRtaW5TZXJ2aWNlEkwKC1NldFVzZXJUaWVyEh0ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVxdWVzdBoeLnBhcmxleS52MS5TZXRVc2VyVGllclJlc3BvbnNlElIKDUFkanVzdEJhbGFuY2USHy5wYXJsZXkudjEuQWRqdXN0QmFsYW5jZVJlcXVlc3QaIC5wYXJsZXkudjEuQWRqdXN0QmFsYW5jZVJlc3BvbnNlEkwKC0xpc3RXb3JrZXJzEh0ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVxdWVzdBoeLnBhcmxleS52MS5MaXN0V29ya2Vyc1Jlc3BvbnNlEl4KCUxpc3RVc2FnZRInLnBhcmxleS52MS5BZG1pblNlcnZpY2VMaXN0VXNhZ2VSZXF1ZXN0GigucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlc3BvbnNlElsKEExpc3RTZXJ2ZWRNb2RlbHMSIi5wYXJsZXkudjEuTGlzdFNlcnZlZE1vZGVsc1JlcXVlc3QaIy5wYXJsZXkudjEuTGlzdFNlcnZlZE1vZGVsc1Jlc3BvbnNlEkwKC1NlYXJjaFVzZXJzEh0ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVxdWVzdBoeLnBhcmxleS52MS5TZWFyY2hVc2Vyc1Jlc3BvbnNlEk8KDFNldFVzZXJBZG1pbhIeLnBhcmxleS52MS5TZXRVc2VyQWRtaW5SZXF1ZXN0Gh8ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlc3BvbnNlElgKD0xpc3RBdWRpdEV2ZW50cxIhLnBhcmxleS52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiIucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
 
 /**
  * Worker is a GPU worker as one gateway sees it.
@@ -74,6 +74,22 @@ export type Worker = Message<"parley.v1.Worker"> & {
    * @generated from field: string worker_id = 7;
    */
   workerId: string;
+
+  /**
+   * The worker pool it belongs to (`default` for --workers); pools are
+   * tried in the order the gateway was given them, the first being primary.
+   *
+   * @generated from field: string pool = 8;
+   */
+  pool: string;
+
+  /**
+   * For a worker that reports no batch size: the generations this gateway
+   * admits to it at once, as its measured queueing set it; 0 when uncapped.
+   *
+   * @generated from field: int32 admission_limit = 9;
+   */
+  admissionLimit: number;
 };
 
 /**
@@ -290,6 +306,121 @@ export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__P
   messageDesc(file_parley_v1_admin, 7);
 
 /**
+ * ListServedModelsRequest is the request of AdminService.ListServedModels. It
+ * has no fields.
+ *
+ * @generated from message parley.v1.ListServedModelsRequest
+ */
+export type ListServedModelsRequest = Message<"parley.v1.ListServedModelsRequest"> & {
+};
+
+/**
+ * Describes the message parley.v1.ListServedModelsRequest.
+ * Use `create(ListServedModelsRequestSchema)` to create a new message.
+ */
+export const ListServedModelsRequestSchema: GenMessage<ListServedModelsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 8);
+
+/**
+ * ListServedModelsResponse is the response of AdminService.ListServedModels.
+ *
+ * @generated from message parley.v1.ListServedModelsResponse
+ */
+export type ListServedModelsResponse = Message<"parley.v1.ListServedModelsResponse"> & {
+  /**
+   * The models: the catalog's in its order, then the others by id.
+   *
+   * @generated from field: repeated parley.v1.ServedModel models = 1;
+   */
+  models: ServedModel[];
+};
+
+/**
+ * Describes the message parley.v1.ListServedModelsResponse.
+ * Use `create(ListServedModelsResponseSchema)` to create a new message.
+ */
+export const ListServedModelsResponseSchema: GenMessage<ListServedModelsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 9);
+
+/**
+ * ServedModel is one model and where it runs.
+ *
+ * @generated from message parley.v1.ServedModel
+ */
+export type ServedModel = Message<"parley.v1.ServedModel"> & {
+  /**
+   * The model id clients ask for.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Whether it can be used.
+   *
+   * @generated from field: parley.v1.ServedModelState state = 2;
+   */
+  state: ServedModelState;
+
+  /**
+   * True when its price is the operator's default for models the catalog
+   * does not price (--unpriced-models=default).
+   *
+   * @generated from field: bool default_price = 3;
+   */
+  defaultPrice: boolean;
+
+  /**
+   * The workers that serve it, up or not.
+   *
+   * @generated from field: repeated parley.v1.ServedModelWorker workers = 4;
+   */
+  workers: ServedModelWorker[];
+};
+
+/**
+ * Describes the message parley.v1.ServedModel.
+ * Use `create(ServedModelSchema)` to create a new message.
+ */
+export const ServedModelSchema: GenMessage<ServedModel> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 10);
+
+/**
+ * ServedModelWorker is one worker serving a model.
+ *
+ * @generated from message parley.v1.ServedModelWorker
+ */
+export type ServedModelWorker = Message<"parley.v1.ServedModelWorker"> & {
+  /**
+   * The worker's address.
+   *
+   * @generated from field: string address = 1;
+   */
+  address: string;
+
+  /**
+   * Its pool.
+   *
+   * @generated from field: string pool = 2;
+   */
+  pool: string;
+
+  /**
+   * Its state.
+   *
+   * @generated from field: parley.v1.WorkerState state = 3;
+   */
+  state: WorkerState;
+};
+
+/**
+ * Describes the message parley.v1.ServedModelWorker.
+ * Use `create(ServedModelWorkerSchema)` to create a new message.
+ */
+export const ServedModelWorkerSchema: GenMessage<ServedModelWorker> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 11);
+
+/**
  * AdminServiceListUsageRequest is the request of AdminService.ListUsage.
  *
  * @generated from message parley.v1.AdminServiceListUsageRequest
@@ -331,7 +462,7 @@ export type AdminServiceListUsageRequest = Message<"parley.v1.AdminServiceListUs
  * Use `create(AdminServiceListUsageRequestSchema)` to create a new message.
  */
 export const AdminServiceListUsageRequestSchema: GenMessage<AdminServiceListUsageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 8);
+  messageDesc(file_parley_v1_admin, 12);
 
 /**
  * AdminServiceListUsageResponse is the response of AdminService.ListUsage.
@@ -359,7 +490,7 @@ export type AdminServiceListUsageResponse = Message<"parley.v1.AdminServiceListU
  * Use `create(AdminServiceListUsageResponseSchema)` to create a new message.
  */
 export const AdminServiceListUsageResponseSchema: GenMessage<AdminServiceListUsageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 9);
+  messageDesc(file_parley_v1_admin, 13);
 
 /**
  * SearchUsersRequest is the request of AdminService.SearchUsers.
@@ -395,7 +526,7 @@ export type SearchUsersRequest = Message<"parley.v1.SearchUsersRequest"> & {
  * Use `create(SearchUsersRequestSchema)` to create a new message.
  */
 export const SearchUsersRequestSchema: GenMessage<SearchUsersRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 10);
+  messageDesc(file_parley_v1_admin, 14);
 
 /**
  * SearchUsersResponse is the response of AdminService.SearchUsers.
@@ -423,7 +554,7 @@ export type SearchUsersResponse = Message<"parley.v1.SearchUsersResponse"> & {
  * Use `create(SearchUsersResponseSchema)` to create a new message.
  */
 export const SearchUsersResponseSchema: GenMessage<SearchUsersResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 11);
+  messageDesc(file_parley_v1_admin, 15);
 
 /**
  * AdminUser is a user as an operator sees them.
@@ -458,7 +589,7 @@ export type AdminUser = Message<"parley.v1.AdminUser"> & {
  * Use `create(AdminUserSchema)` to create a new message.
  */
 export const AdminUserSchema: GenMessage<AdminUser> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 12);
+  messageDesc(file_parley_v1_admin, 16);
 
 /**
  * SetUserAdminRequest is the request of AdminService.SetUserAdmin. Exactly one of
@@ -494,7 +625,7 @@ export type SetUserAdminRequest = Message<"parley.v1.SetUserAdminRequest"> & {
  * Use `create(SetUserAdminRequestSchema)` to create a new message.
  */
 export const SetUserAdminRequestSchema: GenMessage<SetUserAdminRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 13);
+  messageDesc(file_parley_v1_admin, 17);
 
 /**
  * SetUserAdminResponse is the response of AdminService.SetUserAdmin.
@@ -515,7 +646,7 @@ export type SetUserAdminResponse = Message<"parley.v1.SetUserAdminResponse"> & {
  * Use `create(SetUserAdminResponseSchema)` to create a new message.
  */
 export const SetUserAdminResponseSchema: GenMessage<SetUserAdminResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 14);
+  messageDesc(file_parley_v1_admin, 18);
 
 /**
  * ListAuditEventsRequest is the request of AdminService.ListAuditEvents.
@@ -551,7 +682,7 @@ export type ListAuditEventsRequest = Message<"parley.v1.ListAuditEventsRequest">
  * Use `create(ListAuditEventsRequestSchema)` to create a new message.
  */
 export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 15);
+  messageDesc(file_parley_v1_admin, 19);
 
 /**
  * ListAuditEventsResponse is the response of AdminService.ListAuditEvents.
@@ -579,7 +710,7 @@ export type ListAuditEventsResponse = Message<"parley.v1.ListAuditEventsResponse
  * Use `create(ListAuditEventsResponseSchema)` to create a new message.
  */
 export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 16);
+  messageDesc(file_parley_v1_admin, 20);
 
 /**
  * AuditEvent is one entry of the audit log.
@@ -644,7 +775,7 @@ export type AuditEvent = Message<"parley.v1.AuditEvent"> & {
  * Use `create(AuditEventSchema)` to create a new message.
  */
 export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 17);
+  messageDesc(file_parley_v1_admin, 21);
 
 /**
  * WorkerState is the gateway's view of a worker.
@@ -693,6 +824,48 @@ export enum WorkerState {
  */
 export const WorkerStateSchema: GenEnum<WorkerState> = /*@__PURE__*/
   enumDesc(file_parley_v1_admin, 0);
+
+/**
+ * ServedModelState says whether a model can be used through this gateway.
+ *
+ * @generated from enum parley.v1.ServedModelState
+ */
+export enum ServedModelState {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: SERVED_MODEL_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Priced and served by at least one worker that is up.
+   *
+   * @generated from enum value: SERVED_MODEL_STATE_AVAILABLE = 1;
+   */
+  AVAILABLE = 1,
+
+  /**
+   * In the catalog, but no worker that is up serves it.
+   *
+   * @generated from enum value: SERVED_MODEL_STATE_UNAVAILABLE = 2;
+   */
+  UNAVAILABLE = 2,
+
+  /**
+   * Served by a worker but not priced in the catalog, and refused
+   * (--unpriced-models=refuse).
+   *
+   * @generated from enum value: SERVED_MODEL_STATE_REFUSED = 3;
+   */
+  REFUSED = 3,
+}
+
+/**
+ * Describes the enum parley.v1.ServedModelState.
+ */
+export const ServedModelStateSchema: GenEnum<ServedModelState> = /*@__PURE__*/
+  enumDesc(file_parley_v1_admin, 1);
 
 /**
  * AdminService is for operators. Every method requires a user with admin set;
@@ -745,6 +918,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof AdminServiceListUsageRequestSchema;
     output: typeof AdminServiceListUsageResponseSchema;
+  },
+  /**
+   * ListServedModels lists every model this gateway knows — the catalog's and
+   * those its workers serve — with whether it can be used and which workers
+   * and pools serve it.
+   *
+   * @generated from rpc parley.v1.AdminService.ListServedModels
+   */
+  listServedModels: {
+    methodKind: "unary";
+    input: typeof ListServedModelsRequestSchema;
+    output: typeof ListServedModelsResponseSchema;
   },
   /**
    * SearchUsers pages through the users whose email starts with email_prefix (all

@@ -658,7 +658,8 @@ export type GenerationStarted = Message$1<"parley.v1.GenerationStarted"> & {
   model: string;
 
   /**
-   * The id under which the user message of SendMessage was stored (empty otherwise).
+   * The id under which the user message of SendMessage was stored, or the question
+   * RegenerateMessage answers again (empty otherwise).
    *
    * @generated from field: string user_message_id = 5;
    */

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/conversation.proto.
  */
 export const file_parley_v1_conversation: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEi/gEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCBIVCg1zeXN0ZW1fcHJvbXB0GAggASgJEhoKEmN1cnJlbnRfbWVzc2FnZV9pZBgJIAEoCSKQAwoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcGFyZW50X21lc3NhZ2VfaWQYCSABKAkSFQoNc2libGluZ19pbmRleBgKIAEoBRIVCg1zaWJsaW5nX2NvdW50GAsgASgFEhsKE3NpYmxpbmdfbWVzc2FnZV9pZHMYDCADKAkSKAoGc3RhdHVzGA0gASgOMhgucGFybGV5LnYxLk1lc3NhZ2VTdGF0dXMiUAoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJIksKGkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ibgoYTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEisKCGFyY2hpdmVkGAMgASgOMhkucGFybGV5LnYxLkFyY2hpdmVkRmlsdGVyImQKGUxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USLgoNY29udmVyc2F0aW9ucxgBIAMoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjEKFkdldENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIkgKF0dldENvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ihAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgEIAEoCRIUCgxtYWtlX2N1cnJlbnQYBSABKAgiegoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFwoPbGVhZl9tZXNzYWdlX2lkGAMgASgJIqQBChlVcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgV0aXRsZRgCIAEoCUgAiAEBEhUKCGFyY2hpdmVkGAMgASgISAGIAQESGgoNc3lzdGVtX3Byb21wdBgEIAEoCUgCiAEBQggKBl90aXRsZUILCglfYXJjaGl2ZWRCEAoOX3N5c3RlbV9wcm9tcHQiSwoaVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiI0ChlEZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIcChpEZWxldGVDb252ZXJzYXRpb25SZXNwb25zZSKtAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDEh4KEXBhcmVudF9tZXNzYWdlX2lkGAUgASgJSACIAQFCFAoSX3BhcmVudF9tZXNzYWdlX2lkIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJxChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJIlIKGlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImwKG1NlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRI0CgdyZXN1bHRzGAEgAygLMiMucGFybGV5LnYxLkNvbnZlcnNhdGlvblNlYXJjaFJlc3VsdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkimAEKGENvbnZlcnNhdGlvblNlYXJjaFJlc3VsdBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhIKCm1lc3NhZ2VfaWQYAiABKAkSDwoHc25pcHBldBgDIAEoCRIoCgpoaWdobGlnaHRzGAQgAygLMhQucGFybGV5LnYxLlRleHRSYW5nZSInCglUZXh0UmFuZ2USDQoFc3RhcnQYASABKAUSCwoDZW5kGAIgASgFIjMKGFNoYXJlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiagoZU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRIQCghzaGFyZV9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEi0KBnNoYXJlZBgDIAEoCzIdLnBhcmxleS52MS5TaGFyZWRDb252ZXJzYXRpb24iNQoaVW5zaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIi8KG1Vuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRIQCgh1bnNoYXJlZBgBIAEoCCIwChxHZXRTaGFyZWRDb252ZXJzYXRpb25SZXF1ZXN0EhAKCHNoYXJlX2lkGAEgASgJIk4KHUdldFNoYXJlZENvbnZlcnNhdGlvblJlc3BvbnNlEi0KBnNoYXJlZBgBIAEoCzIdLnBhcmxleS52MS5TaGFyZWRDb252ZXJzYXRpb24inwEKElNoYXJlZENvbnZlcnNhdGlvbhIQCghzaGFyZV9pZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVtb2RlbBgDIAEoCRItCglzaGFyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAUgAygLMhgucGFybGV5LnYxLlNoYXJlZE1lc3NhZ2UimQEKDVNoYXJlZE1lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLnBhcmxleS52MS5Sb2xlEgwKBHRleHQYAiABKAkSDQoFbW9kZWwYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUYXR0YWNobWVudF9maWxlbmFtZXMYBSADKAkiXQoZRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSJwoGZm9ybWF0GAIgASgOMhcucGFybGV5LnYxLkV4cG9ydEZvcm1hdCJVChpFeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZRIQCghmaWxlbmFtZRgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDCKmAQoSQ29udmVyc2F0aW9uRXhwb3J0Ei0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SMAoIbWVzc2FnZXMYAiADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIvCgtleHBvcnRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqhAEKDkFyY2hpdmVkRmlsdGVyEh8KG0FSQ0hJVkVEX0ZJTFRFUl9VTlNQRUNJRklFRBAAEhoKFkFSQ0hJVkVEX0ZJTFRFUl9BQ1RJVkUQARIcChhBUkNISVZFRF9GSUxURVJfQVJDSElWRUQQAhIXChNBUkNISVZFRF9GSUxURVJfQUxMEAMqjAEKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdNRVNTQUdFX1NUQVRVU19DT01QTEVURRABEh4KGk1FU1NBR0VfU1RBVFVTX0lOX1BST0dSRVNTEAISHgoaTUVTU0FHRV9TVEFUVVNfSU5URVJSVVBURUQQAyphCgxFeHBvcnRGb3JtYXQSHQoZRVhQT1JUX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhoKFkVYUE9SVF9GT1JNQVRfTUFSS0RPV04QARIWChJFWFBPUlRfRk9STUFUX0pTT04QAjKKDQoTQ29udmVyc2F0aW9uU2VydmljZRJhChJDcmVhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRJeChFMaXN0Q29udmVyc2F0aW9ucxIjLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRJYCg9HZXRDb252ZXJzYXRpb24SIS5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXNwb25zZRJPCgxMaXN0TWVzc2FnZXMSHi5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBofLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJhChJVcGRhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRJhChJEZWxldGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIdLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXNwb25zZTABEl0KEFN0cmVhbUdlbmVyYXRpb24SIi5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlMAESWwoQQ2FuY2VsR2VuZXJhdGlvbhIiLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVzcG9uc2USYAoRUmVnZW5lcmF0ZU1lc3NhZ2USIy5wYXJsZXkudjEuUmVnZW5lcmF0ZU1lc3NhZ2VSZXF1ZXN0GiQucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVzcG9uc2UwARJqChVHZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJqChVTZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJkChNTZWFyY2hDb252ZXJzYXRpb25zEiUucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0GiYucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRJeChFTaGFyZUNvbnZlcnNhdGlvbhIjLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJC5wYXJsZXkudjEuU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJkChNVbnNoYXJlQ29udmVyc2F0aW9uEiUucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0GiYucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJqChVHZXRTaGFyZWRDb252ZXJzYXRpb24SJy5wYXJsZXkudjEuR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBooLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRJhChJFeHBvcnRDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEi/gEKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCBIVCg1zeXN0ZW1fcHJvbXB0GAggASgJEhoKEmN1cnJlbnRfbWVzc2FnZV9pZBgJIAEoCSKQAwoTQ29udmVyc2F0aW9uTWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIdCgRyb2xlGAMgASgOMg8ucGFybGV5LnYxLlJvbGUSHgoFcGFydHMYBCADKAsyDy5wYXJsZXkudjEuUGFydBINCgVtb2RlbBgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSLgoNZmluaXNoX3JlYXNvbhgHIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcGFyZW50X21lc3NhZ2VfaWQYCSABKAkSFQoNc2libGluZ19pbmRleBgKIAEoBRIVCg1zaWJsaW5nX2NvdW50GAsgASgFEhsKE3NpYmxpbmdfbWVzc2FnZV9pZHMYDCADKAkSKAoGc3RhdHVzGA0gASgOMhgucGFybGV5LnYxLk1lc3NhZ2VTdGF0dXMiUAoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJIksKGkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ibgoYTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEisKCGFyY2hpdmVkGAMgASgOMhkucGFybGV5LnYxLkFyY2hpdmVkRmlsdGVyImQKGUxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USLgoNY29udmVyc2F0aW9ucxgBIAMoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjEKFkdldENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIkgKF0dldENvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24ihAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgEIAEoCRIUCgxtYWtlX2N1cnJlbnQYBSABKAgiegoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5wYXJsZXkudjEuQ29udmVyc2F0aW9uTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFwoPbGVhZl9tZXNzYWdlX2lkGAMgASgJIqQBChlVcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgV0aXRsZRgCIAEoCUgAiAEBEhUKCGFyY2hpdmVkGAMgASgISAGIAQESGgoNc3lzdGVtX3Byb21wdBgEIAEoCUgCiAEBQggKBl90aXRsZUILCglfYXJjaGl2ZWRCEAoOX3N5c3RlbV9wcm9tcHQiSwoaVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiI0ChlEZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIcChpEZWxldGVDb252ZXJzYXRpb25SZXNwb25zZSKtAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIeCgVwYXJ0cxgDIAMoCzIPLnBhcmxleS52MS5QYXJ0EhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDEh4KEXBhcmVudF9tZXNzYWdlX2lkGAUgASgJSACIAQFCFAoSX3BhcmVudF9tZXNzYWdlX2lkIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJSChpTZWFyY2hDb252ZXJzYXRpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJsChtTZWFyY2hDb252ZXJzYXRpb25zUmVzcG9uc2USNAoHcmVzdWx0cxgBIAMoCzIjLnBhcmxleS52MS5Db252ZXJzYXRpb25TZWFyY2hSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpgBChhDb252ZXJzYXRpb25TZWFyY2hSZXN1bHQSLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhISCgptZXNzYWdlX2lkGAIgASgJEg8KB3NuaXBwZXQYAyABKAkSKAoKaGlnaGxpZ2h0cxgEIAMoCzIULnBhcmxleS52MS5UZXh0UmFuZ2UiJwoJVGV4dFJhbmdlEg0KBXN0YXJ0GAEgASgFEgsKA2VuZBgCIAEoBSIzChhTaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJImoKGVNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIc2hhcmVfaWQYASABKAkSDAoEcGF0aBgCIAEoCRItCgZzaGFyZWQYAyABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIjUKGlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIvChtVbnNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIdW5zaGFyZWQYASABKAgiMAocR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBIQCghzaGFyZV9pZBgBIAEoCSJOCh1HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRItCgZzaGFyZWQYASABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIp8BChJTaGFyZWRDb252ZXJzYXRpb24SEAoIc2hhcmVfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSLQoJc2hhcmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghtZXNzYWdlcxgFIAMoCzIYLnBhcmxleS52MS5TaGFyZWRNZXNzYWdlIpkBCg1TaGFyZWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIMCgR0ZXh0GAIgASgJEg0KBW1vZGVsGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGF0dGFjaG1lbnRfZmlsZW5hbWVzGAUgAygJIl0KGUV4cG9ydENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEicKBmZvcm1hdBgCIAEoDjIXLnBhcmxleS52MS5FeHBvcnRGb3JtYXQiVQoaRXhwb3J0Q29udmVyc2F0aW9uUmVzcG9uc2USEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwipgEKEkNvbnZlcnNhdGlvbkV4cG9ydBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEjAKCG1lc3NhZ2VzGAIgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USLwoLZXhwb3J0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInEKGFJlZ2VuZXJhdGVNZXNzYWdlUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIZChFtYXhfb3V0cHV0X3Rva2VucxgEIAEoAyJGChlSZWdlbmVyYXRlTWVzc2FnZVJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIeChxHZXRDdXN0b21JbnN0cnVjdGlvbnNSZXF1ZXN0IjUKHUdldEN1c3RvbUluc3RydWN0aW9uc1Jlc3BvbnNlEhQKDGluc3RydWN0aW9ucxgBIAEoCSI0ChxTZXRDdXN0b21JbnN0cnVjdGlvbnNSZXF1ZXN0EhQKDGluc3RydWN0aW9ucxgBIAEoCSI1Ch1TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkqhAEKDkFyY2hpdmVkRmlsdGVyEh8KG0FSQ0hJVkVEX0ZJTFRFUl9VTlNQRUNJRklFRBAAEhoKFkFSQ0hJVkVEX0ZJTFRFUl9BQ1RJVkUQARIcChhBUkNISVZFRF9GSUxURVJfQVJDSElWRUQQAhIXChNBUkNISVZFRF9GSUxURVJfQUxMEAMqjAEKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdNRVNTQUdFX1NUQVRVU19DT01QTEVURRABEh4KGk1FU1NBR0VfU1RBVFVTX0lOX1BST0dSRVNTEAISHgoaTUVTU0FHRV9TVEFUVVNfSU5URVJSVVBURUQQAyphCgxFeHBvcnRGb3JtYXQSHQoZRVhQT1JUX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhoKFkVYUE9SVF9GT1JNQVRfTUFSS0RPV04QARIWChJFWFBPUlRfRk9STUFUX0pTT04QAjKKDQoTQ29udmVyc2F0aW9uU2VydmljZRJhChJDcmVhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRJeChFMaXN0Q29udmVyc2F0aW9ucxIjLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRJYCg9HZXRDb252ZXJzYXRpb24SIS5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXNwb25zZRJPCgxMaXN0TWVzc2FnZXMSHi5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBofLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJhChJVcGRhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRJhChJEZWxldGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIdLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXNwb25zZTABEl0KEFN0cmVhbUdlbmVyYXRpb24SIi5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlMAESWwoQQ2FuY2VsR2VuZXJhdGlvbhIiLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVzcG9uc2USYAoRUmVnZW5lcmF0ZU1lc3NhZ2USIy5wYXJsZXkudjEuUmVnZW5lcmF0ZU1lc3NhZ2VSZXF1ZXN0GiQucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVzcG9uc2UwARJqChVHZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJqChVTZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJkChNTZWFyY2hDb252ZXJzYXRpb25zEiUucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0GiYucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRJeChFTaGFyZUNvbnZlcnNhdGlvbhIjLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJC5wYXJsZXkudjEuU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJkChNVbnNoYXJlQ29udmVyc2F0aW9uEiUucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0GiYucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJqChVHZXRTaGFyZWRDb252ZXJzYXRpb24SJy5wYXJsZXkudjEuR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBooLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRJhChJFeHBvcnRDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_common]);
 
 /**
  * Conversation is a stored chat.
@@ -731,153 +731,6 @@ export const CancelGenerationResponseSchema: GenMessage<CancelGenerationResponse
   messageDesc(file_parley_v1_conversation, 19);
 
 /**
- * RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
- *
- * @generated from message parley.v1.RegenerateMessageRequest
- */
-export type RegenerateMessageRequest = Message<"parley.v1.RegenerateMessageRequest"> & {
-  /**
-   * Required. The conversation's id.
-   *
-   * @generated from field: string conversation_id = 1;
-   */
-  conversationId: string;
-
-  /**
-   * Required. The assistant message to generate a new version of.
-   *
-   * @generated from field: string message_id = 2;
-   */
-  messageId: string;
-
-  /**
-   * Optional. The model for the new answer; empty means the conversation's model.
-   *
-   * @generated from field: string model = 3;
-   */
-  model: string;
-
-  /**
-   * Optional. A cap on the answer's length, as in SendMessageRequest.
-   *
-   * @generated from field: int64 max_output_tokens = 4;
-   */
-  maxOutputTokens: bigint;
-};
-
-/**
- * Describes the message parley.v1.RegenerateMessageRequest.
- * Use `create(RegenerateMessageRequestSchema)` to create a new message.
- */
-export const RegenerateMessageRequestSchema: GenMessage<RegenerateMessageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 20);
-
-/**
- * RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
- * stream.
- *
- * @generated from message parley.v1.RegenerateMessageResponse
- */
-export type RegenerateMessageResponse = Message<"parley.v1.RegenerateMessageResponse"> & {
-  /**
-   * The next event of the generation. The started event's user_message_id is the
-   * user message being answered again.
-   *
-   * @generated from field: parley.v1.GenerationEvent event = 1;
-   */
-  event?: GenerationEvent | undefined;
-};
-
-/**
- * Describes the message parley.v1.RegenerateMessageResponse.
- * Use `create(RegenerateMessageResponseSchema)` to create a new message.
- */
-export const RegenerateMessageResponseSchema: GenMessage<RegenerateMessageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 21);
-
-/**
- * GetCustomInstructionsRequest is the request of
- * ConversationService.GetCustomInstructions. It has no fields.
- *
- * @generated from message parley.v1.GetCustomInstructionsRequest
- */
-export type GetCustomInstructionsRequest = Message<"parley.v1.GetCustomInstructionsRequest"> & {
-};
-
-/**
- * Describes the message parley.v1.GetCustomInstructionsRequest.
- * Use `create(GetCustomInstructionsRequestSchema)` to create a new message.
- */
-export const GetCustomInstructionsRequestSchema: GenMessage<GetCustomInstructionsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 22);
-
-/**
- * GetCustomInstructionsResponse is the response of
- * ConversationService.GetCustomInstructions.
- *
- * @generated from message parley.v1.GetCustomInstructionsResponse
- */
-export type GetCustomInstructionsResponse = Message<"parley.v1.GetCustomInstructionsResponse"> & {
-  /**
-   * The caller's custom instructions; empty when none are set.
-   *
-   * @generated from field: string instructions = 1;
-   */
-  instructions: string;
-};
-
-/**
- * Describes the message parley.v1.GetCustomInstructionsResponse.
- * Use `create(GetCustomInstructionsResponseSchema)` to create a new message.
- */
-export const GetCustomInstructionsResponseSchema: GenMessage<GetCustomInstructionsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 23);
-
-/**
- * SetCustomInstructionsRequest is the request of
- * ConversationService.SetCustomInstructions.
- *
- * @generated from message parley.v1.SetCustomInstructionsRequest
- */
-export type SetCustomInstructionsRequest = Message<"parley.v1.SetCustomInstructionsRequest"> & {
-  /**
-   * Required. The new instructions, at most 8000 characters; empty clears them.
-   *
-   * @generated from field: string instructions = 1;
-   */
-  instructions: string;
-};
-
-/**
- * Describes the message parley.v1.SetCustomInstructionsRequest.
- * Use `create(SetCustomInstructionsRequestSchema)` to create a new message.
- */
-export const SetCustomInstructionsRequestSchema: GenMessage<SetCustomInstructionsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 24);
-
-/**
- * SetCustomInstructionsResponse is the response of
- * ConversationService.SetCustomInstructions.
- *
- * @generated from message parley.v1.SetCustomInstructionsResponse
- */
-export type SetCustomInstructionsResponse = Message<"parley.v1.SetCustomInstructionsResponse"> & {
-  /**
-   * The instructions as stored (trimmed).
-   *
-   * @generated from field: string instructions = 1;
-   */
-  instructions: string;
-};
-
-/**
- * Describes the message parley.v1.SetCustomInstructionsResponse.
- * Use `create(SetCustomInstructionsResponseSchema)` to create a new message.
- */
-export const SetCustomInstructionsResponseSchema: GenMessage<SetCustomInstructionsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 25);
-
-/**
  * SearchConversationsRequest is the request of ConversationService.SearchConversations.
  *
  * @generated from message parley.v1.SearchConversationsRequest
@@ -912,7 +765,7 @@ export type SearchConversationsRequest = Message<"parley.v1.SearchConversationsR
  * Use `create(SearchConversationsRequestSchema)` to create a new message.
  */
 export const SearchConversationsRequestSchema: GenMessage<SearchConversationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 26);
+  messageDesc(file_parley_v1_conversation, 20);
 
 /**
  * SearchConversationsResponse is the response of ConversationService.SearchConversations.
@@ -940,7 +793,7 @@ export type SearchConversationsResponse = Message<"parley.v1.SearchConversations
  * Use `create(SearchConversationsResponseSchema)` to create a new message.
  */
 export const SearchConversationsResponseSchema: GenMessage<SearchConversationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 27);
+  messageDesc(file_parley_v1_conversation, 21);
 
 /**
  * ConversationSearchResult is one conversation that matched a search.
@@ -983,7 +836,7 @@ export type ConversationSearchResult = Message<"parley.v1.ConversationSearchResu
  * Use `create(ConversationSearchResultSchema)` to create a new message.
  */
 export const ConversationSearchResultSchema: GenMessage<ConversationSearchResult> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 28);
+  messageDesc(file_parley_v1_conversation, 22);
 
 /**
  * TextRange is a half-open range [start, end) of a string, counted in Unicode code
@@ -1012,7 +865,7 @@ export type TextRange = Message<"parley.v1.TextRange"> & {
  * Use `create(TextRangeSchema)` to create a new message.
  */
 export const TextRangeSchema: GenMessage<TextRange> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 29);
+  messageDesc(file_parley_v1_conversation, 23);
 
 /**
  * ShareConversationRequest is the request of ConversationService.ShareConversation.
@@ -1033,7 +886,7 @@ export type ShareConversationRequest = Message<"parley.v1.ShareConversationReque
  * Use `create(ShareConversationRequestSchema)` to create a new message.
  */
 export const ShareConversationRequestSchema: GenMessage<ShareConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 30);
+  messageDesc(file_parley_v1_conversation, 24);
 
 /**
  * ShareConversationResponse is the response of ConversationService.ShareConversation.
@@ -1068,7 +921,7 @@ export type ShareConversationResponse = Message<"parley.v1.ShareConversationResp
  * Use `create(ShareConversationResponseSchema)` to create a new message.
  */
 export const ShareConversationResponseSchema: GenMessage<ShareConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 31);
+  messageDesc(file_parley_v1_conversation, 25);
 
 /**
  * UnshareConversationRequest is the request of ConversationService.UnshareConversation.
@@ -1089,7 +942,7 @@ export type UnshareConversationRequest = Message<"parley.v1.UnshareConversationR
  * Use `create(UnshareConversationRequestSchema)` to create a new message.
  */
 export const UnshareConversationRequestSchema: GenMessage<UnshareConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 32);
+  messageDesc(file_parley_v1_conversation, 26);
 
 /**
  * UnshareConversationResponse is the response of ConversationService.UnshareConversation.
@@ -1110,7 +963,7 @@ export type UnshareConversationResponse = Message<"parley.v1.UnshareConversation
  * Use `create(UnshareConversationResponseSchema)` to create a new message.
  */
 export const UnshareConversationResponseSchema: GenMessage<UnshareConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 33);
+  messageDesc(file_parley_v1_conversation, 27);
 
 /**
  * GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
@@ -1131,7 +984,7 @@ export type GetSharedConversationRequest = Message<"parley.v1.GetSharedConversat
  * Use `create(GetSharedConversationRequestSchema)` to create a new message.
  */
 export const GetSharedConversationRequestSchema: GenMessage<GetSharedConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 34);
+  messageDesc(file_parley_v1_conversation, 28);
 
 /**
  * GetSharedConversationResponse is the response of
@@ -1153,7 +1006,7 @@ export type GetSharedConversationResponse = Message<"parley.v1.GetSharedConversa
  * Use `create(GetSharedConversationResponseSchema)` to create a new message.
  */
 export const GetSharedConversationResponseSchema: GenMessage<GetSharedConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 35);
+  messageDesc(file_parley_v1_conversation, 29);
 
 /**
  * SharedConversation is a read-only snapshot of a conversation, as shared. It holds
@@ -1203,7 +1056,7 @@ export type SharedConversation = Message<"parley.v1.SharedConversation"> & {
  * Use `create(SharedConversationSchema)` to create a new message.
  */
 export const SharedConversationSchema: GenMessage<SharedConversation> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 36);
+  messageDesc(file_parley_v1_conversation, 30);
 
 /**
  * SharedMessage is one message of a shared snapshot: its text only.
@@ -1253,7 +1106,7 @@ export type SharedMessage = Message<"parley.v1.SharedMessage"> & {
  * Use `create(SharedMessageSchema)` to create a new message.
  */
 export const SharedMessageSchema: GenMessage<SharedMessage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 37);
+  messageDesc(file_parley_v1_conversation, 31);
 
 /**
  * ExportConversationRequest is the request of ConversationService.ExportConversation.
@@ -1281,7 +1134,7 @@ export type ExportConversationRequest = Message<"parley.v1.ExportConversationReq
  * Use `create(ExportConversationRequestSchema)` to create a new message.
  */
 export const ExportConversationRequestSchema: GenMessage<ExportConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 38);
+  messageDesc(file_parley_v1_conversation, 32);
 
 /**
  * ExportConversationResponse is the response of ConversationService.ExportConversation.
@@ -1317,7 +1170,7 @@ export type ExportConversationResponse = Message<"parley.v1.ExportConversationRe
  * Use `create(ExportConversationResponseSchema)` to create a new message.
  */
 export const ExportConversationResponseSchema: GenMessage<ExportConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 39);
+  messageDesc(file_parley_v1_conversation, 33);
 
 /**
  * ConversationExport is the JSON export of a conversation.
@@ -1333,7 +1186,7 @@ export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
   conversation?: Conversation | undefined;
 
   /**
-   * All its stored messages, oldest first.
+   * Its messages as ListMessages lists them (the active branch), oldest first.
    *
    * @generated from field: repeated parley.v1.ConversationMessage messages = 2;
    */
@@ -1352,6 +1205,153 @@ export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
  * Use `create(ConversationExportSchema)` to create a new message.
  */
 export const ConversationExportSchema: GenMessage<ConversationExport> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 34);
+
+/**
+ * RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
+ *
+ * @generated from message parley.v1.RegenerateMessageRequest
+ */
+export type RegenerateMessageRequest = Message<"parley.v1.RegenerateMessageRequest"> & {
+  /**
+   * Required. The conversation's id.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * Required. The assistant message to generate a new version of.
+   *
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * Optional. The model for the new answer; empty means the conversation's model.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * Optional. A cap on the answer's length, as in SendMessageRequest.
+   *
+   * @generated from field: int64 max_output_tokens = 4;
+   */
+  maxOutputTokens: bigint;
+};
+
+/**
+ * Describes the message parley.v1.RegenerateMessageRequest.
+ * Use `create(RegenerateMessageRequestSchema)` to create a new message.
+ */
+export const RegenerateMessageRequestSchema: GenMessage<RegenerateMessageRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 35);
+
+/**
+ * RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
+ * stream.
+ *
+ * @generated from message parley.v1.RegenerateMessageResponse
+ */
+export type RegenerateMessageResponse = Message<"parley.v1.RegenerateMessageResponse"> & {
+  /**
+   * The next event of the generation. The started event's user_message_id is the
+   * user message being answered again.
+   *
+   * @generated from field: parley.v1.GenerationEvent event = 1;
+   */
+  event?: GenerationEvent | undefined;
+};
+
+/**
+ * Describes the message parley.v1.RegenerateMessageResponse.
+ * Use `create(RegenerateMessageResponseSchema)` to create a new message.
+ */
+export const RegenerateMessageResponseSchema: GenMessage<RegenerateMessageResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 36);
+
+/**
+ * GetCustomInstructionsRequest is the request of
+ * ConversationService.GetCustomInstructions. It has no fields.
+ *
+ * @generated from message parley.v1.GetCustomInstructionsRequest
+ */
+export type GetCustomInstructionsRequest = Message<"parley.v1.GetCustomInstructionsRequest"> & {
+};
+
+/**
+ * Describes the message parley.v1.GetCustomInstructionsRequest.
+ * Use `create(GetCustomInstructionsRequestSchema)` to create a new message.
+ */
+export const GetCustomInstructionsRequestSchema: GenMessage<GetCustomInstructionsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 37);
+
+/**
+ * GetCustomInstructionsResponse is the response of
+ * ConversationService.GetCustomInstructions.
+ *
+ * @generated from message parley.v1.GetCustomInstructionsResponse
+ */
+export type GetCustomInstructionsResponse = Message<"parley.v1.GetCustomInstructionsResponse"> & {
+  /**
+   * The caller's custom instructions; empty when none are set.
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message parley.v1.GetCustomInstructionsResponse.
+ * Use `create(GetCustomInstructionsResponseSchema)` to create a new message.
+ */
+export const GetCustomInstructionsResponseSchema: GenMessage<GetCustomInstructionsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 38);
+
+/**
+ * SetCustomInstructionsRequest is the request of
+ * ConversationService.SetCustomInstructions.
+ *
+ * @generated from message parley.v1.SetCustomInstructionsRequest
+ */
+export type SetCustomInstructionsRequest = Message<"parley.v1.SetCustomInstructionsRequest"> & {
+  /**
+   * Required. The new instructions, at most 8000 characters; empty clears them.
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message parley.v1.SetCustomInstructionsRequest.
+ * Use `create(SetCustomInstructionsRequestSchema)` to create a new message.
+ */
+export const SetCustomInstructionsRequestSchema: GenMessage<SetCustomInstructionsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 39);
+
+/**
+ * SetCustomInstructionsResponse is the response of
+ * ConversationService.SetCustomInstructions.
+ *
+ * @generated from message parley.v1.SetCustomInstructionsResponse
+ */
+export type SetCustomInstructionsResponse = Message<"parley.v1.SetCustomInstructionsResponse"> & {
+  /**
+   * The instructions as stored (trimmed).
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message parley.v1.SetCustomInstructionsResponse.
+ * Use `create(SetCustomInstructionsResponseSchema)` to create a new message.
+ */
+export const SetCustomInstructionsResponseSchema: GenMessage<SetCustomInstructionsResponse> = /*@__PURE__*/
   messageDesc(file_parley_v1_conversation, 40);
 
 /**
@@ -1661,9 +1661,10 @@ export const ConversationService: GenService<{
    * ShareConversation makes a read-only snapshot of the conversation as it is now,
    * readable by anyone with its link (/share/{share_id}) and no session. Sharing a
    * conversation that is already shared refreshes the snapshot under the same id.
-   * Only the title, the model and the messages' text (with attachment file names)
-   * are shared; nothing else of the owner's.
-   * Errors: not_found (conversation).
+   * The messages are those ListMessages lists (the active branch). Only the title,
+   * the model and the messages' text (with attachment file names) are shared;
+   * nothing else of the owner's.
+   * Errors: not_found (conversation), failed_precondition (over 16 MiB of messages).
    *
    * @generated from rpc parley.v1.ConversationService.ShareConversation
    */
@@ -1696,9 +1697,11 @@ export const ConversationService: GenService<{
     output: typeof GetSharedConversationResponseSchema;
   },
   /**
-   * ExportConversation returns the conversation with all its stored messages as a
-   * file to download: Markdown or JSON (the protojson of ConversationExport).
-   * Errors: invalid_argument (format), not_found (conversation).
+   * ExportConversation returns the conversation with the messages ListMessages lists
+   * (the active branch) as a file to download: Markdown or JSON (the protojson of
+   * ConversationExport).
+   * Errors: invalid_argument (format), not_found (conversation), failed_precondition
+   * (over 64 MiB of messages).
    *
    * @generated from rpc parley.v1.ConversationService.ExportConversation
    */
