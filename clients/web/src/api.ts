@@ -40,6 +40,7 @@ const kindName: Record<number, string> = {
   [LimitKind.REQUESTS]: "requests",
   [LimitKind.INPUT_TOKENS]: "input tokens",
   [LimitKind.OUTPUT_TOKENS]: "output tokens",
+  [LimitKind.REQUEST_RATE]: "request rate",
 };
 export const limitKindName = (k: LimitKind) => kindName[k] ?? "usage";
 export const tierName = (t: Tier) => (Tier[t] ?? "unknown").toLowerCase().replace(/^\w/, (c) => c.toUpperCase());
