@@ -202,6 +202,15 @@ test("error banners: dismissible and scoped to their page", { skip }, async () =
   assert.match(await page.textContent("#key-needs"), /balance/, "the keys page says a key needs a balance");
 });
 
+test("the limit banner says when a send passes again (the server's retry time), not when the allowance is whole", { skip }, async () => {
+  const text = await page.evaluate(() => window.parleyLimitBanner(10 * 60_000, 3 * 3600_000));
+  assert.match(text, /limit of 40,000 output tokens on sim-small/);
+  assert.match(text, /Try again in 10 min\./);
+  assert.doesNotMatch(text, /3 h|resets/);
+  await page.click("#banner-close");
+  assert.ok(await page.locator("#banner").isHidden());
+});
+
 test("a second tab sees new messages", { skip }, async () => {
   await page.click("#conv-list li .title >> nth=0");
   await page.locator(".msg.assistant").first().waitFor();

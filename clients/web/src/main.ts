@@ -9,8 +9,10 @@ import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
 import { ArchivedFilter, ExportFormat, MessageStatus } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
   auth, billing, Code, ConnectError, convs, describe, keys, models, tierName, timestampMs, attachments,
-  isNetworkError, retryDelayMs,
+  isNetworkError, retryDelayMs, LimitKind,
 } from "./api";
+import { LimitExceededSchema, RetryInfoSchema } from "../../ts/src/gen/parley/v1/errors_pb";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { preloadHighlight, render, StreamingMarkdown, upgrade } from "./markdown";
 import { upload } from "./upload";
 
@@ -1078,6 +1080,17 @@ function streamInto(next: () => string | undefined): Promise<HTMLElement> {
     }
     return out;
   });
+};
+
+// A refusal as the server sends it (limit state plus retry time), shown as the
+// banner shows it: for the end-to-end test of the banner's wording.
+(window as unknown as Record<string, unknown>).parleyLimitBanner = (retryMs: number, resetsMs: number) => {
+  const ts = (ms: number) => timestampFromMs(Date.now() + ms);
+  fail(new ConnectError("tier limit reached", Code.ResourceExhausted, undefined, [
+    { desc: RetryInfoSchema, value: { retryDelay: { seconds: BigInt(Math.round(retryMs / 1000)), nanos: 0 } } },
+    { desc: LimitExceededSchema, value: { limit: { model: "sim-small", kind: LimitKind.OUTPUT_TOKENS, limit: 40000n, used: 40000n, resetsAt: ts(resetsMs), nextRequestAt: ts(retryMs) } } },
+  ]));
+  return $("banner-text").textContent;
 };
 
 // ---------- start ----------
