@@ -385,6 +385,7 @@ test("usage page: balance, allowances, spend and tokens per day and model", { sk
   assert.ok(await page.locator("#usage-charts svg.chart rect").count() >= 1, "bars");
   assert.match(await page.textContent("#usage-charts .legend"), /sim-small/);
   assert.match(await page.textContent("#usage-charts .per-model"), /sim-large/);
+  assert.match(await page.textContent("#usage-charts .no-spend"), /covered by your tier/, "the chat costs nothing: no empty spend chart");
   assert.equal(await page.title(), "Usage · Parley");
   await shot(page, "26-usage");
 });
@@ -401,6 +402,14 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
     await p.fill("input[name=password]", password);
     await p.click("#auth-submit");
     await p.locator("#admin-btn").waitFor();
+    // A long email in the header does not squeeze the model's name.
+    const fit = await p.evaluate(() => {
+      const sel = document.getElementById("model"), cs = getComputedStyle(sel);
+      const ctx = document.createElement("canvas").getContext("2d");
+      ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      return { need: ctx.measureText(sel.selectedOptions[0].textContent).width, room: sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 16 };
+    });
+    assert.ok(fit.need <= fit.room, `model name cut at 1280 px: ${JSON.stringify(fit)}`);
     await p.click("#admin-btn");
     await p.locator("#admin-workers table").waitFor();
     assert.match(await p.textContent("#admin-workers"), /sim-small/);

@@ -58,7 +58,9 @@ export function usageCharts(buckets: UsageBucket[], days: string[]): HTMLElement
     perModel.set(b.model, pm);
   }
   return h("div", { class: "charts" },
-    barChart(`Spend per day (last ${days.length} days)`, days, spend, (v) => usd(v)),
+    spend.some((sr) => sr.values.some((v) => v > 0))
+      ? barChart(`Spend per day (last ${days.length} days)`, days, spend, (v) => usd(v))
+      : h("p", { class: "muted no-spend" }, `No spend in the last ${days.length} days: the chat is covered by your tier's allowances.`),
     barChart(`Tokens per day (last ${days.length} days)`, days, tokens, (v) => v >= 1000 ? `${Math.round(v / 100) / 10}k` : String(Math.round(v))),
     h("div", { class: "table" }, h("table", { class: "per-model" },
       h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Requests"), h("th", {}, "Input tokens"), h("th", {}, "Output tokens"), h("th", {}, "Spend"))),
