@@ -368,6 +368,15 @@ test("phone (390 px): one-line header, whole model name, composer in view, Enter
     await p.locator(".msg.user", { hasText: "line two" }).waitFor();
     await waitIdle(p);
     await shot(p, "25-phone");
+    // The other pages fit the width too.
+    for (const hash of ["#/usage", "#/keys", "#/settings"]) {
+      await p.goto(srv.url + "/" + hash);
+      await p.locator(`#${hash.slice(2)}-page h2`).waitFor();
+      await sleep(300);
+      const over = await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(over <= 0, `${hash} scrolls sideways by ${over}px`);
+    }
+    await shot(p, "25b-phone-settings");
   } finally {
     await phone.close();
   }
