@@ -32,6 +32,15 @@ class AdminService(Protocol):
     async def list_served_models(self, request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def search_users(self, request: parley_dot_v1_dot_admin__pb2.SearchUsersRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SearchUsersResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def set_user_admin(self, request: parley_dot_v1_dot_admin__pb2.SetUserAdminRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserAdminResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def list_audit_events(self, request: parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
     def __init__(self, service: AdminService | AsyncGenerator[AdminService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -87,6 +96,36 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_served_models,
+                ),
+                "/parley.v1.AdminService/SearchUsers": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SearchUsers",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.SearchUsersRequest,
+                        output=parley_dot_v1_dot_admin__pb2.SearchUsersResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.search_users,
+                ),
+                "/parley.v1.AdminService/SetUserAdmin": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SetUserAdmin",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.SetUserAdminRequest,
+                        output=parley_dot_v1_dot_admin__pb2.SetUserAdminResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.set_user_admin,
+                ),
+                "/parley.v1.AdminService/ListAuditEvents": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListAuditEvents",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_audit_events,
                 ),
             },
             interceptors=interceptors,
@@ -201,6 +240,66 @@ class AdminServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def search_users(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.SearchUsersRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.SearchUsersResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SearchUsers",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.SearchUsersRequest,
+                output=parley_dot_v1_dot_admin__pb2.SearchUsersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def set_user_admin(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.SetUserAdminRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.SetUserAdminResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetUserAdmin",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.SetUserAdminRequest,
+                output=parley_dot_v1_dot_admin__pb2.SetUserAdminResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def list_audit_events(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListAuditEvents",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class AdminServiceSync(Protocol):
     def set_user_tier(self, request: parley_dot_v1_dot_admin__pb2.SetUserTierRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserTierResponse:
@@ -212,6 +311,12 @@ class AdminServiceSync(Protocol):
     def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_served_models(self, request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def search_users(self, request: parley_dot_v1_dot_admin__pb2.SearchUsersRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SearchUsersResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def set_user_admin(self, request: parley_dot_v1_dot_admin__pb2.SetUserAdminRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserAdminResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_audit_events(self, request: parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -268,6 +373,36 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_served_models,
+                ),
+                "/parley.v1.AdminService/SearchUsers": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SearchUsers",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.SearchUsersRequest,
+                        output=parley_dot_v1_dot_admin__pb2.SearchUsersResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.search_users,
+                ),
+                "/parley.v1.AdminService/SetUserAdmin": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SetUserAdmin",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.SetUserAdminRequest,
+                        output=parley_dot_v1_dot_admin__pb2.SetUserAdminResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.set_user_admin,
+                ),
+                "/parley.v1.AdminService/ListAuditEvents": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListAuditEvents",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_audit_events,
                 ),
             },
             interceptors=interceptors,
@@ -376,6 +511,66 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.ListServedModelsRequest,
                 output=parley_dot_v1_dot_admin__pb2.ListServedModelsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def search_users(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.SearchUsersRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.SearchUsersResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SearchUsers",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.SearchUsersRequest,
+                output=parley_dot_v1_dot_admin__pb2.SearchUsersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def set_user_admin(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.SetUserAdminRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.SetUserAdminResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetUserAdmin",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.SetUserAdminRequest,
+                output=parley_dot_v1_dot_admin__pb2.SetUserAdminResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_audit_events(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListAuditEvents",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -168,3 +168,83 @@ class AdminServiceListUsageResponse(_message.Message):
     usage_records: _containers.RepeatedCompositeFieldContainer[_billing_pb2.UsageRecord]
     next_page_token: str
     def __init__(self, usage_records: _Optional[_Iterable[_Union[_billing_pb2.UsageRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class SearchUsersRequest(_message.Message):
+    __slots__ = ("email_prefix", "page_size", "page_token")
+    EMAIL_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    email_prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, email_prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class SearchUsersResponse(_message.Message):
+    __slots__ = ("users", "next_page_token")
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    users: _containers.RepeatedCompositeFieldContainer[AdminUser]
+    next_page_token: str
+    def __init__(self, users: _Optional[_Iterable[_Union[AdminUser, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class AdminUser(_message.Message):
+    __slots__ = ("user", "balance_nanos", "reserved_nanos")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    BALANCE_NANOS_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_NANOS_FIELD_NUMBER: _ClassVar[int]
+    user: _auth_pb2.User
+    balance_nanos: int
+    reserved_nanos: int
+    def __init__(self, user: _Optional[_Union[_auth_pb2.User, _Mapping]] = ..., balance_nanos: _Optional[int] = ..., reserved_nanos: _Optional[int] = ...) -> None: ...
+
+class SetUserAdminRequest(_message.Message):
+    __slots__ = ("user_id", "email", "admin")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    email: str
+    admin: bool
+    def __init__(self, user_id: _Optional[str] = ..., email: _Optional[str] = ..., admin: _Optional[bool] = ...) -> None: ...
+
+class SetUserAdminResponse(_message.Message):
+    __slots__ = ("user",)
+    USER_FIELD_NUMBER: _ClassVar[int]
+    user: _auth_pb2.User
+    def __init__(self, user: _Optional[_Union[_auth_pb2.User, _Mapping]] = ...) -> None: ...
+
+class ListAuditEventsRequest(_message.Message):
+    __slots__ = ("user_id", "page_size", "page_token")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListAuditEventsResponse(_message.Message):
+    __slots__ = ("events", "next_page_token")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
+    next_page_token: str
+    def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class AuditEvent(_message.Message):
+    __slots__ = ("event_id", "user_id", "kind", "ip", "user_agent", "detail", "at")
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    IP_FIELD_NUMBER: _ClassVar[int]
+    USER_AGENT_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    event_id: str
+    user_id: str
+    kind: str
+    ip: str
+    user_agent: str
+    detail: str
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, event_id: _Optional[str] = ..., user_id: _Optional[str] = ..., kind: _Optional[str] = ..., ip: _Optional[str] = ..., user_agent: _Optional[str] = ..., detail: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -26,6 +26,9 @@ class BillingService(Protocol):
     async def get_limits(self, request: parley_dot_v1_dot_billing__pb2.GetLimitsRequest, ctx: RequestContext) -> parley_dot_v1_dot_billing__pb2.GetLimitsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def get_usage_summary(self, request: parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest, ctx: RequestContext) -> parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class BillingServiceASGIApplication(ConnectASGIApplication[BillingService]):
     def __init__(self, service: BillingService | AsyncGenerator[BillingService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -61,6 +64,16 @@ class BillingServiceASGIApplication(ConnectASGIApplication[BillingService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.get_limits,
+                ),
+                "/parley.v1.BillingService/GetUsageSummary": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetUsageSummary",
+                        service_name="parley.v1.BillingService",
+                        input=parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest,
+                        output=parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_usage_summary,
                 ),
             },
             interceptors=interceptors,
@@ -135,6 +148,26 @@ class BillingServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def get_usage_summary(
+        self,
+        request: parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetUsageSummary",
+                service_name="parley.v1.BillingService",
+                input=parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest,
+                output=parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class BillingServiceSync(Protocol):
     def get_balance(self, request: parley_dot_v1_dot_billing__pb2.GetBalanceRequest, ctx: RequestContext) -> parley_dot_v1_dot_billing__pb2.GetBalanceResponse:
@@ -142,6 +175,8 @@ class BillingServiceSync(Protocol):
     def list_usage(self, request: parley_dot_v1_dot_billing__pb2.ListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_billing__pb2.ListUsageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def get_limits(self, request: parley_dot_v1_dot_billing__pb2.GetLimitsRequest, ctx: RequestContext) -> parley_dot_v1_dot_billing__pb2.GetLimitsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_usage_summary(self, request: parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest, ctx: RequestContext) -> parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -178,6 +213,16 @@ class BillingServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.get_limits,
+                ),
+                "/parley.v1.BillingService/GetUsageSummary": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetUsageSummary",
+                        service_name="parley.v1.BillingService",
+                        input=parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest,
+                        output=parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_usage_summary,
                 ),
             },
             interceptors=interceptors,
@@ -246,6 +291,26 @@ class BillingServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.BillingService",
                 input=parley_dot_v1_dot_billing__pb2.GetLimitsRequest,
                 output=parley_dot_v1_dot_billing__pb2.GetLimitsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_usage_summary(
+        self,
+        request: parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetUsageSummary",
+                service_name="parley.v1.BillingService",
+                input=parley_dot_v1_dot_billing__pb2.GetUsageSummaryRequest,
+                output=parley_dot_v1_dot_billing__pb2.GetUsageSummaryResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

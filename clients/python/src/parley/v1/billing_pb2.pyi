@@ -19,11 +19,22 @@ class LimitKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LIMIT_KIND_INPUT_TOKENS: _ClassVar[LimitKind]
     LIMIT_KIND_OUTPUT_TOKENS: _ClassVar[LimitKind]
     LIMIT_KIND_REQUEST_RATE: _ClassVar[LimitKind]
+
+class UsageGroupBy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    USAGE_GROUP_BY_UNSPECIFIED: _ClassVar[UsageGroupBy]
+    USAGE_GROUP_BY_DAY: _ClassVar[UsageGroupBy]
+    USAGE_GROUP_BY_MODEL: _ClassVar[UsageGroupBy]
+    USAGE_GROUP_BY_DAY_AND_MODEL: _ClassVar[UsageGroupBy]
 LIMIT_KIND_UNSPECIFIED: LimitKind
 LIMIT_KIND_REQUESTS: LimitKind
 LIMIT_KIND_INPUT_TOKENS: LimitKind
 LIMIT_KIND_OUTPUT_TOKENS: LimitKind
 LIMIT_KIND_REQUEST_RATE: LimitKind
+USAGE_GROUP_BY_UNSPECIFIED: UsageGroupBy
+USAGE_GROUP_BY_DAY: UsageGroupBy
+USAGE_GROUP_BY_MODEL: UsageGroupBy
+USAGE_GROUP_BY_DAY_AND_MODEL: UsageGroupBy
 
 class UsageRecord(_message.Message):
     __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id", "user", "cache_hit")
@@ -52,7 +63,7 @@ class UsageRecord(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ..., user: _Optional[str] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
 
 class LimitStatus(_message.Message):
-    __slots__ = ("model", "kind", "limit", "used", "remaining", "window", "resets_at")
+    __slots__ = ("model", "kind", "limit", "used", "remaining", "window", "resets_at", "next_request_at", "next_request_amount")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -60,6 +71,8 @@ class LimitStatus(_message.Message):
     REMAINING_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     RESETS_AT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_REQUEST_AT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_REQUEST_AMOUNT_FIELD_NUMBER: _ClassVar[int]
     model: str
     kind: LimitKind
     limit: int
@@ -67,7 +80,9 @@ class LimitStatus(_message.Message):
     remaining: int
     window: _duration_pb2.Duration
     resets_at: _timestamp_pb2.Timestamp
-    def __init__(self, model: _Optional[str] = ..., kind: _Optional[_Union[LimitKind, str]] = ..., limit: _Optional[int] = ..., used: _Optional[int] = ..., remaining: _Optional[int] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., resets_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    next_request_at: _timestamp_pb2.Timestamp
+    next_request_amount: int
+    def __init__(self, model: _Optional[str] = ..., kind: _Optional[_Union[LimitKind, str]] = ..., limit: _Optional[int] = ..., used: _Optional[int] = ..., remaining: _Optional[int] = ..., window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., resets_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_request_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_request_amount: _Optional[int] = ...) -> None: ...
 
 class GetBalanceRequest(_message.Message):
     __slots__ = ()
@@ -100,10 +115,14 @@ class ListUsageResponse(_message.Message):
     def __init__(self, usage_records: _Optional[_Iterable[_Union[UsageRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetLimitsRequest(_message.Message):
-    __slots__ = ("model",)
+    __slots__ = ("model", "input_tokens", "max_output_tokens")
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     model: str
-    def __init__(self, model: _Optional[str] = ...) -> None: ...
+    input_tokens: int
+    max_output_tokens: int
+    def __init__(self, model: _Optional[str] = ..., input_tokens: _Optional[int] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
 
 class GetLimitsResponse(_message.Message):
     __slots__ = ("tier", "limits")
@@ -112,3 +131,41 @@ class GetLimitsResponse(_message.Message):
     tier: _common_pb2.Tier
     limits: _containers.RepeatedCompositeFieldContainer[LimitStatus]
     def __init__(self, tier: _Optional[_Union[_common_pb2.Tier, str]] = ..., limits: _Optional[_Iterable[_Union[LimitStatus, _Mapping]]] = ...) -> None: ...
+
+class GetUsageSummaryRequest(_message.Message):
+    __slots__ = ("start_time", "end_time", "group_by", "utc_offset_minutes")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
+    UTC_OFFSET_MINUTES_FIELD_NUMBER: _ClassVar[int]
+    start_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    group_by: UsageGroupBy
+    utc_offset_minutes: int
+    def __init__(self, start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., group_by: _Optional[_Union[UsageGroupBy, str]] = ..., utc_offset_minutes: _Optional[int] = ...) -> None: ...
+
+class GetUsageSummaryResponse(_message.Message):
+    __slots__ = ("buckets", "total")
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    buckets: _containers.RepeatedCompositeFieldContainer[UsageBucket]
+    total: UsageBucket
+    def __init__(self, buckets: _Optional[_Iterable[_Union[UsageBucket, _Mapping]]] = ..., total: _Optional[_Union[UsageBucket, _Mapping]] = ...) -> None: ...
+
+class UsageBucket(_message.Message):
+    __slots__ = ("day", "model", "requests", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_nanos")
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COST_NANOS_FIELD_NUMBER: _ClassVar[int]
+    day: str
+    model: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost_nanos: int
+    def __init__(self, day: _Optional[str] = ..., model: _Optional[str] = ..., requests: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., cost_nanos: _Optional[int] = ...) -> None: ...

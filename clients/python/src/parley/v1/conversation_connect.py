@@ -53,6 +53,21 @@ class ConversationService(Protocol):
     async def set_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def search_conversations(self, request: parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def share_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ShareConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ShareConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def unshare_conversation(self, request: parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def get_shared_conversation(self, request: parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def export_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationService]):
     def __init__(self, service: ConversationService | AsyncGenerator[ConversationService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -178,6 +193,56 @@ class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.set_custom_instructions,
+                ),
+                "/parley.v1.ConversationService/SearchConversations": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SearchConversations",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.search_conversations,
+                ),
+                "/parley.v1.ConversationService/ShareConversation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ShareConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ShareConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ShareConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.share_conversation,
+                ),
+                "/parley.v1.ConversationService/UnshareConversation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="UnshareConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.unshare_conversation,
+                ),
+                "/parley.v1.ConversationService/GetSharedConversation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetSharedConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_shared_conversation,
+                ),
+                "/parley.v1.ConversationService/ExportConversation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ExportConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ExportConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.export_conversation,
                 ),
             },
             interceptors=interceptors,
@@ -432,6 +497,106 @@ class ConversationServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def search_conversations(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SearchConversations",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def share_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ShareConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.ShareConversationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ShareConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ShareConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ShareConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def unshare_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UnshareConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_shared_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetSharedConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def export_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ExportConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ExportConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class ConversationServiceSync(Protocol):
     def create_conversation(self, request: parley_dot_v1_dot_conversation__pb2.CreateConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.CreateConversationResponse:
@@ -457,6 +622,16 @@ class ConversationServiceSync(Protocol):
     def get_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def set_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def search_conversations(self, request: parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def share_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ShareConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ShareConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def unshare_conversation(self, request: parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_shared_conversation(self, request: parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def export_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -583,6 +758,56 @@ class ConversationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.set_custom_instructions,
+                ),
+                "/parley.v1.ConversationService/SearchConversations": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SearchConversations",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.search_conversations,
+                ),
+                "/parley.v1.ConversationService/ShareConversation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ShareConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ShareConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ShareConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.share_conversation,
+                ),
+                "/parley.v1.ConversationService/UnshareConversation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="UnshareConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.unshare_conversation,
+                ),
+                "/parley.v1.ConversationService/GetSharedConversation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetSharedConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_shared_conversation,
+                ),
+                "/parley.v1.ConversationService/ExportConversation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ExportConversation",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ExportConversationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.export_conversation,
                 ),
             },
             interceptors=interceptors,
@@ -831,6 +1056,106 @@ class ConversationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.ConversationService",
                 input=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest,
                 output=parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def search_conversations(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SearchConversations",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.SearchConversationsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.SearchConversationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def share_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ShareConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.ShareConversationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ShareConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ShareConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ShareConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def unshare_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UnshareConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.UnshareConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.UnshareConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_shared_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetSharedConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def export_conversation(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ExportConversation",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ExportConversationResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

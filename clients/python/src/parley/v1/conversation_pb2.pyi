@@ -24,6 +24,12 @@ class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MESSAGE_STATUS_COMPLETE: _ClassVar[MessageStatus]
     MESSAGE_STATUS_IN_PROGRESS: _ClassVar[MessageStatus]
     MESSAGE_STATUS_INTERRUPTED: _ClassVar[MessageStatus]
+
+class ExportFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EXPORT_FORMAT_UNSPECIFIED: _ClassVar[ExportFormat]
+    EXPORT_FORMAT_MARKDOWN: _ClassVar[ExportFormat]
+    EXPORT_FORMAT_JSON: _ClassVar[ExportFormat]
 ARCHIVED_FILTER_UNSPECIFIED: ArchivedFilter
 ARCHIVED_FILTER_ACTIVE: ArchivedFilter
 ARCHIVED_FILTER_ARCHIVED: ArchivedFilter
@@ -32,6 +38,9 @@ MESSAGE_STATUS_UNSPECIFIED: MessageStatus
 MESSAGE_STATUS_COMPLETE: MessageStatus
 MESSAGE_STATUS_IN_PROGRESS: MessageStatus
 MESSAGE_STATUS_INTERRUPTED: MessageStatus
+EXPORT_FORMAT_UNSPECIFIED: ExportFormat
+EXPORT_FORMAT_MARKDOWN: ExportFormat
+EXPORT_FORMAT_JSON: ExportFormat
 
 class Conversation(_message.Message):
     __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id")
@@ -228,6 +237,140 @@ class CancelGenerationResponse(_message.Message):
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
     cancelled: bool
     def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
+
+class SearchConversationsRequest(_message.Message):
+    __slots__ = ("query", "page_size", "page_token")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    page_size: int
+    page_token: str
+    def __init__(self, query: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class SearchConversationsResponse(_message.Message):
+    __slots__ = ("results", "next_page_token")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ConversationSearchResult]
+    next_page_token: str
+    def __init__(self, results: _Optional[_Iterable[_Union[ConversationSearchResult, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ConversationSearchResult(_message.Message):
+    __slots__ = ("conversation", "message_id", "snippet", "highlights")
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    SNIPPET_FIELD_NUMBER: _ClassVar[int]
+    HIGHLIGHTS_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    message_id: str
+    snippet: str
+    highlights: _containers.RepeatedCompositeFieldContainer[TextRange]
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., message_id: _Optional[str] = ..., snippet: _Optional[str] = ..., highlights: _Optional[_Iterable[_Union[TextRange, _Mapping]]] = ...) -> None: ...
+
+class TextRange(_message.Message):
+    __slots__ = ("start", "end")
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    end: int
+    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class ShareConversationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class ShareConversationResponse(_message.Message):
+    __slots__ = ("share_id", "path", "shared")
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
+    share_id: str
+    path: str
+    shared: SharedConversation
+    def __init__(self, share_id: _Optional[str] = ..., path: _Optional[str] = ..., shared: _Optional[_Union[SharedConversation, _Mapping]] = ...) -> None: ...
+
+class UnshareConversationRequest(_message.Message):
+    __slots__ = ("conversation_id",)
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    def __init__(self, conversation_id: _Optional[str] = ...) -> None: ...
+
+class UnshareConversationResponse(_message.Message):
+    __slots__ = ("unshared",)
+    UNSHARED_FIELD_NUMBER: _ClassVar[int]
+    unshared: bool
+    def __init__(self, unshared: _Optional[bool] = ...) -> None: ...
+
+class GetSharedConversationRequest(_message.Message):
+    __slots__ = ("share_id",)
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    share_id: str
+    def __init__(self, share_id: _Optional[str] = ...) -> None: ...
+
+class GetSharedConversationResponse(_message.Message):
+    __slots__ = ("shared",)
+    SHARED_FIELD_NUMBER: _ClassVar[int]
+    shared: SharedConversation
+    def __init__(self, shared: _Optional[_Union[SharedConversation, _Mapping]] = ...) -> None: ...
+
+class SharedConversation(_message.Message):
+    __slots__ = ("share_id", "title", "model", "shared_at", "messages")
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    SHARED_AT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    share_id: str
+    title: str
+    model: str
+    shared_at: _timestamp_pb2.Timestamp
+    messages: _containers.RepeatedCompositeFieldContainer[SharedMessage]
+    def __init__(self, share_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., shared_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[SharedMessage, _Mapping]]] = ...) -> None: ...
+
+class SharedMessage(_message.Message):
+    __slots__ = ("role", "text", "model", "created_at", "attachment_filenames")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENT_FILENAMES_FIELD_NUMBER: _ClassVar[int]
+    role: _common_pb2.Role
+    text: str
+    model: str
+    created_at: _timestamp_pb2.Timestamp
+    attachment_filenames: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, role: _Optional[_Union[_common_pb2.Role, str]] = ..., text: _Optional[str] = ..., model: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attachment_filenames: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ExportConversationRequest(_message.Message):
+    __slots__ = ("conversation_id", "format")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    format: ExportFormat
+    def __init__(self, conversation_id: _Optional[str] = ..., format: _Optional[_Union[ExportFormat, str]] = ...) -> None: ...
+
+class ExportConversationResponse(_message.Message):
+    __slots__ = ("filename", "content_type", "content")
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    content_type: str
+    content: bytes
+    def __init__(self, filename: _Optional[str] = ..., content_type: _Optional[str] = ..., content: _Optional[bytes] = ...) -> None: ...
+
+class ConversationExport(_message.Message):
+    __slots__ = ("conversation", "messages", "exported_at")
+    CONVERSATION_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    EXPORTED_AT_FIELD_NUMBER: _ClassVar[int]
+    conversation: Conversation
+    messages: _containers.RepeatedCompositeFieldContainer[ConversationMessage]
+    exported_at: _timestamp_pb2.Timestamp
+    def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[ConversationMessage, _Mapping]]] = ..., exported_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RegenerateMessageRequest(_message.Message):
     __slots__ = ("conversation_id", "message_id", "model", "max_output_tokens")
