@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,8 @@ type fakeUpstream struct {
 	bodies  []map[string]any
 	chat    http.HandlerFunc
 	metrics string // served at /metrics; "" → 404
+	// metricsFunc, when set before the first request, writes /metrics instead.
+	metricsFunc func() string
 }
 
 func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
@@ -31,7 +34,9 @@ func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
+		data, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(data, &body)
+		r.Body = io.NopCloser(bytes.NewReader(data)) // the chat handler may read it too
 		u.mu.Lock()
 		u.bodies = append(u.bodies, body)
 		u.mu.Unlock()
@@ -41,6 +46,10 @@ func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"llama-3-8b","object":"model"}]}`)
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if u.metricsFunc != nil {
+			fmt.Fprint(w, u.metricsFunc())
+			return
+		}
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		if u.metrics == "" {
