@@ -175,7 +175,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-
 func utf8Ints(s string) []int {
 	out := make([]int, len(s))
 	for i := range len(s) {
