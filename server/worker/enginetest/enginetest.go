@@ -270,6 +270,13 @@ func testCancel(t *testing.T, tg Target) {
 // engine's load report sees the same.
 func testConcurrency(t *testing.T, tg Target) {
 	waitFree(t, tg, 30*time.Second)
+	// The engine learns the server's slots when it starts or at its first
+	// reading of the server's load.
+	for deadline := time.Now().Add(5 * time.Second); tg.Engine.Load().MaxBatch != tg.Slots; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine reports MaxBatch %d, want the server's %d slots", tg.Engine.Load().MaxBatch, tg.Slots)
+		}
+	}
 	ctx := ctxFor(t, 120*time.Second)
 	n := tg.Slots + 2
 	var wg sync.WaitGroup
