@@ -45,7 +45,7 @@ func chatBody(model string, maxTokens int, stream bool, user string) string {
 	b, _ := json.Marshal(map[string]any{
 		"model": model, "max_tokens": maxTokens, "temperature": 0, "seed": 7, "stream": stream,
 		"stream_options": map[string]any{"include_usage": true},
-		"messages": []map[string]string{{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": user}},
+		"messages":       []map[string]string{{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": user}},
 	})
 	if !stream {
 		var m map[string]any
