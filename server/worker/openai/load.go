@@ -206,7 +206,9 @@ type llamaSlot struct {
 // readSlots reads llama.cpp's /slots (served with --slots): the slot count,
 // the slots processing, and the KV cache in tokens (each slot's context;
 // in use, the processing slots' prompt and output so far). It overrides the
-// running count read from /metrics, which lags.
+// running count read from /metrics, which lags. A server run with
+// --kv-unified gives every slot the whole cache as its n_ctx, so its
+// capacity then reads slots times too large.
 func (e *Engine) readSlots(ctx context.Context, u *upstreamLoad) (supported bool, err error) {
 	resp, err := e.get(ctx, strings.TrimSuffix(e.cfg.BaseURL, "/v1")+"/slots")
 	if err != nil {
