@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/worker/enginetest"
 )
@@ -148,8 +150,9 @@ func postChatStream(t *testing.T, baseURL, key, body string, onDelta func(n int)
 	return s
 }
 
-// A streamed answer through Parley is llama.cpp's own answer to the same
-// request, token for token, and it is billed at exactly llama.cpp's count.
+// A streamed answer through Parley, on the OpenAI endpoint and the web
+// channel, is llama.cpp's own answer to the same request, token for token,
+// and it is billed at exactly llama.cpp's count.
 func TestLlamaCppThroughParley(t *testing.T) {
 	st := startLlamaStack(t)
 	const user = "Tell me about the sea."
@@ -191,6 +194,33 @@ func TestLlamaCppThroughParley(t *testing.T) {
 		t.Errorf("cost %d nanos, want %d", rec.GetCostNanos(), want)
 	}
 	t.Logf("llama.cpp counted %+v; billed %d nanos", direct.Usage, rec.GetCostNanos())
+
+	// The web channel (Connect, as the browser app streams): the same answer
+	// and usage.
+	zero, seed := 0.0, int64(7)
+	msgs := append([]*parleyv1.Message{{Role: parleyv1.Role_ROLE_SYSTEM, Parts: []*parleyv1.Part{{Kind: &parleyv1.Part_Text{Text: "You are a helpful assistant."}}}}},
+		userText(user)...)
+	stream, err := st.gw.api(protocols[0], cred{bearer: st.acct.Key}).Chat.CompleteStream(ctxTimeout(t, 30*time.Second),
+		connect.NewRequest(&parleyv1.CompleteStreamRequest{Model: st.llama.Model, Messages: msgs, MaxOutputTokens: 24, Temperature: &zero, Seed: &seed}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	var fin *parleyv1.GenerationFinished
+	for stream.Receive() {
+		ev := stream.Msg().GetEvent()
+		text.WriteString(ev.GetDelta().GetText())
+		if f := ev.GetFinished(); f != nil {
+			fin = f
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text.String() != direct.Choices[0].Message.Content || fin == nil ||
+		fin.GetUsage().GetPromptTokens() != direct.Usage.PromptTokens || fin.GetUsage().GetCompletionTokens() != direct.Usage.CompletionTokens {
+		t.Errorf("web channel: %q, finished %v; llama.cpp: %q, %+v", text.String(), fin, direct.Choices[0].Message.Content, direct.Usage)
+	}
 }
 
 // A client that leaves mid-stream frees llama.cpp's slot: the gateway
