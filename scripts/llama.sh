@@ -101,12 +101,13 @@ start() {
     say "already running (pid $(cat "$PIDFILE")) at $(url)"
     return
   fi
-  # --parallel slots share --ctx-size: each slot gets CTX_PER_SLOT tokens.
+  # --parallel slots split --ctx-size (--no-kv-unified): each slot has its own
+  # CTX_PER_SLOT tokens, as /slots then reports them.
   # --metrics and --slots turn on the endpoints the openai engine reads load
   # from; --no-webui keeps it an API server.
   nohup "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" \
     --alias tiny --parallel "$SLOTS" --ctx-size "$((SLOTS * CTX_PER_SLOT))" \
-    --threads 1 --threads-http 4 --metrics --slots --jinja --no-webui \
+    --threads 1 --threads-http 4 --metrics --slots --jinja --no-webui --no-kv-unified \
     --seed 7 >"$LOG" 2>&1 &
   echo $! >"$PIDFILE"
   local i

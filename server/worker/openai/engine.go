@@ -497,7 +497,26 @@ func upstreamError(resp *http.Response) *worker.UpstreamError {
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		ue.RetryAfter = time.Duration(s) * time.Second
 	}
+	if ue.Status >= 500 && unsupportedInput(ue.Message) {
+		// llama.cpp answers 500 for an image (or audio) its model cannot
+		// take: the request's fault, as 400 says, and no reason to try
+		// another worker or eject this one.
+		ue.Message = fmt.Sprintf("the model takes no such input (upstream status %d): %s", ue.Status, ue.Message)
+		ue.Status = http.StatusBadRequest
+	}
 	return ue
+}
+
+// unsupportedInput reports whether an upstream's error message refuses a
+// kind of input (llama.cpp: "image input is not supported - hint: ...").
+func unsupportedInput(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, kind := range []string{"image", "audio", "video"} {
+		if strings.Contains(m, kind+" input is not supported") {
+			return true
+		}
+	}
+	return false
 }
 
 // chatRequest is the body of POST /chat/completions.

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,8 @@ type fakeUpstream struct {
 	bodies  []map[string]any
 	chat    http.HandlerFunc
 	metrics string // served at /metrics; "" → 404
+	// metricsFunc, when set before the first request, writes /metrics instead.
+	metricsFunc func() string
 }
 
 func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
@@ -31,7 +34,9 @@ func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
+		data, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(data, &body)
+		r.Body = io.NopCloser(bytes.NewReader(data)) // the chat handler may read it too
 		u.mu.Lock()
 		u.bodies = append(u.bodies, body)
 		u.mu.Unlock()
@@ -41,6 +46,10 @@ func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"llama-3-8b","object":"model"}]}`)
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if u.metricsFunc != nil {
+			fmt.Fprint(w, u.metricsFunc())
+			return
+		}
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		if u.metrics == "" {
@@ -173,6 +182,8 @@ func TestUpstreamRefusals(t *testing.T) {
 		{404, `{"error":{"message":"model not found","type":"not_found"}}`, worker.ErrUnknownModel},
 		{429, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`, worker.ErrOverloaded},
 		{500, `Internal Server Error`, nil},
+		// llama.cpp's answer to an image for a model without a vision projector.
+		{500, `{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}`, worker.ErrInvalidRequest},
 		{503, `{"error":{"message":"engine dead"}}`, nil},
 	}
 	for _, c := range cases {
@@ -185,8 +196,12 @@ func TestUpstreamRefusals(t *testing.T) {
 			e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
 			_, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
 			var ue *worker.UpstreamError
-			if !errors.As(err, &ue) || ue.Status != c.status || ue.Message == "" {
-				t.Fatalf("err = %v, want an UpstreamError with status %d and a message", err, c.status)
+			want := c.status
+			if c.status >= 500 && c.sentinel != nil {
+				want = http.StatusBadRequest // an input the model cannot take
+			}
+			if !errors.As(err, &ue) || ue.Status != want || ue.Message == "" {
+				t.Fatalf("err = %v, want an UpstreamError with status %d and a message", err, want)
 			}
 			if c.sentinel != nil && !errors.Is(err, c.sentinel) {
 				t.Errorf("%v does not match %v", err, c.sentinel)

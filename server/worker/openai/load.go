@@ -47,8 +47,8 @@ const kvBasisPoints = 10000
 
 // Load reports the upstream's running and waiting requests from its metrics
 // (and llama.cpp's /slots) when they are fresh, else this engine's own
-// in-flight count as running. MaxBatch is --max-batch, else what the
-// upstream told of its slots.
+// in-flight requests: running up to MaxBatch, waiting beyond it. MaxBatch
+// is --max-batch, else what the upstream told of its slots.
 func (e *Engine) Load() worker.LoadReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -56,7 +56,15 @@ func (e *Engine) Load() worker.LoadReport {
 	for _, m := range e.models {
 		r.Models = append(r.Models, m.ID)
 	}
-	if u := e.upstream; u != nil && time.Since(u.at) < 3*e.cfg.MetricsInterval {
+	u := e.upstream
+	if r.MaxBatch == 0 && u != nil {
+		r.MaxBatch = u.slots // what the upstream last told
+	}
+	if r.MaxBatch > 0 && r.Running > r.MaxBatch {
+		// Past its slots the upstream queues what this engine sent.
+		r.Running, r.Waiting = r.MaxBatch, r.Running-r.MaxBatch
+	}
+	if u != nil && time.Since(u.at) < 3*e.cfg.MetricsInterval {
 		r.Running, r.Waiting = u.running, u.waiting
 		switch {
 		case u.kvCapacity > 0 && u.kvUsage < 0:
@@ -65,9 +73,6 @@ func (e *Engine) Load() worker.LoadReport {
 			r.KVCapacityTokens, r.KVUsedTokens = u.kvCapacity, int64(u.kvUsage*float64(u.kvCapacity))
 		case u.kvUsage >= 0:
 			r.KVCapacityTokens, r.KVUsedTokens = kvBasisPoints, int64(u.kvUsage*kvBasisPoints)
-		}
-		if r.MaxBatch == 0 {
-			r.MaxBatch = u.slots
 		}
 	}
 	return r
@@ -201,7 +206,9 @@ type llamaSlot struct {
 // readSlots reads llama.cpp's /slots (served with --slots): the slot count,
 // the slots processing, and the KV cache in tokens (each slot's context;
 // in use, the processing slots' prompt and output so far). It overrides the
-// running count read from /metrics, which lags.
+// running count read from /metrics, which lags. A server run with
+// --kv-unified gives every slot the whole cache as its n_ctx, so its
+// capacity then reads slots times too large.
 func (e *Engine) readSlots(ctx context.Context, u *upstreamLoad) (supported bool, err error) {
 	resp, err := e.get(ctx, strings.TrimSuffix(e.cfg.BaseURL, "/v1")+"/slots")
 	if err != nil {

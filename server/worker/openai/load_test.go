@@ -84,6 +84,9 @@ func TestLoadFromRecordedMetricPages(t *testing.T) {
 		{name: "llama.cpp metrics only", page: "llamacpp-metrics.txt",
 			want: worker.LoadReport{Running: 3, Waiting: 2}},
 		// /slots: 4 slots of 1024, two processing with 30+10 and 20+5 tokens.
+		// Recorded from scripts/llama.sh's server with six requests for its four slots.
+		{name: "llama.cpp recorded", page: "llamacpp-metrics-recorded.txt", slots: "llamacpp-slots-recorded.json",
+			want: worker.LoadReport{Running: 4, Waiting: 2, MaxBatch: 4, KVCapacityTokens: 4096, KVUsedTokens: 156 + 135 + 3*(154+133)}},
 		{name: "llama.cpp metrics and slots", page: "llamacpp-metrics.txt", slots: "llamacpp-slots.json",
 			want: worker.LoadReport{Running: 2, Waiting: 2, MaxBatch: 4, KVCapacityTokens: 4096, KVUsedTokens: 65},
 			log:  "upstream slots learned from its metrics"},
