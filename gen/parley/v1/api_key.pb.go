@@ -23,6 +23,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ResponseCacheMode is an API key's own default for the response cache. The
+// Parley-Cache request header overrides it, and it overrides the server's
+// --response-cache default; a server with the cache off never caches.
+type ResponseCacheMode int32
+
+const (
+	// The server's default (--response-cache opt-in or on).
+	ResponseCacheMode_RESPONSE_CACHE_MODE_UNSPECIFIED ResponseCacheMode = 0
+	// Deterministic requests use the cache unless they send Parley-Cache: off.
+	ResponseCacheMode_RESPONSE_CACHE_MODE_ON ResponseCacheMode = 1
+	// Requests do not use the cache unless they send Parley-Cache: on.
+	ResponseCacheMode_RESPONSE_CACHE_MODE_OFF ResponseCacheMode = 2
+)
+
+// Enum value maps for ResponseCacheMode.
+var (
+	ResponseCacheMode_name = map[int32]string{
+		0: "RESPONSE_CACHE_MODE_UNSPECIFIED",
+		1: "RESPONSE_CACHE_MODE_ON",
+		2: "RESPONSE_CACHE_MODE_OFF",
+	}
+	ResponseCacheMode_value = map[string]int32{
+		"RESPONSE_CACHE_MODE_UNSPECIFIED": 0,
+		"RESPONSE_CACHE_MODE_ON":          1,
+		"RESPONSE_CACHE_MODE_OFF":         2,
+	}
+)
+
+func (x ResponseCacheMode) Enum() *ResponseCacheMode {
+	p := new(ResponseCacheMode)
+	*p = x
+	return p
+}
+
+func (x ResponseCacheMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ResponseCacheMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_api_key_proto_enumTypes[0].Descriptor()
+}
+
+func (ResponseCacheMode) Type() protoreflect.EnumType {
+	return &file_parley_v1_api_key_proto_enumTypes[0]
+}
+
+func (x ResponseCacheMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ResponseCacheMode.Descriptor instead.
+func (ResponseCacheMode) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_api_key_proto_rawDescGZIP(), []int{0}
+}
+
 // ApiKey describes an API key. The secret itself is never stored or returned after
 // creation.
 type ApiKey struct {
@@ -40,7 +95,10 @@ type ApiKey struct {
 	// When the key was last used, to within a minute or so; unset if never used.
 	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
 	// When the key was revoked; unset if it was not.
-	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	RevokedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	// Whether the key's requests use the response cache when they do not say
+	// (no Parley-Cache header); unspecified follows the server's default.
+	ResponseCache ResponseCacheMode `protobuf:"varint,8,opt,name=response_cache,json=responseCache,proto3,enum=parley.v1.ResponseCacheMode" json:"response_cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -124,6 +182,13 @@ func (x *ApiKey) GetRevokedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ApiKey) GetResponseCache() ResponseCacheMode {
+	if x != nil {
+		return x.ResponseCache
+	}
+	return ResponseCacheMode_RESPONSE_CACHE_MODE_UNSPECIFIED
+}
+
 // CreateApiKeyRequest is the request of ApiKeyService.CreateApiKey.
 type CreateApiKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -131,7 +196,11 @@ type CreateApiKeyRequest struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Optional. How long the key lives: positive and at most 30 days; unset means 30
 	// days. More than 30 days is invalid_argument.
-	Ttl           *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Optional. The key's response cache default (see ResponseCacheMode);
+	// unspecified follows the server's. A value not in the enum is
+	// invalid_argument.
+	ResponseCache ResponseCacheMode `protobuf:"varint,3,opt,name=response_cache,json=responseCache,proto3,enum=parley.v1.ResponseCacheMode" json:"response_cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -178,6 +247,13 @@ func (x *CreateApiKeyRequest) GetTtl() *durationpb.Duration {
 		return x.Ttl
 	}
 	return nil
+}
+
+func (x *CreateApiKeyRequest) GetResponseCache() ResponseCacheMode {
+	if x != nil {
+		return x.ResponseCache
+	}
+	return ResponseCacheMode_RESPONSE_CACHE_MODE_UNSPECIFIED
 }
 
 // CreateApiKeyResponse is the response of ApiKeyService.CreateApiKey.
@@ -442,7 +518,7 @@ var File_parley_v1_api_key_proto protoreflect.FileDescriptor
 
 const file_parley_v1_api_key_proto_rawDesc = "" +
 	"\n" +
-	"\x17parley/v1/api_key.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\x02\n" +
+	"\x17parley/v1/api_key.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x02\n" +
 	"\x06ApiKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -454,10 +530,12 @@ const file_parley_v1_api_key_proto_rawDesc = "" +
 	"\flast_used_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"lastUsedAt\x129\n" +
 	"\n" +
-	"revoked_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\"V\n" +
+	"revoked_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12C\n" +
+	"\x0eresponse_cache\x18\b \x01(\x0e2\x1c.parley.v1.ResponseCacheModeR\rresponseCache\"\x9b\x01\n" +
 	"\x13CreateApiKeyRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
-	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"Z\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12C\n" +
+	"\x0eresponse_cache\x18\x03 \x01(\x0e2\x1c.parley.v1.ResponseCacheModeR\rresponseCache\"Z\n" +
 	"\x14CreateApiKeyResponse\x12*\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x11.parley.v1.ApiKeyR\x06apiKey\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"P\n" +
@@ -471,7 +549,11 @@ const file_parley_v1_api_key_proto_rawDesc = "" +
 	"\x13RevokeApiKeyRequest\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"B\n" +
 	"\x14RevokeApiKeyResponse\x12*\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x11.parley.v1.ApiKeyR\x06apiKey2\xff\x01\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x11.parley.v1.ApiKeyR\x06apiKey*q\n" +
+	"\x11ResponseCacheMode\x12#\n" +
+	"\x1fRESPONSE_CACHE_MODE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16RESPONSE_CACHE_MODE_ON\x10\x01\x12\x1b\n" +
+	"\x17RESPONSE_CACHE_MODE_OFF\x10\x022\xff\x01\n" +
 	"\rApiKeyService\x12O\n" +
 	"\fCreateApiKey\x12\x1e.parley.v1.CreateApiKeyRequest\x1a\x1f.parley.v1.CreateApiKeyResponse\x12L\n" +
 	"\vListApiKeys\x12\x1d.parley.v1.ListApiKeysRequest\x1a\x1e.parley.v1.ListApiKeysResponse\x12O\n" +
@@ -489,38 +571,42 @@ func file_parley_v1_api_key_proto_rawDescGZIP() []byte {
 	return file_parley_v1_api_key_proto_rawDescData
 }
 
+var file_parley_v1_api_key_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_parley_v1_api_key_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_parley_v1_api_key_proto_goTypes = []any{
-	(*ApiKey)(nil),                // 0: parley.v1.ApiKey
-	(*CreateApiKeyRequest)(nil),   // 1: parley.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),  // 2: parley.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),    // 3: parley.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),   // 4: parley.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),   // 5: parley.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),  // 6: parley.v1.RevokeApiKeyResponse
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(ResponseCacheMode)(0),        // 0: parley.v1.ResponseCacheMode
+	(*ApiKey)(nil),                // 1: parley.v1.ApiKey
+	(*CreateApiKeyRequest)(nil),   // 2: parley.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),  // 3: parley.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),    // 4: parley.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),   // 5: parley.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),   // 6: parley.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),  // 7: parley.v1.RevokeApiKeyResponse
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
 }
 var file_parley_v1_api_key_proto_depIdxs = []int32{
-	7,  // 0: parley.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 1: parley.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 2: parley.v1.ApiKey.last_used_at:type_name -> google.protobuf.Timestamp
-	7,  // 3: parley.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
-	8,  // 4: parley.v1.CreateApiKeyRequest.ttl:type_name -> google.protobuf.Duration
-	0,  // 5: parley.v1.CreateApiKeyResponse.api_key:type_name -> parley.v1.ApiKey
-	0,  // 6: parley.v1.ListApiKeysResponse.api_keys:type_name -> parley.v1.ApiKey
-	0,  // 7: parley.v1.RevokeApiKeyResponse.api_key:type_name -> parley.v1.ApiKey
-	1,  // 8: parley.v1.ApiKeyService.CreateApiKey:input_type -> parley.v1.CreateApiKeyRequest
-	3,  // 9: parley.v1.ApiKeyService.ListApiKeys:input_type -> parley.v1.ListApiKeysRequest
-	5,  // 10: parley.v1.ApiKeyService.RevokeApiKey:input_type -> parley.v1.RevokeApiKeyRequest
-	2,  // 11: parley.v1.ApiKeyService.CreateApiKey:output_type -> parley.v1.CreateApiKeyResponse
-	4,  // 12: parley.v1.ApiKeyService.ListApiKeys:output_type -> parley.v1.ListApiKeysResponse
-	6,  // 13: parley.v1.ApiKeyService.RevokeApiKey:output_type -> parley.v1.RevokeApiKeyResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	8,  // 0: parley.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 1: parley.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 2: parley.v1.ApiKey.last_used_at:type_name -> google.protobuf.Timestamp
+	8,  // 3: parley.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	0,  // 4: parley.v1.ApiKey.response_cache:type_name -> parley.v1.ResponseCacheMode
+	9,  // 5: parley.v1.CreateApiKeyRequest.ttl:type_name -> google.protobuf.Duration
+	0,  // 6: parley.v1.CreateApiKeyRequest.response_cache:type_name -> parley.v1.ResponseCacheMode
+	1,  // 7: parley.v1.CreateApiKeyResponse.api_key:type_name -> parley.v1.ApiKey
+	1,  // 8: parley.v1.ListApiKeysResponse.api_keys:type_name -> parley.v1.ApiKey
+	1,  // 9: parley.v1.RevokeApiKeyResponse.api_key:type_name -> parley.v1.ApiKey
+	2,  // 10: parley.v1.ApiKeyService.CreateApiKey:input_type -> parley.v1.CreateApiKeyRequest
+	4,  // 11: parley.v1.ApiKeyService.ListApiKeys:input_type -> parley.v1.ListApiKeysRequest
+	6,  // 12: parley.v1.ApiKeyService.RevokeApiKey:input_type -> parley.v1.RevokeApiKeyRequest
+	3,  // 13: parley.v1.ApiKeyService.CreateApiKey:output_type -> parley.v1.CreateApiKeyResponse
+	5,  // 14: parley.v1.ApiKeyService.ListApiKeys:output_type -> parley.v1.ListApiKeysResponse
+	7,  // 15: parley.v1.ApiKeyService.RevokeApiKey:output_type -> parley.v1.RevokeApiKeyResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_api_key_proto_init() }
@@ -533,13 +619,14 @@ func file_parley_v1_api_key_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_api_key_proto_rawDesc), len(file_parley_v1_api_key_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_parley_v1_api_key_proto_goTypes,
 		DependencyIndexes: file_parley_v1_api_key_proto_depIdxs,
+		EnumInfos:         file_parley_v1_api_key_proto_enumTypes,
 		MessageInfos:      file_parley_v1_api_key_proto_msgTypes,
 	}.Build()
 	File_parley_v1_api_key_proto = out.File

@@ -47,7 +47,7 @@ const (
 // ApiKeyServiceClient is a client for the parley.v1.ApiKeyService service.
 type ApiKeyServiceClient interface {
 	// CreateApiKey creates a key and returns its secret, which is shown only this once.
-	// Errors: invalid_argument (name, ttl).
+	// Errors: invalid_argument (name, ttl, response_cache).
 	CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error)
 	// ListApiKeys lists the caller's keys, newest first, including expired and revoked
 	// ones. Secrets are never returned.
@@ -115,7 +115,7 @@ func (c *apiKeyServiceClient) RevokeApiKey(ctx context.Context, req *connect.Req
 // ApiKeyServiceHandler is an implementation of the parley.v1.ApiKeyService service.
 type ApiKeyServiceHandler interface {
 	// CreateApiKey creates a key and returns its secret, which is shown only this once.
-	// Errors: invalid_argument (name, ttl).
+	// Errors: invalid_argument (name, ttl, response_cache).
 	CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error)
 	// ListApiKeys lists the caller's keys, newest first, including expired and revoked
 	// ones. Secrets are never returned.

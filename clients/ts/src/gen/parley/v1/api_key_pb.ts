@@ -2,8 +2,8 @@
 // @generated from file parley/v1/api_key.proto (package parley.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/api_key.proto.
  */
 export const file_parley_v1_api_key: GenFile = /*@__PURE__*/
-  fileDesc("ChdwYXJsZXkvdjEvYXBpX2tleS5wcm90bxIJcGFybGV5LnYxIvgBCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGcHJlZml4GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIMCgRuYW1lGAEgASgJEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJKChRDcmVhdGVBcGlLZXlSZXNwb25zZRIiCgdhcGlfa2V5GAEgASgLMhEucGFybGV5LnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiOwoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIlMKE0xpc3RBcGlLZXlzUmVzcG9uc2USIwoIYXBpX2tleXMYASADKAsyES5wYXJsZXkudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSI6ChRSZXZva2VBcGlLZXlSZXNwb25zZRIiCgdhcGlfa2V5GAEgASgLMhEucGFybGV5LnYxLkFwaUtleTL/AQoNQXBpS2V5U2VydmljZRJPCgxDcmVhdGVBcGlLZXkSHi5wYXJsZXkudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBofLnBhcmxleS52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJMCgtMaXN0QXBpS2V5cxIdLnBhcmxleS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdEFwaUtleXNSZXNwb25zZRJPCgxSZXZva2VBcGlLZXkSHi5wYXJsZXkudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBofLnBhcmxleS52MS5SZXZva2VBcGlLZXlSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChdwYXJsZXkvdjEvYXBpX2tleS5wcm90bxIJcGFybGV5LnYxIq4CCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGcHJlZml4GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoOcmVzcG9uc2VfY2FjaGUYCCABKA4yHC5wYXJsZXkudjEuUmVzcG9uc2VDYWNoZU1vZGUigQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRImCgN0dGwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoOcmVzcG9uc2VfY2FjaGUYAyABKA4yHC5wYXJsZXkudjEuUmVzcG9uc2VDYWNoZU1vZGUiSgoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIgoHYXBpX2tleRgBIAEoCzIRLnBhcmxleS52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIjsKEkxpc3RBcGlLZXlzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJTChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiMKCGFwaV9rZXlzGAEgAygLMhEucGFybGV5LnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkiOgoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIgoHYXBpX2tleRgBIAEoCzIRLnBhcmxleS52MS5BcGlLZXkqcQoRUmVzcG9uc2VDYWNoZU1vZGUSIwofUkVTUE9OU0VfQ0FDSEVfTU9ERV9VTlNQRUNJRklFRBAAEhoKFlJFU1BPTlNFX0NBQ0hFX01PREVfT04QARIbChdSRVNQT05TRV9DQUNIRV9NT0RFX09GRhACMv8BCg1BcGlLZXlTZXJ2aWNlEk8KDENyZWF0ZUFwaUtleRIeLnBhcmxleS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0Gh8ucGFybGV5LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEkwKC0xpc3RBcGlLZXlzEh0ucGFybGV5LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBoeLnBhcmxleS52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEk8KDFJldm9rZUFwaUtleRIeLnBhcmxleS52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Gh8ucGFybGV5LnYxLlJldm9rZUFwaUtleVJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ApiKey describes an API key. The secret itself is never stored or returned after
@@ -69,6 +69,14 @@ export type ApiKey = Message<"parley.v1.ApiKey"> & {
    * @generated from field: google.protobuf.Timestamp revoked_at = 7;
    */
   revokedAt?: Timestamp | undefined;
+
+  /**
+   * Whether the key's requests use the response cache when they do not say
+   * (no Parley-Cache header); unspecified follows the server's default.
+   *
+   * @generated from field: parley.v1.ResponseCacheMode response_cache = 8;
+   */
+  responseCache: ResponseCacheMode;
 };
 
 /**
@@ -98,6 +106,15 @@ export type CreateApiKeyRequest = Message<"parley.v1.CreateApiKeyRequest"> & {
    * @generated from field: google.protobuf.Duration ttl = 2;
    */
   ttl?: Duration | undefined;
+
+  /**
+   * Optional. The key's response cache default (see ResponseCacheMode);
+   * unspecified follows the server's. A value not in the enum is
+   * invalid_argument.
+   *
+   * @generated from field: parley.v1.ResponseCacheMode response_cache = 3;
+   */
+  responseCache: ResponseCacheMode;
 };
 
 /**
@@ -235,6 +252,42 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_parley_v1_api_key, 6);
 
 /**
+ * ResponseCacheMode is an API key's own default for the response cache. The
+ * Parley-Cache request header overrides it, and it overrides the server's
+ * --response-cache default; a server with the cache off never caches.
+ *
+ * @generated from enum parley.v1.ResponseCacheMode
+ */
+export enum ResponseCacheMode {
+  /**
+   * The server's default (--response-cache opt-in or on).
+   *
+   * @generated from enum value: RESPONSE_CACHE_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Deterministic requests use the cache unless they send Parley-Cache: off.
+   *
+   * @generated from enum value: RESPONSE_CACHE_MODE_ON = 1;
+   */
+  ON = 1,
+
+  /**
+   * Requests do not use the cache unless they send Parley-Cache: on.
+   *
+   * @generated from enum value: RESPONSE_CACHE_MODE_OFF = 2;
+   */
+  OFF = 2,
+}
+
+/**
+ * Describes the enum parley.v1.ResponseCacheMode.
+ */
+export const ResponseCacheModeSchema: GenEnum<ResponseCacheMode> = /*@__PURE__*/
+  enumDesc(file_parley_v1_api_key, 0);
+
+/**
  * ApiKeyService manages the caller's API keys. It requires a browser session: an API
  * key cannot create, list or revoke keys.
  *
@@ -243,7 +296,7 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
 export const ApiKeyService: GenService<{
   /**
    * CreateApiKey creates a key and returns its secret, which is shown only this once.
-   * Errors: invalid_argument (name, ttl).
+   * Errors: invalid_argument (name, ttl, response_cache).
    *
    * @generated from rpc parley.v1.ApiKeyService.CreateApiKey
    */
