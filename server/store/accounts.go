@@ -30,6 +30,30 @@ func (t Tier) Valid() bool {
 	return false
 }
 
+// ResponseCacheMode is an API key's own default for the response cache,
+// used when a request does not say (the Parley-Cache header) and overriding
+// the operator's --response-cache default.
+type ResponseCacheMode string
+
+// The modes.
+const (
+	// ResponseCacheDefault follows the operator's default.
+	ResponseCacheDefault ResponseCacheMode = ""
+	// ResponseCacheOn caches the key's deterministic requests.
+	ResponseCacheOn ResponseCacheMode = "on"
+	// ResponseCacheOff caches none of the key's requests.
+	ResponseCacheOff ResponseCacheMode = "off"
+)
+
+// Valid reports whether m is one of the known modes.
+func (m ResponseCacheMode) Valid() bool {
+	switch m {
+	case ResponseCacheDefault, ResponseCacheOn, ResponseCacheOff:
+		return true
+	}
+	return false
+}
+
 // User is an account holder.
 type User struct {
 	// ID is the caller-made UUIDv7.
@@ -93,6 +117,8 @@ type APIKey struct {
 	LastUsedAt time.Time
 	// RevokedAt is when the key was revoked; zero if it was not.
 	RevokedAt time.Time
+	// ResponseCache is the key's response cache default.
+	ResponseCache ResponseCacheMode
 }
 
 // Usable reports whether k authenticates requests at now: not revoked and not

@@ -110,13 +110,16 @@ func (a accounts) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 	if len(k.SecretHash) == 0 {
 		return fmt.Errorf("%w: empty API key secret hash", store.ErrInvalidArgument)
 	}
-	_, err := a.db.exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, secret_hash, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		k.ID, k.UserID, k.Name, k.Prefix, k.SecretHash, ts(k.CreatedAt), ts(k.ExpiresAt))
+	if !k.ResponseCache.Valid() {
+		return fmt.Errorf("%w: API key response cache mode %q", store.ErrInvalidArgument, k.ResponseCache)
+	}
+	_, err := a.db.exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, secret_hash, created_at, expires_at, response_cache)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		k.ID, k.UserID, k.Name, k.Prefix, k.SecretHash, ts(k.CreatedAt), ts(k.ExpiresAt), string(k.ResponseCache))
 	return err
 }
 
-const keyCols = `k.id, k.user_id, k.name, k.prefix, k.secret_hash, k.created_at, k.expires_at, k.last_used_at, k.revoked_at`
+const keyCols = `k.id, k.user_id, k.name, k.prefix, k.secret_hash, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.response_cache`
 
 type keyScan struct {
 	k                store.APIKey
@@ -125,7 +128,7 @@ type keyScan struct {
 }
 
 func (s *keyScan) dest() []any {
-	return []any{&s.k.ID, &s.k.UserID, &s.k.Name, &s.k.Prefix, &s.k.SecretHash, &s.created, &s.expires, &s.used, &s.revoked}
+	return []any{&s.k.ID, &s.k.UserID, &s.k.Name, &s.k.Prefix, &s.k.SecretHash, &s.created, &s.expires, &s.used, &s.revoked, &s.k.ResponseCache}
 }
 
 func (s *keyScan) key() store.APIKey {

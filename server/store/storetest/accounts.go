@@ -184,6 +184,37 @@ func TestAccounts(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("APIKeyResponseCache", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "cache@example.com")
+		modes := []store.ResponseCacheMode{store.ResponseCacheDefault, store.ResponseCacheOn, store.ResponseCacheOff}
+		for i, m := range modes {
+			k := store.APIKey{ID: newID(), UserID: u.ID, Name: "k", Prefix: "pk_", SecretHash: hash(newID()),
+				CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: t0.Add(time.Hour), ResponseCache: m}
+			noErr(t, s.Accounts.CreateAPIKey(ctx, k), "CreateAPIKey")
+			gk, _, err := s.Accounts.GetAPIKeyByHash(ctx, k.SecretHash)
+			noErr(t, err, "GetAPIKeyByHash")
+			if gk.ResponseCache != m {
+				t.Fatalf("GetAPIKeyByHash ResponseCache = %q, want %q", gk.ResponseCache, m)
+			}
+		}
+		listed, _, err := s.Accounts.ListAPIKeys(ctx, u.ID, store.PageRequest{})
+		noErr(t, err, "ListAPIKeys")
+		if len(listed) != len(modes) {
+			t.Fatalf("listed %d keys, want %d", len(listed), len(modes))
+		}
+		for i, k := range listed { // newest first
+			if want := modes[len(modes)-1-i]; k.ResponseCache != want {
+				t.Fatalf("ListAPIKeys[%d].ResponseCache = %q, want %q", i, k.ResponseCache, want)
+			}
+		}
+		bad := store.APIKey{ID: newID(), UserID: u.ID, Name: "k", Prefix: "pk_", SecretHash: hash(newID()),
+			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), ResponseCache: "sometimes"}
+		wantErr(t, s.Accounts.CreateAPIKey(ctx, bad), store.ErrInvalidArgument, "CreateAPIKey unknown response cache mode")
+		_, _, err = s.Accounts.GetAPIKeyByHash(ctx, bad.SecretHash)
+		wantErr(t, err, store.ErrNotFound, "the invalid key was not stored")
+	})
+
 	t.Run("APIKeyPagination", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		u := mustUser(t, s, "many@example.com")
