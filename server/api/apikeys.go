@@ -43,7 +43,11 @@ func (h *ApiKeyHandler) CreateApiKey(ctx context.Context, req *connect.Request[p
 			return nil, apierr.InvalidArgument("ttl", "must be positive")
 		}
 	}
-	k, secret, err := h.Auth.CreateAPIKey(ctx, p, name, ttl, clientOf(req))
+	cache, ok := responseCacheFromProto(req.Msg.GetResponseCache())
+	if !ok {
+		return nil, apierr.InvalidArgument("response_cache", "must be RESPONSE_CACHE_MODE_ON, _OFF or unspecified")
+	}
+	k, secret, err := h.Auth.CreateAPIKey(ctx, p, name, ttl, cache, clientOf(req))
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +98,7 @@ func APIKeyToProto(k store.APIKey) *parleyv1.ApiKey {
 	pk := &parleyv1.ApiKey{
 		KeyId: k.ID, Name: k.Name, Prefix: k.Prefix,
 		CreatedAt: timestamppb.New(k.CreatedAt), ExpiresAt: timestamppb.New(k.ExpiresAt),
+		ResponseCache: responseCacheToProto[k.ResponseCache],
 	}
 	if !k.LastUsedAt.IsZero() {
 		pk.LastUsedAt = timestamppb.New(k.LastUsedAt)
@@ -102,4 +107,22 @@ func APIKeyToProto(k store.APIKey) *parleyv1.ApiKey {
 		pk.RevokedAt = timestamppb.New(k.RevokedAt)
 	}
 	return pk
+}
+
+// responseCacheToProto maps a key's stored response cache mode to the API's.
+var responseCacheToProto = map[store.ResponseCacheMode]parleyv1.ResponseCacheMode{
+	store.ResponseCacheDefault: parleyv1.ResponseCacheMode_RESPONSE_CACHE_MODE_UNSPECIFIED,
+	store.ResponseCacheOn:      parleyv1.ResponseCacheMode_RESPONSE_CACHE_MODE_ON,
+	store.ResponseCacheOff:     parleyv1.ResponseCacheMode_RESPONSE_CACHE_MODE_OFF,
+}
+
+// responseCacheFromProto maps the API's mode to the store's; false for a
+// value outside the enum.
+func responseCacheFromProto(m parleyv1.ResponseCacheMode) (store.ResponseCacheMode, bool) {
+	for s, p := range responseCacheToProto {
+		if p == m {
+			return s, true
+		}
+	}
+	return "", false
 }

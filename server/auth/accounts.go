@@ -132,9 +132,13 @@ func (a *Authenticator) Me(ctx context.Context) (store.User, Principal, error) {
 	return cred.entry.user, cred.entry.principal, nil
 }
 
-// CreateAPIKey makes a key for p's user living ttl (0: MaxAPIKeyTTL) and
-// returns it with its secret, which exists nowhere else.
-func (a *Authenticator) CreateAPIKey(ctx context.Context, p Principal, name string, ttl time.Duration, c Client) (store.APIKey, string, error) {
+// CreateAPIKey makes a key for p's user living ttl (0: MaxAPIKeyTTL) with
+// its response cache default, and returns it with its secret, which exists
+// nowhere else.
+func (a *Authenticator) CreateAPIKey(ctx context.Context, p Principal, name string, ttl time.Duration, cache store.ResponseCacheMode, c Client) (store.APIKey, string, error) {
+	if !cache.Valid() {
+		return store.APIKey{}, "", apierr.InvalidArgument("response_cache", "must be on, off or unset")
+	}
 	switch {
 	case ttl == 0:
 		ttl = MaxAPIKeyTTL
@@ -148,7 +152,7 @@ func (a *Authenticator) CreateAPIKey(ctx context.Context, p Principal, name stri
 	now := a.now().UTC()
 	k := store.APIKey{
 		ID: newID(), UserID: p.UserID, Name: name, Prefix: secret[:keyPrefixLen],
-		SecretHash: d[:], CreatedAt: now, ExpiresAt: now.Add(ttl),
+		SecretHash: d[:], CreatedAt: now, ExpiresAt: now.Add(ttl), ResponseCache: cache,
 	}
 	if err := a.accounts.CreateAPIKey(ctx, k); err != nil {
 		return store.APIKey{}, "", a.internal("creating an API key", err)

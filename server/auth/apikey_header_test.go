@@ -16,7 +16,7 @@ import (
 func TestAPIKeyHeader(t *testing.T) {
 	f := newFixture(t, auth.Config{})
 	u, token := f.signUp(t, "x@example.com")
-	_, secret, err := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, auth.Client{})
+	_, secret, err := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, "", auth.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}

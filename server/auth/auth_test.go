@@ -154,7 +154,7 @@ func TestExpiredSessionIsUnauthenticated(t *testing.T) {
 func TestExpiredKeyIsUnauthenticated(t *testing.T) {
 	f := newFixture(t, auth.Config{})
 	u, _ := f.signUp(t, "a@example.com")
-	k, secret, err := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, auth.Client{})
+	k, secret, err := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, "", auth.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,17 +176,31 @@ func TestAPIKeyTTL(t *testing.T) {
 	u, _ := f.signUp(t, "a@example.com")
 	p := auth.Principal{UserID: u.ID}
 	for _, ttl := range []time.Duration{-time.Second, auth.MaxAPIKeyTTL + time.Second} {
-		_, _, err := f.auth.CreateAPIKey(context.Background(), p, "k", ttl, auth.Client{})
+		_, _, err := f.auth.CreateAPIKey(context.Background(), p, "k", ttl, "", auth.Client{})
 		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "ttl") {
 			t.Errorf("ttl %v: %v", ttl, err)
 		}
 	}
-	k, secret, err := f.auth.CreateAPIKey(context.Background(), p, "k", 0, auth.Client{})
+	k, secret, err := f.auth.CreateAPIKey(context.Background(), p, "k", 0, "", auth.Client{})
 	if err != nil || k.ExpiresAt.Sub(k.CreatedAt) != auth.MaxAPIKeyTTL {
 		t.Fatalf("default ttl: %v %v", k.ExpiresAt.Sub(k.CreatedAt), err)
 	}
 	if !strings.HasPrefix(secret, "pk_") || len(secret) != 46 || !strings.HasPrefix(secret, k.Prefix) || len(k.Prefix) != 11 {
 		t.Fatalf("secret %q prefix %q", secret, k.Prefix)
+	}
+}
+
+func TestAPIKeyResponseCacheMode(t *testing.T) {
+	f := newFixture(t, auth.Config{})
+	u, _ := f.signUp(t, "a@example.com")
+	p := auth.Principal{UserID: u.ID}
+	_, _, err := f.auth.CreateAPIKey(context.Background(), p, "k", time.Hour, "sometimes", auth.Client{})
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "response_cache") {
+		t.Fatalf("unknown mode: %v", err)
+	}
+	k, _, err := f.auth.CreateAPIKey(context.Background(), p, "k", time.Hour, "off", auth.Client{})
+	if err != nil || k.ResponseCache != "off" {
+		t.Fatalf("off: %q %v", k.ResponseCache, err)
 	}
 }
 
@@ -196,7 +210,7 @@ func TestRevocationReachesOtherGatewaysWithinCacheTTL(t *testing.T) {
 	otherURL := f.serve(t, other)
 	u, _ := f.signUp(t, "a@example.com")
 	p := auth.Principal{UserID: u.ID}
-	k, secret, err := f.auth.CreateAPIKey(context.Background(), p, "k", time.Hour, auth.Client{})
+	k, secret, err := f.auth.CreateAPIKey(context.Background(), p, "k", time.Hour, "", auth.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +251,7 @@ func TestLogoutEvicts(t *testing.T) {
 func TestLastUseIsWrittenInBatches(t *testing.T) {
 	f := newFixture(t, auth.Config{})
 	u, _ := f.signUp(t, "a@example.com")
-	_, secret, err := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, auth.Client{})
+	_, secret, err := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, "", auth.Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +277,7 @@ func TestLastUseIsWrittenInBatches(t *testing.T) {
 func TestCSRF(t *testing.T) {
 	f := newFixture(t, auth.Config{WebOrigins: []string{"https://app.example.com"}})
 	u, token := f.signUp(t, "a@example.com")
-	_, secret, _ := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, auth.Client{})
+	_, secret, _ := f.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, "", auth.Client{})
 	with := func(h map[string]string, origin string) map[string]string {
 		out := map[string]string{"Origin": origin}
 		for k, v := range h {

@@ -201,7 +201,7 @@ func (a *Authenticator) authenticate(ctx context.Context, ch Channel, raw string
 			return nil, d, fail()
 		}
 		c.user, c.validUntil = u, s.ExpiresAt
-		c.principal = principalOf(u, ChannelSession, "")
+		c.principal = principalOf(u, ChannelSession, store.APIKey{})
 	case ChannelAPIKey:
 		k, u, err := a.accounts.GetAPIKeyByHash(ctx, d[:])
 		if err != nil {
@@ -211,7 +211,7 @@ func (a *Authenticator) authenticate(ctx context.Context, ch Channel, raw string
 			return nil, d, fail()
 		}
 		c.user, c.validUntil = u, k.ExpiresAt
-		c.principal = principalOf(u, ChannelAPIKey, k.ID)
+		c.principal = principalOf(u, ChannelAPIKey, k)
 	}
 	c.user.PasswordHash = ""
 	c.freshUntil = now.Add(a.cfg.CacheTTL)

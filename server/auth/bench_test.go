@@ -17,7 +17,7 @@ import (
 func BenchmarkAuthenticateWarm(b *testing.B) {
 	fx := newFixture(b, auth.Config{})
 	u, token := fx.signUp(b, "a@example.com")
-	_, secret, err := fx.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, auth.Client{})
+	_, secret, err := fx.auth.CreateAPIKey(context.Background(), auth.Principal{UserID: u.ID}, "k", time.Hour, "", auth.Client{})
 	if err != nil {
 		b.Fatal(err)
 	}

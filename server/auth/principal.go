@@ -39,6 +39,9 @@ type Principal struct {
 	Channel Channel
 	// KeyID is the API key's id when Channel is ChannelAPIKey.
 	KeyID string
+	// ResponseCache is the API key's response cache default (the
+	// operator's when unset, and always on the session channel).
+	ResponseCache store.ResponseCacheMode
 	// Admin grants the AdminService.
 	Admin bool
 }
@@ -57,9 +60,9 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
-func principalOf(u store.User, ch Channel, keyID string) Principal {
+func principalOf(u store.User, ch Channel, key store.APIKey) Principal {
 	return Principal{
 		UserID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Tier: u.Tier,
-		Channel: ch, KeyID: keyID, Admin: u.Admin,
+		Channel: ch, KeyID: key.ID, ResponseCache: key.ResponseCache, Admin: u.Admin,
 	}
 }

@@ -28,14 +28,21 @@ type cacheTurn struct {
 }
 
 // cacheable reports whether req may be answered from the cache: the caller
-// opted in (the Parley-Cache header, else the operator's default) and the
-// answer is determined by the request (temperature 0 or a seed, no tools,
-// no images, documents or attachments to prepare).
-func (c *Core) cacheable(ctx context.Context, req *Request) (bool, error) {
+// opted in (the Parley-Cache header, else the API key's setting, else the
+// operator's default) and the answer is determined by the request
+// (temperature 0 or a seed, no tools, no images, documents or attachments
+// to prepare).
+func (c *Core) cacheable(ctx context.Context, p auth.Principal, req *Request) (bool, error) {
 	if c.Cache == nil {
 		return false, nil
 	}
 	on := c.CacheByDefault
+	switch p.ResponseCache {
+	case store.ResponseCacheOn:
+		on = true
+	case store.ResponseCacheOff:
+		on = false
+	}
 	switch asked := respcache.FromContext(ctx); {
 	case asked == nil || asked.Asked == "":
 	case asked.Asked == "on":
@@ -71,7 +78,7 @@ func cacheKey(userID string, m *models.Model, req *Request, maxOut int64) string
 // returns the turn that records this generation for it; a nil turn when the
 // request does not use the cache.
 func (c *Core) consultCache(ctx context.Context, p auth.Principal, m *models.Model, req *Request, maxOut int64, emit Emit) (*cacheTurn, error) {
-	ok, err := c.cacheable(ctx, req)
+	ok, err := c.cacheable(ctx, p, req)
 	if !ok || err != nil {
 		return nil, err
 	}

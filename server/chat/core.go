@@ -57,7 +57,8 @@ type Core struct {
 	Budgets Budgets
 	// Cache answers deterministic API requests that opt in from earlier
 	// identical ones (nil: no response cache); CacheByDefault opts in the
-	// requests that do not say (Parley-Cache: on|off).
+	// requests that do not say (Parley-Cache: on|off) from keys with no
+	// setting of their own.
 	Cache          *respcache.Cache
 	CacheByDefault bool
 

@@ -144,6 +144,10 @@ func TestBadInputsNameTheField(t *testing.T) {
 		{"key without name", "name", createKey("", 0)},
 		{"key ttl over 30 days", "ttl", createKey("k", 30*24*time.Hour+time.Second)},
 		{"key ttl negative", "ttl", createKey("k", -time.Hour)},
+		{"key response cache", "response_cache", func() error {
+			_, err := me.Keys.CreateApiKey(ctx, connect.NewRequest(&parleyv1.CreateApiKeyRequest{Name: "k", ResponseCache: 7}))
+			return err
+		}()},
 		{"page size", "page_size", func() error {
 			_, err := me.Keys.ListApiKeys(ctx, connect.NewRequest(&parleyv1.ListApiKeysRequest{PageSize: 201}))
 			return err

@@ -218,6 +218,88 @@ func TestResponseCacheHitAndMiss(t *testing.T) {
 	})
 }
 
+// An API key's own response cache setting sits between the request's
+// Parley-Cache header (which beats it) and the operator's --response-cache
+// default (which it beats): a key made ON is cached without the header
+// under opt-in, a key made OFF is not cached under on unless the header
+// asks, and the header's off beats a key's on.
+func TestResponseCacheKeySetting(t *testing.T) {
+	newKey := func(t *testing.T, s *server, a *account, mode parleyv1.ResponseCacheMode) string {
+		t.Helper()
+		res, err := s.as(protocols[0], a, "session").Keys.CreateApiKey(ctxTimeout(t, 10*time.Second),
+			connect.NewRequest(&parleyv1.CreateApiKeyRequest{Name: "cache " + mode.String(), ResponseCache: mode}))
+		if err != nil {
+			t.Fatalf("CreateApiKey(%v): %v", mode, err)
+		}
+		if got := res.Msg.GetApiKey().GetResponseCache(); got != mode {
+			t.Fatalf("CreateApiKey(%v) returned a key with %v", mode, got)
+		}
+		return res.Msg.GetSecret()
+	}
+	// ask sends body twice with the header cache and checks the cache
+	// statuses of both answers ("" when the cache was not considered).
+	ask := func(t *testing.T, s *server, key, cache, body string, want ...string) {
+		t.Helper()
+		for i, w := range want {
+			code, st, text := cachePost(t, s, key, cache, body)
+			if code != 200 || st != w {
+				t.Fatalf("request %d (Parley-Cache %q): %d status %q, want %q: %s", i, cache, code, st, w, text)
+			}
+		}
+	}
+	body := func(s string) string {
+		return `{"model":"sim-small","messages":[{"role":"user","content":"key cache ` + s + `"}],"max_tokens":20,"temperature":0}`
+	}
+	on, off := parleyv1.ResponseCacheMode_RESPONSE_CACHE_MODE_ON, parleyv1.ResponseCacheMode_RESPONSE_CACHE_MODE_OFF
+
+	t.Run("operator opt-in", func(t *testing.T) {
+		s := startServer(t, append(fastAuth, "--response-cache", "opt-in")...)
+		a := s.newAccount(t, "key-cache-optin@example.com")
+		s.topup(t, a, "10")
+		keyOn, keyOff := newKey(t, s, a, on), newKey(t, s, a, off)
+		// The key's setting opts it in with no header.
+		ask(t, s, keyOn, "", body("1"), "miss", "hit")
+		// The header's off beats the key's on.
+		ask(t, s, keyOn, "off", body("1"), "", "")
+		// A key without a setting follows the operator: not considered.
+		ask(t, s, a.Key, "", body("1"), "", "")
+		// A key made off, and the header's on beats it.
+		ask(t, s, keyOff, "", body("2"), "", "")
+		ask(t, s, keyOff, "on", body("2"), "miss", "hit")
+		// The setting is on the key: ListApiKeys shows it.
+		res, err := s.as(protocols[0], a, "session").Keys.ListApiKeys(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.ListApiKeysRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[parleyv1.ResponseCacheMode]int{}
+		for _, k := range res.Msg.GetApiKeys() {
+			got[k.GetResponseCache()]++
+		}
+		if len(res.Msg.GetApiKeys()) != 3 || got[on] != 1 || got[off] != 1 || got[parleyv1.ResponseCacheMode_RESPONSE_CACHE_MODE_UNSPECIFIED] != 1 {
+			t.Fatalf("ListApiKeys response_cache: %v", got)
+		}
+	})
+
+	t.Run("operator on", func(t *testing.T) {
+		s := startServer(t, append(fastAuth, "--response-cache", "on")...)
+		a := s.newAccount(t, "key-cache-on@example.com")
+		s.topup(t, a, "10")
+		// This key is made by the operator's CLI.
+		keyOff := strings.TrimSpace(s.admin(t, "create-key", "--email", a.Email, "--response-cache", "off"))
+		keyOn := newKey(t, s, a, on)
+		// The key's off beats the operator's on: never cached.
+		ask(t, s, keyOff, "", body("3"), "", "", "")
+		// A key without a setting follows the operator: cached.
+		ask(t, s, a.Key, "", body("3"), "miss", "hit")
+		// The header's on beats the key's off (the same user's answer).
+		ask(t, s, keyOff, "on", body("3"), "hit")
+		ask(t, s, keyOff, "on", body("4"), "miss", "hit")
+		// The header's off beats the key's on.
+		ask(t, s, keyOn, "off", body("4"), "", "")
+		ask(t, s, keyOn, "", body("4"), "hit")
+	})
+}
+
 // With the response cache's Redis down, the cache skips it: requests are
 // served (as misses, then hits from the process level), and when it is back
 // answers reach it again.

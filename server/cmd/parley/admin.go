@@ -23,7 +23,7 @@ const adminUsage = `usage: parley admin <task> [flags]
 tasks:
   create-user --email E --password P [--tier free|plus|pro|max] [--admin]
   topup       --email E --usd N
-  create-key  --email E [--ttl D] [--name N]   (prints the secret once)
+  create-key  --email E [--ttl D] [--name N] [--response-cache on|off]   (prints the secret once)
   usage       --email E [--end-user U] [--limit N]   (newest first, one line each)
 `
 
@@ -67,8 +67,9 @@ func admin(ctx context.Context, args []string, stdout io.Writer) error {
 	case "create-key":
 		ttl := fs.Duration("ttl", auth.MaxAPIKeyTTL, "how long the key lives (at most 720h)")
 		name := fs.String("name", "admin", "a name to recognise the key by")
+		cache := fs.String("response-cache", "", "the key's response cache default: on, off, or empty for the server's")
 		run = func(ctx context.Context, s *stores, u store.User) error {
-			return createKey(ctx, s, stdout, u, *name, *ttl)
+			return createKey(ctx, s, stdout, u, *name, *ttl, store.ResponseCacheMode(*cache))
 		}
 	case "usage":
 		endUser := fs.String("end-user", "", "only the records of this end user (the API's `user` field)")
@@ -132,16 +133,19 @@ func createUser(ctx context.Context, s *stores, stdout io.Writer, email, passwor
 	return nil
 }
 
-func createKey(ctx context.Context, s *stores, stdout io.Writer, u store.User, name string, ttl time.Duration) error {
+func createKey(ctx context.Context, s *stores, stdout io.Writer, u store.User, name string, ttl time.Duration, cache store.ResponseCacheMode) error {
 	if name == "" || len(name) > 100 {
 		return errors.New("--name: give 1–100 characters")
 	}
 	if ttl <= 0 || ttl > auth.MaxAPIKeyTTL {
 		return errors.New("--ttl: must be positive and at most 720h (30 days)")
 	}
+	if !cache.Valid() {
+		return fmt.Errorf("--response-cache: %q: want on, off or empty", cache)
+	}
 	authn := auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{})
 	p := auth.Principal{UserID: u.ID, Email: u.Email, Tier: u.Tier, Admin: u.Admin}
-	k, secret, err := authn.CreateAPIKey(ctx, p, name, ttl, auth.Client{IP: "cli", UserAgent: "parley admin"})
+	k, secret, err := authn.CreateAPIKey(ctx, p, name, ttl, cache, auth.Client{IP: "cli", UserAgent: "parley admin"})
 	if err != nil {
 		return err
 	}
