@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17parley/v1/api_key.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\x01\n\x06\x41piKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06prefix\x18\x03 \x01(\t\x12.\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_used_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrevoked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x13\x43reateApiKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"J\n\x14\x43reateApiKeyResponse\x12\"\n\x07\x61pi_key\x18\x01 \x01(\x0b\x32\x11.parley.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\";\n\x12ListApiKeysRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"S\n\x13ListApiKeysResponse\x12#\n\x08\x61pi_keys\x18\x01 \x03(\x0b\x32\x11.parley.v1.ApiKey\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"%\n\x13RevokeApiKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\":\n\x14RevokeApiKeyResponse\x12\"\n\x07\x61pi_key\x18\x01 \x01(\x0b\x32\x11.parley.v1.ApiKey2\xff\x01\n\rApiKeyService\x12O\n\x0c\x43reateApiKey\x12\x1e.parley.v1.CreateApiKeyRequest\x1a\x1f.parley.v1.CreateApiKeyResponse\x12L\n\x0bListApiKeys\x12\x1d.parley.v1.ListApiKeysRequest\x1a\x1e.parley.v1.ListApiKeysResponse\x12O\n\x0cRevokeApiKey\x12\x1e.parley.v1.RevokeApiKeyRequest\x1a\x1f.parley.v1.RevokeApiKeyResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17parley/v1/api_key.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xae\x02\n\x06\x41piKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06prefix\x18\x03 \x01(\t\x12.\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0clast_used_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrevoked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x0eresponse_cache\x18\x08 \x01(\x0e\x32\x1c.parley.v1.ResponseCacheMode\"\x81\x01\n\x13\x43reateApiKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x0eresponse_cache\x18\x03 \x01(\x0e\x32\x1c.parley.v1.ResponseCacheMode\"J\n\x14\x43reateApiKeyResponse\x12\"\n\x07\x61pi_key\x18\x01 \x01(\x0b\x32\x11.parley.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\";\n\x12ListApiKeysRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"S\n\x13ListApiKeysResponse\x12#\n\x08\x61pi_keys\x18\x01 \x03(\x0b\x32\x11.parley.v1.ApiKey\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"%\n\x13RevokeApiKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\":\n\x14RevokeApiKeyResponse\x12\"\n\x07\x61pi_key\x18\x01 \x01(\x0b\x32\x11.parley.v1.ApiKey*q\n\x11ResponseCacheMode\x12#\n\x1fRESPONSE_CACHE_MODE_UNSPECIFIED\x10\x00\x12\x1a\n\x16RESPONSE_CACHE_MODE_ON\x10\x01\x12\x1b\n\x17RESPONSE_CACHE_MODE_OFF\x10\x02\x32\xff\x01\n\rApiKeyService\x12O\n\x0c\x43reateApiKey\x12\x1e.parley.v1.CreateApiKeyRequest\x1a\x1f.parley.v1.CreateApiKeyResponse\x12L\n\x0bListApiKeys\x12\x1d.parley.v1.ListApiKeysRequest\x1a\x1e.parley.v1.ListApiKeysResponse\x12O\n\x0cRevokeApiKey\x12\x1e.parley.v1.RevokeApiKeyRequest\x1a\x1f.parley.v1.RevokeApiKeyResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,20 +34,22 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'parley.v1.api_key_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
+  _globals['_RESPONSECACHEMODE']._serialized_start=861
+  _globals['_RESPONSECACHEMODE']._serialized_end=974
   _globals['_APIKEY']._serialized_start=104
-  _globals['_APIKEY']._serialized_end=352
-  _globals['_CREATEAPIKEYREQUEST']._serialized_start=354
-  _globals['_CREATEAPIKEYREQUEST']._serialized_end=429
-  _globals['_CREATEAPIKEYRESPONSE']._serialized_start=431
-  _globals['_CREATEAPIKEYRESPONSE']._serialized_end=505
-  _globals['_LISTAPIKEYSREQUEST']._serialized_start=507
-  _globals['_LISTAPIKEYSREQUEST']._serialized_end=566
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=568
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=651
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=653
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=690
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=692
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=750
-  _globals['_APIKEYSERVICE']._serialized_start=753
-  _globals['_APIKEYSERVICE']._serialized_end=1008
+  _globals['_APIKEY']._serialized_end=406
+  _globals['_CREATEAPIKEYREQUEST']._serialized_start=409
+  _globals['_CREATEAPIKEYREQUEST']._serialized_end=538
+  _globals['_CREATEAPIKEYRESPONSE']._serialized_start=540
+  _globals['_CREATEAPIKEYRESPONSE']._serialized_end=614
+  _globals['_LISTAPIKEYSREQUEST']._serialized_start=616
+  _globals['_LISTAPIKEYSREQUEST']._serialized_end=675
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=677
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=760
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=762
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=799
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=801
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=859
+  _globals['_APIKEYSERVICE']._serialized_start=977
+  _globals['_APIKEYSERVICE']._serialized_end=1232
 # @@protoc_insertion_point(module_scope)

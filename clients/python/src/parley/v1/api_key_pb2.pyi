@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -10,8 +11,17 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ResponseCacheMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESPONSE_CACHE_MODE_UNSPECIFIED: _ClassVar[ResponseCacheMode]
+    RESPONSE_CACHE_MODE_ON: _ClassVar[ResponseCacheMode]
+    RESPONSE_CACHE_MODE_OFF: _ClassVar[ResponseCacheMode]
+RESPONSE_CACHE_MODE_UNSPECIFIED: ResponseCacheMode
+RESPONSE_CACHE_MODE_ON: ResponseCacheMode
+RESPONSE_CACHE_MODE_OFF: ResponseCacheMode
+
 class ApiKey(_message.Message):
-    __slots__ = ("key_id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at")
+    __slots__ = ("key_id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at", "response_cache")
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PREFIX_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +29,7 @@ class ApiKey(_message.Message):
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
     REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_CACHE_FIELD_NUMBER: _ClassVar[int]
     key_id: str
     name: str
     prefix: str
@@ -26,15 +37,18 @@ class ApiKey(_message.Message):
     expires_at: _timestamp_pb2.Timestamp
     last_used_at: _timestamp_pb2.Timestamp
     revoked_at: _timestamp_pb2.Timestamp
-    def __init__(self, key_id: _Optional[str] = ..., name: _Optional[str] = ..., prefix: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    response_cache: ResponseCacheMode
+    def __init__(self, key_id: _Optional[str] = ..., name: _Optional[str] = ..., prefix: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., response_cache: _Optional[_Union[ResponseCacheMode, str]] = ...) -> None: ...
 
 class CreateApiKeyRequest(_message.Message):
-    __slots__ = ("name", "ttl")
+    __slots__ = ("name", "ttl", "response_cache")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_CACHE_FIELD_NUMBER: _ClassVar[int]
     name: str
     ttl: _duration_pb2.Duration
-    def __init__(self, name: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    response_cache: ResponseCacheMode
+    def __init__(self, name: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., response_cache: _Optional[_Union[ResponseCacheMode, str]] = ...) -> None: ...
 
 class CreateApiKeyResponse(_message.Message):
     __slots__ = ("api_key", "secret")
