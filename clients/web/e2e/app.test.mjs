@@ -161,11 +161,13 @@ test("API keys: create (secret shown once), use, revoke", { skip }, async () => 
   await page.locator("#keys-page").waitFor();
   await page.fill("#key-form input[name=name]", "ci key");
   await page.fill("#key-form input[name=days]", "7");
+  await page.selectOption("#key-form select[name=cache]", "off");
   await page.click("#key-form button");
   await page.locator("#key-secret").waitFor();
   const secret = await page.textContent("#secret-value");
   assert.match(secret, /^pk_/);
   await page.locator("#key-rows tr", { hasText: "ci key" }).waitFor();
+  assert.equal(await page.locator("#key-rows tr", { hasText: "ci key" }).locator("td").nth(5).textContent(), "off", "the key's response cache setting");
   await shot(page, "07-keys");
   const me = await connectCall(srv.url, "AuthService/GetMe", {}, { authorization: `Bearer ${secret}` });
   assert.equal(me.status, 200, JSON.stringify(me.body));

@@ -5,6 +5,7 @@ import type { GenerationEvent, Part } from "../../ts/src/gen/parley/v1/common_pb
 import { FinishReason, Role } from "../../ts/src/gen/parley/v1/common_pb";
 import type { Model } from "../../ts/src/gen/parley/v1/model_pb";
 import { ModelKind } from "../../ts/src/gen/parley/v1/model_pb";
+import { ResponseCacheMode } from "../../ts/src/gen/parley/v1/api_key_pb";
 import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
 import { ArchivedFilter, ExportFormat, MessageStatus } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
@@ -73,6 +74,7 @@ document.body.innerHTML = `
       <form id="key-form" class="row">
         <input name="name" required maxlength="100" placeholder="Key name">
         <label>Expires in <input name="days" type="number" min="1" max="30" value="30" required> days</label>
+        <label title="Whether this key's deterministic requests use the response cache when they send no Parley-Cache header">Response cache <select name="cache"><option value="">server default</option><option value="on">on</option><option value="off">off</option></select></label>
         <button class="primary">Create key</button>
       </form>
       <div id="key-secret" class="secret" hidden>
@@ -80,7 +82,7 @@ document.body.innerHTML = `
         <div class="row"><code id="secret-value"></code><button id="copy-secret" type="button">Copy</button></div>
       </div>
       <p class="error" id="keys-error" role="alert"></p>
-      <div class="table"><table><thead><tr><th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th></th></tr></thead><tbody id="key-rows"></tbody></table></div>
+      <div class="table"><table><thead><tr><th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Cache</th><th></th></tr></thead><tbody id="key-rows"></tbody></table></div>
     </section>
     <form id="composer">
       <div id="pending"></div>
@@ -1014,10 +1016,12 @@ async function showKeys() {
         h("td", {}, k.createdAt ? when(timestampMs(k.createdAt)) : ""),
         h("td", {}, k.expiresAt ? when(timestampMs(k.expiresAt)) : ""),
         h("td", {}, k.lastUsedAt ? when(timestampMs(k.lastUsedAt)) : "never"),
+        h("td", {}, cacheModeName[k.responseCache] ?? "default"),
         h("td", {}, status ? h("span", { class: "muted status" }, status) : h("button", { type: "button", class: "revoke danger", onclick: () => revoke(k.keyId, k.name) }, "Revoke")));
     }));
   } catch (err) { $("keys-error").textContent = describe(err); }
 }
+const cacheModeName: Record<number, string> = { [ResponseCacheMode.ON]: "on", [ResponseCacheMode.OFF]: "off" };
 async function revoke(id: string, name: string) {
   if (!confirm(`Revoke the key “${name}”? Programs using it stop working within seconds.`)) return;
   try { await keys.revokeApiKey({ keyId: id }); } catch (err) { $("keys-error").textContent = describe(err); }
@@ -1029,7 +1033,8 @@ $<HTMLFormElement>("key-form").onsubmit = async (e) => {
   const f = new FormData(form);
   const days = Math.min(30, Math.max(1, Number(f.get("days")) || 30));
   try {
-    const r = await keys.createApiKey({ name: String(f.get("name")), ttl: { seconds: BigInt(days * 86400) } });
+    const responseCache = f.get("cache") === "on" ? ResponseCacheMode.ON : f.get("cache") === "off" ? ResponseCacheMode.OFF : ResponseCacheMode.UNSPECIFIED;
+    const r = await keys.createApiKey({ name: String(f.get("name")), ttl: { seconds: BigInt(days * 86400) }, responseCache });
     $("secret-value").textContent = r.secret;
     $("key-secret").hidden = false;
     form.reset();
