@@ -151,15 +151,13 @@ func (h *AdminHandler) ListServedModels(context.Context, *connect.Request[parley
 	return connect.NewResponse(res), nil
 }
 
-// ListUsage pages through one user's usage records, newest first, those of
-// one end user when the request names one. An id that is no user's lists
-// nothing: records outlive the accounts they belong to.
+// ListUsage pages through one user's usage records, or every user's when the
+// request names none, newest first, those of one end user when the request
+// names one, with the emails of the page's accounts. An id that is no user's
+// lists nothing: records outlive the accounts they belong to.
 func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parleyv1.AdminServiceListUsageRequest]) (*connect.Response[parleyv1.AdminServiceListUsageResponse], error) {
 	p, _ := auth.FromContext(ctx)
 	userID := req.Msg.GetUserId()
-	if userID == "" {
-		return nil, apierr.InvalidArgument("user_id", "is required")
-	}
 	size, err := PageSize(req.Msg.GetPageSize())
 	if err != nil {
 		return nil, err
@@ -168,7 +166,8 @@ func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parle
 	if err != nil {
 		return nil, err
 	}
-	// The token is the admin's, bound to the account and the filter.
+	// The token is the admin's, bound to the account (none: every user's,
+	// which no id encodes to) and the filter.
 	list := usageList("admin_usage:"+base64.RawURLEncoding.EncodeToString([]byte(userID)), filter)
 	cursor, err := h.Pages.Open(p.UserID, list, req.Msg.GetPageToken())
 	if err != nil {
@@ -178,8 +177,28 @@ func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parle
 	if err != nil {
 		return nil, h.typed(ctx, "page_token", err)
 	}
+	emails := map[string]string{}
+	for _, r := range records {
+		if _, done := emails[r.UserID]; done {
+			continue
+		}
+		u, err := h.Auth.UserByID(ctx, r.UserID)
+		switch {
+		case err == nil:
+			emails[r.UserID] = u.Email
+		case connect.CodeOf(err) == connect.CodeNotFound:
+			emails[r.UserID] = "" // a deleted account: left out below
+		default:
+			return nil, err
+		}
+	}
+	for id, email := range emails {
+		if email == "" {
+			delete(emails, id)
+		}
+	}
 	return connect.NewResponse(&parleyv1.AdminServiceListUsageResponse{
-		UsageRecords: UsageRecordsToProto(records), NextPageToken: h.Pages.Seal(p.UserID, list, next),
+		UsageRecords: UsageRecordsToProto(records), NextPageToken: h.Pages.Seal(p.UserID, list, next), UserEmails: emails,
 	}), nil
 }
 

@@ -126,6 +126,7 @@ func UsageRecordsToProto(records []store.UsageRecord) []*parleyv1.UsageRecord {
 			CreatedAt: timestamppb.New(r.CreatedAt),
 			User:      r.EndUser,
 			CacheHit:  r.CacheHit,
+			UserId:    r.UserID,
 		})
 	}
 	return out

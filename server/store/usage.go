@@ -55,8 +55,9 @@ type Usage interface {
 	// Record stores a batch of records. Records whose RequestID is already
 	// stored are skipped, so a batch can be retried whole.
 	Record(ctx context.Context, records []UsageRecord) error
-	// List returns a user's records that match filter, newest first. A
-	// cursor is only valid with the filter of the list that returned it.
+	// List returns a user's records that match filter, newest first; an
+	// empty userID lists every user's (the admin's recent usage). A cursor
+	// is only valid with the user and filter of the list that returned it.
 	List(ctx context.Context, userID string, filter UsageFilter, page PageRequest) ([]UsageRecord, string, error)
 	// Summarize adds up a user's records with from <= CreatedAt < to per
 	// day and model, ordered by day and then model. A day is a calendar day

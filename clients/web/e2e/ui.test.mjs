@@ -561,6 +561,128 @@ test("share: a read-only link that works logged out, revocable; export Markdown 
   await page.click("#share button:text('Close')");
 });
 
+/** Calls a Connect method as p's signed-in user (its cookie, same origin), with JSON. */
+async function rpc(p, method, body = {}) {
+  return p.evaluate(async ([m, b]) => {
+    const r = await fetch(`/parley.v1.${m}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(b) });
+    if (!r.ok) throw new Error(`${m}: ${r.status} ${await r.text()}`);
+    return r.json();
+  }, [method, body]);
+}
+/** A fresh context with a newly signed-up user; the caller closes ctx. */
+async function freshUser(mail) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const p = extra = await ctx.newPage();
+  p.on("pageerror", (e) => console.error("page error:", e));
+  await signUp(p, mail, "Fresh user");
+  return { ctx, p };
+}
+/** The user's usage records, newest first, once there are n (they are written as answers settle). */
+async function usageRecords(p, n) {
+  for (let i = 0; i < 100; i++) {
+    const r = await rpc(p, "BillingService/ListUsage", { pageSize: 50 });
+    if ((r.usageRecords ?? []).length >= n) return r.usageRecords;
+    await sleep(100);
+  }
+  throw new Error(`fewer than ${n} usage records after 10 s`);
+}
+
+test("new chat: a system prompt set before the first message is in its first answer's context", { skip }, async () => {
+  const { ctx, p } = await freshUser(`sysprompt-${Date.now()}@example.com`);
+  try {
+    // The same question without a system prompt, for comparison.
+    await p.locator(".empty").waitFor();
+    await sendAndWait(p, "Hello there.");
+    await p.waitForURL(/#\/c\/.+/);
+    await p.click("#new-chat");
+    await p.locator(".empty #new-sysprompt", { hasText: "Add a system prompt" }).click();
+    const prompt = "You are a terse assistant who answers in one short sentence, without greetings, lists or examples. ".repeat(3).trim();
+    await p.fill("#sysprompt-text", prompt);
+    await p.click("#sysprompt-save");
+    await p.locator("#sysprompt").waitFor({ state: "hidden" });
+    await p.locator("#new-sysprompt", { hasText: "System prompt set" }).waitFor();
+    await sendAndWait(p, "Hello there.");
+    await p.waitForURL(/#\/c\/.+/);
+    const id = new URL(p.url()).hash.slice("#/c/".length);
+    const conv = (await rpc(p, "ConversationService/GetConversation", { conversationId: id })).conversation;
+    assert.equal(conv.systemPrompt, prompt, "the conversation was made with the system prompt");
+    assert.equal(await p.locator(".msg.user").count(), 1);
+    // The first answer's prompt held the system prompt: more input tokens than
+    // the same question alone (the prompt is some 45 words).
+    const [withPrompt, plain] = await usageRecords(p, 2);
+    const grew = Number(withPrompt.usage.promptTokens) - Number(plain.usage.promptTokens);
+    assert.ok(grew >= 30 && grew <= 150, `prompt tokens ${withPrompt.usage.promptTokens} with the system prompt, ${plain.usage.promptTokens} without`);
+    // It is the conversation's: its ⋯ menu shows it; the next new chat starts without one.
+    const li = p.locator(`#conv-list li[data-id="${id}"]`);
+    await li.locator(".more").click();
+    await li.locator(".system-prompt").click();
+    await p.waitForFunction((t) => document.getElementById("sysprompt-text").value === t, prompt);
+    await p.click("#sysprompt button[value=cancel]");
+    await p.click("#new-chat");
+    await p.locator(".empty #new-sysprompt", { hasText: "Add a system prompt" }).waitFor();
+    await shot(p, "30-new-chat-system-prompt");
+  } finally { await ctx.close(); }
+});
+
+test("search: more results page after the first 30", { skip }, async () => {
+  const { ctx, p } = await freshUser(`search-${Date.now()}@example.com`);
+  try {
+    for (let i = 0; i < 33; i++) await rpc(p, "ConversationService/CreateConversation", { title: `Walrus notes ${i}` });
+    await p.fill("#search", "walrus");
+    await p.waitForFunction(() => document.querySelectorAll("#search-results li[data-id]").length === 30, null, { timeout: 10_000 });
+    await p.locator("#search-more").click();
+    await p.waitForFunction(() => document.querySelectorAll("#search-results li[data-id]").length === 33, null, { timeout: 10_000 });
+    assert.equal(await p.locator("#search-more").count(), 0, "no more pages");
+    const ids = await p.locator("#search-results li[data-id]").evaluateAll((els) => els.map((e) => e.dataset.id));
+    assert.equal(new Set(ids).size, 33, "33 different conversations");
+    // Keyboard users go on from the first result of the new page.
+    assert.equal(await p.evaluate(() => document.activeElement?.closest("li")?.dataset.id), ids[30]);
+    await p.fill("#search", "walrus notes 7");
+    await p.locator("#search-results li[data-id]").first().waitFor();
+    assert.equal(await p.locator("#search-more").count(), 0);
+  } finally { await ctx.close(); }
+});
+
+test("admin page: recent usage of every user, with their emails", { skip }, async () => {
+  const mail = `recent-${Date.now()}@example.com`;
+  const { ctx, p } = await freshUser(mail);
+  try {
+    await sendAndWait(p, "Count me in the admin's table.");
+    await usageRecords(p, 1);
+  } finally { await ctx.close(); }
+  const actx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const a = extra = await actx.newPage();
+  try {
+    await a.goto(srv.url + "/");
+    await a.locator("#auth-form").waitFor();
+    if ((await a.textContent("#auth-submit")) !== "Log in") await a.click("#auth-toggle");
+    await a.fill("input[name=email]", adminEmail);
+    await a.fill("input[name=password]", password);
+    await a.click("#auth-submit");
+    await a.locator("#admin-btn").click();
+    // Without choosing a user: every user's requests, newest first.
+    const row = a.locator("#admin-usage table.recent-usage tbody tr", { hasText: mail });
+    await row.waitFor();
+    const cells = await row.locator("td").allTextContents();
+    assert.equal(cells[1], mail);
+    assert.match(cells[2], /^sim-/);
+    assert.match(cells[3], /^[1-9]\d* \/ [1-9]\d*$/, "tokens in / out");
+    assert.match(cells[4], /^\$/);
+    // The first row is the newest record of all.
+    const newest = (await rpc(a, "AdminService/ListUsage", { pageSize: 1 })).usageRecords[0];
+    assert.equal(await a.locator("#admin-usage table.recent-usage tbody tr").first().locator("td").nth(3).textContent(),
+      `${newest.usage.promptTokens} / ${newest.usage.completionTokens}`);
+    await row.scrollIntoViewIfNeeded();
+    await shot(a, "31-admin-recent-usage");
+    // A user's own view, and back to everyone's.
+    await a.fill("#user-search", mail);
+    await a.locator(`#admin-users tr[data-email="${mail}"] .show-usage`).click();
+    await a.locator("#admin-usage .usage-rows").waitFor();
+    await a.click("#all-usage");
+    await a.locator("#admin-usage table.recent-usage tbody tr", { hasText: mail }).waitFor();
+  } finally { await actx.close(); }
+});
+
 test("log out lands on Log in", { skip }, async () => {
   await page.goto(srv.url + "/#/");
   await page.locator("#main").waitFor();

@@ -367,15 +367,30 @@ async function runSearch() {
   listEl.hidden = !!q;
   $("conv-more").hidden = !!q || listToken === undefined;
   if (!q) { resultsEl.textContent = ""; return; }
+  resultsEl.textContent = "";
+  await searchPage(q, seq, "");
+}
+/** Appends a page of results for q, and a "More results" button while there are more. */
+async function searchPage(q: string, seq: number, pageToken: string, focusNew = false) {
   try {
-    const r = await convs.searchConversations({ query: q, pageSize: 30 });
+    const r = await convs.searchConversations({ query: q, pageSize: 30, pageToken });
     if (seq !== searchSeq) return;
-    resultsEl.replaceChildren(...(r.results.length ? r.results.map((x) => h("li", { "data-id": x.conversation!.conversationId },
+    resultsEl.querySelector(".more-results")?.remove();
+    const first = resultsEl.children.length;
+    resultsEl.append(...r.results.map((x) => h("li", { "data-id": x.conversation!.conversationId },
       h("a", { href: `#/c/${x.conversation!.conversationId}`, class: "title" }, x.conversation!.title || "New chat"),
-      h("div", { class: "snippet" }, ...highlighted(x.snippet, x.highlights)))) : [h("li", { class: "none muted" }, "No conversation matches.")]));
+      h("div", { class: "snippet" }, ...highlighted(x.snippet, x.highlights)))));
+    if (!resultsEl.children.length) resultsEl.append(h("li", { class: "none muted" }, "No conversation matches."));
+    if (focusNew) resultsEl.children[first]?.querySelector("a")?.focus(); // keyboard users go on from the first new result
+    if (r.nextPageToken) {
+      const more = h("button", { type: "button", class: "link", id: "search-more" }, "More results") as HTMLButtonElement;
+      more.onclick = () => { more.disabled = true; more.textContent = "Loading…"; searchPage(q, seq, r.nextPageToken, true); };
+      resultsEl.append(h("li", { class: "more-results" }, more));
+    }
   } catch (err) {
     if (seq !== searchSeq) return;
-    resultsEl.replaceChildren(h("li", { class: "none error" }, describe(err)));
+    resultsEl.querySelector(".more-results")?.remove();
+    resultsEl.append(h("li", { class: "none error" }, describe(err)));
   }
 }
 function markActive() {
@@ -441,21 +456,39 @@ async function exportConv(c: Conversation, format: ExportFormat) {
   } catch (err) { fail(err); }
 }
 async function systemPrompt(c: Conversation) {
+  try { c = (await convs.getConversation({ conversationId: c.conversationId })).conversation!; } catch (err) { return fail(err); }
+  promptDialog(c.systemPrompt, async (text) => { await convs.updateConversation({ conversationId: c.conversationId, systemPrompt: text }); });
+}
+/** The system prompt dialog: shows text, and closes once save(the new text) succeeds. */
+function promptDialog(text: string, save: (text: string) => Promise<void>) {
   const dlg = $("sysprompt") as HTMLDialogElement;
   const ta = $<HTMLTextAreaElement>("sysprompt-text");
   $("sysprompt-error").textContent = "";
-  try { c = (await convs.getConversation({ conversationId: c.conversationId })).conversation!; } catch (err) { return fail(err); }
-  ta.value = c.systemPrompt;
+  ta.value = text;
   dlg.showModal();
   ta.focus();
   $<HTMLFormElement>("sysprompt-form").onsubmit = async (e) => {
     if ((e as SubmitEvent).submitter?.id !== "sysprompt-save") return;
     e.preventDefault();
     try {
-      await convs.updateConversation({ conversationId: c.conversationId, systemPrompt: ta.value });
+      await save(ta.value);
       dlg.close();
     } catch (err) { $("sysprompt-error").textContent = describe(err); }
   };
+}
+// A new chat's system prompt, set before its first message: the conversation
+// is created with it when that message is sent.
+let newChatPrompt = "", creatingChat = false;
+function newChatPromptButton(): HTMLElement {
+  const b = h("button", { type: "button", id: "new-sysprompt", class: "link" }) as HTMLButtonElement;
+  const label = () => { b.textContent = newChatPrompt.trim() ? "System prompt set · Edit" : "Add a system prompt"; };
+  label();
+  b.onclick = () => promptDialog(newChatPrompt, async (text) => {
+    if ([...text].length > 8000) throw new Error("The system prompt is over 8000 characters.");
+    newChatPrompt = text;
+    label();
+  });
+  return b;
 }
 
 async function archive(li: HTMLLIElement, c: Conversation) {
@@ -617,7 +650,8 @@ async function openConversation(id: string, refresh = false) {
   if (!id) {
     pickModel("");
     document.title = "New chat · Parley";
-    messagesEl.append(h("div", { class: "empty" }, h("h2", {}, "What can I help with?"), h("p", { class: "muted" }, "Models marked simulated are Parley's built-in GPU simulation, not real models.")));
+    messagesEl.append(h("div", { class: "empty" }, h("h2", {}, "What can I help with?"), h("p", { class: "muted" }, "Models marked simulated are Parley's built-in GPU simulation, not real models."),
+      newChatPromptButton()));
     input.focus();
     return;
   }
@@ -898,7 +932,22 @@ async function send() {
   banner("");
   const parts: Part[] = pendingUploads.map((p) => ({ kind: { case: "attachmentId", value: p.id! } }) as Part);
   if (text) parts.push({ kind: { case: "text", value: text } } as Part);
-  if (!currentId) messagesEl.textContent = "";
+  const fresh = !currentId;
+  if (fresh && newChatPrompt.trim()) {
+    // A new chat with a system prompt: made first, so its first answer has it.
+    if (creatingChat) return; // a second Send while it is being made
+    creatingChat = true;
+    try {
+      const c = (await convs.createConversation({ model: modelSel.value, systemPrompt: newChatPrompt })).conversation!;
+      newChatPrompt = "";
+      currentId = c.conversationId;
+      ignoreHash = `#/c/${currentId}`;
+      location.hash = ignoreHash;
+      upsertItem(c);
+      markActive();
+    } catch (err) { return fail(err); } finally { creatingChat = false; }
+  }
+  if (fresh) messagesEl.textContent = "";
   const saved = input.value;
   input.value = "";
   autosize();

@@ -126,7 +126,7 @@ export async function showAdmin() {
   const search = h("input", { id: "user-search", type: "search", placeholder: "Email starts with…", "aria-label": "Search users by email" }) as HTMLInputElement;
   const users = h("div", { id: "admin-users" }, "Loading…");
   const workers = h("div", { id: "admin-workers" }, "Loading…");
-  const usage = h("div", { id: "admin-usage" }, h("p", { class: "muted" }, "Choose a user's Usage to see their recent requests and audit log."));
+  const usage = h("div", { id: "admin-usage" }, "Loading…");
   page.replaceChildren(h("h2", {}, "Admin"), err, ok,
     h("section", {}, h("h3", {}, "Users"), search, users),
     h("section", {}, h("h3", {}, "Workers"), workers),
@@ -176,11 +176,45 @@ export async function showAdmin() {
       h("td", {}, tier), h("td", {}, adm), bal, h("td", {}, topup),
       h("td", {}, h("button", { type: "button", class: "show-usage", onclick: () => showUserUsage(u.userId, u.email) }, "Usage")));
   };
+  let usageSeq = 0; // the latest usage view asked for; a slower earlier one is dropped
+  /** Every user's requests, newest first, a page at a time (More appends the next). */
+  const showRecentUsage = async () => {
+    const my = ++usageSeq;
+    usage.textContent = "Loading…";
+    const body = h("tbody", {});
+    const more = h("button", { type: "button", class: "link", id: "recent-more", hidden: true }, "More") as HTMLButtonElement;
+    let token = "";
+    const page = async () => {
+      more.disabled = true;
+      try {
+        const r = await admin.listUsage({ pageSize: 50, pageToken: token });
+        if (my !== usageSeq) return;
+        if (!body.children.length && !r.usageRecords.length) { usage.replaceChildren(h("p", { class: "muted" }, "No usage yet.")); return; }
+        body.append(...r.usageRecords.map((x) => h("tr", {},
+          h("td", {}, x.createdAt ? when(timestampMs(x.createdAt)) : ""),
+          h("td", { class: "email" }, r.userEmails[x.userId] ?? h("span", { class: "muted" }, "(deleted account)")),
+          h("td", {}, x.model),
+          h("td", {}, `${x.usage?.promptTokens ?? 0n} / ${x.usage?.completionTokens ?? 0n}`),
+          h("td", {}, usd(x.costNanos)))));
+        token = r.nextPageToken;
+        more.hidden = !token;
+      } catch (e) { err.textContent = describe(e); }
+      more.disabled = false;
+    };
+    more.onclick = page;
+    usage.replaceChildren(h("p", { class: "muted" }, "Every user's requests, newest first. A user's Usage button shows theirs with their audit log."),
+      h("div", { class: "table" }, h("table", { class: "recent-usage" },
+        h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "User"), h("th", {}, "Model"), h("th", {}, "Tokens in / out"), h("th", {}, "Cost"))),
+        body)), more);
+    await page();
+  };
   const showUserUsage = async (userId: string, email: string) => {
+    const my = ++usageSeq;
     usage.textContent = "Loading…";
     try {
       const [r, a] = await Promise.all([admin.listUsage({ userId, pageSize: 50 }), admin.listAuditEvents({ userId, pageSize: 20 })]);
-      usage.replaceChildren(h("p", { class: "muted" }, email),
+      if (my !== usageSeq) return;
+      usage.replaceChildren(h("div", { class: "row" }, h("button", { type: "button", class: "link", id: "all-usage", onclick: showRecentUsage }, "← Every user"), h("span", { class: "muted" }, email)),
         r.usageRecords.length ? h("div", { class: "table" }, h("table", { class: "usage-rows" },
           h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Model"), h("th", {}, "Tokens in / out"), h("th", {}, "Cost"), h("th", {}, "End user"))),
           h("tbody", {}, ...r.usageRecords.map((x) => h("tr", {},
@@ -195,6 +229,7 @@ export async function showAdmin() {
   let t = 0;
   search.oninput = () => { clearTimeout(t); t = window.setTimeout(loadUsers, 250); };
   loadUsers();
+  showRecentUsage();
   try {
     const r = await admin.listWorkers({});
     workers.replaceChildren(r.workers.length ? h("div", { class: "table" }, h("table", {},

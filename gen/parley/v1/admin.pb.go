@@ -882,7 +882,8 @@ func (x *ServedModelWorker) GetState() WorkerState {
 // AdminServiceListUsageRequest is the request of AdminService.ListUsage.
 type AdminServiceListUsageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. The id of the user (the account) whose records to list.
+	// Optional. The id of the user (the account) whose records to list; empty
+	// lists every user's records.
 	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
 	// Optional. Only the records whose `user` (the request's end user) is exactly
 	// this; at most 256 bytes. Empty lists every record.
@@ -961,6 +962,9 @@ type AdminServiceListUsageResponse struct {
 	UsageRecords []*UsageRecord `protobuf:"bytes,1,rep,name=usage_records,json=usageRecords,proto3" json:"usage_records,omitempty"`
 	// The token for the next page; empty when this is the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The email of each account in usage_records (by UsageRecord.user_id) that
+	// still exists; records outlive their accounts.
+	UserEmails    map[string]string `protobuf:"bytes,3,rep,name=user_emails,json=userEmails,proto3" json:"user_emails,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1007,6 +1011,13 @@ func (x *AdminServiceListUsageResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *AdminServiceListUsageResponse) GetUserEmails() map[string]string {
+	if x != nil {
+		return x.UserEmails
+	}
+	return nil
 }
 
 // SearchUsersRequest is the request of AdminService.SearchUsers.
@@ -1582,10 +1593,15 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\bend_user\x18\x02 \x01(\tR\aendUser\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"\x84\x01\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x9e\x02\n" +
 	"\x1dAdminServiceListUsageResponse\x12;\n" +
 	"\rusage_records\x18\x01 \x03(\v2\x16.parley.v1.UsageRecordR\fusageRecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"s\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12Y\n" +
+	"\vuser_emails\x18\x03 \x03(\v28.parley.v1.AdminServiceListUsageResponse.UserEmailsEntryR\n" +
+	"userEmails\x1a=\n" +
+	"\x0fUserEmailsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"s\n" +
 	"\x12SearchUsersRequest\x12!\n" +
 	"\femail_prefix\x18\x01 \x01(\tR\vemailPrefix\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1656,7 +1672,7 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_parley_v1_admin_proto_goTypes = []any{
 	(WorkerState)(0),                      // 0: parley.v1.WorkerState
 	(ServedModelState)(0),                 // 1: parley.v1.ServedModelState
@@ -1682,49 +1698,51 @@ var file_parley_v1_admin_proto_goTypes = []any{
 	(*ListAuditEventsRequest)(nil),        // 21: parley.v1.ListAuditEventsRequest
 	(*ListAuditEventsResponse)(nil),       // 22: parley.v1.ListAuditEventsResponse
 	(*AuditEvent)(nil),                    // 23: parley.v1.AuditEvent
-	(*timestamppb.Timestamp)(nil),         // 24: google.protobuf.Timestamp
-	(Tier)(0),                             // 25: parley.v1.Tier
-	(*User)(nil),                          // 26: parley.v1.User
-	(*UsageRecord)(nil),                   // 27: parley.v1.UsageRecord
+	nil,                                   // 24: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	(*timestamppb.Timestamp)(nil),         // 25: google.protobuf.Timestamp
+	(Tier)(0),                             // 26: parley.v1.Tier
+	(*User)(nil),                          // 27: parley.v1.User
+	(*UsageRecord)(nil),                   // 28: parley.v1.UsageRecord
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
 	3,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	24, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	25, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	26, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	25, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	26, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	27, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
 	2,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
 	12, // 6: parley.v1.ListServedModelsResponse.models:type_name -> parley.v1.ServedModel
 	1,  // 7: parley.v1.ServedModel.state:type_name -> parley.v1.ServedModelState
 	13, // 8: parley.v1.ServedModel.workers:type_name -> parley.v1.ServedModelWorker
 	0,  // 9: parley.v1.ServedModelWorker.state:type_name -> parley.v1.WorkerState
-	27, // 10: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	18, // 11: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
-	26, // 12: parley.v1.AdminUser.user:type_name -> parley.v1.User
-	26, // 13: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
-	23, // 14: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	24, // 15: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	4,  // 16: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	6,  // 17: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	8,  // 18: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	14, // 19: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
-	10, // 20: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
-	16, // 21: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
-	19, // 22: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
-	21, // 23: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
-	5,  // 24: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	7,  // 25: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	9,  // 26: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	15, // 27: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
-	11, // 28: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
-	17, // 29: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
-	20, // 30: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
-	22, // 31: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	28, // 10: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	24, // 11: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	18, // 12: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
+	27, // 13: parley.v1.AdminUser.user:type_name -> parley.v1.User
+	27, // 14: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
+	23, // 15: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	25, // 16: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	4,  // 17: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	6,  // 18: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	8,  // 19: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	14, // 20: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	10, // 21: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
+	16, // 22: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
+	19, // 23: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
+	21, // 24: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
+	5,  // 25: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	7,  // 26: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	9,  // 27: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	15, // 28: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	11, // 29: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
+	17, // 30: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
+	20, // 31: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
+	22, // 32: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
+	25, // [25:33] is the sub-list for method output_type
+	17, // [17:25] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -1741,7 +1759,7 @@ func file_parley_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

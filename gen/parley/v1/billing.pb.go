@@ -168,7 +168,10 @@ type UsageRecord struct {
 	User string `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
 	// The answer was served from the response cache (no GPU work): replayed
 	// from an earlier identical request and billed at the model's cache-hit price.
-	CacheHit      bool `protobuf:"varint,11,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"`
+	CacheHit bool `protobuf:"varint,11,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"`
+	// The account the record belongs to (the caller's own in
+	// BillingService.ListUsage; any user's in AdminService.ListUsage).
+	UserId        string `protobuf:"bytes,12,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -278,6 +281,13 @@ func (x *UsageRecord) GetCacheHit() bool {
 		return x.CacheHit
 	}
 	return false
+}
+
+func (x *UsageRecord) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
 }
 
 // LimitStatus is one tier limit and its current use.
@@ -972,7 +982,7 @@ var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xac\x03\n" +
+	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xc5\x03\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -989,7 +999,8 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x0fconversation_id\x18\t \x01(\tR\x0econversationId\x12\x12\n" +
 	"\x04user\x18\n" +
 	" \x01(\tR\x04user\x12\x1b\n" +
-	"\tcache_hit\x18\v \x01(\bR\bcacheHit\"\xf5\x02\n" +
+	"\tcache_hit\x18\v \x01(\bR\bcacheHit\x12\x17\n" +
+	"\auser_id\x18\f \x01(\tR\x06userId\"\xf5\x02\n" +
 	"\vLimitStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.parley.v1.LimitKindR\x04kind\x12\x14\n" +

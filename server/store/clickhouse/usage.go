@@ -193,13 +193,19 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 	return nil
 }
 
-// List implements store.Usage: a user's records, newest first.
+// List implements store.Usage: a user's records, newest first. Every user's
+// (userID empty) reads the table out of its (user_id, …) order, so it scans the
+// newest months' parts; for an admin's page that is acceptable.
 func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	var q strings.Builder
 	q.WriteString(`SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records FINAL WHERE user_id = ?`)
-	args := []any{userID}
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records FINAL WHERE 1 = 1`)
+	var args []any
+	if userID != "" {
+		q.WriteString(` AND user_id = ?`)
+		args = append(args, userID)
+	}
 	if f.EndUser != "" {
 		q.WriteString(` AND end_user = ?`)
 		args = append(args, f.EndUser)

@@ -42,8 +42,12 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE user_id = $1`
-	args := []any{userID}
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE TRUE`
+	var args []any
+	if userID != "" {
+		args = append(args, userID)
+		q += fmt.Sprintf(` AND user_id = $%d`, len(args))
+	}
 	if f.EndUser != "" {
 		args = append(args, f.EndUser)
 		q += fmt.Sprintf(` AND end_user = $%d`, len(args))

@@ -33,8 +33,12 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE user_id = ?`
-	args := []any{userID}
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE 1 = 1`
+	var args []any
+	if userID != "" {
+		q += ` AND user_id = ?`
+		args = append(args, userID)
+	}
 	if f.EndUser != "" {
 		q += ` AND end_user = ?`
 		args = append(args, f.EndUser)

@@ -148,4 +148,66 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		}
 		checkBadCursors(t, listOf(a, "alice"))
 	})
+	t.Run("AllUsers", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		// Three users' records interleaved in time, several sharing a
+		// timestamp across users, so paging breaks ties by request ID.
+		users := []string{newID(), newID(), newID()}
+		byID := map[string]store.UsageRecord{}
+		var recs []store.UsageRecord
+		for i := range 20 {
+			r := store.UsageRecord{RequestID: newID(), UserID: users[i%3], Channel: store.ChannelAPI, Model: "sim-small",
+				PromptTokens: int64(i), CostNanos: int64(i), FinishReason: "stop",
+				CreatedAt: t0.Add(time.Duration(i/4) * time.Second), EndUser: []string{"alice", ""}[i%2]}
+			recs = append(recs, r)
+			byID[r.RequestID] = r
+		}
+		noErr(t, s.Usage.Record(ctx, recs), "Record")
+		listOf := func(end string) func(p store.PageRequest) ([]store.UsageRecord, string, error) {
+			return func(p store.PageRequest) ([]store.UsageRecord, string, error) {
+				return s.Usage.List(ctx, "", store.UsageFilter{EndUser: end}, p)
+			}
+		}
+		for _, size := range []int{1, 7, 50} {
+			got := collect(t, size, listOf(""))
+			if len(got) != len(recs) {
+				t.Fatalf("page size %d: listed %d records of all users, want %d", size, len(got), len(recs))
+			}
+			seen := map[string]bool{}
+			for i, g := range got {
+				w, ok := byID[g.RequestID]
+				if !ok || seen[g.RequestID] {
+					t.Fatalf("page size %d: record %s unknown or listed twice", size, g.RequestID)
+				}
+				seen[g.RequestID] = true
+				sameTime(t, g.CreatedAt, w.CreatedAt, "CreatedAt")
+				g.CreatedAt = w.CreatedAt
+				if g != w {
+					t.Fatalf("record = %+v, want %+v", g, w)
+				}
+				if i > 0 {
+					p := got[i-1]
+					if p.CreatedAt.Before(g.CreatedAt) || (p.CreatedAt.Equal(g.CreatedAt) && p.RequestID < g.RequestID) {
+						t.Fatalf("page size %d: records %d and %d not newest first", size, i-1, i)
+					}
+				}
+			}
+		}
+		// The end-user filter applies across users too.
+		alice := collect(t, 3, listOf("alice"))
+		if len(alice) != 10 {
+			t.Fatalf("all users, end user alice: listed %d records, want 10", len(alice))
+		}
+		owners := map[string]bool{}
+		for _, r := range alice {
+			if r.EndUser != "alice" {
+				t.Fatalf("end user filter let through %+v", r)
+			}
+			owners[r.UserID] = true
+		}
+		if len(owners) != 3 {
+			t.Fatalf("all users, end user alice: records of %d users, want 3", len(owners))
+		}
+		checkBadCursors(t, listOf(""))
+	})
 }

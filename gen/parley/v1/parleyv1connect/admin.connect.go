@@ -69,9 +69,10 @@ type AdminServiceClient interface {
 	AdjustBalance(context.Context, *connect.Request[v1.AdjustBalanceRequest]) (*connect.Response[v1.AdjustBalanceResponse], error)
 	// ListWorkers lists the GPU workers this gateway knows, with their state and load.
 	ListWorkers(context.Context, *connect.Request[v1.ListWorkersRequest]) (*connect.Response[v1.ListWorkersResponse], error)
-	// ListUsage pages through one user's usage records, newest first, optionally only
-	// those of one end user (the `user` the API caller named in its requests).
-	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
+	// ListUsage pages through one user's usage records, or every user's when
+	// user_id is empty, newest first, optionally only those of one end user (the
+	// `user` the API caller named in its requests).
+	// Errors: invalid_argument (end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
 	// ListServedModels lists every model this gateway knows — the catalog's and
 	// those its workers serve — with whether it can be used and which workers
@@ -217,9 +218,10 @@ type AdminServiceHandler interface {
 	AdjustBalance(context.Context, *connect.Request[v1.AdjustBalanceRequest]) (*connect.Response[v1.AdjustBalanceResponse], error)
 	// ListWorkers lists the GPU workers this gateway knows, with their state and load.
 	ListWorkers(context.Context, *connect.Request[v1.ListWorkersRequest]) (*connect.Response[v1.ListWorkersResponse], error)
-	// ListUsage pages through one user's usage records, newest first, optionally only
-	// those of one end user (the `user` the API caller named in its requests).
-	// Errors: invalid_argument (user_id, end_user, page_size, page_token).
+	// ListUsage pages through one user's usage records, or every user's when
+	// user_id is empty, newest first, optionally only those of one end user (the
+	// `user` the API caller named in its requests).
+	// Errors: invalid_argument (end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
 	// ListServedModels lists every model this gateway knows — the catalog's and
 	// those its workers serve — with whether it can be used and which workers

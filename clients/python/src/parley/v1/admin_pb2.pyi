@@ -162,12 +162,21 @@ class AdminServiceListUsageRequest(_message.Message):
     def __init__(self, user_id: _Optional[str] = ..., end_user: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class AdminServiceListUsageResponse(_message.Message):
-    __slots__ = ("usage_records", "next_page_token")
+    __slots__ = ("usage_records", "next_page_token", "user_emails")
+    class UserEmailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     USAGE_RECORDS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    USER_EMAILS_FIELD_NUMBER: _ClassVar[int]
     usage_records: _containers.RepeatedCompositeFieldContainer[_billing_pb2.UsageRecord]
     next_page_token: str
-    def __init__(self, usage_records: _Optional[_Iterable[_Union[_billing_pb2.UsageRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    user_emails: _containers.ScalarMap[str, str]
+    def __init__(self, usage_records: _Optional[_Iterable[_Union[_billing_pb2.UsageRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., user_emails: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class SearchUsersRequest(_message.Message):
     __slots__ = ("email_prefix", "page_size", "page_token")
