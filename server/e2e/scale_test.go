@@ -39,31 +39,10 @@ func scaleMode(t *testing.T) {
 	if pgURL == "" || redisURL == "" {
 		t.Skip("PARLEY_TEST_POSTGRES_URL and PARLEY_TEST_REDIS_URL not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")")
 	}
-	ctx := ctxTimeout(t, 30*time.Second)
-	conn, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		conn.Close(ctx)
-	})
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	t.Setenv("PARLEY_POSTGRES_URL", u.String())
+	name := freshDatabase(t, pgURL)
+	t.Setenv("PARLEY_POSTGRES_URL", inDatabase(t, pgURL, name))
 	t.Setenv("PARLEY_REDIS_URL", redisURL)
-	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
+	setSecret(t)
 	if ch := os.Getenv("PARLEY_TEST_CLICKHOUSE_URL"); ch != "" {
 		t.Setenv("PARLEY_CLICKHOUSE_URL", ch)
 	}
@@ -208,8 +187,23 @@ func scaleModeHA(t *testing.T) (replica string) {
 	if primary == "" || bouncer == "" || replicaURL == "" || cluster == "" {
 		t.Skip("PARLEY_TEST_PGHA_PRIMARY_URL, PARLEY_TEST_PGBOUNCER_URL, PARLEY_TEST_POSTGRES_REPLICA_URL or PARLEY_TEST_REDIS_CLUSTER_URL not set (PARLEY_SERVICES_PGHA=1 PARLEY_SERVICES_REDIS_CLUSTER=1 scripts/services.sh up)")
 	}
+	name := freshDatabase(t, primary)
+	readURL := inDatabase(t, replicaURL, name)
+	t.Setenv("PARLEY_POSTGRES_URL", inDatabase(t, bouncer, name))
+	t.Setenv("PARLEY_POSTGRES_PGBOUNCER", "true")
+	t.Setenv("PARLEY_POSTGRES_READ_URLS", readURL)
+	t.Setenv("PARLEY_REDIS_URL", cluster)
+	setSecret(t)
+	u, _ := url.Parse(readURL)
+	return u.Host
+}
+
+// freshDatabase creates an empty database of its own on the PostgreSQL
+// server at adminURL, dropped when the test ends, and returns its name.
+func freshDatabase(t *testing.T, adminURL string) string {
+	t.Helper()
 	ctx := ctxTimeout(t, 30*time.Second)
-	conn, err := pgx.Connect(ctx, primary)
+	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,23 +217,25 @@ func scaleModeHA(t *testing.T) (replica string) {
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 		conn.Close(ctx)
 	})
-	inDB := func(raw string) *url.URL {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Path = "/" + name
-		return u
+	return name
+}
+
+// inDatabase is serverURL with its database replaced by name.
+func inDatabase(t *testing.T, serverURL, name string) string {
+	t.Helper()
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		t.Fatal(err)
 	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// setSecret gives the servers the test starts a fresh PARLEY_SECRET.
+func setSecret(t *testing.T) {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	r := inDB(replicaURL)
-	t.Setenv("PARLEY_POSTGRES_URL", inDB(bouncer).String())
-	t.Setenv("PARLEY_POSTGRES_PGBOUNCER", "true")
-	t.Setenv("PARLEY_POSTGRES_READ_URLS", r.String())
-	t.Setenv("PARLEY_REDIS_URL", cluster)
 	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
-	return r.Host
 }
 
 // The stage-three data tier runs the shared-balance workload: the ledger's

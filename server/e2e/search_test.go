@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -12,8 +8,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 )
@@ -28,30 +22,8 @@ func postgresOnly(t *testing.T) {
 	if pgURL == "" {
 		t.Skip("PARLEY_TEST_POSTGRES_URL not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")")
 	}
-	ctx := ctxTimeout(t, 30*time.Second)
-	conn, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		conn.Close(ctx)
-	})
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	t.Setenv("PARLEY_POSTGRES_URL", u.String())
-	t.Setenv("PARLEY_SECRET", hex.EncodeToString(secret))
+	t.Setenv("PARLEY_POSTGRES_URL", inDatabase(t, pgURL, freshDatabase(t, pgURL)))
+	setSecret(t)
 }
 
 // Search over the embedded SQLite store's FTS5 index: titles and messages.
