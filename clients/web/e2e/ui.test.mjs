@@ -411,6 +411,8 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
     await p.fill("input[name=password]", password);
     await p.click("#auth-submit");
     await p.locator("#admin-btn").waitFor();
+    // The model list loads after sign-in, apart from the header: wait for a chosen model before measuring it.
+    await p.waitForFunction(() => document.getElementById("model")?.selectedOptions.length > 0, null, { timeout: 10_000 });
     // A long email in the header does not squeeze the model's name.
     const fit = await p.evaluate(() => {
       const sel = document.getElementById("model"), cs = getComputedStyle(sel);
