@@ -29,8 +29,8 @@ var conditionalMetrics = map[string]string{
 	"parley_scheduler_pool_spills_total": "a series appears once a generation spilled to the next pool",
 }
 
-// TestDeployMetricNames checks deploy/prometheus/alerts.yml and
-// deploy/grafana/region-health.json against what the real binaries
+// TestDeployMetricNames checks deploy/prometheus/alerts.yml,
+// deploy/grafana/region-health.json and deploy/k8s/autoscale.yaml against what the real binaries
 // export: every parley_* name either comes out of a running gateway's (or
 // region-health checker's) /metrics, or is declared in the sources and
 // listed above with why it did not show. It also runs promtool on the
@@ -99,6 +99,37 @@ func TestDeployMetricNames(t *testing.T) {
 		}
 	}
 	exprs = append(exprs, dashExprs...)
+	// The worker autoscaler's query (deploy/k8s/autoscale.yaml, a KEDA
+	// ScaledObject): checked by promtool with the dashboard's.
+	var scaled struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			ScaleTargetRef struct {
+				Kind string `yaml:"kind"`
+				Name string `yaml:"name"`
+			} `yaml:"scaleTargetRef"`
+			Triggers []struct {
+				Type     string            `yaml:"type"`
+				Metadata map[string]string `yaml:"metadata"`
+			} `yaml:"triggers"`
+		} `yaml:"spec"`
+	}
+	data, err = os.ReadFile(filepath.Join(root, "deploy/k8s/autoscale.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &scaled); err != nil {
+		t.Fatalf("autoscale.yaml: %v", err)
+	}
+	if scaled.Kind != "ScaledObject" || scaled.Spec.ScaleTargetRef.Kind != "StatefulSet" || scaled.Spec.ScaleTargetRef.Name != "parley-worker" ||
+		len(scaled.Spec.Triggers) != 1 || scaled.Spec.Triggers[0].Type != "prometheus" || scaled.Spec.Triggers[0].Metadata["query"] == "" {
+		t.Fatalf("autoscale.yaml: want a ScaledObject on StatefulSet parley-worker with one prometheus trigger, got %+v", scaled)
+	}
+	if worker, _ := os.ReadFile(filepath.Join(root, "deploy/k8s/worker.yaml")); !strings.Contains(string(worker), "kind: StatefulSet\nmetadata:\n  name: parley-worker\n") {
+		t.Error("autoscale.yaml scales StatefulSet parley-worker, which deploy/k8s/worker.yaml no longer defines")
+	}
+	dashExprs = append(dashExprs, scaled.Spec.Triggers[0].Metadata["query"])
+	exprs = append(exprs, scaled.Spec.Triggers[0].Metadata["query"])
 	// promtool parses the dashboard's queries as recording rules (with the
 	// dashboard's variables filled in).
 	type rule struct {

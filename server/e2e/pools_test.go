@@ -362,3 +362,82 @@ func TestPoolFailover(t *testing.T) {
 		t.Errorf("readyz with every pool down: %d %s", res.StatusCode, b)
 	}
 }
+
+// The scaling signal end to end (the scaling article's rule, with short
+// bounds): two one-slot sim workers in one pool; 8 streams at once make
+// requests wait past the scale-up bound, so the gateway recommends a third
+// worker; once the window has passed with both idle it recommends one.
+// The timings are logged.
+func TestScaleSignal(t *testing.T) {
+	a1 := startWorker(t, "--time-scale", "1", "--max-batch", "1", "--models", "sim-small")
+	a2 := startWorker(t, "--time-scale", "1", "--max-batch", "1", "--models", "sim-small")
+	s := startServer(t, append(fastAuth, "--worker-pool", "gpu="+a1.Addr()+","+a2.Addr(),
+		"--scale-window", "3s", "--scale-up-wait", "300ms", "--scale-down-wait", "100ms")...)
+	acct := s.newAccount(t, "scale@example.com")
+	s.topup(t, acct, "100")
+	ctx := ctxTimeout(t, 60*time.Second)
+	const rec = `parley_scheduler_pool_workers_recommended{pool="gpu"}`
+	deadline := time.Now().Add(10 * time.Second)
+	for scrape(t, s, `parley_scheduler_pool_workers_ready{pool="gpu"}`) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("workers not ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v := scrape(t, s, rec); v != 2 {
+		t.Errorf("at rest: %v recommended, want the 2 there are", v)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	outs := make([]outcome, 8)
+	for i := range outs {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i] = streamChat(ctx, s, acct.Key, 20) }()
+	}
+	var upAfter time.Duration
+	var maxWait float64
+	for done := false; !done; {
+		ch := make(chan struct{})
+		go func() { wg.Wait(); close(ch) }()
+		select {
+		case <-ch:
+			done = true
+		case <-time.After(20 * time.Millisecond):
+		}
+		if upAfter == 0 && scrape(t, s, rec) == 3 {
+			upAfter = time.Since(start)
+		}
+		maxWait = max(maxWait, scrape(t, s, `parley_scheduler_queue_wait_recent_seconds{model="sim-small",pool="gpu"}`))
+	}
+	for i, o := range outs {
+		if !o.done || o.err != "" {
+			t.Fatalf("request %d: %+v", i, o)
+		}
+	}
+	loadFor := time.Since(start)
+	if upAfter == 0 {
+		t.Fatalf("8 streams on 2 slots for %v: never 3 recommended (recent wait up to %vs)", loadFor, maxWait)
+	}
+	if v := scrape(t, s, rec); v != 3 {
+		t.Errorf("just after the load, the long waits still in the window: %v recommended, want 3", v)
+	}
+	quiet := time.Now()
+	var downAfter time.Duration
+	for time.Since(quiet) < 10*time.Second {
+		if scrape(t, s, rec) == 1 {
+			downAfter = time.Since(quiet)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("scale signal: 8 streams on 2 one-slot workers for %v; 3 recommended %v after the load began (recent wait up to %.2fs); 1 recommended %v after it ended (window 3s)",
+		loadFor, upAfter, maxWait, downAfter)
+	if downAfter == 0 {
+		t.Errorf("both workers idle past the window: still %v recommended", scrape(t, s, rec))
+	} else if downAfter < 2*time.Second {
+		t.Errorf("1 recommended %v after the load, before its waits left the 3 s window", downAfter)
+	}
+	if v := scrape(t, s, `parley_scheduler_pool_workers_idle{pool="gpu"}`); v != 2 {
+		t.Errorf("idle workers %v, want 2", v)
+	}
+}

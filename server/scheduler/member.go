@@ -23,7 +23,8 @@ type member struct {
 	models       []string
 	report       worker.LoadReport
 	capacity     int
-	inflight     int // generations this gateway runs on it now
+	inflight     int   // generations this gateway runs on it now
+	lastBusy     int64 // Unix nanoseconds it last ran something, as far as this gateway saw (scale.go)
 	failures     int
 	ejectedUntil int64 // Unix nanoseconds; the worker is out until then
 	everLive     bool  // it has been connected at least once
@@ -122,6 +123,7 @@ func (s *Scheduler) add(m *member) {
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	s.mu.Lock()
 	m.added = s.cfg.Now().UnixNano()
+	m.lastBusy = m.added
 	if m.pool == nil {
 		m.pool = s.poolLocked(DefaultPool)
 	}

@@ -56,15 +56,10 @@ func spills(reg *prometheus.Registry, from, to, reason string) float64 {
 		if mf.GetName() != "parley_scheduler_pool_spills_total" {
 			continue
 		}
-	next:
 		for _, m := range mf.GetMetric() {
-			want := map[string]string{"from": from, "to": to, "reason": reason}
-			for _, l := range m.GetLabel() {
-				if want[l.GetName()] != l.GetValue() {
-					continue next
-				}
+			if labelsAre(m, map[string]string{"from": from, "to": to, "reason": reason}) {
+				return m.GetCounter().GetValue()
 			}
-			return m.GetCounter().GetValue()
 		}
 	}
 	return 0
@@ -72,22 +67,7 @@ func spills(reg *prometheus.Registry, from, to, reason string) float64 {
 
 func gauge(t *testing.T, reg *prometheus.Registry, name, pool string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == pool {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no %s{pool=%q}", name, pool)
-	return 0
+	return gaugeOf(t, reg, name, map[string]string{"pool": pool})
 }
 
 // The primary takes every job while it has room; the reserve none.

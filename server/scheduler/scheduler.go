@@ -109,6 +109,14 @@ type Config struct {
 	// (defaults 1 s and 1 min).
 	EjectBase, EjectMax time.Duration
 
+	// ScaleWindow, ScaleUpWait and ScaleDownWait set the scaling signal
+	// (scale.go): a pool's recommended worker count is its ready workers
+	// plus one while a model's recent queue wait (95th percentile over
+	// ScaleWindow) is over ScaleUpWait, minus one while every wait is under
+	// ScaleDownWait and a worker ran nothing all window (defaults 1 min, 5 s
+	// and 1 s, the scaling article's).
+	ScaleWindow, ScaleUpWait, ScaleDownWait time.Duration
+
 	// OnModels, when set, is told the models a worker serves each time its
 	// list changes (as it connects, or reports new ones), outside the
 	// scheduler's lock: the gateway learns its models from its workers.
@@ -166,6 +174,15 @@ func (c Config) withDefaults() Config {
 	if c.SpillHold <= 0 {
 		c.SpillHold = 10 * time.Second
 	}
+	if c.ScaleWindow <= 0 {
+		c.ScaleWindow = time.Minute
+	}
+	if c.ScaleUpWait <= 0 {
+		c.ScaleUpWait = 5 * time.Second
+	}
+	if c.ScaleDownWait <= 0 {
+		c.ScaleDownWait = time.Second
+	}
 	return c
 }
 
@@ -192,6 +209,7 @@ type Scheduler struct {
 	pipe    *pipeline
 	queues  map[string]*queue
 	seq     uint64
+	waits   map[scaleKey]*waitWindow // recent queue waits, for the scaling signal
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -252,14 +270,16 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Scheduler{cfg: cfg, logger: logger, metrics: m, pipe: pipe, queues: map[string]*queue{}, stop: stop,
-		spills: map[spillKey]prometheus.Counter{}}
+		spills: map[spillKey]prometheus.Counter{}, waits: map[scaleKey]*waitWindow{}}
 	for _, p := range pools {
 		s.poolLocked(p.Name) // fixes the order before any worker connects
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(newPoolCollector(s)); err != nil {
-			stop()
-			return nil, err
+		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s)} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				stop()
+				return nil, err
+			}
 		}
 	}
 	if len(targets) > 0 {
@@ -408,6 +428,7 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 	s.mu.Lock()
 	j.now = s.cfg.Now().UnixNano()
 	if m := s.pickLocked(j); m != nil {
+		s.recordWaitLocked(m.pool, j.model, 0)
 		s.mu.Unlock()
 		return m, nil
 	}
@@ -432,6 +453,7 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 		weak := q.weakest(priority)
 		if weak == nil {
 			s.mu.Unlock()
+			s.recordRefusal(j)
 			s.metrics.rejections.WithLabelValues("queue_full").Inc()
 			return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
 		}
@@ -464,12 +486,16 @@ wait:
 				return nil, errNoHealthyWorker(j.model, s.cfg.RetryAfter)
 			}
 			if m == nil {
+				s.recordRefusal(j)
 				s.metrics.rejections.WithLabelValues("queue_full").Inc()
 				return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
 			}
-			waited := s.cfg.Now().Sub(w.since).Seconds()
-			s.metrics.queueWait.Observe(waited)
-			m.pool.queueWait.Observe(waited)
+			s.mu.Lock()
+			waited := s.cfg.Now().Sub(w.since)
+			s.recordWaitLocked(m.pool, j.model, waited)
+			s.mu.Unlock()
+			s.metrics.queueWait.Observe(waited.Seconds())
+			m.pool.queueWait.Observe(waited.Seconds())
 			return m, nil
 		case <-spill:
 			spill = nil
@@ -507,6 +533,7 @@ wait:
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	s.recordRefusal(j)
 	s.metrics.rejections.WithLabelValues("queue_timeout").Inc()
 	return nil, apierr.Unavailable("no worker was free in time; try again shortly", s.cfg.RetryAfter)
 }
@@ -523,6 +550,7 @@ func (s *Scheduler) pickLocked(j *pickJob) *member {
 		m, why := s.pipe.run(j, p.members)
 		if m != nil {
 			m.inflight++
+			m.lastBusy = j.now
 			s.metrics.picks[why].Inc()
 			p.picks.Inc()
 			if passed != nil {
@@ -600,6 +628,7 @@ func (s *Scheduler) release(m *member, ok bool, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m.inflight--
+	m.lastBusy = s.cfg.Now().UnixNano()
 	if ok {
 		m.failures = 0
 	} else {

@@ -64,6 +64,10 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 	})
 	spillWait := fs.Duration("pool-spill-wait", 500*time.Millisecond, "queue wait for a busy pool past which a request goes on to the next pool, and the pool counts as saturated")
 	spillHold := fs.Duration("pool-spill-hold", 10*time.Second, "how long a pool counts as saturated after a request waited past --pool-spill-wait for it")
+	// Scaling signal (README: Scaling signals): the scaling article's rule.
+	scaleWindow := fs.Duration("scale-window", time.Minute, "window of queue waits and idle workers behind the recommended worker count (parley_scheduler_pool_workers_recommended)")
+	scaleUpWait := fs.Duration("scale-up-wait", 5*time.Second, "recent queue wait (p95 over --scale-window) past which a pool is recommended one more worker")
+	scaleDownWait := fs.Duration("scale-down-wait", time.Second, "recent queue wait under which a pool with a worker idle all window is recommended one fewer")
 	// Models the workers serve that the catalog does not price (README: Models from workers).
 	unpricedMode := fs.String("unpriced-models", "refuse", "models the workers serve that --models-file does not price: refuse (logged, in /readyz, a clear error to clients) or default (served at the --unpriced-* prices)")
 	unpricedIn := fs.Int64("unpriced-input-price", -1, "with --unpriced-models=default: their price per million prompt tokens, in nano-USD")
@@ -184,6 +188,7 @@ func serve(ctx context.Context, args []string, logOut io.Writer) error {
 		Workers: cfg.Workers, Pools: pools, SpillWait: *spillWait, SpillHold: *spillHold,
 		Registerer: metrics.Registry, QueueLimit: *queueLimit, MaxQueueWait: *maxQueueWait,
 		WorkerToken: workerToken, OnModels: catalog.Learn,
+		ScaleWindow: *scaleWindow, ScaleUpWait: *scaleUpWait, ScaleDownWait: *scaleDownWait,
 	}, logger)
 	if err != nil {
 		return err
