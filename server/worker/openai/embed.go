@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -40,12 +39,10 @@ func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.Emb
 	defer e.addInFlight(-1)
 	callCtx, cancel := context.WithTimeout(ctx, e.cfg.FirstByteTimeout)
 	defer cancel()
-	httpReq, err := http.NewRequestWithContext(callCtx, http.MethodPost, e.cfg.BaseURL+"/embeddings", bytes.NewReader(data))
+	httpReq, err := e.post(callCtx, "/embeddings", data)
 	if err != nil {
 		return worker.EmbedResult{}, err
 	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	e.authorize(httpReq)
 	resp, err := e.cfg.HTTPClient.Do(httpReq)
 	if err != nil {
 		return worker.EmbedResult{}, e.failure(ctx, callCtx, err)

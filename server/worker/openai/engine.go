@@ -209,6 +209,25 @@ func (e *Engine) authorize(req *http.Request) {
 	}
 }
 
+// post makes a JSON POST to the upstream's path. It is marked replayable
+// (an Idempotency-Key entry with no value, which net/http does not send):
+// when the upstream closes a kept-alive connection just as the request goes
+// out on it — llama.cpp's server closes idle ones after 5 s, any server may
+// at its keep-alive bound — the transport sends it again on a new
+// connection instead of failing it with EOF. It retries only a reused
+// connection that failed before any response, where the upstream has not
+// answered; nothing it streamed is ever lost or doubled.
+func (e *Engine) post(ctx context.Context, path string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.BaseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header["Idempotency-Key"] = nil
+	e.authorize(req)
+	return req, nil
+}
+
 // Generate streams one chat completion from the upstream. Refusals before the
 // stream begins are *worker.UpstreamError (matching ErrInvalidRequest,
 // ErrUnknownModel or ErrOverloaded by status) or ErrUpstreamTimeout; a failure
@@ -251,13 +270,11 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 	})
 	watchdog.Reset(e.cfg.FirstByteTimeout)
 	defer watchdog.Stop()
-	httpReq, err := http.NewRequestWithContext(callCtx, http.MethodPost, e.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
+	httpReq, err := e.post(callCtx, "/chat/completions", body)
 	if err != nil {
 		return worker.Result{}, err
 	}
-	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "text/event-stream")
-	e.authorize(httpReq)
 	resp, err := e.cfg.HTTPClient.Do(httpReq)
 	if err != nil {
 		return worker.Result{}, e.failure(ctx, callCtx, err)

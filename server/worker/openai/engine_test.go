@@ -27,10 +27,15 @@ type fakeUpstream struct {
 	metrics string // served at /metrics; "" → 404
 	// metricsFunc, when set before the first request, writes /metrics instead.
 	metricsFunc func() string
+	// served counts the requests each client connection (by remote
+	// address) has carried.
+	served map[string]int
+	// mux routes the requests; tests add handlers to it.
+	mux *http.ServeMux
 }
 
 func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
-	u := &fakeUpstream{chat: chat}
+	u := &fakeUpstream{chat: chat, served: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
@@ -58,7 +63,13 @@ func newUpstream(t *testing.T, chat http.HandlerFunc) *fakeUpstream {
 		}
 		fmt.Fprint(w, u.metrics)
 	})
-	u.Server = httptest.NewServer(mux)
+	u.mux = mux
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.served[r.RemoteAddr]++
+		u.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(u.Close)
 	return u
 }
@@ -377,7 +388,7 @@ func TestLearnsUpstreamSlots(t *testing.T) {
 	} {
 		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 		if tc.path != "" {
-			u.Config.Handler.(*http.ServeMux).HandleFunc(tc.path, func(w http.ResponseWriter, r *http.Request) {
+			u.mux.HandleFunc(tc.path, func(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprint(w, tc.body)
 			})
 		}
@@ -426,5 +437,52 @@ func TestQueuedChunksCoalesceWithoutDelay(t *testing.T) {
 	}
 	if fmt.Sprint(texts) != "[Hello, world !]" || tokens != 4 {
 		t.Errorf("deltas %q (%d tokens), want [\"Hello, world\" \"!\"] (4 tokens)", texts, tokens)
+	}
+}
+
+// An upstream may close a kept-alive connection just as a request goes out
+// on it (llama.cpp's server closes idle ones after 5 s; CI caught the EOF):
+// the request is sent again on a new connection, not failed. The upstream
+// here drops the first chat request that arrives on a reused connection
+// after reading it, without answering.
+func TestRetriedWhenAKeptAliveConnectionCloses(t *testing.T) {
+	dropped := 0
+	var u *fakeUpstream
+	u = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		drop := u.served[r.RemoteAddr] > 1 && dropped == 0
+		if drop {
+			dropped++
+		}
+		u.mu.Unlock()
+		if drop {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.Close()
+			return
+		}
+		if _, sent := r.Header["Idempotency-Key"]; sent {
+			t.Error("the replayable mark went out as a header")
+		}
+		stream(w, delta("Hello"), finish("stop"), usageChunk)
+	})
+	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
+	for i := range 4 {
+		var text strings.Builder
+		res, err := e.Generate(context.Background(), request(), collect(&text))
+		if err != nil || res.FinishReason != worker.FinishStop || text.String() != "Hello" {
+			t.Fatalf("request %d: %v, %+v, %q", i, err, res, text.String())
+		}
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if dropped != 1 {
+		t.Fatalf("no request went out on a reused connection (%v): the case was not exercised", u.served)
+	}
+	if len(u.bodies) != 5 {
+		t.Errorf("the upstream read %d chat requests, want 5: 4 and the one dropped", len(u.bodies))
 	}
 }

@@ -96,7 +96,7 @@ func TestLoadFromRecordedMetricPages(t *testing.T) {
 			u.metrics = testdata(t, tc.page)
 			if tc.slots != "" {
 				body := testdata(t, tc.slots)
-				u.Config.Handler.(*http.ServeMux).HandleFunc("GET /slots", func(w http.ResponseWriter, r *http.Request) {
+				u.mux.HandleFunc("GET /slots", func(w http.ResponseWriter, r *http.Request) {
 					fmt.Fprint(w, body)
 				})
 			}
@@ -128,7 +128,7 @@ func TestLoadEndpointsOff(t *testing.T) {
 	var mu sync.Mutex
 	asked := map[string]int{}
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
-	u.Config.Handler.(*http.ServeMux).HandleFunc("GET /slots", func(w http.ResponseWriter, r *http.Request) {
+	u.mux.HandleFunc("GET /slots", func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		asked[r.URL.Path]++
 		mu.Unlock()

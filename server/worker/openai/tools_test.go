@@ -168,7 +168,7 @@ func TestSeveralChoicesAndLogprobsFromUpstream(t *testing.T) {
 func TestEmbeddingsFromUpstream(t *testing.T) {
 	u := newUpstream(t, nil)
 	var got map[string]any
-	u.Config.Handler.(*http.ServeMux).HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+	u.mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&got)
 		// One vector as base64 (what Parley asks for), one as numbers (what some
 		// servers send regardless), out of order.
@@ -194,7 +194,7 @@ func TestEmbeddingsFromUpstream(t *testing.T) {
 
 func TestEmbeddingsUpstreamRefusal(t *testing.T) {
 	u := newUpstream(t, nil)
-	u.Config.Handler.(*http.ServeMux).HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+	u.mux.HandleFunc("POST /v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(`{"error":{"message":"input too long","type":"invalid_request_error","code":400}}`))
 	})
