@@ -40,6 +40,15 @@ async function signUp(p, mail, name) {
   await p.click("#auth-submit");
   await p.locator("#main").waitFor();
 }
+// logInAsAdmin signs p in as the admin.
+async function logInAsAdmin(p) {
+  await p.goto(srv.url + "/");
+  await p.locator("#auth-form").waitFor();
+  if ((await p.textContent("#auth-submit")) !== "Log in") await p.click("#auth-toggle");
+  await p.fill("input[name=email]", adminEmail);
+  await p.fill("input[name=password]", password);
+  await p.click("#auth-submit");
+}
 async function waitIdle(p) {
   await p.locator("#send").waitFor({ state: "visible", timeout: 30_000 });
   await p.waitForFunction(() => !document.querySelector(".msg.assistant.streaming"), null, { timeout: 30_000 });
@@ -404,12 +413,7 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const p = extra = await ctx.newPage();
   try {
-    await p.goto(srv.url + "/");
-    await p.locator("#auth-form").waitFor();
-    if ((await p.textContent("#auth-submit")) !== "Log in") await p.click("#auth-toggle");
-    await p.fill("input[name=email]", adminEmail);
-    await p.fill("input[name=password]", password);
-    await p.click("#auth-submit");
+    await logInAsAdmin(p);
     await p.locator("#admin-btn").waitFor();
     // The model list loads after sign-in, apart from the header: wait for a chosen model before measuring it.
     await p.waitForFunction(() => document.getElementById("model")?.selectedOptions.length > 0, null, { timeout: 10_000 });
@@ -655,12 +659,7 @@ test("admin page: recent usage of every user, with their emails", { skip }, asyn
   const actx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const a = extra = await actx.newPage();
   try {
-    await a.goto(srv.url + "/");
-    await a.locator("#auth-form").waitFor();
-    if ((await a.textContent("#auth-submit")) !== "Log in") await a.click("#auth-toggle");
-    await a.fill("input[name=email]", adminEmail);
-    await a.fill("input[name=password]", password);
-    await a.click("#auth-submit");
+    await logInAsAdmin(a);
     await a.locator("#admin-btn").click();
     // Without choosing a user: every user's requests, newest first.
     const row = a.locator("#admin-usage table.recent-usage tbody tr", { hasText: mail });

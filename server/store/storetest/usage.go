@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,32 +30,7 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		list := func(p store.PageRequest) ([]store.UsageRecord, string, error) {
 			return s.Usage.List(ctx, a, store.UsageFilter{}, p)
 		}
-		got := collect(t, 7, list)
-		if len(got) != 30 {
-			t.Fatalf("listed %d records, want 30", len(got))
-		}
-		byID := map[string]store.UsageRecord{}
-		for _, r := range recs {
-			byID[r.RequestID] = r
-		}
-		for i, g := range got {
-			want, ok := byID[g.RequestID]
-			if !ok {
-				t.Fatalf("unknown record %s", g.RequestID)
-			}
-			delete(byID, g.RequestID)
-			sameTime(t, g.CreatedAt, want.CreatedAt, "CreatedAt")
-			g.CreatedAt = want.CreatedAt
-			if g != want {
-				t.Fatalf("record = %+v, want %+v", g, want)
-			}
-			if i > 0 {
-				p := got[i-1]
-				if p.CreatedAt.Before(g.CreatedAt) || (p.CreatedAt.Equal(g.CreatedAt) && p.RequestID < g.RequestID) {
-					t.Fatalf("records %d and %d not newest first", i-1, i)
-				}
-			}
-		}
+		sameNewestFirst(t, "user a", collect(t, 7, list), recs[:30])
 		bl, _, err := s.Usage.List(ctx, b, store.UsageFilter{}, store.PageRequest{})
 		noErr(t, err, "List b")
 		if len(bl) != 1 || bl[0].Channel != store.ChannelWeb {
@@ -93,32 +69,7 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		}
 		for _, end := range []string{"alice", "bob", long} {
 			for _, size := range []int{1, 3, 50} {
-				got := collect(t, size, listOf(a, end))
-				if len(got) != len(want[end]) {
-					t.Fatalf("end user %.10q, page size %d: listed %d records, want %d", end, size, len(got), len(want[end]))
-				}
-				byID := map[string]store.UsageRecord{}
-				for _, r := range want[end] {
-					byID[r.RequestID] = r
-				}
-				for i, g := range got {
-					w, ok := byID[g.RequestID]
-					if !ok {
-						t.Fatalf("end user %.10q: listed record %s (end user %.10q) not of the filter", end, g.RequestID, g.EndUser)
-					}
-					delete(byID, g.RequestID)
-					sameTime(t, g.CreatedAt, w.CreatedAt, "CreatedAt")
-					g.CreatedAt = w.CreatedAt
-					if g != w {
-						t.Fatalf("record = %+v, want %+v", g, w)
-					}
-					if i > 0 {
-						p := got[i-1]
-						if p.CreatedAt.Before(g.CreatedAt) || (p.CreatedAt.Equal(g.CreatedAt) && p.RequestID < g.RequestID) {
-							t.Fatalf("records %d and %d not newest first", i-1, i)
-						}
-					}
-				}
+				sameNewestFirst(t, fmt.Sprintf("end user %.10q, page size %d", end, size), collect(t, size, listOf(a, end)), want[end])
 			}
 		}
 		// No filter lists every record, the end user of each as stored.
@@ -153,14 +104,12 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		// Three users' records interleaved in time, several sharing a
 		// timestamp across users, so paging breaks ties by request ID.
 		users := []string{newID(), newID(), newID()}
-		byID := map[string]store.UsageRecord{}
 		var recs []store.UsageRecord
 		for i := range 20 {
 			r := store.UsageRecord{RequestID: newID(), UserID: users[i%3], Channel: store.ChannelAPI, Model: "sim-small",
 				PromptTokens: int64(i), CostNanos: int64(i), FinishReason: "stop",
 				CreatedAt: t0.Add(time.Duration(i/4) * time.Second), EndUser: []string{"alice", ""}[i%2]}
 			recs = append(recs, r)
-			byID[r.RequestID] = r
 		}
 		noErr(t, s.Usage.Record(ctx, recs), "Record")
 		listOf := func(end string) func(p store.PageRequest) ([]store.UsageRecord, string, error) {
@@ -169,29 +118,7 @@ func TestUsage(t *testing.T, newStore NewStore) {
 			}
 		}
 		for _, size := range []int{1, 7, 50} {
-			got := collect(t, size, listOf(""))
-			if len(got) != len(recs) {
-				t.Fatalf("page size %d: listed %d records of all users, want %d", size, len(got), len(recs))
-			}
-			seen := map[string]bool{}
-			for i, g := range got {
-				w, ok := byID[g.RequestID]
-				if !ok || seen[g.RequestID] {
-					t.Fatalf("page size %d: record %s unknown or listed twice", size, g.RequestID)
-				}
-				seen[g.RequestID] = true
-				sameTime(t, g.CreatedAt, w.CreatedAt, "CreatedAt")
-				g.CreatedAt = w.CreatedAt
-				if g != w {
-					t.Fatalf("record = %+v, want %+v", g, w)
-				}
-				if i > 0 {
-					p := got[i-1]
-					if p.CreatedAt.Before(g.CreatedAt) || (p.CreatedAt.Equal(g.CreatedAt) && p.RequestID < g.RequestID) {
-						t.Fatalf("page size %d: records %d and %d not newest first", size, i-1, i)
-					}
-				}
-			}
+			sameNewestFirst(t, fmt.Sprintf("all users, page size %d", size), collect(t, size, listOf("")), recs)
 		}
 		// The end-user filter applies across users too.
 		alice := collect(t, 3, listOf("alice"))
@@ -210,4 +137,35 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		}
 		checkBadCursors(t, listOf(""))
 	})
+}
+
+// sameNewestFirst fails unless got lists exactly the records of want, each
+// once and as stored, newest first (ties by request ID, descending).
+func sameNewestFirst(t *testing.T, what string, got, want []store.UsageRecord) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: listed %d records, want %d", what, len(got), len(want))
+	}
+	byID := make(map[string]store.UsageRecord, len(want))
+	for _, r := range want {
+		byID[r.RequestID] = r
+	}
+	for i, g := range got {
+		w, ok := byID[g.RequestID]
+		if !ok {
+			t.Fatalf("%s: record %s (end user %.10q) not wanted, or listed twice", what, g.RequestID, g.EndUser)
+		}
+		delete(byID, g.RequestID)
+		sameTime(t, g.CreatedAt, w.CreatedAt, what+": CreatedAt")
+		g.CreatedAt = w.CreatedAt
+		if g != w {
+			t.Fatalf("%s: record = %+v, want %+v", what, g, w)
+		}
+		if i > 0 {
+			p := got[i-1]
+			if p.CreatedAt.Before(g.CreatedAt) || (p.CreatedAt.Equal(g.CreatedAt) && p.RequestID < g.RequestID) {
+				t.Fatalf("%s: records %d and %d not newest first", what, i-1, i)
+			}
+		}
+	}
 }
