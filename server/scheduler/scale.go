@@ -98,8 +98,9 @@ func (s *Scheduler) slotLen() int64 {
 }
 
 // recordWaitLocked notes that a job for model waited wait for p (or was
-// refused after it); p nil (no pool could be named) records nothing.
-func (s *Scheduler) recordWaitLocked(p *pool, model string, wait time.Duration) {
+// refused after it), as of now (Unix nanoseconds); p nil (no pool could be
+// named) records nothing.
+func (s *Scheduler) recordWaitLocked(now int64, p *pool, model string, wait time.Duration) {
 	if p == nil {
 		return
 	}
@@ -109,7 +110,7 @@ func (s *Scheduler) recordWaitLocked(p *pool, model string, wait time.Duration) 
 		w = &waitWindow{}
 		s.waits[k] = w
 	}
-	w.record(s.cfg.Now().UnixNano(), s.slotLen(), wait.Seconds())
+	w.record(now, s.slotLen(), wait.Seconds())
 }
 
 // recordRefusal records a job refused for lack of a worker in time (a full
@@ -128,7 +129,7 @@ func (s *Scheduler) recordRefusal(j *pickJob) {
 			}
 		}
 	}
-	s.recordWaitLocked(p, j.model, max(s.cfg.MaxQueueWait, 2*s.cfg.ScaleUpWait))
+	s.recordWaitLocked(s.cfg.Now().UnixNano(), p, j.model, max(s.cfg.MaxQueueWait, 2*s.cfg.ScaleUpWait))
 }
 
 // idleLocked reports whether m ran nothing, by this gateway's count and its

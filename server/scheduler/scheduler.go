@@ -428,7 +428,7 @@ func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*mem
 	s.mu.Lock()
 	j.now = s.cfg.Now().UnixNano()
 	if m := s.pickLocked(j); m != nil {
-		s.recordWaitLocked(m.pool, j.model, 0)
+		s.recordWaitLocked(j.now, m.pool, j.model, 0)
 		s.mu.Unlock()
 		return m, nil
 	}
@@ -490,12 +490,9 @@ wait:
 				s.metrics.rejections.WithLabelValues("queue_full").Inc()
 				return nil, apierr.Unavailable("all workers are busy; try again shortly", s.cfg.RetryAfter)
 			}
-			s.mu.Lock()
-			waited := s.cfg.Now().Sub(w.since)
-			s.recordWaitLocked(m.pool, j.model, waited)
-			s.mu.Unlock()
-			s.metrics.queueWait.Observe(waited.Seconds())
-			m.pool.queueWait.Observe(waited.Seconds())
+			waited := s.cfg.Now().Sub(w.since).Seconds()
+			s.metrics.queueWait.Observe(waited)
+			m.pool.queueWait.Observe(waited)
 			return m, nil
 		case <-spill:
 			spill = nil
@@ -665,6 +662,7 @@ func (s *Scheduler) dispatchLocked() {
 			heap.Pop(q)
 			w.granted = m
 			w.ready <- m
+			s.recordWaitLocked(now, m.pool, model, time.Duration(now-w.since.UnixNano()))
 		}
 		if q.Len() > 0 && !s.hopeLocked(&pickJob{model: model, now: now}, false) {
 			// The last worker for the model went down or was ejected: the
