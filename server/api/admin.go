@@ -178,23 +178,19 @@ func (h *AdminHandler) ListUsage(ctx context.Context, req *connect.Request[parle
 		return nil, h.typed(ctx, "page_token", err)
 	}
 	emails := map[string]string{}
+	looked := map[string]bool{}
 	for _, r := range records {
-		if _, done := emails[r.UserID]; done {
+		if looked[r.UserID] {
 			continue
 		}
+		looked[r.UserID] = true
 		u, err := h.Auth.UserByID(ctx, r.UserID)
 		switch {
 		case err == nil:
 			emails[r.UserID] = u.Email
-		case connect.CodeOf(err) == connect.CodeNotFound:
-			emails[r.UserID] = "" // a deleted account: left out below
+		case connect.CodeOf(err) == connect.CodeNotFound: // a deleted account: no email
 		default:
 			return nil, err
-		}
-	}
-	for id, email := range emails {
-		if email == "" {
-			delete(emails, id)
 		}
 	}
 	return connect.NewResponse(&parleyv1.AdminServiceListUsageResponse{
