@@ -12,17 +12,23 @@ TESTLOGS := test-artifacts/logs
 # when a test was skipped for a missing dependency.
 SUMMARY ?=
 
-.PHONY: all build generate lint breaking vet test test-go test-web test-ts test-python test-scale e2e-deps openai-py-venv chromium region-deps services services-down run clean web web-check
+.PHONY: all build generate lint breaking vet test test-go test-fast test-web test-ts test-python test-scale e2e-deps openai-py-venv chromium region-deps services services-down run clean web web-check docs-config
 
 all: build
 
 ## build: bin/parley. -v lists each package as it compiles: the first build
 ## from a cold cache compiles a few hundred (several minutes on 2 cores), later
-## ones take seconds and list nothing.
+## ones take seconds and list nothing. scripts/heartbeat.sh prints the elapsed
+## time every 30 s, since some packages (modernc.org/libc, SQLite) compile for
+## minutes without a line.
 build:
-	$(GO) build -v -o bin/parley ./server/cmd/parley
+	@scripts/heartbeat.sh 30 $(GO) build -v -o bin/parley ./server/cmd/parley
 
 ## generate: rewrite gen/ and clients/ts/src/gen from proto/ (local plugins only)
+## docs-config: rewrite docs/config.md from the flag sets (a test in server/cmd/parley fails when it differs)
+docs-config:
+	$(GO) test ./server/cmd/parley -run TestConfigDoc -count=1 -update
+
 generate: clients/ts/node_modules
 	$(GO) tool buf generate
 
@@ -77,13 +83,28 @@ test-go: e2e-deps
 		grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$$)'; \
 		exit $${PIPESTATUS[0]}
 
+## test-fast: the quick tier, for feedback while changing code: the unit tests and
+## the store conformance suites on SQLite, without -race, the end-to-end tests that
+## start the binary (server/e2e, clients/go) or the other stores' services (every
+## PARLEY_TEST_* variable is unset for it); under two minutes on two cores
+test-fast:
+	env $$(env | sed -n 's/^\(PARLEY_TEST_[A-Z_]*\)=.*/-u \1/p') \
+		$(GO) test -timeout 5m $$($(GO) list ./... | grep -v -e '/server/e2e$$' -e '/clients/go$$')
+
 ## e2e-deps: what the end-to-end tests drive besides the binary: the official OpenAI
 ## Node SDK (server/e2e/openai-sdk) and the OpenAI and Anthropic Python SDKs with
 ## langchain-openai (server/e2e/openai-py/.venv)
-e2e-deps: server/e2e/openai-sdk/node_modules openai-py-venv
+e2e-deps: server/e2e/openai-sdk/node_modules openai-py-venv server/e2e/coding-agents/node_modules
 
 server/e2e/openai-sdk/node_modules: server/e2e/openai-sdk/package.json server/e2e/openai-sdk/package-lock.json
 	cd server/e2e/openai-sdk && npm ci --no-audit --no-fund
+	@touch $@
+
+# Claude Code and Codex CLI, pinned, for the coding-agent e2e tests: their
+# native binaries are the platform packages (about 800 MB together); no
+# install script runs.
+server/e2e/coding-agents/node_modules: server/e2e/coding-agents/package.json server/e2e/coding-agents/package-lock.json
+	cd server/e2e/coding-agents && npm ci --no-audit --no-fund --ignore-scripts
 	@touch $@
 
 ## openai-py-venv: rebuilt only when the venv is missing or requirements.txt

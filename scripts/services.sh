@@ -17,6 +17,13 @@
 #   scripts/services.sh down    stop them (their data stays in the state dir)
 #   scripts/services.sh env     print the export lines the tests read:
 #                               eval "$(scripts/services.sh env)"
+#   scripts/services.sh serve-env
+#                               print the PARLEY_* export lines that make
+#                               `parley serve` (and `parley admin`) run on the
+#                               services that answer — scale mode:
+#                               eval "$(scripts/services.sh serve-env)"
+#                               (its own database "parley", Redis db 1, apart
+#                               from the tests')
 #   scripts/services.sh status  say which ones answer
 #
 # State lives in $PARLEY_SERVICES_DIR (default /tmp/parley-services). Ports
@@ -431,6 +438,47 @@ cmd_env() {
   fi
 }
 
+# cmd_serve_env prints the settings of `parley serve` (PARLEY_<FLAG>, see
+# docs/config.md) for each service that answers now: its own PostgreSQL
+# database and ClickHouse database "parley" (made here if missing) and Redis
+# db 1, so a local gateway's data stays apart from the tests'. The services
+# that do not answer are said on stderr and left embedded.
+cmd_serve_env() {
+  local db=parley names=()
+  if pg_ready; then
+    if [ "$(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
+      psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "CREATE DATABASE $db" >/dev/null
+    fi
+    names+=(PARLEY_POSTGRES_URL)
+    echo "export PARLEY_POSTGRES_URL='postgres://postgres@127.0.0.1:$PG_PORT/$db?sslmode=disable'"
+  else
+    log "postgresql down: relational stores stay in SQLite"
+  fi
+  if redis_ready; then
+    names+=(PARLEY_REDIS_URL)
+    echo "export PARLEY_REDIS_URL='redis://127.0.0.1:$REDIS_PORT/1'"
+  else
+    log "redis down: limiter and live generations stay in process"
+  fi
+  if ch_ready; then
+    curl -fsS "http://127.0.0.1:$CH_HTTP_PORT/" --data-binary "CREATE DATABASE IF NOT EXISTS $db" >/dev/null
+    names+=(PARLEY_CLICKHOUSE_URL)
+    echo "export PARLEY_CLICKHOUSE_URL='clickhouse://127.0.0.1:$CH_PORT/$db'"
+  else
+    log "clickhouse down: usage records stay in the relational store"
+  fi
+  if cql_ready; then
+    names+=(PARLEY_CASSANDRA_HOSTS PARLEY_CASSANDRA_KEYSPACE)
+    echo "export PARLEY_CASSANDRA_HOSTS='127.0.0.1:$CQL_PORT' PARLEY_CASSANDRA_KEYSPACE='$db'"
+  fi
+  if s3_ready 2>/dev/null; then
+    names+=(PARLEY_S3_ENDPOINT PARLEY_S3_BUCKET PARLEY_S3_ACCESS_KEY PARLEY_S3_SECRET_KEY)
+    echo "export PARLEY_S3_ENDPOINT='http://127.0.0.1:$S3_PORT' PARLEY_S3_BUCKET='$db'"
+    echo "export PARLEY_S3_ACCESS_KEY='$S3_ACCESS' PARLEY_S3_SECRET_KEY='$S3_SECRET'"
+  fi
+  [ ${#names[@]} -eq 0 ] || echo "# back to the embedded default: unset ${names[*]}"
+}
+
 cmd_status() {
   pg_ready && echo "postgresql: up on 127.0.0.1:$PG_PORT" || echo "postgresql: down"
   redis_ready && echo "redis: up on 127.0.0.1:$REDIS_PORT" || echo "redis: down"
@@ -461,6 +509,7 @@ case "${1:-}" in
     ;;
   down) redis_cluster_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
   env) cmd_env ;;
+  serve-env) cmd_serve_env ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|env|status" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|env|serve-env|status" >&2; exit 2 ;;
 esac

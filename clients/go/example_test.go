@@ -30,6 +30,27 @@ func Example() {
 	// Output: FINISH_REASON_STOP true
 }
 
+// Files: store a document for later use, list it, read it back, and delete
+// it. Its id is also an attachment id, usable in any message.
+func ExampleClient_files() {
+	ctx := context.Background()
+	c := parley.New(os.Getenv("PARLEY_URL"), parley.WithAPIKey(os.Getenv("PARLEY_API_KEY")))
+	created, err := c.Files.CreateFile(ctx, connect.NewRequest(&parleyv1.CreateFileRequest{
+		Filename: "notes.md", Purpose: "user_data", Content: []byte("# Notes\nThe launch is on Tuesday.\n"),
+	}))
+	if err != nil {
+		panic(err)
+	}
+	id := created.Msg.GetFile().GetFileId()
+	list, _ := c.Files.ListFiles(ctx, connect.NewRequest(&parleyv1.ListFilesRequest{Purpose: "user_data"}))
+	content, _ := c.Files.GetFileContent(ctx, connect.NewRequest(&parleyv1.GetFileContentRequest{FileId: id}))
+	fmt.Println(created.Msg.GetFile().GetStatus(), list.Msg.GetFiles()[0].GetFileId() == id, strings.Contains(string(content.Msg.GetContent()), "Tuesday"))
+	if _, err := c.Files.DeleteFile(ctx, connect.NewRequest(&parleyv1.DeleteFileRequest{FileId: id})); err != nil {
+		panic(err)
+	}
+	// Output: ATTACHMENT_STATUS_READY true true
+}
+
 // A tool loop: the model calls get_weather, the program runs it and sends
 // the result back, and the model answers with it.
 func ExampleFunction() {

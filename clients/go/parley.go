@@ -79,6 +79,7 @@ type Client struct {
 	Chat          parleyv1connect.ChatServiceClient
 	Conversations parleyv1connect.ConversationServiceClient
 	Attachments   parleyv1connect.AttachmentServiceClient
+	Files         parleyv1connect.FileServiceClient
 	Billing       parleyv1connect.BillingServiceClient
 	Admin         parleyv1connect.AdminServiceClient
 }
@@ -122,6 +123,7 @@ func New(baseURL string, opts ...Option) *Client {
 		Chat:          parleyv1connect.NewChatServiceClient(hc, baseURL, copts...),
 		Conversations: parleyv1connect.NewConversationServiceClient(hc, baseURL, copts...),
 		Attachments:   parleyv1connect.NewAttachmentServiceClient(hc, baseURL, copts...),
+		Files:         parleyv1connect.NewFileServiceClient(hc, baseURL, copts...),
 		Billing:       parleyv1connect.NewBillingServiceClient(hc, baseURL, copts...),
 		Admin:         parleyv1connect.NewAdminServiceClient(hc, baseURL, copts...),
 	}

@@ -20,9 +20,8 @@ type AttachmentHandler struct {
 
 // CreateUpload registers an upload and says where to send the bytes.
 func (h *AttachmentHandler) CreateUpload(ctx context.Context, req *connect.Request[parleyv1.CreateUploadRequest]) (*connect.Response[parleyv1.CreateUploadResponse], error) {
-	p, _ := auth.FromContext(ctx)
 	m := req.Msg
-	a, up, err := h.Attachments.CreateUpload(ctx, p.UserID, attach.UploadRequest{
+	a, up, err := h.Attachments.CreateUpload(ctx, attach.OwnerFrom(ctx), attach.UploadRequest{
 		Filename: m.GetFilename(), MIME: m.GetMimeType(), Size: m.GetSizeBytes(), SHA256: m.GetSha256(),
 	})
 	if err != nil {

@@ -19,6 +19,8 @@ const (
 	minPasswordBytes = 10
 	maxPasswordBytes = 256
 	maxDisplayName   = 100
+	// maxInvitationCode bounds SignUpRequest.invitation_code, in bytes.
+	maxInvitationCode = 128
 )
 
 // AuthHandler serves AuthService.
@@ -44,13 +46,30 @@ func (h *AuthHandler) SignUp(ctx context.Context, req *connect.Request[parleyv1.
 	if utf8.RuneCountInString(name) > maxDisplayName {
 		return nil, apierr.InvalidArgument("display_name", "is longer than 100 characters")
 	}
-	u, s, err := h.Auth.SignUp(ctx, email, req.Msg.GetPassword(), name, clientOf(req))
+	code := req.Msg.GetInvitationCode()
+	if len(code) > maxInvitationCode {
+		return nil, apierr.InvalidArgument("invitation_code", "is longer than 128 bytes")
+	}
+	u, s, err := h.Auth.SignUp(ctx, email, req.Msg.GetPassword(), name, code, clientOf(req))
 	if err != nil {
 		return nil, err
 	}
 	res := connect.NewResponse(&parleyv1.SignUpResponse{User: UserToProto(u), SessionExpiresAt: timestamppb.New(s.ExpiresAt)})
 	res.Header().Add("Set-Cookie", h.Auth.SessionCookie(s.Token))
 	return res, nil
+}
+
+// GetSignUpPolicy says who may sign up here (the sign-up form asks before
+// it is filled in).
+func (h *AuthHandler) GetSignUpPolicy(context.Context, *connect.Request[parleyv1.GetSignUpPolicyRequest]) (*connect.Response[parleyv1.GetSignUpPolicyResponse], error) {
+	p := parleyv1.SignUpPolicy_SIGN_UP_POLICY_OPEN
+	switch h.Auth.SignUpPolicy() {
+	case auth.SignUpInvite:
+		p = parleyv1.SignUpPolicy_SIGN_UP_POLICY_INVITE
+	case auth.SignUpClosed:
+		p = parleyv1.SignUpPolicy_SIGN_UP_POLICY_CLOSED
+	}
+	return connect.NewResponse(&parleyv1.GetSignUpPolicyResponse{Policy: p}), nil
 }
 
 // Login checks the password and sets the session cookie.

@@ -15,9 +15,9 @@ import (
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // BillingHandler serves BillingService.
@@ -120,13 +120,14 @@ func UsageRecordsToProto(records []store.UsageRecord) []*parleyv1.UsageRecord {
 		}
 		out = append(out, &parleyv1.UsageRecord{
 			RequestId: r.RequestID, Model: r.Model, CostNanos: r.CostNanos, ApiKeyId: r.APIKeyID, Channel: channel,
-			FinishReason: chat.FinishReasonToProto(worker.FinishReason(r.FinishReason)),
+			FinishReason: chat.FinishReasonToProto(llm.FinishReason(r.FinishReason)),
 			Usage: &parleyv1.Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 				CachedTokens: r.CachedTokens, Estimated: r.Estimated},
-			CreatedAt: timestamppb.New(r.CreatedAt),
-			User:      r.EndUser,
-			CacheHit:  r.CacheHit,
-			UserId:    r.UserID,
+			CreatedAt:      timestamppb.New(r.CreatedAt),
+			User:           r.EndUser,
+			CacheHit:       r.CacheHit,
+			UserId:         r.UserID,
+			RequestedModel: r.RequestedModel,
 		})
 	}
 	return out

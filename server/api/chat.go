@@ -11,7 +11,7 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/chat"
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // ChatHandler serves ChatService: the API channel, billed by usage.
@@ -79,12 +79,12 @@ type completeFields interface {
 
 // chatRequest turns the API's fields into the core's request.
 func (h *ChatHandler) chatRequest(ctx context.Context, m completeFields, temperature, topP *float64, seed *int64, parallel *bool) (chat.Request, error) {
-	r := chat.Request{
-		Model: m.GetModel(), MaxOutputTokens: m.GetMaxOutputTokens(), Temperature: temperature, TopP: topP, Stop: m.GetStop(), Seed: seed,
-		User: m.GetUser(), ParallelToolCalls: parallel, N: int(m.GetN()), Logprobs: m.GetLogprobs(), TopLogprobs: int(m.GetTopLogprobs()),
-	}
+	r := chat.Request{Request: llm.Request{
+		Model: m.GetModel(), Temperature: temperature, TopP: topP, Stop: m.GetStop(), Seed: seed,
+		ParallelToolCalls: parallel, N: int(m.GetN()), Logprobs: m.GetLogprobs(), TopLogprobs: int(m.GetTopLogprobs()),
+	}, MaxOutputTokens: m.GetMaxOutputTokens(), User: m.GetUser()}
 	for i, t := range m.GetTools() {
-		tool := worker.Tool{Name: t.GetName(), Description: t.GetDescription(), Strict: t.GetStrict()}
+		tool := llm.Tool{Name: t.GetName(), Description: t.GetDescription(), Strict: t.GetStrict()}
 		if t.GetParameters() != nil {
 			b, err := protojson.Marshal(t.GetParameters())
 			if err != nil {
@@ -97,20 +97,20 @@ func (h *ChatHandler) chatRequest(ctx context.Context, m completeFields, tempera
 	switch tc := m.GetToolChoice(); tc.GetMode() {
 	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED, parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO:
 	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_NONE:
-		r.ToolChoice.Mode = worker.ToolChoiceNone
+		r.ToolChoice.Mode = llm.ToolChoiceNone
 	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED:
-		r.ToolChoice.Mode = worker.ToolChoiceRequired
+		r.ToolChoice.Mode = llm.ToolChoiceRequired
 	case parleyv1.ToolChoiceMode_TOOL_CHOICE_MODE_FUNCTION:
-		r.ToolChoice = worker.ToolChoice{Mode: worker.ToolChoiceFunction, Function: tc.GetFunctionName()}
+		r.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Function: tc.GetFunctionName()}
 	default:
 		return r, apierr.InvalidArgument("tool_choice.mode", "is not a known mode")
 	}
 	switch f := m.GetResponseFormat(); f.GetType() {
 	case parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_UNSPECIFIED, parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_TEXT:
 	case parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_JSON_OBJECT:
-		r.ResponseFormat.Type = worker.FormatJSONObject
+		r.ResponseFormat.Type = llm.FormatJSONObject
 	case parleyv1.ResponseFormatType_RESPONSE_FORMAT_TYPE_JSON_SCHEMA:
-		r.ResponseFormat = worker.ResponseFormat{Type: worker.FormatJSONSchema, Name: f.GetName(), Strict: f.GetStrict()}
+		r.ResponseFormat = llm.ResponseFormat{Type: llm.FormatJSONSchema, Name: f.GetName(), Strict: f.GetStrict()}
 		if f.GetSchema() != nil {
 			b, err := protojson.Marshal(f.GetSchema())
 			if err != nil {
@@ -133,8 +133,8 @@ func (h *ChatHandler) chatRequest(ctx context.Context, m completeFields, tempera
 
 // chatMessage maps message i. Images, documents and attachments are
 // deferred: the core prepares them once the request is admitted.
-func (h *ChatHandler) chatMessage(r *chat.Request, i int, field string, m *parleyv1.Message) (worker.ChatMessage, error) {
-	cm := worker.ChatMessage{Role: roleName(m.GetRole())}
+func (h *ChatHandler) chatMessage(r *chat.Request, i int, field string, m *parleyv1.Message) (llm.ChatMessage, error) {
+	cm := llm.ChatMessage{Role: roleName(m.GetRole())}
 	if cm.Role == "" {
 		return cm, apierr.InvalidArgument(field+".role", "must be ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT or ROLE_TOOL")
 	}
@@ -142,7 +142,7 @@ func (h *ChatHandler) chatMessage(r *chat.Request, i int, field string, m *parle
 		pf := fmt.Sprintf("%s.parts[%d]", field, j)
 		switch k := p.GetKind().(type) {
 		case *parleyv1.Part_Text:
-			cm.Parts = append(cm.Parts, worker.Part{Text: k.Text})
+			cm.Parts = append(cm.Parts, llm.Part{Text: k.Text})
 		case *parleyv1.Part_Image:
 			cm.Parts = append(cm.Parts, r.Defer(i, len(cm.Parts), chat.Deferred{
 				Field: pf + ".image", Kind: attach.KindImage, Data: k.Image.GetData(), MIME: k.Image.GetMimeType()}))
@@ -151,9 +151,9 @@ func (h *ChatHandler) chatMessage(r *chat.Request, i int, field string, m *parle
 				Field: pf + ".document", Kind: attach.KindDocument, Data: k.Document.GetData(), MIME: k.Document.GetMimeType(), Filename: k.Document.GetFilename()}))
 		case *parleyv1.Part_ToolCall:
 			c := k.ToolCall
-			cm.Parts = append(cm.Parts, worker.Part{ToolCall: &worker.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()}})
+			cm.Parts = append(cm.Parts, llm.Part{ToolCall: &llm.ToolCall{ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()}})
 		case *parleyv1.Part_ToolResult:
-			cm.Parts = append(cm.Parts, worker.Part{ToolResult: &worker.ToolResult{ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent()}})
+			cm.Parts = append(cm.Parts, llm.Part{ToolResult: &llm.ToolResult{ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent()}})
 		case *parleyv1.Part_AttachmentId:
 			cm.Parts = append(cm.Parts, r.Defer(i, len(cm.Parts), chat.Deferred{Field: pf + ".attachment_id", AttachmentID: k.AttachmentId}))
 		default:

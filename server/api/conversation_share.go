@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -117,28 +118,18 @@ func (h *ConversationHandler) ExportConversation(ctx context.Context, req *conne
 		}
 		return connect.NewResponse(&parleyv1.ExportConversationResponse{Filename: name + ".json", ContentType: "application/json", Content: body}), nil
 	}
-	var b strings.Builder
-	title := c.Title
-	if title == "" {
-		title = "Untitled conversation"
-	}
-	fmt.Fprintf(&b, "# %s\n\n_Exported from Parley on %s · model %s_\n", title, now.UTC().Format("2006-01-02 15:04 UTC"), c.Model)
+	turns := make([]exportTurn, 0, len(msgs))
 	for _, m := range msgs {
 		sm := h.sharedMessage(ctx, c.UserID, m)
 		who := roleTitle(m.GetRole())
 		if m.GetModel() != "" {
 			who += " (" + m.GetModel() + ")"
 		}
-		fmt.Fprintf(&b, "\n## %s · %s\n\n", who, m.GetCreatedAt().AsTime().UTC().Format("2006-01-02 15:04 UTC"))
-		if sm.Text != "" {
-			b.WriteString(sm.Text + "\n")
-		}
-		for _, f := range sm.AttachmentFilenames {
-			fmt.Fprintf(&b, "\n_[attachment: %s]_\n", f)
-		}
+		turns = append(turns, exportTurn{Who: who, At: m.GetCreatedAt().AsTime(), Text: sm.Text, Attachments: sm.AttachmentFilenames})
 	}
+	md := exportMarkdown(c.Title, c.Model, now, turns)
 	return connect.NewResponse(&parleyv1.ExportConversationResponse{
-		Filename: name + ".md", ContentType: "text/markdown; charset=utf-8", Content: []byte(b.String()),
+		Filename: name + ".md", ContentType: "text/markdown; charset=utf-8", Content: []byte(md),
 	}), nil
 }
 
@@ -187,6 +178,79 @@ func (h *ConversationHandler) sharedMessage(ctx context.Context, userID string, 
 	}
 	sm.Text = strings.Join(texts, "\n\n")
 	return sm
+}
+
+// exportTurn is one message of a Markdown export.
+type exportTurn struct {
+	Who         string // "Assistant (model)"
+	At          time.Time
+	Text        string
+	Attachments []string // file names
+}
+
+// exportMarkdown writes a conversation as Markdown that is inert in any
+// viewer: the title, the speakers and the file names are one line each with
+// HTML and Markdown punctuation escaped, and each message's text sits in a
+// fenced code block whose fence is longer than any run of backticks in it,
+// so no message can close its block, inject HTML or forge a "## Assistant"
+// turn of its own.
+func exportMarkdown(title, model string, now time.Time, turns []exportTurn) string {
+	if title == "" {
+		title = "Untitled conversation"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n_Exported from Parley on %s · model %s_\n", mdInline(title), now.UTC().Format("2006-01-02 15:04 UTC"), mdInline(model))
+	for _, t := range turns {
+		fmt.Fprintf(&b, "\n## %s · %s\n\n", mdInline(t.Who), t.At.UTC().Format("2006-01-02 15:04 UTC"))
+		if t.Text != "" {
+			fence := strings.Repeat("`", max(3, longestRun(t.Text, '`')+1))
+			b.WriteString(fence + "text\n" + t.Text + "\n" + fence + "\n")
+		}
+		for _, f := range t.Attachments {
+			fmt.Fprintf(&b, "\n_[attachment: %s]_\n", mdInline(f))
+		}
+	}
+	return b.String()
+}
+
+// mdInline is s as literal text on one Markdown line: line breaks become
+// spaces, HTML's special characters become entities, and the Markdown
+// punctuation that could open a link, an image, code or emphasis is
+// backslash-escaped (the rest is inert in the middle of a line).
+func mdInline(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case strings.ContainsRune("\\`*_[]", r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
 }
 
 func roleTitle(r parleyv1.Role) string {

@@ -17,8 +17,8 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // ConversationHandler serves ConversationService: the web channel.
@@ -171,7 +171,7 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 func messageToProto(m store.Message) *parleyv1.ConversationMessage {
 	pm := &parleyv1.ConversationMessage{
 		MessageId: m.ID, ConversationId: m.ConversationID, Model: m.Model, Tokens: m.Tokens, ParentMessageId: m.ParentID,
-		FinishReason: chat.FinishReasonToProto(worker.FinishReason(m.FinishReason)), CreatedAt: timestamppb.New(m.CreatedAt),
+		FinishReason: chat.FinishReasonToProto(llm.FinishReason(m.FinishReason)), CreatedAt: timestamppb.New(m.CreatedAt),
 		Status: parleyv1.MessageStatus_MESSAGE_STATUS_COMPLETE,
 	}
 	switch m.Status {
@@ -202,8 +202,9 @@ func messageToProto(m store.Message) *parleyv1.ConversationMessage {
 		case part.ToolResult != nil:
 			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolResult{ToolResult: &parleyv1.ToolResult{
 				ToolCallId: part.ToolResult.ToolCallID, Content: part.ToolResult.Content}}})
-		case part.Meta != "":
-			// A surface's own record, not content (the Responses API's).
+		case part.Meta != "", part.Reasoning != "":
+			// A surface's own record, not content (the Responses API's),
+			// and a model's reasoning (kept by the Responses API).
 		default:
 			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Text{Text: part.Text}})
 		}

@@ -46,6 +46,18 @@ func ModelToProto(m *models.Model) *parleyv1.Model {
 			pm.Modalities = append(pm.Modalities, parleyv1.Modality_MODALITY_DOCUMENT)
 		}
 	}
+	for _, c := range []struct {
+		name  string
+		proto parleyv1.Capability
+	}{ // sorted by the enum's numbers
+		{models.CapTools, parleyv1.Capability_CAPABILITY_TOOLS},
+		{models.CapStructuredOutput, parleyv1.Capability_CAPABILITY_STRUCTURED_OUTPUT},
+		{models.CapReasoning, parleyv1.Capability_CAPABILITY_REASONING},
+	} {
+		if m.Can(c.name) {
+			pm.Capabilities = append(pm.Capabilities, c.proto)
+		}
+	}
 	for _, tier := range []store.Tier{store.TierFree, store.TierPlus, store.TierPro, store.TierMax} {
 		if l, ok := m.TierLimits[tier]; ok {
 			pm.TierLimits = append(pm.TierLimits, &parleyv1.TierLimit{

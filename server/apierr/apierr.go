@@ -63,6 +63,15 @@ func PermissionDenied(msg string) *connect.Error {
 	return connect.NewError(connect.CodePermissionDenied, errors.New(msg))
 }
 
+// PermissionDeniedField is PermissionDenied for a refusal that one field of
+// the request is at fault for (an invitation code the sign-up policy does
+// not accept): the field is named in a FieldViolation detail.
+func PermissionDeniedField(field, msg string) *connect.Error {
+	err := PermissionDenied(msg)
+	withDetail(err, &parleyv1.FieldViolation{Field: field, Description: msg})
+	return err
+}
+
 // FailedPrecondition reports a request the current state does not allow.
 func FailedPrecondition(msg string) *connect.Error {
 	return connect.NewError(connect.CodeFailedPrecondition, errors.New(msg))

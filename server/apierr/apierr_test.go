@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 )
 
@@ -26,6 +28,11 @@ func TestDetailsRoundTrip(t *testing.T) {
 	var ib parleyv1.InsufficientBalance
 	if !Detail(InsufficientBalance(5, 10), &ib) || ib.RequiredNanos != 10 {
 		t.Fatal("insufficient balance detail lost")
+	}
+	perr := PermissionDeniedField("invitation_code", "no such invitation")
+	fv = parleyv1.FieldViolation{}
+	if perr.Code() != connect.CodePermissionDenied || !Detail(perr, &fv) || fv.Field != "invitation_code" || perr.Message() != "no such invitation" {
+		t.Fatalf("PermissionDeniedField: %v %+v", perr, &fv)
 	}
 }
 

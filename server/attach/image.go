@@ -3,14 +3,20 @@ package attach
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/draw"
 	_ "image/gif" // registered for image.Decode: the first frame only
 	"image/jpeg"
 	"image/png"
+	"maps"
+	"strconv"
+	"strings"
 
 	xdraw "golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // registered for image.Decode
+
+	"github.com/parleyhq/parley/server/store"
 )
 
 // Limits bound what is accepted. The zero value of a field takes its
@@ -20,7 +26,12 @@ type Limits struct {
 	ImageBytes int64
 	// DocumentBytes bounds a document file (default 512 MB).
 	DocumentBytes int64
-	// UserBytes bounds what one user stores in all (default 25 GB).
+	// TierBytes bounds what one user stores in all, by tier (defaults:
+	// free 50 MB, plus 2 GB, pro 10 GB, max 25 GB); a tier missing from a
+	// given map keeps its default.
+	TierBytes map[store.Tier]int64
+	// UserBytes, when positive, bounds what one user of any tier stores in
+	// all, in place of TierBytes.
 	UserBytes int64
 	// MaxPixels bounds an image's area, read from its header before
 	// decoding (default 50 megapixels).
@@ -44,13 +55,26 @@ type Limits struct {
 	Concurrency, PerUser, PerUserQueue int
 }
 
-// DefaultLimits are the limits of seed 000.
+// DefaultLimits are the large providers' own attachment limits (docs/scaling.md).
 func DefaultLimits() Limits {
 	return Limits{
-		ImageBytes: 20_000_000, DocumentBytes: 512_000_000, UserBytes: 25_000_000_000,
+		ImageBytes: 20_000_000, DocumentBytes: 512_000_000,
+		TierBytes: map[store.Tier]int64{store.TierFree: 50_000_000, store.TierPlus: 2_000_000_000, store.TierPro: 10_000_000_000, store.TierMax: 25_000_000_000},
 		MaxPixels: 50_000_000, FitSide: 1024, TextBytes: 512 << 10, InflateBytes: 32 << 20, UnzipRatio: 100,
 		Concurrency: 2, PerUser: 1, PerUserQueue: 4,
 	}
+}
+
+// QuotaBytes is what one user of tier t may store in all: UserBytes when
+// set, else the tier's (an unknown tier gets the free tier's).
+func (l Limits) QuotaBytes(t store.Tier) int64 {
+	if l.UserBytes > 0 {
+		return l.UserBytes
+	}
+	if n, ok := l.TierBytes[t]; ok {
+		return n
+	}
+	return l.TierBytes[store.TierFree]
 }
 
 func (l Limits) withDefaults() Limits {
@@ -61,9 +85,13 @@ func (l Limits) withDefaults() Limits {
 	if l.DocumentBytes <= 0 {
 		l.DocumentBytes = d.DocumentBytes
 	}
-	if l.UserBytes <= 0 {
-		l.UserBytes = d.UserBytes
+	tiers := maps.Clone(d.TierBytes)
+	for t, n := range l.TierBytes {
+		if n > 0 {
+			tiers[t] = n
+		}
 	}
+	l.TierBytes = tiers
 	if l.MaxPixels <= 0 {
 		l.MaxPixels = d.MaxPixels
 	}
@@ -198,4 +226,27 @@ func fit(w, h, side int) (int, int) {
 		return side, max(1, (h*side+w/2)/w)
 	}
 	return max(1, (w*side+h/2)/h), side
+}
+
+// ParseTierBytes reads a per-tier quota list, "free=50000000,plus=2000000000"
+// (bytes; tiers not named keep their defaults).
+func ParseTierBytes(s string) (map[store.Tier]int64, error) {
+	m := map[store.Tier]int64{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, num, ok := strings.Cut(item, "=")
+		t := store.Tier(strings.TrimSpace(name))
+		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		switch {
+		case !ok || !t.Valid():
+			return nil, fmt.Errorf("%q: want TIER=BYTES with a tier of free, plus, pro or max", item)
+		case err != nil || n <= 0:
+			return nil, fmt.Errorf("%q: the bytes must be a positive integer", item)
+		}
+		m[t] = n
+	}
+	return m, nil
 }

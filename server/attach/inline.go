@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/server/apierr"
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // InlineImage checks an image given inline in a request (API channel) as
@@ -16,19 +16,19 @@ import (
 // errors (e.g. "messages[0].parts[1].image"). It runs in the shared pool
 // as an anonymous user: a request path should use PrepareImage, after the
 // request is admitted.
-func (c *Checker) InlineImage(field string, data []byte, declared string) (*worker.Image, error) {
+func (c *Checker) InlineImage(field string, data []byte, declared string) (*llm.Image, error) {
 	return c.PrepareImage(context.Background(), "", field, data, declared)
 }
 
 // InlineDocument checks a document given inline in a request and reduces
 // it to text, as InlineImage does (see PrepareDocument).
-func (c *Checker) InlineDocument(field string, data []byte, declared, filename string) (*worker.Document, error) {
+func (c *Checker) InlineDocument(field string, data []byte, declared, filename string) (*llm.Document, error) {
 	return c.PrepareDocument(context.Background(), "", field, data, declared, filename)
 }
 
 // PrepareImage is InlineImage for user's request: the decode waits for a
 // slot within user's share of the pool, or until ctx ends.
-func (c *Checker) PrepareImage(ctx context.Context, user, field string, data []byte, declared string) (*worker.Image, error) {
+func (c *Checker) PrepareImage(ctx context.Context, user, field string, data []byte, declared string) (*llm.Image, error) {
 	t, err := c.inline(field, data, declared, KindImage)
 	if err != nil {
 		return nil, err
@@ -37,11 +37,11 @@ func (c *Checker) PrepareImage(ctx context.Context, user, field string, data []b
 	if err != nil {
 		return nil, inlineError(field, err)
 	}
-	return &worker.Image{Data: img.Data, MimeType: img.MIME, Width: img.FitWidth, Height: img.FitHeight}, nil
+	return &llm.Image{Data: img.Data, MimeType: img.MIME, Width: img.FitWidth, Height: img.FitHeight}, nil
 }
 
 // PrepareDocument is InlineDocument for user's request (see PrepareImage).
-func (c *Checker) PrepareDocument(ctx context.Context, user, field string, data []byte, declared, filename string) (*worker.Document, error) {
+func (c *Checker) PrepareDocument(ctx context.Context, user, field string, data []byte, declared, filename string) (*llm.Document, error) {
 	if err := c.CheckInline(field, len(data), declared, KindDocument, filename); err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (c *Checker) PrepareDocument(ctx context.Context, user, field string, data 
 	if err != nil {
 		return nil, inlineError(field, err)
 	}
-	return &worker.Document{Filename: filename, MimeType: t.MIME, Text: text}, nil
+	return &llm.Document{Filename: filename, MimeType: t.MIME, Text: text}, nil
 }
 
 // CheckInline is what can be checked of an inline part without reading its

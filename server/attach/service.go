@@ -17,9 +17,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/blob"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // Service runs the attachment lifecycle: an upload is registered against
@@ -36,6 +37,38 @@ type Service struct {
 	URLExpiry time.Duration
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// Balance, when set, is the caller's available balance in nanodollars:
+	// storing through an API key needs a positive one (the API channel
+	// pays for what it uses; the web tiers have their quotas).
+	Balance func(ctx context.Context, userID string) (int64, error)
+	// FreeBytes, when set, is the free space of the filesystem the blobs
+	// are written to (the embedded default's data directory); an upload
+	// that would leave less than MinFreeBytes there is refused.
+	FreeBytes    func() (int64, error)
+	MinFreeBytes int64
+	// UnreferencedTTL, when positive, is how long an upload may wait for a
+	// message to reference it: past it, SweepOnce deletes it, bytes and
+	// record (see sweep.go).
+	UnreferencedTTL time.Duration
+	// SweepLimit bounds the uploads one sweep deletes (0: DefaultSweepLimit).
+	SweepLimit int
+	// Metrics, when set, counts what the sweeps delete.
+	Metrics *Metrics
+}
+
+// Owner is who stores an upload: the user, their tier (which sets the
+// quota) and whether they came with an API key.
+type Owner struct {
+	UserID string
+	Tier   store.Tier
+	APIKey bool
+}
+
+// OwnerFrom is the authenticated caller of ctx as the owner of what it
+// uploads.
+func OwnerFrom(ctx context.Context) Owner {
+	p, _ := auth.FromContext(ctx)
+	return Owner{UserID: p.UserID, Tier: p.Tier, APIKey: p.Channel == auth.ChannelAPIKey}
 }
 
 // UploadRequest is what a client declares about a file before sending it.
@@ -43,6 +76,12 @@ type UploadRequest struct {
 	Filename, MIME string
 	Size           int64
 	SHA256         string
+	// Purpose, when set, makes the upload a file (files.go): one of
+	// CreatablePurposes, kept until deleted or ExpiresAfter.
+	Purpose string
+	// ExpiresAfter, when positive, is how long after its creation a file is
+	// deleted (MinFileExpiry to MaxFileExpiry); only with a Purpose.
+	ExpiresAfter time.Duration
 }
 
 func blobKey(a store.Attachment) string     { return "attachments/" + a.UserID + "/" + a.ID }
@@ -50,47 +89,100 @@ func preparedKey(a store.Attachment) string { return blobKey(a) + ".prepared" }
 
 // CreateUpload registers an upload (status uploading), counting its size
 // against the user's quota atomically, and returns where to send the bytes.
-func (s *Service) CreateUpload(ctx context.Context, userID string, req UploadRequest) (store.Attachment, blob.Upload, error) {
+func (s *Service) CreateUpload(ctx context.Context, owner Owner, req UploadRequest) (store.Attachment, blob.Upload, error) {
+	a, err := s.register(ctx, owner, req)
+	if err != nil {
+		return store.Attachment{}, blob.Upload{}, err
+	}
+	up, err := s.Blobs.SignedUploadURL(ctx, blobKey(a), a.SizeBytes, a.MimeType, s.URLExpiry)
+	if err != nil {
+		_ = s.Store.Delete(ctx, owner.UserID, a.ID)
+		return store.Attachment{}, blob.Upload{}, s.internal(ctx, "signing an upload URL", err)
+	}
+	return a, up, nil
+}
+
+// register checks what an upload declares and stores its record (status
+// uploading), counting its size against the user's quota atomically.
+func (s *Service) register(ctx context.Context, owner Owner, req UploadRequest) (store.Attachment, error) {
 	if s == nil {
-		return store.Attachment{}, blob.Upload{}, unavailable()
+		return store.Attachment{}, unavailable()
 	}
 	lim := s.Checker.Limits()
 	switch {
 	case req.Filename == "" || len(req.Filename) > 255:
-		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("filename", "must be 1 to 255 bytes")
+		return store.Attachment{}, apierr.InvalidArgument("filename", "must be 1 to 255 bytes")
 	case !utf8.ValidString(req.Filename) || strings.ContainsAny(req.Filename, "/\\\x00"):
-		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("filename", "must be valid UTF-8 without directories")
+		return store.Attachment{}, apierr.InvalidArgument("filename", "must be valid UTF-8 without directories")
 	}
 	t, ok := Lookup(req.MIME)
 	if !ok {
-		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("mime_type", fmt.Sprintf("%q is not accepted; accepted types: %s", req.MIME, accepted()))
+		return store.Attachment{}, apierr.InvalidArgument("mime_type", fmt.Sprintf("%q is not accepted; accepted types: %s", req.MIME, accepted()))
 	}
 	if max := lim.MaxBytes(t); req.Size < 1 || req.Size > max {
-		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("size_bytes", fmt.Sprintf("%d is outside 1 to %d bytes, the limit for a %s", req.Size, max, t.Name))
+		return store.Attachment{}, apierr.InvalidArgument("size_bytes", fmt.Sprintf("%d is outside 1 to %d bytes, the limit for a %s", req.Size, max, t.Name))
 	}
 	sum := strings.ToLower(req.SHA256)
 	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
-		return store.Attachment{}, blob.Upload{}, apierr.InvalidArgument("sha256", "must be 64 hex digits")
+		return store.Attachment{}, apierr.InvalidArgument("sha256", "must be 64 hex digits")
 	}
+	if err := checkFile(req); err != nil {
+		return store.Attachment{}, err
+	}
+	if err := s.canStore(ctx, owner, req.Size); err != nil {
+		return store.Attachment{}, err
+	}
+	quota := lim.QuotaBytes(owner.Tier)
 	a := store.Attachment{
-		ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Filename: req.Filename, MimeType: t.MIME,
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: owner.UserID, Filename: req.Filename, MimeType: t.MIME,
 		SizeBytes: req.Size, SHA256: sum, Status: store.AttachmentUploading, CreatedAt: s.Now(),
 		// Past this, an upload never completed is failed by Sweep and its
 		// quota freed: the URL's life plus an hour to call CompleteUpload.
 		ExpiresAt: s.Now().Add(s.URLExpiry + time.Hour),
+		Purpose:   req.Purpose,
 	}
-	if err := s.Store.Create(ctx, a, lim.UserBytes); errors.Is(err, store.ErrQuotaExceeded) {
-		return store.Attachment{}, blob.Upload{}, apierr.ResourceExhausted(fmt.Sprintf(
-			"storing %d more bytes would pass your attachment quota of %d bytes; delete attachments to make room", req.Size, lim.UserBytes), 0)
+	if req.ExpiresAfter > 0 {
+		a.DeleteAt = a.CreatedAt.Add(req.ExpiresAfter)
+	}
+	if err := s.Store.Create(ctx, a, quota); errors.Is(err, store.ErrQuotaExceeded) {
+		return store.Attachment{}, apierr.ResourceExhausted(fmt.Sprintf(
+			"storing %d more bytes would pass your attachment quota of %d bytes (the %s tier's); delete attachments to make room", req.Size, quota, tierName(owner.Tier)), 0)
 	} else if err != nil {
-		return store.Attachment{}, blob.Upload{}, s.internal(ctx, "creating an attachment", err)
+		return store.Attachment{}, s.internal(ctx, "creating an attachment", err)
 	}
-	up, err := s.Blobs.SignedUploadURL(ctx, blobKey(a), a.SizeBytes, a.MimeType, s.URLExpiry)
-	if err != nil {
-		_ = s.Store.Delete(ctx, userID, a.ID)
-		return store.Attachment{}, blob.Upload{}, s.internal(ctx, "signing an upload URL", err)
+	return a, nil
+}
+
+// canStore refuses an upload the owner's channel or the server's disk cannot
+// take, before anything is written.
+func (s *Service) canStore(ctx context.Context, owner Owner, size int64) error {
+	if owner.APIKey && s.Balance != nil {
+		bal, err := s.Balance(ctx, owner.UserID)
+		if err != nil {
+			return s.internal(ctx, "reading a balance for an upload", err)
+		}
+		if bal <= 0 {
+			return apierr.FailedPrecondition("storing attachments through an API key needs a positive balance; top up to upload")
+		}
 	}
-	return a, up, nil
+	if s.FreeBytes != nil && s.MinFreeBytes > 0 {
+		free, err := s.FreeBytes()
+		if err != nil {
+			return s.internal(ctx, "reading the free space for an upload", err)
+		}
+		if free-size < s.MinFreeBytes {
+			s.Logger.WarnContext(ctx, "upload refused: the attachment storage is below its free-space watermark", "free_bytes", free, "size_bytes", size, "min_free_bytes", s.MinFreeBytes)
+			return apierr.ResourceExhausted("the server is low on storage space and takes no uploads now; try again later", 0)
+		}
+	}
+	return nil
+}
+
+func tierName(t store.Tier) string {
+	if t == "" {
+		return string(store.TierFree)
+	}
+	return string(t)
 }
 
 // Complete checks an upload — its size, its SHA-256, its real type and
@@ -220,12 +312,17 @@ func (s *Service) Delete(ctx context.Context, userID, id string) error {
 	return nil
 }
 
-func (s *Service) deleteBlobs(ctx context.Context, a store.Attachment) {
+// deleteBlobs deletes an attachment's bytes and prepared form, reporting
+// whether both are gone.
+func (s *Service) deleteBlobs(ctx context.Context, a store.Attachment) bool {
+	ok := true
 	for _, key := range []string{blobKey(a), preparedKey(a)} {
 		if err := s.Blobs.Delete(ctx, key); err != nil {
 			s.Logger.WarnContext(ctx, "deleting an attachment's blob", "key", key, "err", err)
+			ok = false
 		}
 	}
+	return ok
 }
 
 // Ref is what a message's reference to an attachment costs, known before
@@ -268,33 +365,33 @@ func (s *Service) Ref(ctx context.Context, userID, id string) (Ref, error) {
 // Part returns what the model receives of the caller's ready attachment:
 // the fitted image or the document's text. Another user's attachment, or a
 // deleted one, is not_found; one not ready is failed_precondition.
-func (s *Service) Part(ctx context.Context, userID, id string) (worker.Part, error) {
+func (s *Service) Part(ctx context.Context, userID, id string) (llm.Part, error) {
 	a, err := s.Get(ctx, userID, id)
 	if err != nil {
-		return worker.Part{}, err
+		return llm.Part{}, err
 	}
 	if a.Status != store.AttachmentReady {
-		return worker.Part{}, apierr.FailedPrecondition(fmt.Sprintf("attachment %s is %s, not ready", a.ID, a.Status))
+		return llm.Part{}, apierr.FailedPrecondition(fmt.Sprintf("attachment %s is %s, not ready", a.ID, a.Status))
 	}
 	obj, err := s.Blobs.Get(ctx, preparedKey(a))
 	if errors.Is(err, blob.ErrNotFound) {
-		return worker.Part{}, apierr.NotFound("attachment")
+		return llm.Part{}, apierr.NotFound("attachment")
 	} else if err != nil {
-		return worker.Part{}, s.internal(ctx, "opening a prepared attachment", err)
+		return llm.Part{}, s.internal(ctx, "opening a prepared attachment", err)
 	}
 	defer obj.Close()
 	data, err := io.ReadAll(io.LimitReader(obj, max(s.Checker.Limits().ImageBytes, int64(s.Checker.Limits().TextBytes)+1024)))
 	if err != nil {
-		return worker.Part{}, s.internal(ctx, "reading a prepared attachment", err)
+		return llm.Part{}, s.internal(ctx, "reading a prepared attachment", err)
 	}
 	if strings.HasPrefix(a.MimeType, "image/") {
 		cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 		if err != nil {
-			return worker.Part{}, s.internal(ctx, "reading a prepared image", err)
+			return llm.Part{}, s.internal(ctx, "reading a prepared image", err)
 		}
-		return worker.Part{Image: &worker.Image{Data: data, MimeType: "image/" + format, Width: cfg.Width, Height: cfg.Height}}, nil
+		return llm.Part{Image: &llm.Image{Data: data, MimeType: "image/" + format, Width: cfg.Width, Height: cfg.Height}}, nil
 	}
-	return worker.Part{Document: &worker.Document{Filename: a.Filename, MimeType: a.MimeType, Text: string(data)}}, nil
+	return llm.Part{Document: &llm.Document{Filename: a.Filename, MimeType: a.MimeType, Text: string(data)}}, nil
 }
 
 // Inline returns the Checker for parts given inline; on a server without
@@ -313,29 +410,4 @@ func (s *Service) internal(ctx context.Context, what string, err error) error {
 
 func unavailable() error {
 	return apierr.FailedPrecondition("attachments are not available on this server")
-}
-
-// Sweep fails the uploads never completed, freeing their quota and
-// deleting any bytes they left, every interval until ctx ends.
-func (s *Service) Sweep(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		expired, err := s.Store.ExpireUploads(ctx, s.Now())
-		if err != nil {
-			s.Logger.Error("expiring abandoned uploads", "err", err)
-			continue
-		}
-		for _, a := range expired {
-			s.deleteBlobs(ctx, a)
-		}
-		if len(expired) > 0 {
-			s.Logger.Info("expired abandoned uploads", "count", len(expired))
-		}
-	}
 }

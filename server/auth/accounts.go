@@ -7,10 +7,10 @@ import (
 	"errors"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/store"
 )
 
@@ -19,32 +19,6 @@ import (
 type NewSession struct {
 	Token     string
 	ExpiresAt time.Time
-}
-
-// SignUp creates a free-tier user and starts a session for it. email must be
-// normalised (NormalizeEmail) and the inputs validated by the caller.
-func (a *Authenticator) SignUp(ctx context.Context, email, password, displayName string, c Client) (store.User, NewSession, error) {
-	if err := a.throttle(ctx, "signup", email, c); err != nil {
-		return store.User{}, NewSession{}, err
-	}
-	hash, err := HashPassword(password, a.cfg.Password)
-	if err != nil {
-		return store.User{}, NewSession{}, a.internal("hashing a password", err)
-	}
-	u := store.User{
-		ID: newID(), Email: email, DisplayName: displayName, PasswordHash: hash,
-		Tier: store.TierFree, CreatedAt: a.now().UTC(),
-	}
-	if err := a.accounts.CreateUser(ctx, u); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			// apierr has no already_exists maker yet; this is its one use.
-			return store.User{}, NewSession{}, connect.NewError(connect.CodeAlreadyExists, errors.New("email: already registered"))
-		}
-		return store.User{}, NewSession{}, a.internal("creating a user", err)
-	}
-	a.record(ctx, u.ID, store.AuditSignup, c, nil)
-	s, err := a.startSession(ctx, u, c)
-	return u, s, err
 }
 
 // Login checks an email and password and starts a session. An unknown email
@@ -91,6 +65,7 @@ func (a *Authenticator) dummy() string {
 }
 
 func (a *Authenticator) startSession(ctx context.Context, u store.User, c Client) (NewSession, error) {
+	obs.NoteCaller(ctx, u.ID, "") // the request line of a sign-up or login names the user
 	token, d := newSessionToken()
 	now := a.now().UTC()
 	s := store.Session{

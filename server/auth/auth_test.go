@@ -86,6 +86,10 @@ func (h meHandler) SignUp(context.Context, *connect.Request[parleyv1.SignUpReque
 	return nil, connect.NewError(connect.CodeUnimplemented, nil)
 }
 
+func (h meHandler) GetSignUpPolicy(context.Context, *connect.Request[parleyv1.GetSignUpPolicyRequest]) (*connect.Response[parleyv1.GetSignUpPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, nil)
+}
+
 func (h meHandler) Login(context.Context, *connect.Request[parleyv1.LoginRequest]) (*connect.Response[parleyv1.LoginResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, nil)
 }
@@ -120,7 +124,7 @@ func (f *fixture) getMe(t testing.TB, url string, header map[string]string) conn
 
 func (f *fixture) signUp(t testing.TB, email string) (store.User, string) {
 	t.Helper()
-	u, s, err := f.auth.SignUp(context.Background(), email, "password123", "", auth.Client{IP: "192.0.2.1"})
+	u, s, err := f.auth.SignUp(context.Background(), email, "password123", "", "", auth.Client{IP: "192.0.2.1"})
 	if err != nil {
 		t.Fatal(err)
 	}

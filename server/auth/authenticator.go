@@ -27,6 +27,11 @@ const (
 	// DefaultLoginRate is how many Login or SignUp attempts a client IP (and
 	// SignUp attempts an email) may make per minute.
 	DefaultLoginRate = 10
+	// DefaultSignUpRateGlobal is how many sign-ups the whole server (every
+	// gateway sharing the limiter) takes per minute: on top of the
+	// per-address limit, it bounds how fast someone holding many addresses
+	// can make accounts, each with the free tier's allowance.
+	DefaultSignUpRateGlobal = 60
 	// DefaultLoginFreeFailures is how many wrong passwords for one account
 	// from one address are free before the back-off starts (see throttle.go).
 	DefaultLoginFreeFailures = 5
@@ -53,6 +58,11 @@ type Config struct {
 	// LoginRate is the pre-auth limit per minute on Login and SignUp per
 	// client IP, and on SignUp per email.
 	LoginRate int64
+	// SignUp is the sign-up policy; "" is SignUpOpen.
+	SignUp SignUpPolicy
+	// SignUpRateGlobal is the limit per minute on sign-ups from every
+	// address together.
+	SignUpRateGlobal int64
 	// LoginFreeFailures, LoginAccountFreeFailures and LoginBackoffMax shape
 	// the login back-off per (account, address) and per account (see
 	// throttle.go).
@@ -101,6 +111,12 @@ func New(accounts store.Accounts, audit store.Audit, limiter store.Limiter, cloc
 	}
 	if cfg.LoginRate <= 0 {
 		cfg.LoginRate = DefaultLoginRate
+	}
+	if cfg.SignUp == "" {
+		cfg.SignUp = SignUpOpen
+	}
+	if cfg.SignUpRateGlobal <= 0 {
+		cfg.SignUpRateGlobal = DefaultSignUpRateGlobal
 	}
 	if cfg.LoginFreeFailures <= 0 {
 		cfg.LoginFreeFailures = DefaultLoginFreeFailures

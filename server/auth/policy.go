@@ -42,10 +42,11 @@ func (a Access) String() string {
 // Policy is the one table of who may call what, by Connect procedure. A
 // procedure not listed is refused with permission_denied.
 var Policy = map[string]Access{
-	parleyv1connect.AuthServiceSignUpProcedure: AccessPublic,
-	parleyv1connect.AuthServiceLoginProcedure:  AccessPublic,
-	parleyv1connect.AuthServiceLogoutProcedure: AccessAny,
-	parleyv1connect.AuthServiceGetMeProcedure:  AccessAny,
+	parleyv1connect.AuthServiceSignUpProcedure:          AccessPublic,
+	parleyv1connect.AuthServiceLoginProcedure:           AccessPublic,
+	parleyv1connect.AuthServiceGetSignUpPolicyProcedure: AccessPublic,
+	parleyv1connect.AuthServiceLogoutProcedure:          AccessAny,
+	parleyv1connect.AuthServiceGetMeProcedure:           AccessAny,
 
 	parleyv1connect.ApiKeyServiceCreateApiKeyProcedure: AccessSession,
 	parleyv1connect.ApiKeyServiceListApiKeysProcedure:  AccessSession,
@@ -81,6 +82,12 @@ var Policy = map[string]Access{
 	parleyv1connect.AttachmentServiceGetAttachmentProcedure:    AccessAny,
 	parleyv1connect.AttachmentServiceDeleteAttachmentProcedure: AccessAny,
 
+	parleyv1connect.FileServiceCreateFileProcedure:     AccessAny,
+	parleyv1connect.FileServiceListFilesProcedure:      AccessAny,
+	parleyv1connect.FileServiceGetFileProcedure:        AccessAny,
+	parleyv1connect.FileServiceGetFileContentProcedure: AccessAny,
+	parleyv1connect.FileServiceDeleteFileProcedure:     AccessAny,
+
 	parleyv1connect.BillingServiceGetBalanceProcedure:      AccessAny,
 	parleyv1connect.BillingServiceListUsageProcedure:       AccessAny,
 	parleyv1connect.BillingServiceGetLimitsProcedure:       AccessAny,
@@ -94,6 +101,9 @@ var Policy = map[string]Access{
 	parleyv1connect.AdminServiceSearchUsersProcedure:      AccessAdmin,
 	parleyv1connect.AdminServiceSetUserAdminProcedure:     AccessAdmin,
 	parleyv1connect.AdminServiceListAuditEventsProcedure:  AccessAdmin,
+	parleyv1connect.AdminServiceCreateInvitationProcedure: AccessAdmin,
+	parleyv1connect.AdminServiceListInvitationsProcedure:  AccessAdmin,
+	parleyv1connect.AdminServiceRevokeInvitationProcedure: AccessAdmin,
 
 	"/" + grpchealth.HealthV1ServiceName + "/Check":                       AccessPublic,
 	"/" + grpchealth.HealthV1ServiceName + "/Watch":                       AccessPublic,

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 
+	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/store"
 )
 
@@ -56,7 +57,9 @@ func FromContext(ctx context.Context) (Principal, bool) {
 }
 
 // WithPrincipal returns ctx carrying p, as the auth layer does (and tests).
+// The request log (obs.NoteCaller) learns the caller's user and key ids.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	obs.NoteCaller(ctx, p.UserID, p.KeyID)
 	return context.WithValue(ctx, principalKey{}, p)
 }
 

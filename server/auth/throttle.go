@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/parleyhq/parley/server/apierr"
@@ -33,13 +34,36 @@ func ClientOf(remoteAddr, userAgent string) Client {
 	return Client{IP: ip, UserAgent: userAgent}
 }
 
-// throttle takes one attempt of op (login or signup) from the client IP's
-// and the email's buckets, before any password work is done. Login uses
-// loginGate instead, which does not let a stranger lock an owner out.
-func (a *Authenticator) throttle(ctx context.Context, op, email string, c Client) error {
+// AddressKey is the part of a client address that the pre-auth throttles
+// count by: an IPv4 address whole, an IPv6 address by its /64 (the smallest
+// block a site is given, so whoever holds one holds all 2^64 of its
+// addresses and must not get as many buckets). An IPv4-mapped IPv6 address
+// counts as its IPv4 address. What does not parse is used as it is.
+func AddressKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	addr = addr.Unmap().WithZone("")
+	if addr.Is4() {
+		return addr.String()
+	}
+	p, _ := addr.Prefix(64)
+	return p.String()
+}
+
+// signUpGlobalKey is the bucket of every sign-up on every gateway sharing
+// the limiter.
+const signUpGlobalKey = "auth:signup:global"
+
+// throttleSignUp takes one sign-up from the client address's bucket (its
+// /64 for IPv6), the email's and the global one, all or nothing, before any
+// password work is done.
+func (a *Authenticator) throttleSignUp(ctx context.Context, email string, c Client) error {
 	takes := []store.Take{
-		{Key: "auth:" + op + ":ip:" + c.IP, Limit: a.cfg.LoginRate, Window: time.Minute, N: 1},
-		{Key: "auth:" + op + ":email:" + email, Limit: a.cfg.LoginRate, Window: time.Minute, N: 1},
+		{Key: "auth:signup:ip:" + AddressKey(c.IP), Limit: a.cfg.LoginRate, Window: time.Minute, N: 1},
+		{Key: "auth:signup:email:" + email, Limit: a.cfg.LoginRate, Window: time.Minute, N: 1},
+		{Key: signUpGlobalKey, Limit: a.cfg.SignUpRateGlobal, Window: time.Minute, N: 1},
 	}
 	d, err := a.limiter.Take(ctx, a.now(), takes)
 	if err != nil {
@@ -47,16 +71,29 @@ func (a *Authenticator) throttle(ctx context.Context, op, email string, c Client
 		return apierr.Internal()
 	}
 	if !d.Allowed {
-		return apierr.ResourceExhausted("too many "+op+" attempts; try again later", max(d.RetryAfter, time.Second))
+		msg := "too many signup attempts; try again later"
+		if d.Denied == 2 {
+			msg = "too many sign-ups on this server just now (--signup-rate-global); try again later"
+		}
+		return apierr.ResourceExhausted(msg, max(d.RetryAfter, time.Second))
 	}
 	return nil
+}
+
+// refundSignUp gives back a sign-up's take of the global bucket when it
+// made no account.
+func (a *Authenticator) refundSignUp(ctx context.Context) {
+	if _, err := a.limiter.Refund(ctx, a.now(), signUpGlobalKey, a.cfg.SignUpRateGlobal, time.Minute, 1); err != nil {
+		a.log.Error("auth: limiter failed", "err", err)
+	}
 }
 
 // The login throttle. Wrong passwords must slow a guesser down without
 // letting anyone lock the account's owner out by failing on purpose:
 //
-//   - per client IP, before any password work: LoginRate attempts a minute
-//     (whatever the account), as for sign-up;
+//   - per client IP (an IPv6 one by its /64, see AddressKey), before any
+//     password work: LoginRate attempts a minute (whatever the account), as
+//     for sign-up;
 //   - per (account, client IP): LoginFreeFailures failures are free; each
 //     one after that shuts that address out of that account for a back-off
 //     that doubles, from loginBackoffBase up to LoginBackoffMax. A failure
@@ -94,7 +131,7 @@ type loginScope struct {
 
 func (a *Authenticator) loginScopes(email string, c Client) [2]loginScope {
 	return [2]loginScope{
-		{"for this account from this address", "auth:login:pair:" + email + ":" + c.IP, int64(a.cfg.LoginFreeFailures), pairForget},
+		{"for this account from this address", "auth:login:pair:" + email + ":" + AddressKey(c.IP), int64(a.cfg.LoginFreeFailures), pairForget},
 		{"for this account", "auth:login:account:" + email, int64(a.cfg.LoginAccountFreeFailures), accountForget},
 	}
 }
@@ -120,7 +157,7 @@ func (a *Authenticator) loginGate(ctx context.Context, email string, c Client) e
 			return apierr.ResourceExhausted(fmt.Sprintf("too many failed logins %s; try again in %s", sc.what, wait.Round(time.Second)), wait)
 		}
 	}
-	d, err := a.limiter.Take(ctx, now, []store.Take{{Key: "auth:login:ip:" + c.IP, Limit: a.cfg.LoginRate, Window: time.Minute, N: 1}})
+	d, err := a.limiter.Take(ctx, now, []store.Take{{Key: "auth:login:ip:" + AddressKey(c.IP), Limit: a.cfg.LoginRate, Window: time.Minute, N: 1}})
 	if err != nil {
 		a.log.Error("auth: limiter failed", "err", err)
 		return apierr.Internal()

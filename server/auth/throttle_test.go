@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,85 @@ func TestLoginBackoff(t *testing.T) {
 		if got := auth.LoginBackoff(tc.n, 5, 15*time.Minute); got != tc.want {
 			t.Errorf("LoginBackoff(%d) = %v, want %v", tc.n, got, tc.want)
 		}
+	}
+}
+
+// The pre-auth throttles count an IPv6 client by its /64: whoever holds one
+// holds 2^64 addresses, and must not get as many buckets.
+func TestAddressKey(t *testing.T) {
+	for _, tc := range []struct{ ip, want string }{
+		{"203.0.113.7", "203.0.113.7"},
+		{"::ffff:203.0.113.7", "203.0.113.7"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"::1", "::/64"},
+		{"not an address", "not an address"},
+	} {
+		if got := auth.AddressKey(tc.ip); got != tc.want {
+			t.Errorf("AddressKey(%q) = %q, want %q", tc.ip, got, tc.want)
+		}
+	}
+}
+
+func TestSignUpAndLoginThrottleIPv6By64(t *testing.T) {
+	f := newFixture(t, auth.Config{LoginRate: 3})
+	signUp := func(i int, ip string) connect.Code {
+		_, _, err := f.auth.SignUp(context.Background(), fmt.Sprintf("u%d@example.com", i), "password123", "", "", auth.Client{IP: ip})
+		if err == nil {
+			return 0
+		}
+		return connect.CodeOf(err)
+	}
+	// Three addresses of one /64 share its three sign-ups a minute.
+	for i, ip := range []string{"2001:db8:5:6::1", "2001:db8:5:6::2", "2001:db8:5:6:ffff::9"} {
+		if code := signUp(i, ip); code != 0 {
+			t.Fatalf("sign-up %d from %s: %v", i, ip, code)
+		}
+	}
+	if code := signUp(3, "2001:db8:5:6:1234::1"); code != connect.CodeResourceExhausted {
+		t.Fatalf("fourth sign-up from the same /64: %v, want resource_exhausted", code)
+	}
+	if code := signUp(4, "2001:db8:5:7::1"); code != 0 {
+		t.Fatalf("sign-up from the next /64: %v", code)
+	}
+	// Logins too: the /64's three attempts, then refused whatever the address.
+	for i := range 3 {
+		if code, _ := f.login(t, "u0@example.com", "password123", fmt.Sprintf("2001:db8:9:9::%x", i+1)); code != 0 {
+			t.Fatalf("login %d: %v", i, code)
+		}
+	}
+	if code, _ := f.login(t, "u0@example.com", "password123", "2001:db8:9:9:abcd::1"); code != connect.CodeResourceExhausted {
+		t.Fatalf("fourth login from the same /64: %v, want resource_exhausted", code)
+	}
+}
+
+// The global sign-up rate holds across addresses, and counts accounts made,
+// not refusals.
+func TestSignUpRateGlobal(t *testing.T) {
+	f := newFixture(t, auth.Config{LoginRate: 100, SignUpRateGlobal: 3})
+	signUp := func(email, ip string) error {
+		_, _, err := f.auth.SignUp(context.Background(), email, "password123", "", "", auth.Client{IP: ip})
+		return err
+	}
+	for i := range 3 {
+		if err := signUp(fmt.Sprintf("g%d@example.com", i), fmt.Sprintf("198.51.100.%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fourth address is refused: the server's three a minute are taken.
+	err := signUp("g9@example.com", "198.51.100.50")
+	if connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "--signup-rate-global") {
+		t.Fatalf("fourth sign-up from a fourth address: %v", err)
+	}
+	// One refills in 20 s; a sign-up refused after taking it (the email is
+	// taken) gives it back, so the next one still gets it.
+	f.clock.Advance(20 * time.Second)
+	if err := signUp("g0@example.com", "198.51.100.51"); connect.CodeOf(err) != connect.CodeAlreadyExists {
+		t.Fatalf("duplicate email: %v", err)
+	}
+	if err := signUp("g10@example.com", "198.51.100.52"); err != nil {
+		t.Fatalf("after a refused sign-up gave its take back: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,26 +45,41 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Report is a run's result.
+// Report is a run's result. Every rate and latency is of the successful
+// requests only (OK of them).
 type Report struct {
 	Requests, Errors   int
+	OK                 int
 	Elapsed            time.Duration
-	RequestsPerSecond  float64
+	RequestsPerSecond  float64 // successful requests per second
 	TokensPerSecond    float64
 	TTFTp50, TTFTp99   time.Duration
 	TotalP50, TotalP99 time.Duration
 	FirstError         string
+	// ErrorKinds are the failures by kind, most frequent first.
+	ErrorKinds []ErrorKind
 }
 
-// String renders the report for a person.
+// String renders the report for a person: the errors by kind first, then
+// the figures, each with the count of successes it comes from.
 func (r Report) String() string {
-	s := fmt.Sprintf("requests %d  errors %d  elapsed %.2fs  rps %.1f  tokens/s %.0f\nTTFT  p50 %v  p99 %v\ntotal p50 %v  p99 %v",
-		r.Requests, r.Errors, r.Elapsed.Seconds(), r.RequestsPerSecond, r.TokensPerSecond,
-		r.TTFTp50.Round(time.Microsecond), r.TTFTp99.Round(time.Microsecond), r.TotalP50.Round(time.Microsecond), r.TotalP99.Round(time.Microsecond))
-	if r.FirstError != "" {
-		s += "\nfirst error: " + r.FirstError
+	var b strings.Builder
+	writeKinds(&b, "", r.ErrorKinds, r.Errors, r.Requests)
+	fmt.Fprintf(&b, "requests %d  ok %d  errors %d  elapsed %.2fs", r.Requests, r.OK, r.Errors, r.Elapsed.Seconds())
+	if r.OK == 0 {
+		b.WriteString("\nno request succeeded: no rate or latency to report")
+		return b.String()
 	}
-	return s
+	fmt.Fprintf(&b, "\nof the %d successful requests: rps %.1f  tokens/s %.0f\nTTFT  p50 %v  p99 %v  (%d ok)\ntotal p50 %v  p99 %v  (%d ok)",
+		r.OK, r.RequestsPerSecond, r.TokensPerSecond,
+		r.TTFTp50.Round(time.Microsecond), r.TTFTp99.Round(time.Microsecond), r.OK,
+		r.TotalP50.Round(time.Microsecond), r.TotalP99.Round(time.Microsecond), r.OK)
+	return b.String()
+}
+
+// Check fails when more than maxRate of the requests failed (0: any).
+func (r Report) Check(maxRate float64) error {
+	return CheckErrors(r.ErrorKinds, r.Errors, r.Requests, maxRate)
 }
 
 // sample is one request's measurements.
@@ -131,10 +147,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 func summarize(samples []sample, elapsed time.Duration) Report {
 	r := Report{Requests: len(samples), Elapsed: elapsed}
 	var ttft, total []time.Duration
+	var errs errorTally
 	toks := 0
 	for _, s := range samples {
 		if s.err != nil {
 			r.Errors++
+			errs.add(s.err)
 			if r.FirstError == "" {
 				r.FirstError = s.err.Error()
 			}
@@ -144,7 +162,8 @@ func summarize(samples []sample, elapsed time.Duration) Report {
 		total = append(total, s.total)
 		toks += s.tokens
 	}
-	r.RequestsPerSecond = float64(len(samples)-r.Errors) / elapsed.Seconds()
+	r.OK, r.ErrorKinds = len(samples)-r.Errors, errs.list()
+	r.RequestsPerSecond = float64(r.OK) / elapsed.Seconds()
 	r.TokensPerSecond = float64(toks) / elapsed.Seconds()
 	r.TTFTp50, r.TTFTp99 = percentile(ttft, 0.50), percentile(ttft, 0.99)
 	r.TotalP50, r.TotalP99 = percentile(total, 0.50), percentile(total, 0.99)

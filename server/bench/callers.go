@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	workerv1 "github.com/parleyhq/parley/gen/parley/worker/v1"
 	"github.com/parleyhq/parley/gen/parley/worker/v1/workerv1connect"
+	"github.com/parleyhq/parley/server/compat/openaiwire"
 	"github.com/parleyhq/parley/sse"
 )
 
@@ -125,10 +126,10 @@ func openAICaller(cfg Config, client *http.Client) caller {
 		defer res.Body.Close()
 		if res.StatusCode != 200 {
 			b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-			return sample{err: fmt.Errorf("HTTP %d: %s", res.StatusCode, b)}
+			return sample{err: &httpStatusError{res.StatusCode, string(bytes.TrimSpace(b))}}
 		}
 		if !cfg.Stream {
-			var out sse.ChatCompletion
+			var out openaiwire.ChatCompletion
 			err := json.NewDecoder(res.Body).Decode(&out)
 			s.total, s.ttft, s.err = time.Since(start), time.Since(start), err
 			if out.Usage != nil {

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,8 +58,37 @@ type RelayConfig struct {
 	// (ProfileSeconds long) taken in each load run's first trial.
 	ProfileDir     string
 	ProfileSeconds int
+	// MaxErrorRate is the share of requests that may fail before RunRelay
+	// fails (0: none may).
+	MaxErrorRate float64
 	// Progress receives a line per phase (nil: none).
 	Progress io.Writer
+}
+
+// relayGatewayArgs come before GatewayArgs on every gateway the benchmark
+// starts (which may override them): the relay is measured, not the
+// request-rate limit a pro account meets at 600 a minute, burst 20.
+var relayGatewayArgs = []string{"--rate-limits", "off"}
+
+// knowsFlag reports whether bin's command has the flag name (an older
+// release measured as the baseline may not).
+func knowsFlag(ctx context.Context, bin, command, name string) bool {
+	out, _ := exec.CommandContext(ctx, bin, command, "--help").CombinedOutput()
+	return regexp.MustCompile(`(?m)^\s+--?` + regexp.QuoteMeta(name) + `\b`).Match(out)
+}
+
+// maxStreams is the most streams any run opens at once: the workers the
+// benchmark starts get it as --max-batch, since the mock upstream reports no
+// slot count and a worker without one is admitted to by measured queueing
+// (an AIMD limit on its time to first token), which under a burst on a
+// saturated box queues streams in the gateway for a second or more — a
+// figure of the admission policy, not of the relay.
+func (r *relay) maxStreams() int {
+	n := 1
+	for _, s := range append(slices.Clone(r.cfg.Streams), r.cfg.Hold...) {
+		n = max(n, s)
+	}
+	return n
 }
 
 // variant is a parley binary under test with its worker and gateway.
@@ -117,18 +149,44 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	if cfg.BaselineBin != "" {
 		fmt.Fprintf(out, ", baseline %s", cfg.BaselineBin)
 	}
-	fmt.Fprintf(out, "; %d tokens per answer, %d answers per run, medians of %d trials; %d CPUs; pinned servers %q load %q\n\n",
+	fmt.Fprintf(out, "; %d tokens per answer, %d answers per run, medians of %d trials; %d CPUs; pinned servers %q load %q\n",
 		cfg.Tokens, cfg.Answers, cfg.Trials, cpuCount(), cfg.CPUsServers, cfg.CPUsLoad)
+	fmt.Fprintf(out, "workers started with --max-batch %d (the mock reports no slots: the relay is measured, not the admission of an engine of unknown size)", r.maxStreams())
+	if len(cfg.WorkerArgs) > 0 {
+		fmt.Fprintf(out, " then %s", strings.Join(cfg.WorkerArgs, " "))
+	}
+	fmt.Fprintf(out, "\ngateways started with %s (request-rate limits off: the relay is measured, not the limits)", strings.Join(relayGatewayArgs, " "))
+	if len(cfg.GatewayArgs) > 0 {
+		fmt.Fprintf(out, " then %s", strings.Join(cfg.GatewayArgs, " "))
+	}
+	fmt.Fprint(out, "\n\n")
 
-	for _, n := range cfg.Hold {
+	err = r.runs(ctx)
+	fmt.Fprintf(out, "all runs: %d requests, %d ok, %d failed\n", r.requests, r.requests-r.errs.total, r.errs.total)
+	writeKinds(out, "", r.errs.list(), r.errs.total, r.requests)
+	if err != nil {
+		return err
+	}
+	return CheckErrors(r.errs.list(), r.errs.total, r.requests, cfg.MaxErrorRate)
+}
+
+func (r *relay) runs(ctx context.Context) error {
+	for _, n := range r.cfg.Hold {
 		if err := r.holdRun(ctx, n); err != nil {
 			return err
 		}
 	}
-	if len(cfg.TokenDelays) == 0 || len(cfg.Streams) == 0 || cfg.Answers <= 0 {
+	if len(r.cfg.TokenDelays) == 0 || len(r.cfg.Streams) == 0 || r.cfg.Answers <= 0 {
 		return nil
 	}
 	return r.loadRuns(ctx)
+}
+
+// count adds a load's requests and failures to the run's totals.
+func (r *relay) count(st *streamStats) *streamStats {
+	r.requests += st.answers
+	r.errs.merge(&st.errs)
+	return st
 }
 
 type relay struct {
@@ -137,6 +195,10 @@ type relay struct {
 	out  io.Writer
 	tmp  string
 	seq  int
+	// requests and errs are every request of the run (warm-ups too) and
+	// the failed ones by kind.
+	requests int
+	errs     errorTally
 }
 
 func (r *relay) progress(format string, args ...any) {
@@ -179,6 +241,9 @@ func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
 		v.wDebug = freeAddr()
 		args = append(args, "--debug-listen", v.wDebug)
 	}
+	if knowsFlag(ctx, v.bin, "worker", "max-batch") {
+		args = append(args, "--max-batch", strconv.Itoa(r.maxStreams()))
+	}
 	var err error
 	if v.worker, err = startProc(ctx, v.name+" worker", r.cfg.CPUsServers, v.bin, append(args, wargs...)...); err != nil {
 		return err
@@ -199,6 +264,10 @@ func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
 	}
 	v.key = strings.TrimSpace(string(key))
 	args = []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", v.dir, "--workers", v.worker.addr(), "--models-file", models}
+	if knowsFlag(ctx, v.bin, "serve", "rate-limits") {
+		// A release from before the request-rate limits has none to turn off.
+		args = append(args, relayGatewayArgs...)
+	}
 	if r.cfg.ProfileDir != "" && !base {
 		v.gDebug = freeAddr()
 		args = append(args, "--debug-listen", v.gDebug)
@@ -232,6 +301,9 @@ func (v *variant) stop() {
 	}
 }
 
+// mockMaxOutput is mockCatalog's max_output_tokens.
+const mockMaxOutput = 8192
+
 // mockCatalog is the gateway's catalog: the mock's one model, priced so
 // billing does its real work.
 const mockCatalog = `models:
@@ -239,7 +311,7 @@ const mockCatalog = `models:
     display_name: Mock upstream
     description: The relay benchmark's mock OpenAI-compatible upstream.
     context_window: 131072
-    max_output_tokens: 8192
+    max_output_tokens: 8192 # mockMaxOutput
     input_price_nanos_per_million: 150000000
     output_price_nanos_per_million: 600000000
 `
@@ -290,8 +362,9 @@ func pace(delay time.Duration, tokens int) string {
 
 // loadSample is one trial of one path (direct or a variant's relay).
 type loadSample struct {
-	answers, errors       int
+	answers, errors       int // answers: every request; ok = answers - errors
 	firstErr              string
+	errs                  errorTally
 	ttft50, ttft99        time.Duration
 	gap50, gap99          time.Duration
 	cpuGateway, cpuWorker float64 // CPU seconds per 1,000 answers
@@ -325,13 +398,14 @@ func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget,
 			})
 		}
 	}
-	st := client.load(ctx, t, body, streams, r.cfg.Answers)
+	st := r.count(client.load(ctx, t, body, streams, r.cfg.Answers))
 	for i, p := range ps {
 		after, _ := cpuSeconds(p.pid)
-		*p.dst = (after - before[i]) / float64(max(st.answers, 1)) * 1000
+		// Per 1,000 successful answers (NaN, shown as "-", when none).
+		*p.dst = (after - before[i]) / float64(st.answers-st.errors) * 1000
 	}
 	profiles.Wait()
-	s.answers, s.errors, s.firstErr, s.elapsed = st.answers, st.errors, st.firstErr, st.elapsed
+	s.answers, s.errors, s.firstErr, s.elapsed, s.errs = st.answers, st.errors, st.firstErr, st.elapsed, st.errs
 	s.ttft50, s.ttft99 = percentile(st.ttft, 0.5), percentile(st.ttft, 0.99)
 	s.gap50, s.gap99 = percentile(st.gaps, 0.5), percentile(st.gaps, 0.99)
 	return s
@@ -381,7 +455,7 @@ func (r *relay) loadRuns(ctx context.Context) error {
 	// Warm up every path: connections, caches, the heap.
 	r.progress("warming up")
 	for _, t := range append([]streamTarget{direct}, targets(vs)...) {
-		client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), maxStreams, 4*maxStreams)
+		r.count(client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), maxStreams, 4*maxStreams))
 	}
 	for _, delay := range r.cfg.TokenDelays {
 		for _, streams := range r.cfg.Streams {
@@ -427,21 +501,42 @@ func medianOf[T int | float64 | time.Duration](samples []loadSample, f func(load
 }
 
 func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows map[string][]loadSample) {
-	fmt.Fprintf(r.out, "tokens %v apart, %d streams, %d answers of %d tokens (medians of %d trials)\n", delay, streams, r.cfg.Answers, r.cfg.Tokens, r.cfg.Trials)
+	fmt.Fprintf(r.out, "tokens %v apart, %d streams, %d answers of %d tokens (ok and errors: all %d trials together; the figures: medians of the trials', each of its ok answers)\n", delay, streams, r.cfg.Answers, r.cfg.Tokens, r.cfg.Trials)
+	for _, name := range append([]string{"direct"}, names(vs)...) {
+		var all errorTally
+		n := 0
+		for _, s := range rows[name] {
+			all.merge(&s.errs)
+			n += s.answers
+		}
+		writeKinds(r.out, "  "+name+": ", all.list(), all.total, n)
+	}
 	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\tanswers\terrors\tTTFT p50\tTTFT p99\tgap p50\tgap p99\tCPU-s/1k gateway\tworker\tgw+worker\tmock\tclient\t")
+	fmt.Fprintln(tw, "path\tok\terrors\tTTFT p50\tTTFT p99\tgap p50\tgap p99\tCPU-s/1k gateway\tworker\tgw+worker\tmock\tclient\t")
 	d := rows["direct"]
 	ms := func(x time.Duration) string { return fmt.Sprintf("%.1fms", float64(x)/1e6) }
 	plus := func(x time.Duration) string { return fmt.Sprintf("%+.1fms", float64(x)/1e6) }
 	line := func(name string, s []loadSample) {
 		gw, wk := medianOf(s, func(x loadSample) float64 { return x.cpuGateway }), medianOf(s, func(x loadSample) float64 { return x.cpuWorker })
-		cpu := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+		cpu := func(x float64) string {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", x)
+		}
+		ok, errs := 0, 0
+		for _, x := range s {
+			ok, errs = ok+x.answers-x.errors, errs+x.errors
+		}
 		g, w, sum := cpu(gw), cpu(wk), cpu(medianOf(s, func(x loadSample) float64 { return x.cpuGateway + x.cpuWorker }))
 		if name == "direct" {
 			g, w, sum = "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name,
-			medianOf(s, func(x loadSample) int { return x.answers }), medianOf(s, func(x loadSample) int { return x.errors }),
+		if ok == 0 { // no figure without a success behind it
+			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", name, ok, errs)
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, ok, errs,
 			ms(medianOf(s, func(x loadSample) time.Duration { return x.ttft50 })), ms(medianOf(s, func(x loadSample) time.Duration { return x.ttft99 })),
 			ms(medianOf(s, func(x loadSample) time.Duration { return x.gap50 })), ms(medianOf(s, func(x loadSample) time.Duration { return x.gap99 })),
 			g, w, sum, cpu(medianOf(s, func(x loadSample) float64 { return x.cpuMock })), cpu(medianOf(s, func(x loadSample) float64 { return x.cpuClient })))
@@ -450,8 +545,20 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 	for _, v := range vs {
 		line(v.name, rows[v.name])
 	}
+	okAll := func(s []loadSample) bool {
+		for _, x := range s {
+			if x.answers == x.errors {
+				return false
+			}
+		}
+		return true
+	}
 	for _, v := range vs {
 		s := rows[v.name]
+		if !okAll(s) || !okAll(d) {
+			fmt.Fprintf(tw, "%s added\t\t\t-\t-\t\t-\t\t\t\t\t\t\n", v.name)
+			continue
+		}
 		// Added latency: each trial's relay against the same trial's direct run.
 		added := func(f func(loadSample) time.Duration) time.Duration {
 			diff := make([]time.Duration, len(s))
@@ -461,19 +568,11 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 			slices.Sort(diff)
 			return diff[len(diff)/2]
 		}
-		fmt.Fprintf(tw, "%s added\t\t\t%s\t%s\t\t%s\t\t\t\t\t\t\n", v.name,
+		fmt.Fprintf(tw, "%s added (from the ok above)\t\t\t%s\t%s\t\t%s\t\t\t\t\t\t\n", v.name,
 			plus(added(func(x loadSample) time.Duration { return x.ttft50 })), plus(added(func(x loadSample) time.Duration { return x.ttft99 })),
 			plus(added(func(x loadSample) time.Duration { return x.gap99 })))
 	}
 	_ = tw.Flush()
-	for _, name := range append([]string{"direct"}, names(vs)...) {
-		for _, s := range rows[name] {
-			if s.firstErr != "" {
-				fmt.Fprintf(r.out, "  %s: first error: %s\n", name, s.firstErr)
-				break
-			}
-		}
-	}
 	fmt.Fprintln(r.out)
 }
 
@@ -500,8 +599,9 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 	if n > 10000 {
 		spread = (n + 9999) / 10000 // 10,000 connections per source address
 	}
-	// Long enough to outlast the hold; the client closes them.
-	tokens := int((time.Hour + holdFor) / delay)
+	// Long enough to outlast the hold (the client closes them), within the
+	// catalog's max_output_tokens, which the gateway holds a request to.
+	tokens := min(int((time.Hour+holdFor)/delay), mockMaxOutput)
 	type row struct {
 		name                      string
 		opened, errors            int
@@ -510,6 +610,7 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		gap50, gap99, gapMax      time.Duration
 		rssMock, rssWorker, rssGw float64 // bytes per stream
 		thrWorker, thrGw          int
+		errs                      errorTally
 	}
 	var rows []row
 	paths := append([]*variant{nil}, r.variants()...)
@@ -534,7 +635,7 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		client := newLoadClient(n, spread)
 		// A short warm-up, so the baseline memory is that of a process that
 		// has served.
-		client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), 16, 64)
+		r.count(client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), 16, 64))
 		type pr struct {
 			pid  int
 			base int64
@@ -562,6 +663,9 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			}
 		})
 		client.close()
+		r.requests += n
+		r.errs.merge(&res.errs)
+		rw.errs = res.errs
 		rw.opened, rw.errors, rw.firstErr, rw.openTime = res.opened, res.errors, res.firstErr, res.openTime
 		rw.gap50, rw.gap99 = percentile(res.gaps, 0.5), percentile(res.gaps, 0.99)
 		if len(res.gaps) > 0 {
@@ -573,11 +677,18 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		}
 		mock.stop()
 	}
-	fmt.Fprintf(r.out, "%d streams open at once, one token every %v, held %v after the last opened\n", n, delay, holdFor)
+	fmt.Fprintf(r.out, "%d streams open at once, one token every %v, held %v after the last opened (figures of the open streams)\n", n, delay, holdFor)
+	for _, rw := range rows {
+		writeKinds(r.out, "  "+rw.name+": ", rw.errs.list(), rw.errs.total, n)
+	}
 	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\topen\terrors\topening took\tgap p50\tgap p99\tgap max\tgap p99 added\tRSS/stream gateway\tworker\tmock\tthreads gw/worker\t")
 	kb := func(b float64) string { return fmt.Sprintf("%.1f KB", b/1024) }
 	for _, rw := range rows {
+		if rw.opened == 0 { // no figure without an open stream behind it
+			fmt.Fprintf(tw, "%s\t0\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", rw.name, rw.errors)
+			continue
+		}
 		added, gw, wk, thr := "", "-", "-", "-"
 		if rw.name != "direct" {
 			added = fmt.Sprintf("%+.1fms", float64(rw.gap99-rows[0].gap99)/1e6)
@@ -587,11 +698,6 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			float64(rw.gap50)/1e6, float64(rw.gap99)/1e6, float64(rw.gapMax)/1e6, added, gw, wk, kb(rw.rssMock), thr)
 	}
 	_ = tw.Flush()
-	for _, rw := range rows {
-		if rw.firstErr != "" {
-			fmt.Fprintf(r.out, "  %s: first error: %s\n", rw.name, rw.firstErr)
-		}
-	}
 	fmt.Fprintln(r.out)
 	if ctx.Err() != nil {
 		return errors.Join(ctx.Err())

@@ -25,8 +25,9 @@ type streamTarget struct {
 
 // streamStats are the client's measurements of a set of streamed answers.
 type streamStats struct {
-	answers, errors int
+	answers, errors int // answers counts every request, errors the failed ones
 	firstErr        string
+	errs            errorTally
 	ttft            []time.Duration // request sent → first content token
 	gaps            []time.Duration // between content tokens of one answer
 	elapsed         time.Duration
@@ -38,6 +39,7 @@ func (s *streamStats) merge(o *streamStats) {
 	if s.firstErr == "" {
 		s.firstErr = o.firstErr
 	}
+	s.errs.merge(&o.errs)
 	s.ttft = append(s.ttft, o.ttft...)
 	s.gaps = append(s.gaps, o.gaps...)
 }
@@ -129,7 +131,7 @@ func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, on
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		a.err = fmt.Errorf("HTTP %d: %s", res.StatusCode, bytes.TrimSpace(b))
+		a.err = &httpStatusError{res.StatusCode, string(bytes.TrimSpace(b))}
 		return a
 	}
 	r := bufio.NewReaderSize(res.Body, 4096)
@@ -198,6 +200,7 @@ func (c *loadClient) load(ctx context.Context, t streamTarget, body []byte, stre
 				mine.answers++
 				if a.err != nil {
 					mine.errors++
+					mine.errs.add(a.err)
 					if mine.firstErr == "" {
 						mine.firstErr = a.err.Error()
 					}
@@ -223,6 +226,7 @@ type holdResult struct {
 	openTime time.Duration // from the first request to the last first token
 	errors   int
 	firstErr string
+	errs     errorTally
 	gaps     []time.Duration
 }
 
@@ -267,6 +271,7 @@ func (c *loadClient) hold(ctx context.Context, t streamTarget, body []byte, n, o
 				failed.Add(1)
 				mu.Lock()
 				res.errors++
+				res.errs.add(a.err)
 				if res.firstErr == "" {
 					res.firstErr = a.err.Error()
 				}

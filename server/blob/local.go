@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parleyhq/parley/server/gateway"
+	"github.com/parleyhq/parley/server/apierr"
 )
 
 // Prefix is the path under which the gateway serves Local's signed URLs.
@@ -219,7 +219,7 @@ func (l *Local) deleted(key string) bool {
 func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	if !ok || checkKey(key) != nil {
-		gateway.WriteJSONError(w, http.StatusNotFound, "no such blob")
+		apierr.WriteJSON(w, http.StatusNotFound, "no such blob")
 		return
 	}
 	q := r.URL.Query()
@@ -232,12 +232,12 @@ func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	want := l.sign(method, key, exp, size, mime)
 	if err1 != nil || err2 != nil || r.Method != method || !hmac.Equal([]byte(q.Get("s")), []byte(want)) {
-		gateway.WriteJSONError(w, http.StatusForbidden, "the URL's signature does not match this request")
+		apierr.WriteJSON(w, http.StatusForbidden, "the URL's signature does not match this request")
 		return
 	}
 	now := l.now()
 	if now.Unix() >= exp || exp > now.Add(MaxURLExpiry+time.Minute).Unix() {
-		gateway.WriteJSONError(w, http.StatusForbidden, "the URL has expired")
+		apierr.WriteJSON(w, http.StatusForbidden, "the URL has expired")
 		return
 	}
 	switch method {
@@ -246,27 +246,27 @@ func (l *Local) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		l.serveGet(w, r, key, mime)
 	default:
-		gateway.WriteJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+		apierr.WriteJSON(w, http.StatusMethodNotAllowed, "method not allowed")
 	}
 }
 
 func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string, exp, size int64, mime, sig string) {
 	switch {
 	case r.ContentLength < 0:
-		gateway.WriteJSONError(w, http.StatusLengthRequired, fmt.Sprintf("Content-Length is required and must be %d", size))
+		apierr.WriteJSON(w, http.StatusLengthRequired, fmt.Sprintf("Content-Length is required and must be %d", size))
 		return
 	case r.ContentLength != size:
 		w.Header().Set("Connection", "close")
-		gateway.WriteJSONError(w, http.StatusBadRequest, fmt.Sprintf("Content-Length is %d; this URL takes exactly %d bytes", r.ContentLength, size))
+		apierr.WriteJSON(w, http.StatusBadRequest, fmt.Sprintf("Content-Length is %d; this URL takes exactly %d bytes", r.ContentLength, size))
 		return
 	case r.Header.Get("Content-Type") != mime:
 		w.Header().Set("Connection", "close")
-		gateway.WriteJSONError(w, http.StatusBadRequest, fmt.Sprintf("Content-Type is %q; this URL takes %q", r.Header.Get("Content-Type"), mime))
+		apierr.WriteJSON(w, http.StatusBadRequest, fmt.Sprintf("Content-Type is %q; this URL takes %q", r.Header.Get("Content-Type"), mime))
 		return
 	}
 	if l.deleted(key) {
 		w.Header().Set("Connection", "close")
-		gateway.WriteJSONError(w, http.StatusForbidden, "this upload was deleted")
+		apierr.WriteJSON(w, http.StatusForbidden, "this upload was deleted")
 		return
 	}
 	// Spend the URL before reading a byte: a second PUT, even a
@@ -275,10 +275,10 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string, exp
 	mark, err := os.OpenFile(spent, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		w.Header().Set("Connection", "close")
-		gateway.WriteJSONError(w, http.StatusForbidden, "this upload URL has already been used")
+		apierr.WriteJSON(w, http.StatusForbidden, "this upload URL has already been used")
 		return
 	} else if err != nil {
-		gateway.WriteJSONError(w, http.StatusInternalServerError, "internal error")
+		apierr.WriteJSON(w, http.StatusInternalServerError, "internal error")
 		return
 	}
 	mark.Close()
@@ -286,15 +286,15 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string, exp
 		os.Remove(spent)
 		var se *sizeError
 		if errors.As(err, &se) {
-			gateway.WriteJSONError(w, http.StatusBadRequest, strings.TrimPrefix(se.Error(), "blob: "))
+			apierr.WriteJSON(w, http.StatusBadRequest, strings.TrimPrefix(se.Error(), "blob: "))
 			return
 		}
-		gateway.WriteJSONError(w, http.StatusBadRequest, "the upload did not complete")
+		apierr.WriteJSON(w, http.StatusBadRequest, "the upload did not complete")
 		return
 	}
 	if l.deleted(key) { // deleted while the bytes were arriving
 		os.Remove(l.path(key))
-		gateway.WriteJSONError(w, http.StatusForbidden, "this upload was deleted")
+		apierr.WriteJSON(w, http.StatusForbidden, "this upload was deleted")
 		return
 	}
 	l.sweep(l.now())
@@ -304,13 +304,13 @@ func (l *Local) servePut(w http.ResponseWriter, r *http.Request, key string, exp
 func (l *Local) serveGet(w http.ResponseWriter, r *http.Request, key, mime string) {
 	f, err := os.Open(l.path(key))
 	if err != nil {
-		gateway.WriteJSONError(w, http.StatusNotFound, "no such blob")
+		apierr.WriteJSON(w, http.StatusNotFound, "no such blob")
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
-		gateway.WriteJSONError(w, http.StatusNotFound, "no such blob")
+		apierr.WriteJSON(w, http.StatusNotFound, "no such blob")
 		return
 	}
 	// User content on the gateway's own origin: never sniffed, never

@@ -8,9 +8,9 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // Budgets bound what one request may ask of the gateway, checked by
@@ -91,10 +91,10 @@ type Deferred struct {
 
 // Defer records d as the part at Messages[msg].Parts[part] and returns the
 // placeholder to put there.
-func (r *Request) Defer(msg, part int, d Deferred) worker.Part {
+func (r *Request) Defer(msg, part int, d Deferred) llm.Part {
 	d.msg, d.part = msg, part
 	r.Deferred = append(r.Deferred, d)
-	return worker.Part{}
+	return llm.Part{}
 }
 
 // size is the declared size of a deferred part: an inline file's bytes, or
@@ -124,7 +124,7 @@ func modalityOf(k attach.Kind) string {
 }
 
 // countParts checks a request's parts against the budgets.
-func (b Budgets) countParts(msgs []worker.ChatMessage, deferred int) error {
+func (b Budgets) countParts(msgs []llm.ChatMessage, deferred int) error {
 	total := 0
 	for i, m := range msgs {
 		if len(m.Parts) > b.PartsPerMessage {
@@ -175,11 +175,11 @@ func (c *Core) countsExactly(req *Request) bool {
 	if len(req.Deferred) > 0 {
 		return false
 	}
-	wreq := worker.Request{Tools: req.Tools, Messages: req.Messages}
-	return worker.RequestPromptBound(&wreq, imageTokens) <= c.Budgets.withDefaults().ExactCountBytes
+	wreq := llm.Request{Tools: req.Tools, Messages: req.Messages}
+	return llm.RequestPromptBound(&wreq, imageTokens) <= c.Budgets.withDefaults().ExactCountBytes
 }
 
-func imageTokens(img *worker.Image) int { return worker.ImageTokens(img.Width, img.Height) }
+func imageTokens(img *llm.Image) int { return llm.ImageTokens(img.Width, img.Height) }
 
 // promptBound is the API request's prompt tokens, counted exactly where
 // countsExactly, else bounded from above without tokenizing: a token per
@@ -187,18 +187,18 @@ func imageTokens(img *worker.Image) int { return worker.ImageTokens(img.Width, i
 // per byte of a document's largest text (for an uploaded attachment whose
 // record checkDeferred read: its image's tokens, its text's bytes).
 func (c *Core) promptBound(req *Request) (tokens int, exact bool) {
-	wreq := worker.Request{Tools: req.Tools, Messages: req.Messages}
+	wreq := llm.Request{Tools: req.Tools, Messages: req.Messages}
 	if c.countsExactly(req) {
-		return worker.RequestPromptTokens(c.Tokens, &wreq), true
+		return llm.RequestPromptTokens(c.Tokens, &wreq), true
 	}
-	bound := worker.RequestPromptBound(&wreq, imageTokens)
+	bound := llm.RequestPromptBound(&wreq, imageTokens)
 	lim := c.Attachments.Inline().Limits()
 	for i := range req.Deferred {
 		d := &req.Deferred[i]
 		wrapper := len(`<document name=""></document>`) + 4 + len(d.Filename)
 		switch {
 		case d.ref.ID != "" && d.ref.Kind == attach.KindImage && d.ref.Width > 0 && d.ref.Height > 0:
-			bound += worker.ImageTokens(attach.Fit(d.ref.Width, d.ref.Height, lim.FitSide))
+			bound += llm.ImageTokens(attach.Fit(d.ref.Width, d.ref.Height, lim.FitSide))
 		case d.ref.ID != "" && d.ref.Kind == attach.KindDocument:
 			bound += len(`<document name=""></document>`) + 4 + len(d.ref.Filename) + int(d.ref.PreparedBytes)
 		case d.Kind == attach.KindImage:
@@ -227,7 +227,7 @@ func (r *Request) deferredAt() map[[2]int]bool {
 }
 
 // maxImageTokens is the most tokens an image fitted to side×side can
-// count (worker.ImageTokens: at most 2048 on its long side and 768 on its
+// count (llm.ImageTokens: at most 2048 on its long side and 768 on its
 // short side, in 512-pixel tiles).
 func maxImageTokens(side int) int {
 	long, short := min(side, 2048), min(side, 768)
@@ -240,7 +240,7 @@ func (c *Core) prepare(ctx context.Context, p auth.Principal, req *Request) erro
 	inline := c.Attachments.Inline()
 	for i := range req.Deferred {
 		d := &req.Deferred[i]
-		var part worker.Part
+		var part llm.Part
 		switch {
 		case d.AttachmentID != "":
 			wp, err := c.Attachments.Part(ctx, p.UserID, d.AttachmentID)

@@ -11,7 +11,7 @@ import (
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/attach/attachtest"
 	"github.com/parleyhq/parley/server/auth"
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // withInline gives the rig's core the attachment checker of inline parts.
@@ -23,7 +23,7 @@ func (r *rig) withInline() *rig {
 // deferredRequest is a request whose one message holds the given inline
 // file (deferred, as the surfaces hand it over) after some text.
 func deferredRequest(kind attach.Kind, data []byte, mime string) Request {
-	req := Request{Model: "sim-small", MaxOutputTokens: 8, Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "Look:"}}}}}
+	req := Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "Look:"}}}}}, MaxOutputTokens: 8}
 	req.Messages[0].Parts = append(req.Messages[0].Parts, req.Defer(0, 1, Deferred{Field: "messages[0].parts[1].file", Kind: kind, Data: data, MIME: mime, Filename: "f"}))
 	return req
 }
@@ -35,7 +35,7 @@ func deferredRequest(kind attach.Kind, data []byte, mime string) Request {
 // that can pay gets the work's own refusal, and its hold back.
 func TestTheHoldComesBeforeTheWork(t *testing.T) {
 	damaged := deferredRequest(attach.KindImage, []byte("\x89PNG\r\n\x1a\nnot really"), "image/png")
-	long := Request{Model: "sim-small", MaxOutputTokens: 8, Messages: userMsg(strings.Repeat("many different words here ", 5000))}
+	long := Request{Request: llm.Request{Model: "sim-small", Messages: userMsg(strings.Repeat("many different words here ", 5000))}, MaxOutputTokens: 8}
 	for _, tc := range []struct {
 		name string
 		req  Request
@@ -72,14 +72,14 @@ func TestHeldBoundCoversTheCount(t *testing.T) {
 		deferredRequest(attach.KindImage, attachtest.GIF(40, 40), "image/gif"),
 		deferredRequest(attach.KindDocument, attachtest.DOCX("Some words", "& more words"), attach.DOCX),
 		deferredRequest(attach.KindDocument, attachtest.PDFTextBomb(64<<20), "application/pdf"),
-		{Model: "sim-small", Messages: userMsg(strings.Repeat("🐇 lorem ipsum ", 6000))},
+		{Request: llm.Request{Model: "sim-small", Messages: userMsg(strings.Repeat("🐇 lorem ipsum ", 6000))}},
 	} {
 		bound, exact := r.core.promptBound(&req)
 		if err := r.core.prepare(r.ctx(), auth.Principal{UserID: r.user}, &req); err != nil {
 			t.Fatal(err)
 		}
-		wreq := worker.Request{Messages: req.Messages}
-		if n := worker.RequestPromptTokens(r.core.Tokens, &wreq); n > bound || exact {
+		wreq := llm.Request{Messages: req.Messages}
+		if n := llm.RequestPromptTokens(r.core.Tokens, &wreq); n > bound || exact {
 			t.Errorf("counted %d tokens, bound %d (exact %v)", n, bound, exact)
 		}
 	}
@@ -88,9 +88,9 @@ func TestHeldBoundCoversTheCount(t *testing.T) {
 func TestPartBudgets(t *testing.T) {
 	r := newRig(t, 1e9).withInline()
 	r.core.Budgets = Budgets{PartsPerMessage: 4, PartsPerRequest: 6, Attachments: 2, AttachmentBytes: 100}
-	text := worker.Part{Text: "x"}
-	many := func(n int) worker.ChatMessage {
-		return worker.ChatMessage{Role: "user", Parts: slicesRepeat(text, n)}
+	text := llm.Part{Text: "x"}
+	many := func(n int) llm.ChatMessage {
+		return llm.ChatMessage{Role: "user", Parts: slicesRepeat(text, n)}
 	}
 	files := deferredRequest(attach.KindDocument, []byte("a small note"), "text/plain")
 	files.Messages[0].Parts = append(files.Messages[0].Parts, files.Defer(0, 2, Deferred{Field: "f2", Kind: attach.KindDocument, Data: []byte("b"), MIME: "text/plain"}))
@@ -101,8 +101,8 @@ func TestPartBudgets(t *testing.T) {
 		req  Request
 		want string
 	}{
-		{"parts of a message", Request{Model: "sim-small", Messages: []worker.ChatMessage{many(5)}}, "5 parts, over the limit of 4 per message"},
-		{"parts of a request", Request{Model: "sim-small", Messages: []worker.ChatMessage{many(4), many(3)}}, "over 6 parts in all"},
+		{"parts of a message", Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{many(5)}}}, "5 parts, over the limit of 4 per message"},
+		{"parts of a request", Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{many(4), many(3)}}}, "over 6 parts in all"},
 		{"attachments", files, "3 images, documents and attachments, over the limit of 2"},
 		{"attachment bytes", big, "over 100 bytes in all"},
 	} {
@@ -113,8 +113,8 @@ func TestPartBudgets(t *testing.T) {
 	}
 }
 
-func slicesRepeat(p worker.Part, n int) []worker.Part {
-	out := make([]worker.Part, n)
+func slicesRepeat(p llm.Part, n int) []llm.Part {
+	out := make([]llm.Part, n)
 	for i := range out {
 		out[i] = p
 	}

@@ -10,10 +10,10 @@ import (
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // cacheTurn is one API request's business with the response cache: the key
@@ -60,12 +60,12 @@ func (c *Core) cacheable(ctx context.Context, p auth.Principal, req *Request) (b
 // one user.
 func cacheKey(userID string, m *models.Model, req *Request, maxOut int64) string {
 	normalised, _ := json.Marshal(struct {
-		Messages          []worker.ChatMessage
+		Messages          []llm.ChatMessage
 		MaxOut            int64
 		Temperature, TopP *float64
 		Stop              []string
 		Seed              *int64
-		ResponseFormat    worker.ResponseFormat
+		ResponseFormat    llm.ResponseFormat
 		N, TopLogprobs    int
 		Logprobs          bool
 		EndUser           string
@@ -113,7 +113,7 @@ func (c *Core) replay(ctx context.Context, p auth.Principal, m *models.Model, re
 	requestID := uuid.Must(uuid.NewV7()).String()
 	out := &Outcome{
 		RequestID: requestID, Model: m.ID, FinishReason: finishFromProto(fin.GetFinishReason()),
-		Usage: worker.Usage{PromptTokens: int(u.GetPromptTokens()), CompletionTokens: int(u.GetCompletionTokens()),
+		Usage: llm.Usage{PromptTokens: int(u.GetPromptTokens()), CompletionTokens: int(u.GetCompletionTokens()),
 			CachedTokens: int(u.GetCachedTokens()), Estimated: u.GetEstimated()},
 	}
 	for _, ch := range fin.GetChoices() {
@@ -133,6 +133,7 @@ func (c *Core) replay(ctx context.Context, p auth.Principal, m *models.Model, re
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
 		PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(), CachedTokens: u.GetCachedTokens(),
 		Estimated: u.GetEstimated(), FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User, CacheHit: true,
+		RequestedModel: requestedAs(req.Model, m),
 	}); err == nil {
 		out.CostNanos = s.ChargedNanos
 	}
@@ -165,8 +166,8 @@ func (t *cacheTurn) store(ctx context.Context, out *Outcome) {
 	if t == nil || t.size > t.c.Cache.MaxEntryBytes() || len(t.events) == 0 || t.events[len(t.events)-1].GetFinished() == nil {
 		return
 	}
-	for _, r := range append([]worker.FinishReason{out.FinishReason}, out.Choices...) {
-		if r != worker.FinishStop && r != worker.FinishLength {
+	for _, r := range append([]llm.FinishReason{out.FinishReason}, out.Choices...) {
+		if r != llm.FinishStop && r != llm.FinishLength {
 			return
 		}
 	}
@@ -177,13 +178,13 @@ func (t *cacheTurn) store(ctx context.Context, out *Outcome) {
 	t.c.Cache.Put(ctx, t.key, data)
 }
 
-func finishFromProto(r parleyv1.FinishReason) worker.FinishReason {
-	for _, w := range []worker.FinishReason{worker.FinishStop, worker.FinishLength, worker.FinishCancelled, worker.FinishError, worker.FinishToolCalls} {
+func finishFromProto(r parleyv1.FinishReason) llm.FinishReason {
+	for _, w := range []llm.FinishReason{llm.FinishStop, llm.FinishLength, llm.FinishCancelled, llm.FinishError, llm.FinishToolCalls} {
 		if FinishReasonToProto(w) == r {
 			return w
 		}
 	}
-	return worker.FinishStop
+	return llm.FinishStop
 }
 
 // outcome is the cached answer, nil when there is none.

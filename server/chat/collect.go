@@ -16,7 +16,10 @@ type Collector struct {
 // CollectedChoice is one choice put back together: its text, its tool calls
 // in index order with their arguments joined, and its log probabilities.
 type CollectedChoice struct {
-	Text      strings.Builder
+	Text strings.Builder
+	// Reasoning is the model's reasoning (models that reason), apart from
+	// the answer.
+	Reasoning strings.Builder
 	ToolCalls []*parleyv1.ToolCall
 	Logprobs  []*parleyv1.TokenLogprob
 }
@@ -29,6 +32,7 @@ func (c *Collector) Emit(ev *parleyv1.GenerationEvent) error {
 	}
 	ch := c.Choice(int(d.GetChoice()))
 	ch.Text.WriteString(d.GetText())
+	ch.Reasoning.WriteString(d.GetReasoning())
 	for _, tc := range d.GetToolCalls() {
 		i := int(tc.GetIndex())
 		for len(ch.ToolCalls) <= i {

@@ -2,28 +2,28 @@ package chat
 
 import (
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // FinishReasonToProto maps an engine finish reason to the API's.
-func FinishReasonToProto(r worker.FinishReason) parleyv1.FinishReason {
+func FinishReasonToProto(r llm.FinishReason) parleyv1.FinishReason {
 	switch r {
-	case worker.FinishStop:
+	case llm.FinishStop:
 		return parleyv1.FinishReason_FINISH_REASON_STOP
-	case worker.FinishLength:
+	case llm.FinishLength:
 		return parleyv1.FinishReason_FINISH_REASON_LENGTH
-	case worker.FinishCancelled:
+	case llm.FinishCancelled:
 		return parleyv1.FinishReason_FINISH_REASON_CANCELLED
-	case worker.FinishError:
+	case llm.FinishError:
 		return parleyv1.FinishReason_FINISH_REASON_ERROR
-	case worker.FinishToolCalls:
+	case llm.FinishToolCalls:
 		return parleyv1.FinishReason_FINISH_REASON_TOOL_CALLS
 	}
 	return parleyv1.FinishReason_FINISH_REASON_UNSPECIFIED
 }
 
 // UsageToProto maps engine usage to the API's.
-func UsageToProto(u worker.Usage) *parleyv1.Usage {
+func UsageToProto(u llm.Usage) *parleyv1.Usage {
 	return &parleyv1.Usage{
 		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
 		CachedTokens: int64(u.CachedTokens), Estimated: u.Estimated,
@@ -31,8 +31,8 @@ func UsageToProto(u worker.Usage) *parleyv1.Usage {
 }
 
 // DeltaToProto maps an engine delta to the API's.
-func DeltaToProto(d worker.Delta) *parleyv1.GenerationDelta {
-	out := &parleyv1.GenerationDelta{Text: d.Text, Choice: int32(d.Choice)}
+func DeltaToProto(d llm.Delta) *parleyv1.GenerationDelta {
+	out := &parleyv1.GenerationDelta{Text: d.Text, Reasoning: d.Reasoning, Choice: int32(d.Choice)}
 	for _, c := range d.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, &parleyv1.ToolCallDelta{Index: int32(c.Index), Id: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}

@@ -1,5 +1,5 @@
 // Package chat is the one path every generation takes, API or web
-// (DESIGN.md §4): authenticate, admit, build context, schedule, stream,
+// (docs/architecture.md): authenticate, admit, build context, schedule, stream,
 // settle. Every surface — ChatService, the OpenAI-compatible endpoint,
 // ConversationService — calls it; none has logic of its own.
 package chat
@@ -22,20 +22,20 @@ import (
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/respcache"
-	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // Router places a generation on a worker and streams its deltas: the
-// scheduler.
+// scheduler. The job carries the placement hints (priority, affinity key)
+// with the request.
 type Router interface {
-	Generate(ctx context.Context, job scheduler.Job, emit worker.Emit) (worker.Result, error)
+	Generate(ctx context.Context, job llm.Job, emit llm.Emit) (llm.Result, error)
 	// Embed runs a batch of embeddings on a worker.
-	Embed(ctx context.Context, req worker.EmbedRequest, priority int) (worker.EmbedResult, error)
+	Embed(ctx context.Context, req llm.EmbedRequest, priority int) (llm.EmbedResult, error)
 }
 
 // Core runs generations.
@@ -83,28 +83,23 @@ type Core struct {
 	owned   owned          // their cancel functions, by conversation
 }
 
-// Request is one generation as the surfaces hand it to the core.
+// Request is one generation as the surfaces hand it to the core: the
+// engine's request and what only the core reads. The core sets the engine
+// request's ID and MaxTokens (from MaxOutputTokens, once validated); the
+// rest — Model (the catalog id), Messages, the sampling settings, Tools,
+// ToolChoice, ParallelToolCalls, ResponseFormat, N, Logprobs and
+// TopLogprobs — is passed to the engine as given. Tool definitions count
+// toward the prompt, and N multiplies the output hold.
 type Request struct {
-	// Model is the catalog id.
-	Model string
-	// Messages are the conversation to continue, oldest first.
-	Messages []worker.ChatMessage
+	llm.Request
 	// MaxOutputTokens bounds the completion; zero means the model's maximum.
 	MaxOutputTokens int64
-	// Temperature, TopP, Stop and Seed are passed to the engine.
-	Temperature, TopP *float64
-	Stop              []string
-	Seed              *int64
-	// Tools, ToolChoice, ParallelToolCalls, ResponseFormat, N, Logprobs and
-	// TopLogprobs are passed to the engine (see worker.Request); tool
-	// definitions count toward the prompt, and N multiplies the output hold.
-	Tools             []worker.Tool
-	ToolChoice        worker.ToolChoice
-	ParallelToolCalls *bool
-	ResponseFormat    worker.ResponseFormat
-	N                 int
-	Logprobs          bool
-	TopLogprobs       int
+	// ClampOutput lowers a MaxOutputTokens over the model's maximum to the
+	// maximum instead of refusing it: on the Anthropic surface max_tokens
+	// is required, and clients with built-in model lists (Claude Code sends
+	// 32,000 for a model it does not know) ask for more than a small model
+	// can give, which only bounds what it could never reach.
+	ClampOutput bool
 	// User is the caller's end user, recorded on the usage record.
 	User string
 	// Rename, when set, gives a field's path as the caller's surface spells
@@ -124,7 +119,13 @@ func (r *Request) renamed(err error) error {
 	if r.Rename == nil || !apierr.Detail(err, &fv) {
 		return err
 	}
-	if name := r.Rename(fv.GetField()); name != fv.GetField() {
+	name := fv.GetField()
+	if m := schemaFieldBase.FindStringSubmatch(name); m != nil {
+		name = r.Rename(m[1]) + m[2] // a keyword inside a schema
+	} else {
+		name = r.Rename(name)
+	}
+	if name != fv.GetField() {
 		return apierr.InvalidArgument(name, fv.GetDescription())
 	}
 	return err
@@ -134,11 +135,11 @@ func (r *Request) renamed(err error) error {
 type Outcome struct {
 	RequestID    string
 	Model        string
-	FinishReason worker.FinishReason
+	FinishReason llm.FinishReason
 	// Choices is how each choice ended, by index (len N); FinishReason is
 	// choice 0's unless the whole generation was cancelled or failed.
-	Choices   []worker.FinishReason
-	Usage     worker.Usage
+	Choices   []llm.FinishReason
+	Usage     llm.Usage
 	CostNanos int64
 	// Err is the cause of an error finish (not sent to clients verbatim).
 	Err error
@@ -201,17 +202,13 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 
 	// Schedule and stream.
 	requestID := uuid.Must(uuid.NewV7()).String()
-	job := scheduler.Job{
-		Request: worker.Request{
-			ID: requestID, Model: m.ID, Messages: req.Messages, MaxTokens: int(maxOut),
-			Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
-			Tools: req.Tools, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls,
-			ResponseFormat: req.ResponseFormat, N: req.N, Logprobs: req.Logprobs, TopLogprobs: req.TopLogprobs,
-		},
-		Priority:    c.APIPriority,
-		AffinityKey: promptAffinity(req.Messages),
+	gen := req.Request
+	gen.ID, gen.Model, gen.MaxTokens = requestID, m.ID, int(maxOut)
+	if !m.Can(models.CapReasoning) {
+		gen.ReasoningEffort = "" // a hint for a model that does not reason
 	}
-	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID, PromptTokens: int64(promptTokens)}, choices: make([]worker.FinishReason, max(req.N, 1))}
+	job := llm.Job{Request: gen, Priority: c.APIPriority, AffinityKey: promptAffinity(req.Messages)}
+	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID, PromptTokens: int64(promptTokens)}, choices: make([]llm.FinishReason, max(req.N, 1))}
 	out, err := c.stream(ctx, job, ev, false)
 	if err != nil {
 		// Nothing was generated: release the whole hold.
@@ -226,7 +223,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
 		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
 		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
-		FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User,
+		FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User, RequestedModel: requestedAs(req.Model, m),
 	}); err == nil {
 		out.CostNanos = s.ChargedNanos
 	}
@@ -256,10 +253,15 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 		maxOut = m.MaxOutputTokens
 	case maxOut < 0:
 		return nil, 0, 0, apierr.InvalidArgument("max_output_tokens", "must be positive")
+	case maxOut > m.MaxOutputTokens && req.ClampOutput:
+		maxOut = m.MaxOutputTokens
 	case maxOut > m.MaxOutputTokens:
 		return nil, 0, 0, apierr.InvalidArgument("max_output_tokens", fmt.Sprintf("%d is over %s's maximum of %d", maxOut, m.ID, m.MaxOutputTokens))
 	}
-	if err := validateOptions(&req); err != nil {
+	if err := validateOptions(&req, maxOut); err != nil {
+		return nil, 0, 0, err
+	}
+	if err := checkCapabilities(&req, m); err != nil {
 		return nil, 0, 0, err
 	}
 	if len(req.Messages) == 0 {
@@ -386,6 +388,15 @@ func windowError(promptTokens int, maxOut int64, m *models.Model) error {
 		"the prompt is %d tokens; with %s %d it exceeds %s's context window of %d", promptTokens, "max_output_tokens", maxOut, m.ID, m.ContextWindow))
 }
 
+// requestedAs is the name a request asked for, when it was an alias of m
+// (the usage record's RequestedModel), or "".
+func requestedAs(asked string, m *models.Model) string {
+	if asked == m.ID {
+		return ""
+	}
+	return asked
+}
+
 // CountPrompt counts req's prompt as Complete would price it, without
 // generating or charging (Anthropic's count_tokens): its deferred images and
 // documents are checked and prepared through the same budgets and pool.
@@ -409,7 +420,7 @@ func (c *Core) CountPrompt(ctx context.Context, req Request) (int, error) {
 	if err := c.prepare(ctx, p, &req); err != nil {
 		return 0, req.renamed(err)
 	}
-	return worker.RequestPromptTokens(c.Tokens, &worker.Request{Tools: req.Tools, Messages: req.Messages}), nil
+	return llm.RequestPromptTokens(c.Tokens, &llm.Request{Tools: req.Tools, Messages: req.Messages}), nil
 }
 
 // prepareAndCount does a request's deferred work, once it is admitted, and
@@ -418,8 +429,8 @@ func (c *Core) prepareAndCount(ctx context.Context, p auth.Principal, req *Reque
 	if err := c.prepare(ctx, p, req); err != nil {
 		return 0, err
 	}
-	wreq := worker.Request{Tools: req.Tools, Messages: req.Messages}
-	n := worker.RequestPromptTokens(c.Tokens, &wreq)
+	wreq := llm.Request{Tools: req.Tools, Messages: req.Messages}
+	n := llm.RequestPromptTokens(c.Tokens, &wreq)
 	if int64(n)+maxOut > m.ContextWindow {
 		return 0, windowError(n, maxOut, m)
 	}
@@ -435,7 +446,7 @@ func (c *Core) prepareAndCount(ctx context.Context, p auth.Principal, req *Reque
 // scheduler (overload, no worker) is still a plain error the surface can
 // answer with a status. An error is returned only when nothing was started
 // (nothing to charge).
-func (c *Core) stream(ctx context.Context, job scheduler.Job, ev *events, eager bool) (*Outcome, error) {
+func (c *Core) stream(ctx context.Context, job llm.Job, ev *events, eager bool) (*Outcome, error) {
 	if eager {
 		if err := ev.start(); err != nil {
 			return nil, err
@@ -445,15 +456,15 @@ func (c *Core) stream(ctx context.Context, job scheduler.Job, ev *events, eager 
 	c.Metrics.count(job.Request.Model, res.Usage)
 	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
 	switch {
-	case err != nil && !ev.sent && worker.CallerFault(err):
+	case err != nil && !ev.sent && llm.CallerFault(err):
 		// The engine's own checks (e.g. its context window) refused it: the
 		// caller's fault, reported without the worker's words.
 		return nil, apierr.InvalidArgument("messages", "the model's server refused the request as too large or malformed")
 	case err != nil && !ev.sent:
 		return nil, err
 	case err != nil:
-		out.FinishReason, out.Err = worker.FinishError, err
-	case res.Err != nil && res.FinishReason == worker.FinishError:
+		out.FinishReason, out.Err = llm.FinishError, err
+	case res.Err != nil && res.FinishReason == llm.FinishError:
 		c.Logger.WarnContext(ctx, "generation failed midway", "request", job.Request.ID, "err", res.Err)
 	}
 	return out, nil
@@ -466,7 +477,7 @@ type events struct {
 	started *parleyv1.GenerationStarted
 	sent    bool
 	// choices records each choice's end as the engine reports it.
-	choices []worker.FinishReason
+	choices []llm.FinishReason
 }
 
 func (e *events) send(ev *parleyv1.GenerationEvent) error {
@@ -486,12 +497,12 @@ func (e *events) start() error {
 
 // delta sends one piece of output (after started). A delta that only ends a
 // choice is recorded for the finished event, not sent.
-func (e *events) delta(d worker.Delta) error {
+func (e *events) delta(d llm.Delta) error {
 	if d.Finish != "" {
 		if d.Choice >= 0 && d.Choice < len(e.choices) {
 			e.choices[d.Choice] = d.Finish
 		}
-		if d.Text == "" && len(d.ToolCalls) == 0 {
+		if d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 {
 			return nil
 		}
 	}
@@ -511,7 +522,7 @@ func (e *events) finish(out *Outcome) error {
 		Usage:        UsageToProto(out.Usage),
 		CostNanos:    out.CostNanos,
 	}
-	if out.FinishReason == worker.FinishError {
+	if out.FinishReason == llm.FinishError {
 		fin.ErrorMessage = "the generation failed on the worker"
 	}
 	out.Choices = e.choiceFinishes(out.FinishReason)
@@ -523,9 +534,9 @@ func (e *events) finish(out *Outcome) error {
 
 // choiceFinishes is how each choice ended: as the engine said, else (and
 // always when the generation as a whole was cancelled or failed) overall.
-func (e *events) choiceFinishes(overall worker.FinishReason) []worker.FinishReason {
-	out := make([]worker.FinishReason, max(len(e.choices), 1))
-	whole := overall == worker.FinishCancelled || overall == worker.FinishError
+func (e *events) choiceFinishes(overall llm.FinishReason) []llm.FinishReason {
+	out := make([]llm.FinishReason, max(len(e.choices), 1))
+	whole := overall == llm.FinishCancelled || overall == llm.FinishError
 	for i := range out {
 		out[i] = overall
 		if i < len(e.choices) && e.choices[i] != "" && !whole {
@@ -539,7 +550,7 @@ func (e *events) choiceFinishes(overall worker.FinishReason) []worker.FinishReas
 // prompt's first few thousand bytes (about the first thousand tokens), so
 // requests sharing a long prefix (a system prompt, a few-shot preamble)
 // land where that prefix is cached.
-func promptAffinity(msgs []worker.ChatMessage) string {
+func promptAffinity(msgs []llm.ChatMessage) string {
 	const budget = 4096
 	h := fnv.New64a()
 	n := 0

@@ -16,12 +16,12 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/sqlite"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/server/worker/sim"
 )
 
@@ -71,14 +71,14 @@ func (r *rig) ctx() context.Context {
 	return auth.WithPrincipal(context.Background(), auth.Principal{UserID: r.user, Tier: store.TierFree, Channel: auth.ChannelAPIKey, KeyID: "k1"})
 }
 
-func userMsg(text string) []worker.ChatMessage {
-	return []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: text}}}}
+func userMsg(text string) []llm.ChatMessage {
+	return []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: text}}}}
 }
 
 func TestCompleteEventsUsageAndCharge(t *testing.T) {
 	r := newRig(t, 1e9)
 	var got []*parleyv1.GenerationEvent
-	out, err := r.core.Complete(r.ctx(), Request{Model: "sim-small", Messages: userMsg("Hello there, rabbit."), MaxOutputTokens: 40}, func(ev *parleyv1.GenerationEvent) error {
+	out, err := r.core.Complete(r.ctx(), Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello there, rabbit.")}, MaxOutputTokens: 40}, func(ev *parleyv1.GenerationEvent) error {
 		got = append(got, ev)
 		return nil
 	})
@@ -120,15 +120,15 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		req   Request
 		field string
 	}{
-		{"no model", Request{Messages: userMsg("hi")}, "model"},
-		{"empty messages", Request{Model: "sim-small"}, "messages"},
-		{"max output over the model's", Request{Model: "sim-small", Messages: userMsg("hi"), MaxOutputTokens: 1 << 20}, "max_output_tokens"},
-		{"negative max output", Request{Model: "sim-small", Messages: userMsg("hi"), MaxOutputTokens: -1}, "max_output_tokens"},
-		{"bad role", Request{Model: "sim-small", Messages: []worker.ChatMessage{{Role: "robot", Parts: []worker.Part{{Text: "x"}}}}}, "messages[0].role"},
-		{"invalid UTF-8", Request{Model: "sim-small", Messages: userMsg("ok \xff\xfe")}, "messages[0].parts[0].text"},
-		{"too many bytes", Request{Model: "sim-small", Messages: userMsg(string(huge))}, "messages"},
-		{"past the context window", Request{Model: "sim-small", Messages: userMsg(repeat("word ", 20000))}, "messages"},
-		{"temperature", Request{Model: "sim-small", Messages: userMsg("hi"), Temperature: ptr(3.0)}, "temperature"},
+		{"no model", Request{Request: llm.Request{Messages: userMsg("hi")}}, "model"},
+		{"empty messages", Request{Request: llm.Request{Model: "sim-small"}}, "messages"},
+		{"max output over the model's", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi")}, MaxOutputTokens: 1 << 20}, "max_output_tokens"},
+		{"negative max output", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi")}, MaxOutputTokens: -1}, "max_output_tokens"},
+		{"bad role", Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{{Role: "robot", Parts: []llm.Part{{Text: "x"}}}}}}, "messages[0].role"},
+		{"invalid UTF-8", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("ok \xff\xfe")}}, "messages[0].parts[0].text"},
+		{"too many bytes", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg(string(huge))}}, "messages"},
+		{"past the context window", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg(repeat("word ", 20000))}}, "messages"},
+		{"temperature", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi"), Temperature: ptr(3.0)}}, "temperature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.core.Complete(r.ctx(), tc.req, func(*parleyv1.GenerationEvent) error { return nil })
@@ -153,7 +153,7 @@ func TestConcurrentRequestsCannotOverdraw(t *testing.T) {
 	tok := tokenize.Default()
 	msgs := userMsg("Tell me about the white rabbit and the pocket watch, at length.")
 	const maxOut = 8
-	hold := model.Cost(int64(worker.PromptTokens(tok, msgs)), maxOut)
+	hold := model.Cost(int64(llm.PromptTokens(tok, msgs)), maxOut)
 	r := newRig(t, 50*hold+hold-1)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -162,11 +162,11 @@ func TestConcurrentRequestsCannotOverdraw(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := r.core.Complete(r.ctx(), Request{Model: "sim-small", Messages: msgs, MaxOutputTokens: maxOut}, func(*parleyv1.GenerationEvent) error { return nil })
+			out, err := r.core.Complete(r.ctx(), Request{Request: llm.Request{Model: "sim-small", Messages: msgs}, MaxOutputTokens: maxOut}, func(*parleyv1.GenerationEvent) error { return nil })
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err == nil && out.FinishReason == worker.FinishLength:
+			case err == nil && out.FinishReason == llm.FinishLength:
 				ok++
 			case err == nil:
 				t.Errorf("finished %s before max tokens; the test needs length finishes", out.FinishReason)
@@ -202,7 +202,7 @@ func TestDisconnectChargesWhatWasGenerated(t *testing.T) {
 	r := newRig(t, 1e9)
 	ctx, cancel := context.WithCancel(r.ctx())
 	deltas := 0
-	out, err := r.core.Complete(ctx, Request{Model: "sim-small", Messages: userMsg("Hello"), MaxOutputTokens: 500}, func(ev *parleyv1.GenerationEvent) error {
+	out, err := r.core.Complete(ctx, Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello")}, MaxOutputTokens: 500}, func(ev *parleyv1.GenerationEvent) error {
 		if ev.GetDelta() != nil {
 			if deltas++; deltas == 5 {
 				cancel()
@@ -214,7 +214,7 @@ func TestDisconnectChargesWhatWasGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.FinishReason != worker.FinishCancelled || out.Usage.CompletionTokens < 4 || out.Usage.CompletionTokens > 6 {
+	if out.FinishReason != llm.FinishCancelled || out.Usage.CompletionTokens < 4 || out.Usage.CompletionTokens > 6 {
 		t.Fatalf("outcome %+v", out)
 	}
 	m, _ := r.core.Models.Lookup("sim-small")
@@ -227,7 +227,7 @@ func TestDisconnectChargesWhatWasGenerated(t *testing.T) {
 
 func TestUnauthenticated(t *testing.T) {
 	r := newRig(t, 0)
-	_, err := r.core.Complete(context.Background(), Request{Model: "sim-small", Messages: userMsg("hi")}, func(*parleyv1.GenerationEvent) error { return nil })
+	_, err := r.core.Complete(context.Background(), Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi")}}, func(*parleyv1.GenerationEvent) error { return nil })
 	if connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("err %v", err)
 	}

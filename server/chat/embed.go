@@ -9,8 +9,8 @@ import (
 
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // MaxEmbedInputs bounds the texts of one embeddings request (OpenAI's own
@@ -29,13 +29,19 @@ type EmbedRequest struct {
 	// Rename, when set, gives a field's path as the caller's surface spells
 	// it (e.g. "input" for inputs).
 	Rename func(field string) string
+	// Background runs it below interactive traffic (llm.PriorityBackground):
+	// a file's ingestion.
+	Background bool
+	// Unbilled runs it without a hold, a charge or a usage record: a vector
+	// store search's query, free by default.
+	Unbilled bool
 }
 
 // EmbedOutcome is an embeddings request's result and what it cost.
 type EmbedOutcome struct {
 	RequestID, Model string
 	Vectors          [][]float32
-	Usage            worker.Usage
+	Usage            llm.Usage
 	CostNanos        int64
 }
 
@@ -107,6 +113,23 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 		}
 	}
 
+	priority := c.APIPriority
+	if req.Background {
+		priority = llm.PriorityBackground
+	}
+	requestID := uuid.Must(uuid.NewV7()).String()
+	if req.Unbilled {
+		if !exact {
+			if _, err := count(); err != nil {
+				return nil, err
+			}
+		}
+		res, err := c.Router.Embed(ctx, llm.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, priority)
+		if err != nil {
+			return nil, err
+		}
+		return &EmbedOutcome{RequestID: requestID, Model: m.ID, Vectors: res.Vectors, Usage: res.Usage}, nil
+	}
 	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(tokens), 0))
 	if err != nil {
 		return nil, err
@@ -117,11 +140,10 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 			return nil, err
 		}
 	}
-	requestID := uuid.Must(uuid.NewV7()).String()
-	res, err := c.Router.Embed(ctx, worker.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, c.APIPriority)
+	res, err := c.Router.Embed(ctx, llm.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, priority)
 	if err != nil {
 		_, _ = c.Billing.Settle(ctx, hold, 0, nil)
-		if worker.CallerFault(err) {
+		if llm.CallerFault(err) {
 			return nil, apierr.InvalidArgument("inputs", "the model's server refused the inputs as too large or malformed")
 		}
 		return nil, err
@@ -131,7 +153,7 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
 		PromptTokens: int64(res.Usage.PromptTokens), Estimated: res.Usage.Estimated,
-		FinishReason: string(worker.FinishStop), CreatedAt: c.Now(), EndUser: req.User,
+		FinishReason: string(llm.FinishStop), CreatedAt: c.Now(), EndUser: req.User, RequestedModel: requestedAs(req.Model, m),
 	}); err == nil {
 		out.CostNanos = s.ChargedNanos
 	}

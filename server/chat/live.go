@@ -13,7 +13,7 @@ import (
 	"github.com/parleyhq/parley/server/store"
 )
 
-// Web generations outlive the connection that started them (DESIGN.md §3):
+// Web generations outlive the connection that started them (docs/architecture.md):
 // the gateway that runs one appends its events to the conversation's log in
 // Core.Generations (in memory embedded; Redis when gateways share), and any
 // connection on any gateway replays and follows it, or asks for it to stop.

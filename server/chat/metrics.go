@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // Metrics are the generation figures the on-call reads (deploy/grafana):
@@ -39,13 +39,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // timed wraps emit to time the outputs of one generation of model.
-func (m *Metrics) timed(model string, emit worker.Emit) worker.Emit {
+func (m *Metrics) timed(model string, emit llm.Emit) llm.Emit {
 	if m == nil {
 		return emit
 	}
 	start, last := time.Now(), time.Time{}
 	ttft, gap := m.ttft.WithLabelValues(model), m.gap.WithLabelValues(model)
-	return func(d worker.Delta) error {
+	return func(d llm.Delta) error {
 		if d.Text != "" || len(d.ToolCalls) > 0 {
 			now := time.Now()
 			if last.IsZero() {
@@ -60,7 +60,7 @@ func (m *Metrics) timed(model string, emit worker.Emit) worker.Emit {
 }
 
 // count adds a finished generation's tokens.
-func (m *Metrics) count(model string, u worker.Usage) {
+func (m *Metrics) count(model string, u llm.Usage) {
 	if m == nil {
 		return
 	}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/server/apierr"
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
+	"github.com/parleyhq/parley/server/models"
+	"github.com/parleyhq/parley/server/schemabudget"
 )
 
 // Bounds on the API channel's generation options.
@@ -26,8 +29,9 @@ const (
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // validateOptions checks the request's tools, tool choice, response format,
-// n and logprobs, naming the field at fault as the caller spelled it.
-func validateOptions(req *Request) error {
+// n and logprobs, naming the field at fault as the caller spelled it. Each
+// schema must fit a completion of maxOut tokens (see schemabudget).
+func validateOptions(req *Request, maxOut int64) error {
 	if len(req.Tools) > MaxTools {
 		return apierr.InvalidArgument("tools", fmt.Sprintf("%d tools; at most %d", len(req.Tools), MaxTools))
 	}
@@ -43,17 +47,17 @@ func validateOptions(req *Request) error {
 			return apierr.InvalidArgument(field+".description", "is not valid UTF-8")
 		}
 		names[t.Name] = true
-		if err := validateSchema(field+".parameters", t.Parameters); err != nil {
+		if err := validateSchema(field+".parameters", t.Parameters, maxOut); err != nil {
 			return err
 		}
 	}
 	switch tc := req.ToolChoice; tc.Mode {
-	case worker.ToolChoiceAuto, worker.ToolChoiceNone:
-	case worker.ToolChoiceRequired:
+	case llm.ToolChoiceAuto, llm.ToolChoiceNone:
+	case llm.ToolChoiceRequired:
 		if len(req.Tools) == 0 {
 			return apierr.InvalidArgument("tool_choice", "required needs tools")
 		}
-	case worker.ToolChoiceFunction:
+	case llm.ToolChoiceFunction:
 		if !names[tc.Function] {
 			return apierr.InvalidArgument("tool_choice", fmt.Sprintf("names %q, which is not one of the tools", tc.Function))
 		}
@@ -61,15 +65,15 @@ func validateOptions(req *Request) error {
 		return apierr.InvalidArgument("tool_choice", fmt.Sprintf("%q is not auto, none, required or a function", tc.Mode))
 	}
 	switch f := req.ResponseFormat; f.Type {
-	case worker.FormatText, worker.FormatJSONObject:
-	case worker.FormatJSONSchema:
+	case llm.FormatText, llm.FormatJSONObject:
+	case llm.FormatJSONSchema:
 		if !namePattern.MatchString(f.Name) {
 			return apierr.InvalidArgument("response_format.name", "must be 1 to 64 of a-z, A-Z, 0-9, _ and -")
 		}
 		if len(f.Schema) == 0 {
 			return apierr.InvalidArgument("response_format.schema", "is required")
 		}
-		if err := validateSchema("response_format.schema", f.Schema); err != nil {
+		if err := validateSchema("response_format.schema", f.Schema, maxOut); err != nil {
 			return err
 		}
 	default:
@@ -87,9 +91,30 @@ func validateOptions(req *Request) error {
 	return nil
 }
 
-// validateSchema checks that a JSON Schema is a JSON object within bounds.
-// Whether the engine can follow it is the engine's to say.
-func validateSchema(field string, schema []byte) error {
+// reasoningEfforts are the reasoning efforts a request may ask for.
+var reasoningEfforts = []string{"", "none", "minimal", "low", "medium", "high", "xhigh"}
+
+// checkCapabilities refuses what the model cannot do: tools for a model
+// without CapTools, a JSON response format for one without
+// CapStructuredOutput. A reasoning effort is a hint, accepted for any model
+// (Complete passes it on only to models that reason).
+func checkCapabilities(req *Request, m *models.Model) error {
+	switch {
+	case len(req.Tools) > 0 && !m.Can(models.CapTools):
+		return apierr.InvalidArgument("tools", m.ID+" does not call tools (its catalog entry's capabilities do not include tools)")
+	case req.ResponseFormat.Type != llm.FormatText && !m.Can(models.CapStructuredOutput):
+		return apierr.InvalidArgument("response_format", m.ID+" does not answer in JSON (its catalog entry's capabilities do not include structured_output)")
+	case !slices.Contains(reasoningEfforts, req.ReasoningEffort):
+		return apierr.InvalidArgument("reasoning_effort", fmt.Sprintf("%q is not none, minimal, low, medium, high or xhigh", req.ReasoningEffort))
+	}
+	return nil
+}
+
+// validateSchema checks that a JSON Schema is a JSON object within bounds:
+// its size in bytes, then the budgets of docs/schema-budget.md for a
+// completion of maxOut tokens, naming the keyword at fault by its path under
+// field. Whether the engine can follow it is the engine's to say.
+func validateSchema(field string, schema []byte, maxOut int64) error {
 	if len(schema) == 0 {
 		return nil
 	}
@@ -100,11 +125,27 @@ func validateSchema(field string, schema []byte) error {
 	if err := json.Unmarshal(schema, &obj); err != nil {
 		return apierr.InvalidArgument(field, "must be a JSON Schema object")
 	}
+	if v := schemabudget.Check(schema, maxOut); v != nil {
+		return apierr.InvalidArgument(schemaField(field, v.Path), v.Reason)
+	}
 	return nil
 }
 
+// schemaField is the path of a keyword inside the schema at field.
+func schemaField(field, path string) string {
+	if path == "" || path[0] == '[' {
+		return field + path
+	}
+	return field + "." + path
+}
+
+// schemaFieldBase splits the path of a keyword inside a request's schema
+// into the schema's own field (e.g. tools[0].parameters) and the rest, so a
+// surface renames the first and keeps the rest as the caller wrote it.
+var schemaFieldBase = regexp.MustCompile(`^(response_format\.schema|tools\[\d+\]\.parameters)([.\[].*)$`)
+
 // validateCall checks a tool call the caller sends back in the history.
-func validateCall(field string, c *worker.ToolCall) error {
+func validateCall(field string, c *llm.ToolCall) error {
 	switch {
 	case c.ID == "" || len(c.ID) > 256:
 		return apierr.InvalidArgument(field+".id", "must be 1 to 256 bytes")

@@ -15,10 +15,9 @@ import (
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/limits"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
-	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // MaxMessageBytes bounds one user message's text on the web channel.
@@ -58,10 +57,12 @@ type RegenerateRequest struct {
 const MaxInstructions = 8000
 
 // persistEvery and persistDeltas throttle how often an answer in progress
-// is rewritten in the store: whichever comes first.
+// is rewritten in the store, whichever comes first, after the first delta
+// (saved at once). They bound what a crash of the gateway can lose of the
+// text the user saw stream: the last second, or the last 100 deltas.
 const (
-	persistEvery  = 2 * time.Second
-	persistDeltas = 200
+	persistEvery  = time.Second
+	persistDeltas = 100
 )
 
 // keepEvery is how often the gateway running a generation renews its claim
@@ -315,6 +316,13 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	}
 	question := g.question
 	if g.user != nil {
+		// Its attachments are kept from now on (the sweep deletes only
+		// uploads no message references); one deleted meanwhile fails it.
+		if err := c.Attachments.Reference(ctx, p.UserID, g.user.Parts); err != nil {
+			abandon()
+			c.Limits.Settle(ctx, grant, 0)
+			return err
+		}
 		g.user.Tokens = int64(c.Tokens.Count(partsText(g.user.Parts)))
 		if g.isNew {
 			conv.Title = g.title
@@ -339,8 +347,8 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 
 	// Generate in the background: the connection may go, the answer stays.
 	requestID := uuid.Must(uuid.NewV7()).String()
-	job := scheduler.Job{
-		Request:     worker.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(g.maxOut)},
+	job := llm.Job{
+		Request:     llm.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(g.maxOut)},
 		Priority:    Priority(p.Tier),
 		AffinityKey: conv.ID,
 	}
@@ -451,7 +459,7 @@ func (c *Core) Branch(ctx context.Context, conv store.Conversation, messageID, f
 // as it grows (every persistEvery or persistDeltas deltas, one write), then
 // stores it — whole, or partial with its finish reason when cancelled or
 // failed — and settles the limits.
-func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job scheduler.Job, msg store.Message, grant limits.Grant, ev *events) {
+func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job llm.Job, msg store.Message, grant limits.Grant, ev *events) {
 	// Renew the conversation's claim while the generation runs, however
 	// long it waits for a worker: if this gateway dies the claim lapses
 	// soon, and the answer reads as interrupted.
@@ -483,7 +491,10 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	done := context.WithoutCancel(ctx)
 	var answer strings.Builder
 	emit := ev.emit
-	lastSave, unsaved := c.Now(), 0
+	// The zero lastSave makes the first delta save at once: a crash never
+	// loses the start of what the user watched, and after it at most
+	// persistEvery (or persistDeltas) of the stream.
+	lastSave, unsaved := time.Time{}, 0
 	ev.emit = func(e *parleyv1.GenerationEvent) error {
 		if d := e.GetDelta(); d != nil {
 			answer.WriteString(d.GetText())
@@ -502,10 +513,10 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	}
 	out, err := c.stream(ctx, job, ev, true)
 	if err != nil { // only if the started event could not be sent: not possible here
-		out = &Outcome{RequestID: job.Request.ID, Model: m.ID, FinishReason: worker.FinishError, Err: err}
+		out = &Outcome{RequestID: job.Request.ID, Model: m.ID, FinishReason: llm.FinishError, Err: err}
 	}
-	if ctx.Err() != nil && out.FinishReason != worker.FinishStop && out.FinishReason != worker.FinishLength {
-		out.FinishReason = worker.FinishCancelled
+	if ctx.Err() != nil && out.FinishReason != llm.FinishStop && out.FinishReason != llm.FinishLength {
+		out.FinishReason = llm.FinishCancelled
 	}
 	now := c.Now()
 	msg.Parts, msg.Tokens, msg.FinishReason, msg.Status = []store.Part{{Text: answer.String()}}, int64(out.Usage.CompletionTokens), string(out.FinishReason), store.MessageComplete
@@ -553,27 +564,27 @@ func (c *Core) history(ctx context.Context, conversationID string) ([]store.Mess
 // answer fit the model's window. Messages are converted newest first, and
 // once the window is full the older ones (which would be dropped) are left
 // as they are: their attachments never loaded, their text never counted.
-func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, maxOut int64, stored []store.Message) ([]worker.ChatMessage, int, error) {
+func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, maxOut int64, stored []store.Message) ([]llm.ChatMessage, int, error) {
 	budget := int(m.ContextWindow - maxOut)
 	// Drop by per-message counts (each message tokenized once), then check
 	// the exact count: recounting the whole prompt after every drop was
 	// quadratic in the length of a long conversation.
-	trailer := worker.PromptTokens(c.Tokens, nil) // the assistant tag alone
+	trailer := llm.PromptTokens(c.Tokens, nil) // the assistant tag alone
 	newest := len(stored) - 1
-	converted := make([]*worker.ChatMessage, len(stored))
+	converted := make([]*llm.ChatMessage, len(stored))
 	sizes := make([]int, len(stored))
 	total := trailer
 	convert := func(i int) error {
 		s := stored[i]
-		if s.Role == "assistant" && s.FinishReason == string(worker.FinishError) && partsText(s.Parts) == "" {
+		if s.Role == "assistant" && s.FinishReason == string(llm.FinishError) && partsText(s.Parts) == "" {
 			return nil // a failed answer with nothing in it adds nothing
 		}
 		parts, err := c.workerParts(ctx, userID, m, s.Parts, i == newest)
 		if err != nil {
 			return err
 		}
-		converted[i] = &worker.ChatMessage{Role: s.Role, Parts: parts}
-		sizes[i] = worker.PromptTokens(c.Tokens, []worker.ChatMessage{*converted[i]}) - trailer
+		converted[i] = &llm.ChatMessage{Role: s.Role, Parts: parts}
+		sizes[i] = llm.PromptTokens(c.Tokens, []llm.ChatMessage{*converted[i]}) - trailer
 		total += sizes[i]
 		return nil
 	}
@@ -593,7 +604,7 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 			}
 		}
 	}
-	msgs := make([]worker.ChatMessage, 0, len(stored))
+	msgs := make([]llm.ChatMessage, 0, len(stored))
 	kept := sizes[:0]
 	for i, msg := range converted {
 		if msg != nil {
@@ -622,7 +633,7 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 			msgs = append(msgs[:drop], msgs[drop+1:]...)
 			sizes = append(sizes[:drop], sizes[drop+1:]...)
 		}
-		if n = worker.PromptTokens(c.Tokens, msgs); n <= budget {
+		if n = llm.PromptTokens(c.Tokens, msgs); n <= budget {
 			break
 		}
 	}
@@ -638,13 +649,13 @@ func inputFloor(text string) int64 { return max(1, int64(len(text)/32)) }
 func Priority(t store.Tier) int {
 	switch t {
 	case store.TierMax:
-		return scheduler.PriorityMax
+		return llm.PriorityMax
 	case store.TierPro:
-		return scheduler.PriorityPro
+		return llm.PriorityPro
 	case store.TierPlus:
-		return scheduler.PriorityPlus
+		return llm.PriorityPlus
 	}
-	return scheduler.PriorityFree
+	return llm.PriorityFree
 }
 
 // Wait blocks until every web generation has ended and been stored (after
@@ -689,8 +700,8 @@ func validateParts(parts []store.Part) (string, error) {
 // each attachment's prepared form (the fitted image, the document's text).
 // In the newest message (strict) an attachment that cannot be used is the
 // caller's error; in the history one since deleted is noted as gone.
-func (c *Core) workerParts(ctx context.Context, userID string, m *models.Model, parts []store.Part, strict bool) ([]worker.Part, error) {
-	out := make([]worker.Part, 0, len(parts))
+func (c *Core) workerParts(ctx context.Context, userID string, m *models.Model, parts []store.Part, strict bool) ([]llm.Part, error) {
+	out := make([]llm.Part, 0, len(parts))
 	for i, p := range parts {
 		switch {
 		case p.AttachmentID != "":
@@ -698,7 +709,7 @@ func (c *Core) workerParts(ctx context.Context, userID string, m *models.Model, 
 			if err != nil && strict {
 				return nil, err
 			} else if err != nil {
-				out = append(out, worker.Part{Text: "[an attachment that is no longer available]"})
+				out = append(out, llm.Part{Text: "[an attachment that is no longer available]"})
 				continue
 			}
 			if kind := modality(wp); strict && !m.Accepts(kind) {
@@ -706,19 +717,19 @@ func (c *Core) workerParts(ctx context.Context, userID string, m *models.Model, 
 			}
 			out = append(out, wp)
 		case p.Text != "":
-			out = append(out, worker.Part{Text: p.Text})
+			out = append(out, llm.Part{Text: p.Text})
 		case p.Image != nil:
-			out = append(out, worker.Part{Image: &worker.Image{Data: p.Image.Data, MimeType: p.Image.MimeType, Width: p.Image.Width, Height: p.Image.Height}})
+			out = append(out, llm.Part{Image: &llm.Image{Data: p.Image.Data, MimeType: p.Image.MimeType, Width: p.Image.Width, Height: p.Image.Height}})
 		case p.ToolCall != nil:
-			out = append(out, worker.Part{ToolCall: &worker.ToolCall{ID: p.ToolCall.ID, Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}})
+			out = append(out, llm.Part{ToolCall: &llm.ToolCall{ID: p.ToolCall.ID, Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}})
 		case p.ToolResult != nil:
-			out = append(out, worker.Part{ToolResult: &worker.ToolResult{ToolCallID: p.ToolResult.ToolCallID, Content: p.ToolResult.Content}})
+			out = append(out, llm.Part{ToolResult: &llm.ToolResult{ToolCallID: p.ToolResult.ToolCallID, Content: p.ToolResult.Content}})
 		}
 	}
 	return out, nil
 }
 
-func modality(p worker.Part) string {
+func modality(p llm.Part) string {
 	if p.Image != nil {
 		return "image"
 	}

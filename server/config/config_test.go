@@ -67,3 +67,33 @@ func TestBadEnvValue(t *testing.T) {
 		t.Fatal("want an error for PARLEY_MAX_BODY_BYTES=lots")
 	}
 }
+
+// TestStoresShareServeFile: the admin tasks and migrate read serve's YAML
+// file, taking the store settings and skipping serve's others; a key no
+// command knows is still refused.
+func TestStoresShareServeFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "parley.yaml")
+	if err := os.WriteFile(file, []byte("listen: 127.0.0.1:9000\ndata-dir: /from-file\nqueue-limit: 9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	s := StoresFlags(fs)
+	if err := Parse(fs, []string{"--config", file}, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if s.DataDir != "/from-file" {
+		t.Errorf("data-dir from file: got %q", s.DataDir)
+	}
+	if fs.Lookup("listen") != nil {
+		t.Error("the store flags include --listen")
+	}
+	if err := os.WriteFile(file, []byte("data-dir: x\nlisten_addr: y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs = flag.NewFlagSet("migrate", flag.ContinueOnError)
+	StoresFlags(fs)
+	if err := Parse(fs, []string{"--config", file}, func(string) string { return "" }); err == nil {
+		t.Error("want an error naming the unknown key listen_addr")
+	}
+}

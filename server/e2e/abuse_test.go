@@ -34,7 +34,7 @@ import (
 // the budgets below, then send it again while a normal request is timed.
 // Each case runs on a fresh gateway whose accounts were made by the admin
 // CLI, so no password hash has grown the gateway's heap before it is
-// measured. The budgets are the README's (Budgets).
+// measured. The budgets are docs/security.md's (Budgets).
 
 // cost is what one hostile request may cost the gateway, or did.
 type cost struct {
@@ -80,20 +80,11 @@ func procKB(t *testing.T, pid int, field string) int64 {
 // allocated is the gateway's go_memstats_alloc_bytes_total.
 func (s *server) allocated(t *testing.T) int64 {
 	t.Helper()
-	res, err := http.Get(s.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	v, ok := metricValue(metricsBody(t, s.BaseURL), "go_memstats_alloc_bytes_total")
+	if !ok {
+		t.Fatal("no go_memstats_alloc_bytes_total in /metrics")
 	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_alloc_bytes_total "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return int64(f)
-		}
-	}
-	t.Fatal("no go_memstats_alloc_bytes_total in /metrics")
-	return 0
+	return int64(v)
 }
 
 // measure runs attack and returns what it cost the gateway.

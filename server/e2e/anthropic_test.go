@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,33 +40,10 @@ func (s *server) postRaw(t *testing.T, path, body string, header map[string]stri
 	return res, b
 }
 
-// sseEvent is one server-sent event as the test reads it.
-type sseEvent struct {
-	Name string
-	Data string
-}
-
+// readEvents is the server-sent events of a whole response body.
 func readEvents(t *testing.T, body []byte) []sseEvent {
 	t.Helper()
-	var out []sseEvent
-	var cur sseEvent
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur != (sseEvent{}) {
-				out = append(out, cur)
-			}
-			cur = sseEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.Name = line[len("event: "):]
-		case strings.HasPrefix(line, "data: "):
-			cur.Data += line[len("data: "):]
-		}
-	}
-	return out
+	return slices.Collect(sseEvents(bytes.NewReader(body)))
 }
 
 // anthropicErr checks an answer is the Messages API's error JSON, exactly,
@@ -321,7 +298,7 @@ func TestAnthropicMessages(t *testing.T) {
 		}
 		res, body = post("/v1/messages/count_tokens", `{"model":"sim-small","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)
 		anthropicErr(t, "count_tokens with max_tokens", res, body, 400, "invalid_request_error")
-		res, body = post("/v1/messages/count_tokens", `{"model":"claude-nope","messages":[{"role":"user","content":"x"}]}`)
+		res, body = post("/v1/messages/count_tokens", `{"model":"no-such-model","messages":[{"role":"user","content":"x"}]}`)
 		anthropicErr(t, "count_tokens unknown model", res, body, 404, "not_found_error")
 	})
 
@@ -333,11 +310,11 @@ func TestAnthropicMessages(t *testing.T) {
 			typ    string
 			field  string // the message starts with it
 		}{
-			{`{"model":"claude-nope","max_tokens":5,` + msgs + `}`, 404, "not_found_error", "model"},
+			{`{"model":"no-such-model","max_tokens":5,` + msgs + `}`, 404, "not_found_error", "model"},
 			{`{"model":"sim-small",` + msgs + `}`, 400, "invalid_request_error", "max_tokens"},
 			{`{"model":"sim-small","max_tokens":999999,` + msgs + `}`, 400, "invalid_request_error", "max_tokens"},
 			{`{"model":"sim-small","max_tokens":5,"top_k":5,` + msgs + `}`, 400, "invalid_request_error", "top_k"},
-			{`{"model":"sim-small","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":1024},` + msgs + `}`, 400, "invalid_request_error", "thinking"},
+			{`{"model":"sim-small","max_tokens":5,"thinking":{"type":"deep"},` + msgs + `}`, 400, "invalid_request_error", "thinking"},
 			{`{"model":"sim-small","max_tokens":5,"temperature":1.5,` + msgs + `}`, 400, "invalid_request_error", "temperature"},
 			{`{"model":"sim-small","max_tokens":5,"stop_sequences":["a","b","c","d","e"],` + msgs + `}`, 400, "invalid_request_error", "stop_sequences"},
 			{`{"model":"sim-small","max_tokens":5,"metadata":{"user_id":"u","tier":"x"},` + msgs + `}`, 400, "invalid_request_error", "metadata.tier"},
@@ -436,14 +413,9 @@ func TestAnthropicDropUnsupported(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("%d %s", res.StatusCode, body)
 	}
-	mres, err := http.Get(s.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(mres.Body)
-	mres.Body.Close()
+	metrics := metricsBody(t, s.BaseURL)
 	for _, f := range []string{"top_k", "messages[].content[].citations"} {
-		if !strings.Contains(string(metrics), `parley_openai_dropped_params_total{field="`+f+`"} 1`) {
+		if !strings.Contains(metrics, `parley_openai_dropped_params_total{field="`+f+`"} 1`) {
 			t.Errorf("no drop of %s counted", f)
 		}
 	}

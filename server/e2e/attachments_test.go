@@ -21,8 +21,8 @@ import (
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/attach/attachtest"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 func (s *server) attachments(p protocol, c cred) parleyv1connect.AttachmentServiceClient {
@@ -34,6 +34,12 @@ func (s *server) attachments(p protocol, c cred) parleyv1connect.AttachmentServi
 func sha(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// topUp credits a's balance with usd dollars (parley admin topup).
+func (s *server) topUp(t *testing.T, a *account, usd string) {
+	t.Helper()
+	s.admin(t, "topup", "--email", a.Email, "--usd", usd)
 }
 
 // createUpload registers data for upload.
@@ -109,6 +115,7 @@ func TestAttachmentReachesTheWorkerFitted(t *testing.T) {
 	s := startServer(t, fastAuth...)
 	a := s.newAccount(t, "pics@example.com")
 	s.topup(t, a, "10")
+	s.topUp(t, a, "1") // storing through an API key needs a positive balance
 	ac := s.attachments(protocols[0], cred{bearer: a.Key})
 	png := attachtest.PNG(2000, 1000)
 	img := s.upload(t, ac, "wide.png", "image/png", png)
@@ -124,10 +131,10 @@ func TestAttachmentReachesTheWorkerFitted(t *testing.T) {
 	// tiles, the document's text.
 	tok := tokenize.Default()
 	want := func(w, h int) int64 {
-		return int64(worker.PromptTokens(tok, []worker.ChatMessage{{Role: "user", Parts: []worker.Part{
+		return int64(llm.PromptTokens(tok, []llm.ChatMessage{{Role: "user", Parts: []llm.Part{
 			{Text: "What is in these?"},
-			{Image: &worker.Image{Width: w, Height: h}},
-			{Document: &worker.Document{Filename: "notes.docx", Text: "The rabbit is late.\n\n"}},
+			{Image: &llm.Image{Width: w, Height: h}},
+			{Document: &llm.Document{Filename: "notes.docx", Text: "The rabbit is late.\n\n"}},
 		}}}))
 	}
 	if want(1024, 512) == want(2000, 1000) {
@@ -193,6 +200,7 @@ func TestAttachmentReachesTheWorkerFitted(t *testing.T) {
 func TestUploadURLRefusals(t *testing.T) {
 	s := startServer(t, append([]string{"--blob-url-expiry", "2s"}, fastAuth...)...)
 	a := s.newAccount(t, "urls@example.com")
+	s.topUp(t, a, "1") // storing through an API key needs a positive balance
 	ac := s.attachments(protocols[0], cred{bearer: a.Key})
 	data := []byte("a,b\n1,2\n")
 
@@ -251,6 +259,7 @@ func (s *server) blobPath(a *account, id string) string {
 func TestUploadsRefusedWithAReason(t *testing.T) {
 	s := startServer(t, fastAuth...)
 	a := s.newAccount(t, "bad@example.com")
+	s.topUp(t, a, "1") // storing through an API key needs a positive balance
 	ac := s.attachments(protocols[1], cred{bearer: a.Key})
 	pdf := attachtest.PDF("Hello PDF")
 
@@ -330,6 +339,7 @@ func TestUploadsRefusedWithAReason(t *testing.T) {
 func TestAttachmentQuotaIsExact(t *testing.T) {
 	s := startServer(t, append([]string{"--attachment-quota-bytes", "1000"}, fastAuth...)...)
 	a := s.newAccount(t, "quota@example.com")
+	s.topUp(t, a, "1") // storing through an API key needs a positive balance
 	ac := s.attachments(protocols[0], cred{bearer: a.Key})
 	create := func(size int) (*parleyv1.CreateUploadResponse, error) {
 		res, err := ac.CreateUpload(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.CreateUploadRequest{

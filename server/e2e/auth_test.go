@@ -23,9 +23,9 @@ import (
 	"github.com/parleyhq/parley/server/store/sqlite"
 )
 
-// fastAuth lifts the login throttle for tests that sign many users up from
-// one address.
-var fastAuth = []string{"--login-rate", "10000"}
+// fastAuth lifts the login throttle and the server-wide sign-up rate for
+// tests that sign many users up from one address.
+var fastAuth = []string{"--login-rate", "10000", "--signup-rate-global", "10000"}
 
 func TestSignUpGetMeLogout(t *testing.T) {
 	s := startServer(t, fastAuth...)

@@ -17,9 +17,9 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/sse"
 )
 
@@ -147,12 +147,12 @@ func wantBranch(t *testing.T, what string, got []*parleyv1.ConversationMessage, 
 	}
 }
 
-func prompt(msgs ...worker.ChatMessage) int64 {
-	return int64(worker.PromptTokens(tokenize.Default(), msgs))
+func prompt(msgs ...llm.ChatMessage) int64 {
+	return int64(llm.PromptTokens(tokenize.Default(), msgs))
 }
 
-func turn(role, text string) worker.ChatMessage {
-	return worker.ChatMessage{Role: role, Parts: []worker.Part{{Text: text}}}
+func turn(role, text string) llm.ChatMessage {
+	return llm.ChatMessage{Role: role, Parts: []llm.Part{{Text: text}}}
 }
 
 func wantField(t *testing.T, what string, err error, code connect.Code, field string) {

@@ -176,7 +176,7 @@ func TestOpenAIEndpoint(t *testing.T) {
 			param     string
 		}{
 			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}]}`, "pk_wrong", 401, "authentication_error", ""},
-			{`{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}`, a.Key, 404, "invalid_request_error", "model"},
+			{`{"model":"no-such-model","messages":[{"role":"user","content":"x"}]}`, a.Key, 404, "invalid_request_error", "model"},
 			{`{"model":"sim-small","messages":[]}`, a.Key, 400, "invalid_request_error", "messages"},
 			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"n":9}`, a.Key, 400, "invalid_request_error", "n"},
 			{`{"model":"sim-small","messages":[{"role":"user","content":"x"}],"tools":[{"type":"code_interpreter"}]}`, a.Key, 400, "invalid_request_error", "tools[0].type"},

@@ -39,6 +39,7 @@ type clients struct {
 	Bill   parleyv1connect.BillingServiceClient
 	Chat   parleyv1connect.ChatServiceClient
 	Attach parleyv1connect.AttachmentServiceClient
+	Files  parleyv1connect.FileServiceClient
 }
 
 // clients returns the service clients of s over p, authenticated with c.
@@ -53,6 +54,7 @@ func (s *server) clients(p protocol, c cred) clients {
 		Bill:   parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
 		Chat:   parleyv1connect.NewChatServiceClient(hc, s.BaseURL, p.opts...),
 		Attach: parleyv1connect.NewAttachmentServiceClient(hc, s.BaseURL, p.opts...),
+		Files:  parleyv1connect.NewFileServiceClient(hc, s.BaseURL, p.opts...),
 	}
 }
 
@@ -93,6 +95,9 @@ type account struct {
 	// AttachmentID is a ready attachment of the account's, where a test
 	// made one.
 	AttachmentID string
+	// FileID is a file of the account's (an attachment with a purpose),
+	// where a test made one.
+	FileID string
 }
 
 // sessionCookie returns the Session_id value a response set.

@@ -16,8 +16,8 @@ import (
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/sse"
 )
 
@@ -69,10 +69,10 @@ func TestMultiTurnConversationSendsTheWholeHistory(t *testing.T) {
 			_, answer2, fin2 := send(t, ctx, c, &parleyv1.SendMessageRequest{ConversationId: st.GetConversationId(), Parts: textPart("Why is he late?"), MaxOutputTokens: 40})
 			// The worker was sent the stored history: its prompt count is
 			// exactly that of [user, assistant, user].
-			want := worker.PromptTokens(tokenize.Default(), []worker.ChatMessage{
-				{Role: "user", Parts: []worker.Part{{Text: "Who is late?"}}},
-				{Role: "assistant", Parts: []worker.Part{{Text: answer1}}},
-				{Role: "user", Parts: []worker.Part{{Text: "Why is he late?"}}},
+			want := llm.PromptTokens(tokenize.Default(), []llm.ChatMessage{
+				{Role: "user", Parts: []llm.Part{{Text: "Who is late?"}}},
+				{Role: "assistant", Parts: []llm.Part{{Text: answer1}}},
+				{Role: "user", Parts: []llm.Part{{Text: "Why is he late?"}}},
 			})
 			if got := fin2.GetUsage().GetPromptTokens(); got != int64(want) {
 				t.Fatalf("second turn's prompt is %d tokens, want %d (the whole history)", got, want)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -19,11 +18,10 @@ import (
 // event came.
 func readOpenAIStream(t *testing.T, res *http.Response, onDelta func(n int)) (finishes []string, errored bool) {
 	t.Helper()
-	sc := bufio.NewScanner(res.Body)
 	n := 0
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
+	for ev := range sseEvents(res.Body) {
+		data := ev.Data
+		if data == "" || data == "[DONE]" {
 			continue
 		}
 		var chunk struct {

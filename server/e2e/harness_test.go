@@ -47,6 +47,10 @@ type server struct {
 	DataDir string
 	Ready   time.Duration // from start to the "listening on" line
 
+	args    []string
+	started time.Time
+	ready   chan string // the "listening on" address
+
 	mu   sync.Mutex
 	logs strings.Builder
 	done chan struct{}
@@ -59,6 +63,14 @@ var listeningRE = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-z]+)`)
 // data dir (unless args give one) and waits until it logs "listening on".
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	s := spawnServer(t, args...)
+	s.waitListening(15 * time.Second)
+	return s
+}
+
+// spawnServer is startServer without the wait: waitListening waits.
+func spawnServer(t *testing.T, args ...string) *server {
+	t.Helper()
 	dataDir := ""
 	if !hasFlag(args, "--data-dir") {
 		dataDir = t.TempDir()
@@ -69,7 +81,7 @@ func startServer(t *testing.T, args ...string) *server {
 		// tests of their own (ratelimit_test.go).
 		args = append([]string{"--rate-limits", "off"}, args...)
 	}
-	s := startProcess(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--insecure-cookies", "--sim-time-scale", "0"}, args...)...)
+	s := spawnProcess(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--insecure-cookies", "--sim-time-scale", "0"}, args...)...)
 	s.DataDir = dataDir
 	if dataDir == "" {
 		for i, a := range args {

@@ -231,6 +231,7 @@ func TestIDOR(t *testing.T) {
 	asB := s.as(protocols[0], b, "session")
 	b.ConversationID = victimConversation(t, asB)
 	b.AttachmentID = victimAttachment(t, s, b)
+	b.FileID = victimFile(t, s, b)
 	for _, p := range protocols {
 		for _, channel := range []string{"session", "key"} {
 			for _, tc := range idorCases {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -104,11 +103,9 @@ func postChatStream(t *testing.T, baseURL, key, body string, onDelta func(n int)
 	}
 	var s streamed
 	var text strings.Builder
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
+	for ev := range sseEvents(res.Body) {
+		data := ev.Data
+		if data == "" || data == "[DONE]" {
 			continue
 		}
 		var chunk struct {

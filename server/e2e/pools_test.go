@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,25 +96,6 @@ func (p *delayProxy) pipe(dst, src net.Conn) {
 	}
 	dst.Close()
 	src.Close()
-}
-
-// scrape reads one series' value from the gateway's /metrics (0 if absent).
-func scrape(t *testing.T, s *server, series string) float64 {
-	t.Helper()
-	res, err := http.Get(s.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return 0
 }
 
 // outcome is one OpenAI streaming request's fate.
@@ -363,7 +343,7 @@ func TestPoolFailover(t *testing.T) {
 	}
 }
 
-// The scaling signal end to end (the scaling article's rule, with short
+// The scaling signal end to end (docs/scaling.md's rule, with short
 // bounds): two one-slot sim workers in one pool; 8 streams at once make
 // requests wait past the scale-up bound, so the gateway recommends a third
 // worker; once the window has passed with both idle it recommends one.

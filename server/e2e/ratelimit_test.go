@@ -83,13 +83,7 @@ func TestRateLimitTightensUnderLoadAndRecovers(t *testing.T) {
 	s.topup(t, busy, "10")
 	c := s.api(protocols[0], cred{bearer: free.Key})
 	factor := func() string {
-		res, err := http.Get(s.BaseURL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return grepLines(b, `parley_rate_limit_factor{tier="free"}`)
+		return grepLines([]byte(metricsBody(t, s.BaseURL)), `parley_rate_limit_factor{tier="free"}`)
 	}
 	if l := rateLimit(t, c); l.GetLimit() != 20 || l.GetWindow().AsDuration() != 2*time.Second {
 		t.Fatalf("idle: %v, want 20 per 2 s (600/min)", l)
@@ -231,7 +225,7 @@ func TestMeasureRateUnderLoad(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		t.Logf("%s: %d of 60 admitted, %d refused with 429 (load %.2f)", name, admitted, refused, scrapeGauge(t, s, "parley_rate_limit_load"))
+		t.Logf("%s: %d of 60 admitted, %d refused with 429 (load %.2f)", name, admitted, refused, scrape(t, s, "parley_rate_limit_load"))
 	}
 	phase("idle")
 	time.Sleep(2 * time.Second)
@@ -255,22 +249,6 @@ func TestMeasureRateUnderLoad(t *testing.T) {
 	loaders.Wait()
 	time.Sleep(3 * time.Second)
 	phase("recovered")
-}
-
-func scrapeGauge(t *testing.T, s *server, name string) float64 {
-	res, err := http.Get(s.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	var v float64
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.HasPrefix(line, name+" ") {
-			fmt.Sscan(strings.TrimPrefix(line, name+" "), &v)
-		}
-	}
-	return v
 }
 
 // The load the rates follow is shared through Redis: gateway 1, whose own
@@ -312,10 +290,10 @@ func TestScaleLoadIsSharedAcrossGateways(t *testing.T) {
 	for rateLimit(t, on1).GetLimit() != 10 {
 		if time.Since(start) > 10*time.Second {
 			t.Fatalf("gateway 1 did not follow gateway 0's load: %v (gateway 1's load %.2f, gateway 0's %.2f)",
-				rateLimit(t, on1), scrapeGauge(t, gw1, "parley_rate_limit_load"), scrapeGauge(t, gw0, "parley_rate_limit_load"))
+				rateLimit(t, on1), scrape(t, gw1, "parley_rate_limit_load"), scrape(t, gw0, "parley_rate_limit_load"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("gateway 1 tightened %v after gateway 0's worker filled; shared load %.2f",
-		time.Since(start).Round(time.Millisecond), scrapeGauge(t, gw1, "parley_rate_limit_load"))
+		time.Since(start).Round(time.Millisecond), scrape(t, gw1, "parley_rate_limit_load"))
 }

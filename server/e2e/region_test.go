@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// TestRegionHealthDrivesBGP is seed 000 §3.5 for real: two BIRD 2 daemons
+// TestRegionHealthDrivesBGP is docs/scaling.md's region rules for real: two BIRD 2 daemons
 // in two network namespaces, peered by BGP over a veth pair; `parley
 // region-health` (the real binary) watches two real gateways and drives the
 // first one; the test reads the second one's table and sees the anycast
@@ -182,12 +182,7 @@ protocol bgp edge {
 		t.Errorf("the BGP session was reset: %s, then %s", established, got)
 	}
 	// The checker's own endpoints.
-	res, err := http.Get(checker.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	body := []byte(metricsBody(t, checker.BaseURL))
 	for _, want := range []string{`parley_region_route_changes_total{action="withdraw"} 1`,
 		"parley_region_route_announced 1", "parley_region_route_prepend 0", "parley_region_bird_in_sync 1"} {
 		if !bytes.Contains(body, []byte(want)) {
@@ -211,17 +206,6 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -517,9 +517,9 @@ func testResponses(t *testing.T) {
 			body  map[string]any
 			param string
 		}{
-			{map[string]any{"model": "sim-small", "input": "hi", "reasoning": map[string]any{"effort": "high"}}, "reasoning"},
+			{map[string]any{"model": "sim-small", "input": "hi", "reasoning": map[string]any{"effort": "extreme"}}, "reasoning"},
 			{map[string]any{"model": "sim-small", "input": "hi", "background": true}, "background"},
-			{map[string]any{"model": "sim-small", "input": "hi", "include": []any{"file_search_call.results"}}, "include"},
+			{map[string]any{"model": "sim-small", "input": "hi", "include": []any{"message.input_image.image_url"}}, "include"},
 			{map[string]any{"model": "sim-small", "input": "hi", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type"},
 			{map[string]any{"model": "sim-small", "input": []any{map[string]any{"type": "item_reference", "id": "x"}}}, "input[0].type"},
 			{map[string]any{"model": "sim-small", "input": "hi", "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "bad name", "schema": map[string]any{"type": "object"}}}}, "text.format.name"},
@@ -558,19 +558,14 @@ func TestResponsesDropUnsupported(t *testing.T) {
 	s := startServer(t, append(fastAuth, "--openai-unsupported", "drop")...)
 	a := s.newAccount(t, "responses-drop@example.com")
 	s.topup(t, a, "1")
-	r, data := createResponse(t, s, a.Key, map[string]any{"model": "sim-small", "input": "hi", "reasoning": map[string]any{"effort": "high"},
+	r, data := createResponse(t, s, a.Key, map[string]any{"model": "sim-small", "input": "hi", "reasoning": map[string]any{"effort": "extreme"},
 		"tools": []any{map[string]any{"type": "web_search"}, weatherFunction}})
 	if r.Status != "completed" || !strings.Contains(string(data), `"tools":[{"type":"function","name":"get_weather"`) {
 		t.Fatalf("response %s", data)
 	}
-	res, err := http.Get(s.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	metrics, _ := io.ReadAll(res.Body)
+	metrics := metricsBody(t, s.BaseURL)
 	for _, want := range []string{`parley_openai_dropped_params_total{field="reasoning"} 1`, `parley_openai_dropped_params_total{field="tools"} 1`} {
-		if !strings.Contains(string(metrics), want) {
+		if !strings.Contains(metrics, want) {
 			t.Fatalf("no %s in /metrics", want)
 		}
 	}

@@ -175,7 +175,7 @@ func shareTheBalance(t *testing.T) ([]*server, *account) {
 	return gw, a
 }
 
-// scaleModeHA is scaleMode on the article's stage-three data tier
+// scaleModeHA is scaleMode on the elastic stage's data tier (docs/scaling.md)
 // (scripts/services.sh with PARLEY_SERVICES_PGHA=1 and
 // PARLEY_SERVICES_REDIS_CLUSTER=1): PostgreSQL through PgBouncer in
 // transaction mode with a streaming replica for listings, and a
@@ -265,14 +265,8 @@ func TestScaleStageThreeDataTier(t *testing.T) {
 // metricsText is the gateway's /metrics, the parley_postgres families only.
 func (s *server) metricsText(t *testing.T) string {
 	t.Helper()
-	res, err := http.Get(s.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
 	var out []string
-	for _, l := range strings.Split(string(body), "\n") {
+	for _, l := range strings.Split(metricsBody(t, s.BaseURL), "\n") {
 		if strings.HasPrefix(l, "parley_postgres_") {
 			out = append(out, l)
 		}

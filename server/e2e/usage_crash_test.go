@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -24,7 +23,7 @@ import (
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 )
 
-// No charge without its usage record (DESIGN.md §5): the gateway is killed
+// No charge without its usage record (docs/architecture.md, Data): the gateway is killed
 // with SIGKILL at random moments in a stream of concurrent completions
 // (streamed and unary chat, embeddings, web generations), restarted on the
 // same data each time; once the sweeper has released the holds the dead
@@ -409,40 +408,6 @@ func TestScaleClickHouseOutageLosesNoUsageRecord(t *testing.T) {
 	s = start()
 	checkAgree(t, s, a, initial, ack, postgresLedger(t))
 	waitMetric(t, s, "parley_usage_outbox_backlog", func(v float64) bool { return v == 0 })
-}
-
-// waitMetric polls s's /metrics until the named metric (without labels)
-// satisfies ok and returns its value.
-func waitMetric(t *testing.T, s *server, name string, ok func(float64) bool) float64 {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(s.BaseURL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		all, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v float64
-		found := false
-		for _, line := range strings.Split(string(all), "\n") {
-			if rest, ok := strings.CutPrefix(line, name+" "); ok {
-				if _, err := fmt.Sscan(rest, &v); err == nil {
-					found = true
-				}
-			}
-		}
-		if found && ok(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %v (found %v) after 30 s", name, v, found)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // privateClickHouse runs a clickhouse-server of this test's own (the

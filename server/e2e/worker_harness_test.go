@@ -40,7 +40,16 @@ func hasFlag(args []string, name string) bool {
 // "listening on" line.
 func startProcess(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, done: make(chan struct{})}
+	s := spawnProcess(t, args...)
+	s.waitListening(15 * time.Second)
+	return s
+}
+
+// spawnProcess runs the parley binary with args and returns at once;
+// waitListening waits for its "listening on" line.
+func spawnProcess(t *testing.T, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, done: make(chan struct{}), args: args, ready: make(chan string, 1)}
 	s.cmd = exec.Command(parleyBin, args...)
 	s.cmd.Env = append(os.Environ(), "PARLEY_LOG_LEVEL=debug")
 	stderr, err := s.cmd.StderrPipe()
@@ -48,11 +57,11 @@ func startProcess(t *testing.T, args ...string) *server {
 		t.Fatal(err)
 	}
 	s.cmd.Stdout = io.Discard
-	start := time.Now()
+	s.started = time.Now()
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
+	ready := s.ready
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -74,14 +83,21 @@ func startProcess(t *testing.T, args ...string) *server {
 		close(s.done)
 	}()
 	t.Cleanup(s.kill)
-	select {
-	case url := <-ready:
-		s.BaseURL = url
-		s.Ready = time.Since(start)
-	case <-s.done:
-		t.Fatalf("parley %s exited before listening: %v\n%s", args[0], s.err, s.Logs())
-	case <-time.After(15 * time.Second):
-		t.Fatalf("parley %s not listening after 15 s\n%s", args[0], s.Logs())
-	}
 	return s
+}
+
+// waitListening waits up to timeout for a spawned process's "listening on"
+// line and fails the test (from the test's goroutine) if it exits first or
+// does not come.
+func (s *server) waitListening(timeout time.Duration) {
+	s.t.Helper()
+	select {
+	case url := <-s.ready:
+		s.BaseURL = url
+		s.Ready = time.Since(s.started)
+	case <-s.done:
+		s.t.Fatalf("parley %s exited before listening: %v\n%s", s.args[0], s.err, s.Logs())
+	case <-time.After(timeout):
+		s.t.Fatalf("parley %s not listening after %v\n%s", s.args[0], timeout, s.Logs())
+	}
 }

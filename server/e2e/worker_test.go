@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/scheduler"
-	"github.com/parleyhq/parley/server/worker"
 )
 
-func chat(model, text string, maxTokens int) worker.Request {
-	return worker.Request{Model: model, MaxTokens: maxTokens, Messages: []worker.ChatMessage{
-		{Role: "user", Parts: []worker.Part{{Text: text}}},
+func chat(model, text string, maxTokens int) llm.Request {
+	return llm.Request{Model: model, MaxTokens: maxTokens, Messages: []llm.ChatMessage{
+		{Role: "user", Parts: []llm.Part{{Text: text}}},
 	}}
 }
 
@@ -46,15 +46,15 @@ func TestWorkerProcessServesScheduler(t *testing.T) {
 		t.Errorf("worker status = %+v", ws[0])
 	}
 	var text string
-	res, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("sim-small", "Tell me about the rabbit.", 40), AffinityKey: "c1"},
-		func(d worker.Delta) error { text += d.Text; return nil })
+	res, err := s.Generate(ctxTimeout(t, 10*time.Second), llm.Job{Request: chat("sim-small", "Tell me about the rabbit.", 40), AffinityKey: "c1"},
+		func(d llm.Delta) error { text += d.Text; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if text == "" || res.Usage.CompletionTokens == 0 || res.Usage.PromptTokens == 0 || res.Usage.Estimated {
 		t.Errorf("result = %+v, text %q", res, text)
 	}
-	if _, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("nope", "hi", 5)}, func(worker.Delta) error { return nil }); err == nil {
+	if _, err := s.Generate(ctxTimeout(t, 10*time.Second), llm.Job{Request: chat("nope", "hi", 5)}, func(llm.Delta) error { return nil }); err == nil {
 		t.Error("a model no worker serves was accepted")
 	}
 }
@@ -81,14 +81,14 @@ func TestWorkerKilledMidStream(t *testing.T) {
 
 	firstDelta := make(chan struct{})
 	type outcome struct {
-		res worker.Result
+		res llm.Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
 		started := false
-		res, err := s.Generate(ctxTimeout(t, 30*time.Second), scheduler.Job{Request: chat("sim-small", "Tell me a very long story.", 2000)},
-			func(worker.Delta) error {
+		res, err := s.Generate(ctxTimeout(t, 30*time.Second), llm.Job{Request: chat("sim-small", "Tell me a very long story.", 2000)},
+			func(llm.Delta) error {
 				if !started {
 					started = true
 					close(firstDelta)
@@ -124,7 +124,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 	if out.err != nil {
 		t.Fatalf("error after the first token: %v; want a result", out.err)
 	}
-	if out.res.FinishReason != worker.FinishError || out.res.Err == nil || out.res.Usage.CompletionTokens == 0 || !out.res.Usage.Estimated {
+	if out.res.FinishReason != llm.FinishError || out.res.Err == nil || out.res.Usage.CompletionTokens == 0 || !out.res.Usage.Estimated {
 		t.Errorf("result = %+v, want finish error with the (estimated) usage so far", out.res)
 	}
 	ws := waitWorkers(t, s, "the killed worker out of rotation", func(ws []scheduler.WorkerStatus) bool {
@@ -139,8 +139,8 @@ func TestWorkerKilledMidStream(t *testing.T) {
 
 	// The survivor serves the next requests.
 	for i := range 3 {
-		res, err := s.Generate(ctxTimeout(t, 10*time.Second), scheduler.Job{Request: chat("sim-small", "Hello again.", 5)}, func(worker.Delta) error { return nil })
-		if err != nil || res.FinishReason == worker.FinishError {
+		res, err := s.Generate(ctxTimeout(t, 10*time.Second), llm.Job{Request: chat("sim-small", "Hello again.", 5)}, func(llm.Delta) error { return nil })
+		if err != nil || res.FinishReason == llm.FinishError {
 			t.Fatalf("request %d after the kill: %+v, %v", i, res, err)
 		}
 	}

@@ -1,11 +1,12 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
 	"connectrpc.com/connect"
+
+	"github.com/parleyhq/parley/server/apierr"
 )
 
 // BodyLimit refuses request bodies over max bytes. A declared Content-Length
@@ -24,18 +25,11 @@ func BodyLimit(max int64) func(http.Handler) http.Handler {
 					_ = errorWriter.Write(w, r, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s", msg)))
 					return
 				}
-				WriteJSONError(w, http.StatusRequestEntityTooLarge, msg)
+				apierr.WriteJSON(w, http.StatusRequestEntityTooLarge, msg)
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, max)
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// WriteJSONError writes {"error": {"message": msg}} with status.
-func WriteJSONError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "code": status}})
 }

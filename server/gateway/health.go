@@ -8,10 +8,17 @@ import (
 	"time"
 )
 
+// Version is the build's version, sent by Healthz as the Parley-Version
+// header when set (the parley command sets it at start).
+var Version string
+
 // Healthz answers 200 while the process is up: a liveness probe.
 func Healthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if Version != "" {
+			w.Header().Set("Parley-Version", Version)
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 }

@@ -21,6 +21,9 @@ type Server struct {
 	// OnShutdown runs when shutdown begins, before draining (e.g. to report
 	// NOT_SERVING on the health service).
 	OnShutdown func()
+	// OnListen runs once the server is listening, after the "listening on"
+	// line, with the listener's address (e.g. to say where the web app is).
+	OnListen func(addr net.Addr)
 	// Logger receives the lifecycle lines.
 	Logger *slog.Logger
 	// ReadHeaderTimeout is how long a client may take to send a request's
@@ -51,6 +54,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.Logger.Info("listening on http://" + ln.Addr().String())
+	if s.OnListen != nil {
+		s.OnListen(ln.Addr())
+	}
 
 	select {
 	case err := <-errc:

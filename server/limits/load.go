@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/parleyhq/parley/server/scheduler"
 )
 
 // LoadBoard shares the gateways' load figures (store/memlimit.Board in one
@@ -25,7 +23,7 @@ type LoadBoard interface {
 // LoadConfig sets up a Load. Zero fields take the defaults documented on them.
 type LoadConfig struct {
 	// Sample reads this gateway's busy and total worker slots now (see
-	// SchedulerLoad).
+	// scheduler.Slots).
 	Sample func() (busy, total float64)
 	// Window is the span the figures are averaged over (default 5 s);
 	// Every how often they are sampled (default 500 ms).
@@ -158,20 +156,4 @@ func (l *Load) publish(load float64) {
 	for tier, r := range l.cfg.Rates {
 		l.factor.WithLabelValues(string(tier)).Set(r.Factor(load))
 	}
-}
-
-// SchedulerLoad reduces the scheduler's workers to busy and total slots:
-// each ready worker that reports its batch size counts it, and as busy the
-// sequences it runs and queues (or this gateway's own on it, when more: the
-// reports lag), at most the batch.
-func SchedulerLoad(workers []scheduler.WorkerStatus) (busy, total float64) {
-	for _, w := range workers {
-		if w.State != scheduler.StateReady || w.Load.MaxBatch <= 0 {
-			continue
-		}
-		used := max(w.Load.Running+w.Load.Waiting, w.InFlight)
-		busy += float64(min(used, w.Load.MaxBatch))
-		total += float64(w.Load.MaxBatch)
-	}
-	return busy, total
 }

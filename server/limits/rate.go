@@ -17,7 +17,7 @@ import (
 	"github.com/parleyhq/parley/server/store"
 )
 
-// Rate is one tier's request rate (seed 003's gateway limit): PerMinute
+// Rate is one tier's request rate (docs/scaling.md, the elastic gateway): PerMinute
 // requests, refilled continuously, at most Burst at once; above each step's
 // load both are multiplied by its factor (the smallest factor passed
 // applies).
@@ -36,7 +36,7 @@ type Step struct {
 // rate limit (its tier limits still apply).
 type Rates map[store.Tier]Rate
 
-// DefaultRates are seed 003's figures, tightened lowest tiers first: 600
+// DefaultRates are the elastic stage's figures (docs/scaling.md), tightened lowest tiers first: 600
 // requests a minute with a burst of 20, halved (300, burst 10) above 70 %
 // load for Free, 80 % for Plus and 90 % for Pro; Max is never tightened.
 func DefaultRates() Rates {

@@ -11,10 +11,8 @@ import (
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/models"
-	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/memlimit"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // burst counts the requests the user gets in at once, then lets the bucket
@@ -123,18 +121,6 @@ func TestLoadIsSharedOnTheBoard(t *testing.T) {
 	b.Tick(context.Background(), now)
 	if b.Current() != 0 {
 		t.Fatalf("b %v after a's figure expired", b.Current())
-	}
-}
-
-func TestSchedulerLoad(t *testing.T) {
-	busy, total := SchedulerLoad([]scheduler.WorkerStatus{
-		{State: scheduler.StateReady, Load: worker.LoadReport{Running: 2, Waiting: 5, MaxBatch: 4}},
-		{State: scheduler.StateReady, Load: worker.LoadReport{Running: 1, MaxBatch: 4}, InFlight: 3},
-		{State: scheduler.StateEjected, Load: worker.LoadReport{Running: 4, MaxBatch: 4}},
-		{State: scheduler.StateReady, Load: worker.LoadReport{Running: 4}}, // capacity unknown
-	})
-	if busy != 7 || total != 8 {
-		t.Fatalf("busy %v of %v, want 7 of 8", busy, total)
 	}
 }
 

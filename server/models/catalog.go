@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,12 +42,25 @@ type Model struct {
 	OutputPriceNanosPerMillion int64 `yaml:"output_price_nanos_per_million"`
 	// Modalities are the input kinds accepted: text, image, document.
 	Modalities []string `yaml:"modalities"`
+	// Capabilities are what a chat model can do beyond answering text:
+	// tools (calls functions), structured_output (answers in JSON, or JSON
+	// valid against a schema) and reasoning (reasons before answering, and
+	// takes a reasoning effort). Unset: tools and structured_output, as
+	// every model Parley's engines serve can be made to do both; set it to
+	// [] for a model that can do neither. Embedding models have none.
+	Capabilities []string `yaml:"capabilities"`
 	// TierLimits are the web channel's allowances per tier.
 	TierLimits map[store.Tier]TierLimit `yaml:"tier_limits"`
 	// Kind is KindChat (the default) or KindEmbedding.
 	Kind string `yaml:"kind"`
 	// EmbeddingDimensions is an embedding model's vector length.
 	EmbeddingDimensions int `yaml:"embedding_dimensions"`
+	// Aliases are other names clients may ask for this model by: exact
+	// names ("claude-sonnet-4-5") or patterns where * stands for any run of
+	// characters ("claude-*"), for clients with built-in model lists. A
+	// name is resolved to a model's ID first, then to an exact alias, then
+	// to the first pattern that matches, in catalog order.
+	Aliases []string `yaml:"aliases"`
 	// CacheHitPriceNanosPerMillion is the price of a million tokens (prompt
 	// and completion together) of an answer served from the response cache,
 	// in nano-USD; zero (the default) makes cache hits free.
@@ -72,6 +86,19 @@ const (
 	KindChat      = "chat"
 	KindEmbedding = "embedding"
 )
+
+// The capabilities a chat model may have (Model.Capabilities).
+const (
+	CapTools            = "tools"
+	CapStructuredOutput = "structured_output"
+	CapReasoning        = "reasoning"
+)
+
+// DefaultCapabilities are a chat model's when its entry names none.
+func DefaultCapabilities() []string { return []string{CapTools, CapStructuredOutput} }
+
+// Can reports whether the model has the capability (CapTools, …).
+func (m *Model) Can(capability string) bool { return slices.Contains(m.Capabilities, capability) }
 
 // Embeds reports whether the model is an embedding model.
 func (m *Model) Embeds() bool { return m.Kind == KindEmbedding }
@@ -119,14 +146,53 @@ type Catalog struct {
 
 // snapshot is the catalog's models at one time; never changed once published.
 type snapshot struct {
-	models []*Model
-	byID   map[string]*Model
+	models   []*Model
+	byID     map[string]*Model
+	byAlias  map[string]*Model
+	patterns []aliasPattern // in catalog order
 }
 
-// Lookup returns the model named id.
+type aliasPattern struct {
+	pattern string
+	model   *Model
+}
+
+// Lookup returns the model named id: by its ID, or by one of its aliases.
 func (c *Catalog) Lookup(id string) (*Model, bool) {
-	m, ok := c.snap.Load().byID[id]
-	return m, ok
+	s := c.snap.Load()
+	if m, ok := s.byID[id]; ok {
+		return m, true
+	}
+	if m, ok := s.byAlias[id]; ok {
+		return m, true
+	}
+	for _, p := range s.patterns {
+		if matchAlias(p.pattern, id) {
+			return p.model, true
+		}
+	}
+	return nil, false
+}
+
+// matchAlias reports whether name matches pattern, where each * stands for
+// any run of characters (none included).
+func matchAlias(pattern, name string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
+	}
+	name = name[len(parts[0]):]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(name, part)
+		if i < 0 {
+			return false
+		}
+		name = name[i+len(part):]
+	}
+	return strings.HasSuffix(name, parts[len(parts)-1])
 }
 
 // All returns every model, in catalog order.
@@ -134,7 +200,12 @@ func (c *Catalog) All() []*Model { return c.snap.Load().models }
 
 // New makes a catalog, checking every model's settings.
 func New(models []*Model) (*Catalog, error) {
-	c := &snapshot{byID: map[string]*Model{}}
+	c := &snapshot{byID: map[string]*Model{}, byAlias: map[string]*Model{}}
+	for _, m := range models {
+		if m.ID != "" {
+			c.byID[m.ID] = nil // reserved: an alias may not name a model
+		}
+	}
 	for i, m := range models {
 		where := fmt.Sprintf("models[%d] (%s)", i, m.ID)
 		switch {
@@ -142,6 +213,29 @@ func New(models []*Model) (*Catalog, error) {
 			return nil, fmt.Errorf("models[%d]: id is required", i)
 		case c.byID[m.ID] != nil:
 			return nil, fmt.Errorf("%s: duplicate id", where)
+		}
+		for j, a := range m.Aliases {
+			at := fmt.Sprintf("%s: aliases[%d] %q", where, j, a)
+			if _, isID := c.byID[a]; isID {
+				return nil, fmt.Errorf("%s: names a model", at)
+			}
+			switch {
+			case a == "" || a == "*" || strings.ContainsAny(a, " \t\n"):
+				return nil, fmt.Errorf("%s: an alias is a name without spaces, or a pattern with * and at least one other character", at)
+			case strings.Contains(a, "*"):
+				for _, p := range c.patterns {
+					if p.pattern == a {
+						return nil, fmt.Errorf("%s: also an alias of %s", at, p.model.ID)
+					}
+				}
+				c.patterns = append(c.patterns, aliasPattern{a, m})
+			case c.byAlias[a] != nil:
+				return nil, fmt.Errorf("%s: also an alias of %s", at, c.byAlias[a].ID)
+			default:
+				c.byAlias[a] = m
+			}
+		}
+		switch {
 		case m.Kind != "" && m.Kind != KindChat && m.Kind != KindEmbedding:
 			return nil, fmt.Errorf("%s: kind must be chat or embedding", where)
 		case m.Kind == KindEmbedding && (m.ContextWindow <= 0 || m.EmbeddingDimensions <= 0 || len(m.TierLimits) > 0):
@@ -156,6 +250,17 @@ func New(models []*Model) (*Catalog, error) {
 		}
 		if m.Kind == "" {
 			m.Kind = KindChat
+		}
+		switch {
+		case m.Kind == KindEmbedding && len(m.Capabilities) > 0:
+			return nil, fmt.Errorf("%s: an embedding model has no capabilities", where)
+		case m.Kind == KindChat && m.Capabilities == nil:
+			m.Capabilities = DefaultCapabilities()
+		}
+		for j, c := range m.Capabilities {
+			if c != CapTools && c != CapStructuredOutput && c != CapReasoning {
+				return nil, fmt.Errorf("%s: capabilities[%d] %q: must be tools, structured_output or reasoning", where, j, c)
+			}
 		}
 		for tier, l := range m.TierLimits {
 			if !tier.Valid() || l.Window <= 0 || l.Requests <= 0 || l.InputTokens <= 0 || l.OutputTokens <= 0 {
@@ -182,8 +287,16 @@ func New(models []*Model) (*Catalog, error) {
 // Load reads a catalog from a YAML file ({models: [...]}), or returns the
 // default catalog when path is empty.
 func Load(path string) (*Catalog, error) {
+	ms, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(ms)
+}
+
+func read(path string) ([]*Model, error) {
 	if path == "" {
-		return New(Defaults())
+		return Defaults(), nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -195,7 +308,40 @@ func Load(path string) (*Catalog, error) {
 	if err := yaml.Unmarshal(data, &file); err != nil {
 		return nil, fmt.Errorf("models: %s: %w", path, err)
 	}
-	return New(file.Models)
+	return file.Models, nil
+}
+
+// WithAliases sets ms's aliases from spec, a comma-separated list of
+// NAME=MODEL (NAME exact or a pattern with *): "" keeps them, "off" drops
+// them all, and a list replaces them all (e.g. "claude-*=sim-large").
+func WithAliases(ms []*Model, spec string) ([]*Model, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return ms, nil
+	}
+	out := make([]*Model, len(ms))
+	byID := map[string]*Model{}
+	for i, m := range ms {
+		c := *m
+		c.Aliases = nil
+		out[i] = &c
+		byID[c.ID] = &c
+	}
+	if spec == "off" {
+		return out, nil
+	}
+	for _, pair := range strings.Split(spec, ",") {
+		name, id, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		m := byID[strings.TrimSpace(id)]
+		switch {
+		case !ok || strings.TrimSpace(name) == "":
+			return nil, fmt.Errorf("model aliases: %q is not NAME=MODEL", pair)
+		case m == nil:
+			return nil, fmt.Errorf("model aliases: %q: no model %q in the catalog", pair, strings.TrimSpace(id))
+		}
+		m.Aliases = append(m.Aliases, strings.TrimSpace(name))
+	}
+	return out, nil
 }
 
 // Defaults is the embedded catalog: the sim engine's models, priced like
@@ -228,6 +374,10 @@ func Defaults() []*Model {
 			InputPriceNanosPerMillion: 2_500_000_000, OutputPriceNanosPerMillion: 10_000_000_000,
 			Modalities: []string{"text", "image", "document"},
 			TierLimits: limits(1),
+			// Clients with built-in model lists (Claude Code, Codex) ask
+			// for names of their own: on the embedded default, those are
+			// the large sim (its window holds their system prompts).
+			Aliases: []string{"claude-*", "gpt-*"},
 		},
 		{
 			ID: "sim-embed", DisplayName: "Sim Embed (simulated)",

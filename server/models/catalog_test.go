@@ -3,6 +3,7 @@ package models
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +67,47 @@ func TestVersionFollowsTheEntry(t *testing.T) {
 	vc.CacheHitPriceNanosPerMillion = 1000
 	if got := vc.CacheHitCost(1500, 500); got != 2 {
 		t.Fatalf("2,000 tokens at 1,000 nano-USD a million: %d", got)
+	}
+}
+
+// A chat model's capabilities default to tools and structured output; an
+// empty list is none; unknown ones and capabilities of an embedding model
+// are refused by name.
+func TestCapabilities(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "models.yaml")
+	load := func(entry string) (*Catalog, error) {
+		_ = os.WriteFile(path, []byte("models:\n- id: m\n  context_window: 1000\n  max_output_tokens: 200\n"+entry), 0o600)
+		return Load(path)
+	}
+	for entry, want := range map[string]string{
+		"":                                     "tools,structured_output",
+		"  capabilities: []\n":                 "",
+		"  capabilities: [reasoning, tools]\n": "reasoning,tools",
+	} {
+		c, err := load(entry)
+		if err != nil {
+			t.Fatalf("%q: %v", entry, err)
+		}
+		m, _ := c.Lookup("m")
+		if got := strings.Join(m.Capabilities, ","); got != want {
+			t.Errorf("%q: capabilities %q, want %q", entry, got, want)
+		}
+		if m.Can(CapReasoning) != strings.Contains(want, "reasoning") {
+			t.Errorf("%q: Can(reasoning) = %v", entry, m.Can(CapReasoning))
+		}
+	}
+	if _, err := load("  capabilities: [vision]\n"); err == nil || !strings.Contains(err.Error(), `capabilities[0] "vision"`) {
+		t.Errorf("an unknown capability: %v", err)
+	}
+	_ = os.WriteFile(path, []byte("models:\n- id: e\n  kind: embedding\n  context_window: 100\n  embedding_dimensions: 8\n  capabilities: [tools]\n"), 0o600)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "no capabilities") {
+		t.Errorf("an embedding model with capabilities: %v", err)
+	}
+	for _, m := range Defaults() {
+		c, _ := New([]*Model{m})
+		got, _ := c.Lookup(m.ID)
+		if got.Embeds() != (len(got.Capabilities) == 0) {
+			t.Errorf("embedded %s: capabilities %v", m.ID, got.Capabilities)
+		}
 	}
 }

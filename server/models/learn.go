@@ -88,10 +88,10 @@ func (c *Catalog) Learn(worker, pool string, ids []string) {
 		}
 		u := c.unpriced
 		m := &Model{ID: id, DisplayName: id, Description: "Served by a worker; priced at the gateway's default for models its catalog does not list.",
-			Kind: KindChat, Modalities: []string{"text"}, ContextWindow: u.ContextWindow, MaxOutputTokens: u.MaxOutputTokens,
+			Kind: KindChat, Modalities: []string{"text"}, Capabilities: DefaultCapabilities(), ContextWindow: u.ContextWindow, MaxOutputTokens: u.MaxOutputTokens,
 			InputPriceNanosPerMillion: u.InputPriceNanosPerMillion, OutputPriceNanosPerMillion: u.OutputPriceNanosPerMillion}
 		old := c.snap.Load()
-		next := &snapshot{models: append(slices.Clip(old.models), m), byID: maps.Clone(old.byID)}
+		next := &snapshot{models: append(slices.Clip(old.models), m), byID: maps.Clone(old.byID), byAlias: old.byAlias, patterns: old.patterns}
 		next.byID[id] = m
 		c.snap.Store(next)
 		c.learned[id] = true

@@ -1,5 +1,6 @@
 // Package obs is Parley's observability: structured logs with a request id on
-// every line, Prometheus metrics and OpenTelemetry tracing.
+// every line and Prometheus metrics. OpenTelemetry tracing is set up by
+// obs/tracing, which only the binary imports.
 package obs
 
 import (

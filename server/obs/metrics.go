@@ -70,7 +70,7 @@ func (r rpcMetrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		start := time.Now()
 		res, err := next(ctx, req)
-		r.m.observe(req.Spec().Procedure, err, start)
+		r.m.observe(ctx, req.Spec().Procedure, err, start)
 		return res, err
 	}
 }
@@ -83,12 +83,12 @@ func (r rpcMetrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) conn
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		start := time.Now()
 		err := next(ctx, conn)
-		r.m.observe(conn.Spec().Procedure, err, start)
+		r.m.observe(ctx, conn.Spec().Procedure, err, start)
 		return err
 	}
 }
 
-func (m *Metrics) observe(procedure string, err error, start time.Time) {
+func (m *Metrics) observe(ctx context.Context, procedure string, err error, start time.Time) {
 	code := "ok"
 	if err != nil {
 		code = connect.CodeOf(err).String()
@@ -97,6 +97,7 @@ func (m *Metrics) observe(procedure string, err error, start time.Time) {
 			code = connect.CodeCanceled.String()
 		}
 	}
+	NoteRPC(ctx, procedure, code)
 	m.rpcRequests.WithLabelValues(procedure, code).Inc()
 	m.rpcDuration.WithLabelValues(procedure).Observe(time.Since(start).Seconds())
 }
@@ -108,6 +109,7 @@ func (m *Metrics) HTTP(route string, next http.Handler) http.Handler {
 	duration := m.httpDuration.WithLabelValues(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		NoteRoute(r.Context(), route)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
 		requests.WithLabelValues(strconv.Itoa(sw.status)).Inc()

@@ -24,7 +24,7 @@ type Checker struct {
 	// Out receives one JSON line per decision.
 	Out    io.Writer
 	Logger *slog.Logger
-	// Interval is the time between checks (seed: one second).
+	// Interval is the time between checks (one second by default).
 	Interval time.Duration
 
 	mu       sync.Mutex

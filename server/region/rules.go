@@ -1,5 +1,5 @@
-// Package region is the health checker of one region behind anycast (seed
-// 000 §3.5): once a second it reads the region's own figures — whether the
+// Package region is the health checker of one region behind anycast
+// (docs/scaling.md): once a second it reads the region's own figures — whether the
 // origin (the region's gateways) answers, the HTTP latency p95 and 5xx rate
 // over a window, the GPU queue depth — and decides whether the region's
 // edge router keeps announcing the anycast prefix, weakens it by AS-path
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Rules are the thresholds of seed 000 §3.5 and the hysteresis around them.
+// Rules are the region health thresholds (docs/scaling.md) and the hysteresis around them.
 // The zero value is not useful; start from DefaultRules.
 type Rules struct {
 	// MaxP95 is the HTTP latency p95 above which the region's weight is
@@ -36,7 +36,7 @@ type Rules struct {
 	// before it is strengthened again. Raising fast and lowering slowly is
 	// the hysteresis: a metric that flaps leaves the route where it is.
 	RaiseAfter, LowerAfter int
-	// MaxPrepend bounds the prepends (seed: 1–3).
+	// MaxPrepend bounds the prepends (1–3).
 	MaxPrepend int
 	// MaxQueueDepth is the GPU queue depth above which the checker reports
 	// backpressure. It never moves the route: the schedulers answer 503 with
@@ -45,7 +45,7 @@ type Rules struct {
 	MaxQueueDepth float64
 }
 
-// DefaultRules are seed 000 §3.5's thresholds with a one-second check.
+// DefaultRules are the thresholds of docs/scaling.md with a one-second check.
 func DefaultRules() Rules {
 	return Rules{
 		MaxP95:        500 * time.Millisecond,

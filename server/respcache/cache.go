@@ -1,4 +1,4 @@
-// Package respcache is the response cache of seed 003's stage three: a
+// Package respcache is the elastic gateway's response cache (docs/scaling.md): a
 // deterministic request (temperature 0 or a seed, no tools) that opts in is
 // answered from an earlier identical one instead of a GPU. Two levels: a
 // process-local LRU (60 s, at most 1,000 entries and a byte bound), then a

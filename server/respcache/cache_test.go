@@ -143,7 +143,7 @@ func TestSharedLevelAndItsOutage(t *testing.T) {
 	b, _ := New(Config{Remote: remote, RemoteBackoff: 200 * time.Millisecond})
 	a.Put(ctx, "k", answer("shared"))
 	if remote.ttl != 300*time.Second {
-		t.Fatalf("shared TTL %v, want the article's 300 s", remote.ttl)
+		t.Fatalf("shared TTL %v, want the shared level's 300 s (docs/scaling.md)", remote.ttl)
 	}
 	if v, lvl := b.Get(ctx, "k"); lvl != Shared || string(v) != string(answer("shared")) {
 		t.Fatalf("the other gateway got %q from %q", v, lvl)

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 )
 
-// The response cache's headers (DESIGN.md, names fixed for the next
-// capabilities).
+// The response cache's headers (fixed public names: docs/architecture.md,
+// docs/scaling.md#response-cache).
 const (
 	// RequestHeader opts a request in (on) or out (off) of the cache.
 	RequestHeader = "Parley-Cache"

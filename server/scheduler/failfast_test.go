@@ -9,7 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/parleyhq/parley/server/apierr"
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // wantFastUnavailable runs one job and checks that it is refused with
@@ -54,8 +54,8 @@ func TestFailFastWhenTheOnlyWorkerIsDown(t *testing.T) {
 // fails at once instead of waiting for the ejection to end.
 func TestFailFastWhenTheOnlyWorkerIsEjected(t *testing.T) {
 	w := newFake(8)
-	w.setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
-		return worker.Result{}, errors.New("connection refused")
+	w.setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+		return llm.Result{}, errors.New("connection refused")
 	})
 	s := newScheduler(t, Config{EjectBase: time.Minute}, w)
 	wantFastUnavailable(t, s, "the worker fails")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/internal/wait"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -22,18 +24,18 @@ type fakeEngine struct {
 	closed  bool
 }
 
-type genFunc func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error)
+type genFunc func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error)
 
 func newFake(maxBatch int, models ...string) *fakeEngine {
 	if len(models) == 0 {
 		models = []string{"m"}
 	}
 	f := &fakeEngine{changed: make(chan struct{}), load: worker.LoadReport{Models: models, MaxBatch: maxBatch}}
-	f.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
-		if err := emit(worker.Delta{Text: "ok", Tokens: 1}); err != nil {
-			return worker.Result{FinishReason: worker.FinishCancelled}, nil
+	f.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+		if err := emit(llm.Delta{Text: "ok", Tokens: 1}); err != nil {
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
 		}
-		return worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 3, CompletionTokens: 1}}, nil
+		return llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 1}}, nil
 	})
 	return f
 }
@@ -50,15 +52,15 @@ func (f *fakeEngine) Models() []worker.ModelInfo {
 	return out
 }
 
-func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+func (f *fakeEngine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	f.calls.Add(1)
 	return (*f.gen.Load())(ctx, req, emit)
 }
 
 // Embed gives each input a one-dimensional vector of its length.
-func (f *fakeEngine) Embed(_ context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
+func (f *fakeEngine) Embed(_ context.Context, req llm.EmbedRequest) (llm.EmbedResult, error) {
 	f.calls.Add(1)
-	out := worker.EmbedResult{}
+	out := llm.EmbedResult{}
 	for _, in := range req.Inputs {
 		out.Vectors = append(out.Vectors, []float32{float32(len(in))})
 	}
@@ -114,21 +116,15 @@ func newScheduler(t testing.TB, cfg Config, workers ...*fakeEngine) *Scheduler {
 	return s
 }
 
-func job(key string, priority int) Job {
-	return Job{Request: worker.Request{Model: "m", MaxTokens: 10}, AffinityKey: key, Priority: priority}
+func job(key string, priority int) llm.Job {
+	return llm.Job{Request: llm.Request{Model: "m", MaxTokens: 10}, AffinityKey: key, Priority: priority}
 }
 
-func discard(worker.Delta) error { return nil }
+func discard(llm.Delta) error { return nil }
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	wait.For(t, 5*time.Second, what, cond)
 }
 
 // keyFor finds an affinity key whose rendezvous target among s's workers is

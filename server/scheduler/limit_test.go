@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 func TestLimiterRules(t *testing.T) {
@@ -77,7 +77,7 @@ func TestUnknownCapacityAIMD(t *testing.T) {
 	w := newFake(0)
 	sem := make(chan struct{}, slots)
 	var running, peak atomic.Int32
-	w.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 		sem <- struct{}{} // queued inside the worker until a slot frees
 		defer func() { <-sem }()
 		n := running.Add(1)
@@ -85,11 +85,11 @@ func TestUnknownCapacityAIMD(t *testing.T) {
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
 		time.Sleep(2 * time.Millisecond) // prefill
-		if err := emit(worker.Delta{Text: "ok", Tokens: 1}); err != nil {
-			return worker.Result{FinishReason: worker.FinishCancelled}, nil
+		if err := emit(llm.Delta{Text: "ok", Tokens: 1}); err != nil {
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
 		}
 		time.Sleep(20 * time.Millisecond) // decode
-		return worker.Result{FinishReason: worker.FinishStop}, nil
+		return llm.Result{FinishReason: llm.FinishStop}, nil
 	})
 	var logs bytes.Buffer
 	var logMu sync.Mutex
@@ -110,7 +110,7 @@ func TestUnknownCapacityAIMD(t *testing.T) {
 			for i := range perClient {
 				start := time.Now()
 				first := time.Duration(0)
-				_, err := s.Generate(context.Background(), job(fmt.Sprint("k", c, i), 0), func(worker.Delta) error {
+				_, err := s.Generate(context.Background(), job(fmt.Sprint("k", c, i), 0), func(llm.Delta) error {
 					first = time.Since(start)
 					return nil
 				})

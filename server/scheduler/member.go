@@ -117,6 +117,22 @@ func (s *Scheduler) Workers() []WorkerStatus {
 	return out
 }
 
+// Slots reduces the scheduler's workers to busy and total slots:
+// each ready worker that reports its batch size counts it, and as busy the
+// sequences it runs and queues (or this gateway's own on it, when more: the
+// reports lag), at most the batch.
+func Slots(workers []WorkerStatus) (busy, total float64) {
+	for _, w := range workers {
+		if w.State != StateReady || w.Load.MaxBatch <= 0 {
+			continue
+		}
+		used := max(w.Load.Running+w.Load.Waiting, w.InFlight)
+		busy += float64(min(used, w.Load.MaxBatch))
+		total += float64(w.Load.MaxBatch)
+	}
+	return busy, total
+}
+
 // add registers m and follows its load.
 func (s *Scheduler) add(m *member) {
 	m.hash = mix64(hashString(m.name))

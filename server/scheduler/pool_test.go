@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -21,15 +22,15 @@ func blocking(f *fakeEngine) (started chan struct{}, release func()) {
 	started = make(chan struct{}, 100)
 	gate := make(chan struct{})
 	var once sync.Once
-	f.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+	f.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 		started <- struct{}{}
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return worker.Result{FinishReason: worker.FinishCancelled}, nil
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
 		}
-		_ = emit(worker.Delta{Text: "ok", Tokens: 1})
-		return worker.Result{FinishReason: worker.FinishStop}, nil
+		_ = emit(llm.Delta{Text: "ok", Tokens: 1})
+		return llm.Result{FinishReason: llm.FinishStop}, nil
 	})
 	return started, func() { once.Do(func() { close(gate) }) }
 }
@@ -209,8 +210,8 @@ func TestPoolFailoverWhenPrimaryDown(t *testing.T) {
 // reserve.
 func TestPoolRetryGoesToReserve(t *testing.T) {
 	east, west := newFake(4), newFake(4)
-	east.setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
-		return worker.Result{}, context.DeadlineExceeded
+	east.setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+		return llm.Result{}, context.DeadlineExceeded
 	})
 	s, _ := poolScheduler(t, Config{}, east, west)
 	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Scaling signals, after the scaling article's rule (seed 003, stage three):
+// Scaling signals, after the elastic stage's scaling rule (docs/scaling.md):
 // watch the inference queue's wait; above 5 s add an instance, below 1 s
 // reclaim an idle one. Each gateway exports, per pool,
 //

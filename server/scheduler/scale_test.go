@@ -68,7 +68,7 @@ func TestWaitWindowP95(t *testing.T) {
 	}
 }
 
-// The article's rule on one pool of two one-slot workers, on a fake clock:
+// The scaling rule (docs/scaling.md) on one pool of two one-slot workers, on a fake clock:
 // busy then idle for a window → one fewer; a job waiting past 5 s → one
 // more, until that wait leaves the window; the metrics say the same.
 func TestScaleRecommendation(t *testing.T) {

@@ -15,20 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
 // maxAttempts bounds the workers one job is tried on: the first and two retries.
 const maxAttempts = 3
-
-// Priorities of the web tiers, higher first; the API channel's is configured
-// among them.
-const (
-	PriorityFree = 0
-	PriorityPlus = 1
-	PriorityPro  = 2
-	PriorityMax  = 3
-)
 
 // Config sets up a Scheduler. Zero fields take the defaults documented on them.
 type Config struct {
@@ -114,7 +106,7 @@ type Config struct {
 	// plus one while a model's recent queue wait (95th percentile over
 	// ScaleWindow) is over ScaleUpWait, minus one while every wait is under
 	// ScaleDownWait and a worker ran nothing all window (defaults 1 min, 5 s
-	// and 1 s, the scaling article's).
+	// and 1 s: the scaling rule of docs/scaling.md).
 	ScaleWindow, ScaleUpWait, ScaleDownWait time.Duration
 
 	// OnModels, when set, is told the models a worker serves each time its
@@ -184,16 +176,6 @@ func (c Config) withDefaults() Config {
 		c.ScaleDownWait = time.Second
 	}
 	return c
-}
-
-// Job is one generation to place: the request, its priority (higher first:
-// PriorityMax > PriorityPro > PriorityPlus > PriorityFree, the API's from
-// configuration) and its affinity key (the conversation id on the web, a hash
-// of the prompt's first ~1,000 tokens on the API; empty: no affinity).
-type Job struct {
-	Request     worker.Request
-	Priority    int
-	AffinityKey string
 }
 
 // Scheduler places generations on workers. It is safe for concurrent use.
@@ -323,11 +305,11 @@ func (s *Scheduler) AddPoolWorker(poolName, name string, e worker.Engine) {
 // the model's queue when every worker is full, and retries on another worker
 // (at most twice) one that fails before the first token, ejecting it for a
 // while. It returns an error only when the generation never started: the
-// caller's error (worker.ErrInvalidRequest), the context's, or an
+// caller's error (llm.ErrInvalidRequest), the context's, or an
 // apierr.Unavailable with a retry-after when no worker could take it. Once
 // started, how the generation ended is in the Result: a worker failing midway
 // gives FinishError and the usage so far.
-func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (worker.Result, error) {
+func (s *Scheduler) Generate(ctx context.Context, job llm.Job, emit llm.Emit) (llm.Result, error) {
 	j := &pickJob{model: job.Request.Model}
 	if job.AffinityKey != "" {
 		j.key, j.hasKey = hashString(job.AffinityKey), true
@@ -339,19 +321,19 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (wo
 			if lastErr != nil && ctx.Err() == nil {
 				s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", j.model, "err", lastErr)
 			}
-			return worker.Result{}, err
+			return llm.Result{}, err
 		}
 		started := false
 		sent := time.Now()
-		res, err := m.engine.Generate(ctx, job.Request, func(d worker.Delta) error {
+		res, err := m.engine.Generate(ctx, job.Request, func(d llm.Delta) error {
 			if !started {
 				started = true
 				s.firstToken(m, time.Since(sent))
 			}
 			return emit(d)
 		})
-		if err == nil && (started || res.FinishReason != worker.FinishError) {
-			s.release(m, res.FinishReason != worker.FinishError, res.Err)
+		if err == nil && (started || res.FinishReason != llm.FinishError) {
+			s.release(m, res.FinishReason != llm.FinishError, res.Err)
 			return res, nil
 		}
 		if err == nil {
@@ -363,11 +345,11 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (wo
 		switch {
 		case ctx.Err() != nil:
 			s.release(m, true, nil)
-			return worker.Result{}, context.Cause(ctx)
-		case worker.CallerFault(err):
+			return llm.Result{}, context.Cause(ctx)
+		case llm.CallerFault(err):
 			s.release(m, true, nil)
-			return worker.Result{}, err
-		case errors.Is(err, worker.ErrOverloaded), errors.Is(err, worker.ErrUnknownModel):
+			return llm.Result{}, err
+		case errors.Is(err, llm.ErrOverloaded), errors.Is(err, llm.ErrUnknownModel):
 			// Busy or stale about its models: try another, but it is not broken.
 			s.release(m, true, nil)
 		default:
@@ -379,7 +361,7 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (wo
 		if attempt >= s.cfg.MaxRetries {
 			s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", j.model, "attempts", attempt+1, "err", err)
 			s.metrics.rejections.WithLabelValues("failed").Inc()
-			return worker.Result{}, apierr.Unavailable("no worker could run the generation", s.cfg.RetryAfter)
+			return llm.Result{}, apierr.Unavailable("no worker could run the generation", s.cfg.RetryAfter)
 		}
 		s.metrics.retries.Inc()
 	}
@@ -388,12 +370,12 @@ func (s *Scheduler) Generate(ctx context.Context, job Job, emit worker.Emit) (wo
 // Embed runs a batch of embeddings on a worker that serves req.Model,
 // picked, queued and retried as Generate's are (an embedding batch holds one
 // of the worker's slots while it runs).
-func (s *Scheduler) Embed(ctx context.Context, req worker.EmbedRequest, priority int) (worker.EmbedResult, error) {
+func (s *Scheduler) Embed(ctx context.Context, req llm.EmbedRequest, priority int) (llm.EmbedResult, error) {
 	j := &pickJob{model: req.Model}
 	for attempt := 0; ; attempt++ {
 		m, err := s.acquire(ctx, j, priority)
 		if err != nil {
-			return worker.EmbedResult{}, err
+			return llm.EmbedResult{}, err
 		}
 		res, err := m.engine.Embed(ctx, req)
 		switch {
@@ -402,11 +384,11 @@ func (s *Scheduler) Embed(ctx context.Context, req worker.EmbedRequest, priority
 			return res, nil
 		case ctx.Err() != nil:
 			s.release(m, true, nil)
-			return worker.EmbedResult{}, context.Cause(ctx)
-		case worker.CallerFault(err):
+			return llm.EmbedResult{}, context.Cause(ctx)
+		case llm.CallerFault(err):
 			s.release(m, true, nil)
-			return worker.EmbedResult{}, err
-		case errors.Is(err, worker.ErrOverloaded), errors.Is(err, worker.ErrUnknownModel):
+			return llm.EmbedResult{}, err
+		case errors.Is(err, llm.ErrOverloaded), errors.Is(err, llm.ErrUnknownModel):
 			s.release(m, true, nil)
 		default:
 			s.release(m, false, err)
@@ -416,7 +398,7 @@ func (s *Scheduler) Embed(ctx context.Context, req worker.EmbedRequest, priority
 		if attempt >= s.cfg.MaxRetries {
 			s.logger.WarnContext(ctx, "embeddings failed on every worker tried", "model", j.model, "attempts", attempt+1, "err", err)
 			s.metrics.rejections.WithLabelValues("failed").Inc()
-			return worker.EmbedResult{}, apierr.Unavailable("no worker could embed the inputs", s.cfg.RetryAfter)
+			return llm.EmbedResult{}, apierr.Unavailable("no worker could embed the inputs", s.cfg.RetryAfter)
 		}
 		s.metrics.retries.Inc()
 	}

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -92,7 +93,7 @@ type blocker struct {
 
 func newBlocker(f *fakeEngine) *blocker {
 	b := &blocker{release: make(chan struct{}), started: make(chan struct{}, 100)}
-	f.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+	f.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 		b.mu.Lock()
 		b.order = append(b.order, int(*req.Seed))
 		b.mu.Unlock()
@@ -100,15 +101,15 @@ func newBlocker(f *fakeEngine) *blocker {
 		select {
 		case <-b.release:
 		case <-ctx.Done():
-			return worker.Result{FinishReason: worker.FinishCancelled}, nil
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
 		}
-		_ = emit(worker.Delta{Text: "x", Tokens: 1})
-		return worker.Result{FinishReason: worker.FinishStop}, nil
+		_ = emit(llm.Delta{Text: "x", Tokens: 1})
+		return llm.Result{FinishReason: llm.FinishStop}, nil
 	})
 	return b
 }
 
-func seeded(priority int, tag int64) Job {
+func seeded(priority int, tag int64) llm.Job {
 	j := job("", priority)
 	j.Request.Seed = &tag
 	return j
@@ -119,7 +120,7 @@ func TestTierOrderUnderSaturation(t *testing.T) {
 	b := newBlocker(w)
 	s := newScheduler(t, Config{}, w)
 	var wg sync.WaitGroup
-	run := func(j Job) {
+	run := func(j llm.Job) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -128,10 +129,10 @@ func TestTierOrderUnderSaturation(t *testing.T) {
 			}
 		}()
 	}
-	run(seeded(PriorityFree, 100)) // takes the only slot
+	run(seeded(llm.PriorityFree, 100)) // takes the only slot
 	<-b.started
 	// Arrivals: Free, Plus, Max, Pro, Free, Max — each queued before the next.
-	arrivals := []struct{ p, tag int }{{PriorityFree, 1}, {PriorityPlus, 2}, {PriorityMax, 3}, {PriorityPro, 4}, {PriorityFree, 5}, {PriorityMax, 6}}
+	arrivals := []struct{ p, tag int }{{llm.PriorityFree, 1}, {llm.PriorityPlus, 2}, {llm.PriorityMax, 3}, {llm.PriorityPro, 4}, {llm.PriorityFree, 5}, {llm.PriorityMax, 6}}
 	for i, a := range arrivals {
 		run(seeded(a.p, int64(a.tag)))
 		eventually(t, "queued", func() bool { return s.queued("m") == i+1 })
@@ -151,19 +152,19 @@ func TestRejectPastQueueBound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errs := make(chan error, 10)
-	run := func(j Job) {
+	run := func(j llm.Job) {
 		go func() {
 			_, err := s.Generate(ctx, j, discard)
 			errs <- err
 		}()
 	}
-	run(seeded(PriorityFree, 0))
+	run(seeded(llm.PriorityFree, 0))
 	<-b.started
-	run(seeded(PriorityFree, 1))
-	run(seeded(PriorityPro, 2))
+	run(seeded(llm.PriorityFree, 1))
+	run(seeded(llm.PriorityPro, 2))
 	eventually(t, "queue full", func() bool { return s.queued("m") == 2 })
 
-	_, err := s.Generate(ctx, seeded(PriorityFree, 3), discard)
+	_, err := s.Generate(ctx, seeded(llm.PriorityFree, 3), discard)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("past the bound: %v, want unavailable", err)
 	}
@@ -171,7 +172,7 @@ func TestRejectPastQueueBound(t *testing.T) {
 		t.Errorf("retry-after = %v, %v; want 3s", d, ok)
 	}
 	// A higher tier pushes the lowest, latest waiter out rather than being refused.
-	run(seeded(PriorityMax, 4))
+	run(seeded(llm.PriorityMax, 4))
 	if err := <-errs; connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Errorf("pushed-out Free job: %v, want unavailable", err)
 	}
@@ -211,13 +212,13 @@ func TestQueueWaitBound(t *testing.T) {
 
 func TestFailoverBeforeFirstToken(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8)}
-	ws[0].setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
-		return worker.Result{}, errors.New("connection refused")
+	ws[0].setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+		return llm.Result{}, errors.New("connection refused")
 	})
 	s := newScheduler(t, Config{}, ws...)
 	var text string
-	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), func(d worker.Delta) error { text += d.Text; return nil })
-	if err != nil || res.FinishReason != worker.FinishStop || text != "ok" {
+	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), func(d llm.Delta) error { text += d.Text; return nil })
+	if err != nil || res.FinishReason != llm.FinishStop || text != "ok" {
 		t.Fatalf("got %+v, %v, %q; want the second worker's answer", res, err, text)
 	}
 	if ws[0].calls.Load() != 1 || ws[1].calls.Load() != 1 {
@@ -229,11 +230,11 @@ func TestFailoverBeforeFirstToken(t *testing.T) {
 	}
 
 	// The caller's own fault is not retried and ejects nobody.
-	ws[1].setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
-		return worker.Result{}, fmt.Errorf("%w: no messages", worker.ErrInvalidRequest)
+	ws[1].setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+		return llm.Result{}, fmt.Errorf("%w: no messages", llm.ErrInvalidRequest)
 	})
 	_, err = s.Generate(context.Background(), job("", 0), discard)
-	if !errors.Is(err, worker.ErrInvalidRequest) || ws[1].calls.Load() != 2 || s.Workers()[1].State != StateReady {
+	if !errors.Is(err, llm.ErrInvalidRequest) || ws[1].calls.Load() != 2 || s.Workers()[1].State != StateReady {
 		t.Errorf("invalid request: %v after %d calls, state %s", err, ws[1].calls.Load(), s.Workers()[1].State)
 	}
 }
@@ -241,8 +242,8 @@ func TestFailoverBeforeFirstToken(t *testing.T) {
 func TestAtMostTwoRetries(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8), newFake(8), newFake(8)}
 	for _, w := range ws {
-		w.setGen(func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
-			return worker.Result{}, errors.New("boom")
+		w.setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+			return llm.Result{}, errors.New("boom")
 		})
 	}
 	s := newScheduler(t, Config{}, ws...)
@@ -262,15 +263,15 @@ func TestAtMostTwoRetries(t *testing.T) {
 func TestNoRetryAfterFirstToken(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8)}
 	s := newScheduler(t, Config{}, ws...)
-	ws[0].setGen(func(ctx context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
-		_ = emit(worker.Delta{Text: "half", Tokens: 1})
-		return worker.Result{FinishReason: worker.FinishError, Usage: worker.Usage{PromptTokens: 5, CompletionTokens: 1}, Err: errors.New("gpu fell off the bus")}, nil
+	ws[0].setGen(func(ctx context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+		_ = emit(llm.Delta{Text: "half", Tokens: 1})
+		return llm.Result{FinishReason: llm.FinishError, Usage: llm.Usage{PromptTokens: 5, CompletionTokens: 1}, Err: errors.New("gpu fell off the bus")}, nil
 	})
 	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FinishReason != worker.FinishError || res.Usage.CompletionTokens != 1 || res.Err == nil {
+	if res.FinishReason != llm.FinishError || res.Usage.CompletionTokens != 1 || res.Err == nil {
 		t.Errorf("result = %+v, want finish error with the usage so far", res)
 	}
 	if ws[1].calls.Load() != 0 {
@@ -289,14 +290,14 @@ func TestEjectionBackoff(t *testing.T) {
 	w := newFake(8)
 	fail := true
 	var fmu sync.Mutex
-	w.setGen(func(_ context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
+	w.setGen(func(_ context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
 		fmu.Lock()
 		defer fmu.Unlock()
 		if fail {
-			return worker.Result{}, errors.New("down")
+			return llm.Result{}, errors.New("down")
 		}
-		_ = emit(worker.Delta{Text: "ok", Tokens: 1})
-		return worker.Result{FinishReason: worker.FinishStop}, nil
+		_ = emit(llm.Delta{Text: "ok", Tokens: 1})
+		return llm.Result{FinishReason: llm.FinishStop}, nil
 	})
 	s := newScheduler(t, Config{Now: clock, EjectBase: time.Second, EjectMax: 3 * time.Second, MaxQueueWait: time.Millisecond}, w)
 
@@ -360,7 +361,7 @@ func TestQueuedJobRunsWhenWorkerConnects(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Generate(context.Background(), Job{Request: worker.Request{Model: "other"}}, discard); connect.CodeOf(err) != connect.CodeUnavailable {
+	if _, err := s.Generate(context.Background(), llm.Job{Request: llm.Request{Model: "other"}}, discard); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Errorf("unserved model: %v, want unavailable at once", err)
 	}
 }
@@ -439,13 +440,13 @@ func TestUnknownCapacityAdmitsByMeasuredQueueing(t *testing.T) {
 	w := newFake(0)
 	started := make(chan struct{}, 1000)
 	release := make(chan struct{})
-	w.setGen(func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 		started <- struct{}{}
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return worker.Result{FinishReason: worker.FinishStop}, nil
+		return llm.Result{FinishReason: llm.FinishStop}, nil
 	})
 	s := newScheduler(t, Config{QueueLimit: 10}, w)
 	const n = 300 // past the old fixed cap of 64

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/scheduler"
-	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/server/worker/sim"
 )
 
@@ -93,16 +93,16 @@ func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResul
 			defer wg.Done()
 			time.Sleep(at)
 			crng := rand.New(rand.NewPCG(seed, 7))
-			msgs := []worker.ChatMessage{{Role: "system", Parts: []worker.Part{{Text: document(crng, 600)}}}}
+			msgs := []llm.ChatMessage{{Role: "system", Parts: []llm.Part{{Text: document(crng, 600)}}}}
 			for turn := range turns {
-				msgs = append(msgs, worker.ChatMessage{Role: "user", Parts: []worker.Part{{Text: document(crng, 40)}}})
+				msgs = append(msgs, llm.ChatMessage{Role: "user", Parts: []llm.Part{{Text: document(crng, 40)}}})
 				var answer strings.Builder
 				sent := time.Now()
 				var first time.Duration
-				res, err := s.Generate(context.Background(), scheduler.Job{
-					Request:     worker.Request{Model: "sim-small", Messages: msgs, MaxTokens: 120, Seed: ptr(int64(turn))},
+				res, err := s.Generate(context.Background(), llm.Job{
+					Request:     llm.Request{Model: "sim-small", Messages: msgs, MaxTokens: 120, Seed: ptr(int64(turn))},
 					AffinityKey: fmt.Sprint("conv-", c),
-				}, func(d worker.Delta) error {
+				}, func(d llm.Delta) error {
 					text := d.Text
 					if first == 0 {
 						first = time.Since(sent)
@@ -121,7 +121,7 @@ func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResul
 				cached += res.Usage.CachedTokens
 				completion += res.Usage.CompletionTokens
 				mu.Unlock()
-				msgs = append(msgs, worker.ChatMessage{Role: "assistant", Parts: []worker.Part{{Text: answer.String()}}})
+				msgs = append(msgs, llm.ChatMessage{Role: "assistant", Parts: []llm.Part{{Text: answer.String()}}})
 				time.Sleep(time.Duration(crng.ExpFloat64() * float64(time.Second) * timeScale)) // the person reads and types
 			}
 		}()

@@ -127,8 +127,11 @@ func (k APIKey) Usable(now time.Time) bool {
 	return k.RevokedAt.IsZero() && now.Before(k.ExpiresAt)
 }
 
-// Accounts stores users, browser sessions and API keys.
+// Accounts stores users, browser sessions, API keys and sign-up
+// invitations.
 type Accounts interface {
+	Invitations
+
 	// CreateUser stores u. It returns ErrConflict if the ID or the email
 	// (compared case-insensitively) is taken.
 	CreateUser(ctx context.Context, u User) error

@@ -47,6 +47,27 @@ type Attachment struct {
 	CreatedAt time.Time
 	// ExpiresAt is when the attachment may be garbage-collected.
 	ExpiresAt time.Time
+	// Purpose, when set, makes the attachment a file (FileService,
+	// /v1/files): it is listed as one, and it is kept until its owner
+	// deletes it or DeleteAt passes, whether a message references it or
+	// not. Empty for an attachment uploaded for a message.
+	Purpose string
+	// DeleteAt, when set, is when a file is deleted, bytes and record (its
+	// expires_after); zero: kept until its owner deletes it.
+	DeleteAt time.Time
+}
+
+// FileQuery selects a page of a user's files (attachments with a purpose),
+// ordered by ID, which follows creation time (UUIDv7).
+type FileQuery struct {
+	// Purpose, when set, keeps only the files of that purpose.
+	Purpose string
+	// After, when set, starts the page after the file of that ID.
+	After string
+	// Ascending orders oldest first; otherwise newest first.
+	Ascending bool
+	// Limit is the most files returned (positive).
+	Limit int
 }
 
 // AttachmentResult is the outcome of verifying an upload.
@@ -85,4 +106,30 @@ type Attachments interface {
 	// has passed as failed ("the upload was not completed in time"), which
 	// frees its quota, and returns them so their bytes can be deleted.
 	ExpireUploads(ctx context.Context, now time.Time) ([]Attachment, error)
+	// Reference marks the user's attachments ids as referenced by a message
+	// (call it before the message is saved): a referenced attachment is
+	// never claimed by ClaimUnreferenced. It returns ErrNotFound, marking
+	// nothing, if any of them is unknown, another user's, or claimed for
+	// deletion. Marking an attachment again is a no-op.
+	Reference(ctx context.Context, userID string, ids []string, at time.Time) error
+	// ListFiles returns a page of the user's files (attachments with a
+	// purpose), claimed ones left out.
+	ListFiles(ctx context.Context, userID string, q FileQuery) ([]Attachment, error)
+	// ClaimUnreferenced claims for deletion at most limit attachments that
+	// have no purpose (files are kept until deleted or DeleteAt), are ready
+	// or failed, were created at or before createdBefore, and were never
+	// referenced: from then on they are hidden (Get, Delete and
+	// Reference report them as ErrNotFound) and count against no quota. An
+	// attachment claimed at or before reclaimBefore (its sweeper died, or
+	// could not delete its bytes) is claimed again. Claims are atomic: of
+	// several callers at once, each claims different attachments. The
+	// caller deletes their bytes, then Purge removes them.
+	ClaimUnreferenced(ctx context.Context, now, createdBefore, reclaimBefore time.Time, limit int) ([]Attachment, error)
+	// ClaimExpired claims for deletion, as ClaimUnreferenced does, at most
+	// limit attachments whose DeleteAt is at or before now, whatever their
+	// status and references.
+	ClaimExpired(ctx context.Context, now, reclaimBefore time.Time, limit int) ([]Attachment, error)
+	// Purge removes a claimed attachment's record; an ID that names none
+	// (another sweeper purged it) is not an error.
+	Purge(ctx context.Context, id string) error
 }

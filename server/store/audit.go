@@ -26,6 +26,12 @@ const (
 	// AuditBalanceAdjusted records an operator's top-up or correction of a
 	// balance (Detail: delta_nanos, reason, by, balance_nanos).
 	AuditBalanceAdjusted = "balance_adjusted"
+	// AuditInvitationCreated records an admin issuing a sign-up invitation
+	// (filed under the admin; Detail: invitation_id, prefix, max_uses, note).
+	AuditInvitationCreated = "invitation_created"
+	// AuditInvitationRevoked records an admin revoking one (Detail:
+	// invitation_id, prefix).
+	AuditInvitationRevoked = "invitation_revoked"
 )
 
 // AuditEvent is one security-relevant event. It never holds a secret.

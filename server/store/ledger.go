@@ -75,7 +75,7 @@ type Ledger interface {
 	// reservation to available, and stores the request's usage record in
 	// the same transaction: the charge and its record commit together or
 	// not at all, so no charge is ever without its record, whatever crashes
-	// (DESIGN.md §5). The record is stored with CostNanos set to what was
+	// (docs/architecture.md, Data). The record is stored with CostNanos set to what was
 	// charged and UserID to the reservation's user, into the Usage store's
 	// table when it lives in the ledger's database, else into the
 	// UsageOutbox.

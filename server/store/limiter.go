@@ -75,3 +75,22 @@ func CheckTake(key string, limit int64, window time.Duration, n int64) error {
 	}
 	return nil
 }
+
+// SavedBucket is one token bucket as a Limiter that lives in process saves
+// it, so that a restart does not refill what was taken: Tokens whole units
+// plus Frac/Window of one, as of Last (unix nanoseconds).
+type SavedBucket struct {
+	Key           string
+	Limit, Window int64 // Window in nanoseconds
+	Tokens        int64
+	Frac          uint64 // below Window
+	Last          int64
+}
+
+// LimiterSaver keeps an in-process Limiter's buckets across restarts (the
+// embedded database): SaveBuckets replaces what was saved with bs, and
+// LoadBuckets returns it.
+type LimiterSaver interface {
+	SaveBuckets(ctx context.Context, bs []SavedBucket) error
+	LoadBuckets(ctx context.Context) ([]SavedBucket, error)
+}

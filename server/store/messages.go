@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // Part is one piece of a message's content: text, a reference to an
@@ -18,9 +20,13 @@ type Part struct {
 	// received it: already fitted, so it is small.
 	Image *Image `json:"image,omitempty"`
 	// ToolCall is a call the model made, in an assistant message.
-	ToolCall *ToolCall `json:"tool_call,omitempty"`
+	ToolCall *llm.ToolCall `json:"tool_call,omitempty"`
 	// ToolResult is a tool's answer to a call, in a "tool" message.
-	ToolResult *ToolResult `json:"tool_result,omitempty"`
+	ToolResult *llm.ToolResult `json:"tool_result,omitempty"`
+	// Reasoning is a model's reasoning before or between its answer's
+	// parts (models that reason), kept so a stored answer reads back as
+	// it streamed; no prompt includes it.
+	Reasoning string `json:"reasoning,omitempty"`
 	// Meta is JSON a surface keeps with the message that is not content:
 	// the model never sees it (the Responses API keeps a response's
 	// settings and its place in a chain here).
@@ -33,20 +39,6 @@ type Image struct {
 	MimeType string `json:"mime_type"`
 	Width    int    `json:"width"`
 	Height   int    `json:"height"`
-}
-
-// ToolCall is a function call the model made: the id the result answers,
-// the function's name and its arguments (a JSON object in a string).
-type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// ToolResult is the caller's answer to the tool call ToolCallID.
-type ToolResult struct {
-	ToolCallID string `json:"tool_call_id"`
-	Content    string `json:"content"`
 }
 
 // Message is one turn of a conversation.

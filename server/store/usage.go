@@ -46,6 +46,9 @@ type UsageRecord struct {
 	// CacheHit marks an answer served from the response cache (no GPU
 	// work), charged at the model's cache-hit price.
 	CacheHit bool
+	// RequestedModel is the name the client asked for when it was an alias
+	// of Model (the model that served and priced it); empty otherwise.
+	RequestedModel string
 }
 
 // Usage stores usage records: in the ledger's database, written by

@@ -3,7 +3,7 @@
 //
 // A usage record is never held in memory on its way: Ledger.Settle commits
 // it with its charge, in one transaction, into the usage_outbox table of the
-// ledger's database (DESIGN.md §5). The Relay ships the outbox to the Usage
+// ledger's database (docs/architecture.md, Data). The Relay ships the outbox to the Usage
 // store in batches and deletes what the store acknowledged, so a record
 // survives a gateway's kill -9 (it is a committed row) and an outage of the
 // Usage store (it waits, the relay retries with back-off), and nothing is

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parleyhq/parley/server/internal/wait"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/sqlite"
 	"github.com/parleyhq/parley/server/usage"
@@ -56,13 +57,7 @@ func (f *flaky) count() int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, what, cond)
 }
 
 // Records settled while the Usage store is down wait in the outbox (the

@@ -37,10 +37,48 @@ type Handler struct {
 	once  sync.Once
 	files map[string]*file
 	err   error
+	csp   string
+	hsts  string
+}
+
+// Options are what a deployment adds to the page's security headers.
+type Options struct {
+	// Origins are the other origins the app talks to (scheme://host[:port]),
+	// such as the S3 endpoint that presigned upload and download URLs name:
+	// the page's Content-Security-Policy lets it fetch from and show images
+	// of these, and of its own origin, only.
+	Origins []string
+	// HSTSMaxAge, when positive, sends Strict-Transport-Security with this
+	// max-age (in seconds) on the page; set it only where the gateway is
+	// served over TLS, since browsers then refuse plain HTTP to the host.
+	HSTSMaxAge int
 }
 
 // New returns the handler of the embedded build.
-func New() *Handler { return &Handler{} }
+func New(o Options) *Handler {
+	h := &Handler{csp: ContentSecurityPolicy(o.Origins...)}
+	if o.HSTSMaxAge > 0 {
+		h.hsts = "max-age=" + strconv.Itoa(o.HSTSMaxAge) + "; includeSubDomains"
+	}
+	return h
+}
+
+// ContentSecurityPolicy is the policy of every page Parley serves: scripts
+// from its own origin only (no inline script, no eval), no plugins, no
+// <base> rewriting, never framed. Styles allow inline attributes because
+// KaTeX lays out math with style attributes; images allow data: and blob:
+// URLs, which the app uses for its icon and for previews of files being
+// uploaded. origins are added to connect-src and img-src.
+func ContentSecurityPolicy(origins ...string) string {
+	extra := ""
+	for _, o := range origins {
+		extra += " " + o
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:" + extra +
+		"; font-src 'self' data:; connect-src 'self'" + extra +
+		"; media-src 'self' blob:" + extra +
+		"; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
 
 func (h *Handler) load() {
 	sub, err := fs.Sub(dist, "dist")
@@ -126,6 +164,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Cache-Control", "no-cache")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Content-Security-Policy", h.csp)
+	}
+	if h.hsts != "" {
+		hd.Set("Strict-Transport-Security", h.hsts)
 	}
 	body := f.body
 	if f.gz != nil {

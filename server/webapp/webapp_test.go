@@ -21,7 +21,7 @@ func get(t *testing.T, h http.Handler, method, target string, hdr map[string]str
 }
 
 func TestServesTheApp(t *testing.T) {
-	h := New()
+	h := New(Options{})
 	res := get(t, h, "GET", "/", nil)
 	body, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "<title>Parley</title>") {
@@ -70,7 +70,7 @@ func TestServesTheApp(t *testing.T) {
 }
 
 func TestSPAFallbackAndMisses(t *testing.T) {
-	h := New()
+	h := New(Options{})
 	for _, p := range []string{"/c/0190abcd", "/keys", "/index.html"} {
 		res := get(t, h, "GET", p, nil)
 		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
@@ -84,5 +84,36 @@ func TestSPAFallbackAndMisses(t *testing.T) {
 		if res := get(t, h, c.method, c.path, nil); res.StatusCode != http.StatusNotFound {
 			t.Errorf("%s %s: %d, want 404", c.method, c.path, res.StatusCode)
 		}
+	}
+}
+
+func TestEveryPageCarriesTheSecurityPolicy(t *testing.T) {
+	h := New(Options{Origins: []string{"https://s3.example.test"}})
+	for _, p := range []string{"/", "/c/0190abcd", "/share/abc", "/index.html"} {
+		res := get(t, h, "GET", p, nil)
+		csp := res.Header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'self'", "script-src 'self';", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'",
+			"connect-src 'self' https://s3.example.test", "img-src 'self' data: blob: https://s3.example.test"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: Content-Security-Policy %q lacks %q", p, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-eval") || strings.Contains(strings.SplitN(strings.SplitN(csp, "script-src", 2)[1], ";", 2)[0], "unsafe-inline") {
+			t.Errorf("GET %s: scripts not restricted: %q", p, csp)
+		}
+		if hsts := res.Header.Get("Strict-Transport-Security"); hsts != "" {
+			t.Errorf("GET %s: HSTS %q without the option", p, hsts)
+		}
+	}
+	// The page itself has no inline script for the policy to refuse.
+	body, _ := io.ReadAll(get(t, h, "GET", "/", nil).Body)
+	for _, tag := range strings.Split(string(body), "<script")[1:] {
+		if end := strings.Index(tag, ">"); end < 0 || !strings.Contains(tag[:end], "src=") {
+			t.Errorf("index.html has an inline script: <script%.80s", tag)
+		}
+	}
+	tls := New(Options{HSTSMaxAge: 31536000})
+	if hsts := get(t, tls, "GET", "/", nil).Header.Get("Strict-Transport-Security"); hsts != "max-age=31536000; includeSubDomains" {
+		t.Errorf("HSTS %q", hsts)
 	}
 }

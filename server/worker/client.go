@@ -15,6 +15,7 @@ import (
 
 	workerv1 "github.com/parleyhq/parley/gen/parley/worker/v1"
 	"github.com/parleyhq/parley/gen/parley/worker/v1/workerv1connect"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
 )
 
@@ -256,12 +257,12 @@ func (r *Remote) notifyLocked() {
 // ErrOverloaded or ErrUpstreamTimeout where the worker said so); after it, the
 // Result ends in FinishError with the usage so far, the prompt estimated by the
 // tokenizer.
-func (r *Remote) Generate(ctx context.Context, req Request, emit Emit) (Result, error) {
+func (r *Remote) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := r.client.Generate(callCtx, connect.NewRequest(requestToProto(req, "")))
 	if err != nil {
-		return Result{}, r.startError(ctx, err)
+		return llm.Result{}, r.startError(ctx, err)
 	}
 	defer stream.Close()
 	var (
@@ -275,10 +276,10 @@ func (r *Remote) Generate(ctx context.Context, req Request, emit Emit) (Result, 
 			completion += int(k.Delta.GetTokens())
 			if err := emit(deltaFromProto(k.Delta)); err != nil {
 				cancel()
-				return Result{FinishReason: FinishCancelled, Usage: partialUsage(req, completion), Err: err}, nil
+				return llm.Result{FinishReason: llm.FinishCancelled, Usage: partialUsage(req, completion), Err: err}, nil
 			}
 		case *workerv1.GenerateResponse_Finished:
-			res := Result{FinishReason: finishFromProto(k.Finished.GetFinishReason()), Usage: usageFromProto(k.Finished.GetUsage())}
+			res := llm.Result{FinishReason: finishFromProto(k.Finished.GetFinishReason()), Usage: usageFromProto(k.Finished.GetUsage())}
 			if msg := k.Finished.GetErrorMessage(); msg != "" {
 				res.Err = errors.New(msg)
 			}
@@ -290,28 +291,28 @@ func (r *Remote) Generate(ctx context.Context, req Request, emit Emit) (Result, 
 		err = errors.New("worker: generate stream ended without a finish")
 	}
 	if !started {
-		return Result{}, r.startError(ctx, err)
+		return llm.Result{}, r.startError(ctx, err)
 	}
 	if ctx.Err() != nil {
-		return Result{FinishReason: FinishCancelled, Usage: partialUsage(req, completion), Err: context.Cause(ctx)}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled, Usage: partialUsage(req, completion), Err: context.Cause(ctx)}, nil
 	}
-	return Result{FinishReason: FinishError, Usage: partialUsage(req, completion), Err: err}, nil
+	return llm.Result{FinishReason: llm.FinishError, Usage: partialUsage(req, completion), Err: err}, nil
 }
 
 // Embed runs one batch of embeddings on the worker; errors match the
 // sentinels the worker's code stands for, as Generate's do.
-func (r *Remote) Embed(ctx context.Context, req EmbedRequest) (EmbedResult, error) {
+func (r *Remote) Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResult, error) {
 	res, err := r.client.Embed(ctx, connect.NewRequest(&workerv1.EmbedRequest{
 		RequestId: req.ID, Model: req.Model, Inputs: req.Inputs, Dimensions: int32(req.Dimensions)}))
 	if err != nil {
-		return EmbedResult{}, r.startError(ctx, err)
+		return llm.EmbedResult{}, r.startError(ctx, err)
 	}
-	out := EmbedResult{Usage: usageFromProto(res.Msg.GetUsage()), Vectors: make([][]float32, len(res.Msg.GetVectors()))}
+	out := llm.EmbedResult{Usage: usageFromProto(res.Msg.GetUsage()), Vectors: make([][]float32, len(res.Msg.GetVectors()))}
 	for i, v := range res.Msg.GetVectors() {
 		out.Vectors[i] = v.GetValues()
 	}
 	if len(out.Vectors) != len(req.Inputs) {
-		return EmbedResult{}, fmt.Errorf("worker: %d vectors for %d inputs", len(out.Vectors), len(req.Inputs))
+		return llm.EmbedResult{}, fmt.Errorf("worker: %d vectors for %d inputs", len(out.Vectors), len(req.Inputs))
 	}
 	return out, nil
 }
@@ -325,17 +326,17 @@ func (r *Remote) startError(ctx context.Context, err error) error {
 
 // partialUsage is the usage of a generation the worker never finished: the
 // completion tokens it streamed and the prompt counted here, an estimate.
-func partialUsage(req Request, completion int) Usage {
-	return Usage{PromptTokens: EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
+func partialUsage(req llm.Request, completion int) llm.Usage {
+	return llm.Usage{PromptTokens: EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
 }
 
 // EstimatePromptTokens counts the text of req's tools and messages with the
 // process's tokenizer (documents and tool calls included, images at a flat
 // 765, OpenAI's 1024×1024 high-detail cost): the prompt's size when the engine
 // reports none.
-func EstimatePromptTokens(req Request) int {
+func EstimatePromptTokens(req llm.Request) int {
 	tok := tokenize.Default()
-	n := tok.Count(ToolsPrompt(req.Tools))
+	n := tok.Count(llm.ToolsPrompt(req.Tools))
 	for _, m := range req.Messages {
 		n += 4 + tok.Count(m.Role) // the chat template's role tag and separators
 		for _, p := range m.Parts {

@@ -12,6 +12,7 @@ import (
 
 	workerv1 "github.com/parleyhq/parley/gen/parley/worker/v1"
 	"github.com/parleyhq/parley/gen/parley/worker/v1/workerv1connect"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // Service serves parley.worker.v1.WorkerService from an Engine: the GPU host's
@@ -79,16 +80,16 @@ func NewWorkerID() string {
 // client maps back to the engine's sentinel error.
 func (s *Service) Generate(ctx context.Context, req *connect.Request[workerv1.GenerateRequest], stream *connect.ServerStream[workerv1.GenerateResponse]) error {
 	if req.Msg.GetMaxTokens() < 0 {
-		return connect.NewError(connect.CodeInvalidArgument, ErrInvalidRequest)
+		return connect.NewError(connect.CodeInvalidArgument, llm.ErrInvalidRequest)
 	}
-	res, err := s.Engine.Generate(ctx, requestFromProto(req.Msg), func(d Delta) error {
+	res, err := s.Engine.Generate(ctx, requestFromProto(req.Msg), func(d llm.Delta) error {
 		return stream.Send(&workerv1.GenerateResponse{Kind: &workerv1.GenerateResponse_Delta{Delta: deltaToProto(d)}})
 	})
 	if err != nil {
 		return errorToConnect(err)
 	}
 	fin := &workerv1.Finished{FinishReason: finishToProto(res.FinishReason), Usage: usageToProto(res.Usage)}
-	if res.FinishReason == FinishError && res.Err != nil {
+	if res.FinishReason == llm.FinishError && res.Err != nil {
 		fin.ErrorMessage = res.Err.Error()
 	}
 	return stream.Send(&workerv1.GenerateResponse{Kind: &workerv1.GenerateResponse_Finished{Finished: fin}})
@@ -126,7 +127,7 @@ func (s *Service) Load(ctx context.Context, req *connect.Request[workerv1.LoadRe
 
 // Embed runs one batch of embeddings on the engine.
 func (s *Service) Embed(ctx context.Context, req *connect.Request[workerv1.EmbedRequest]) (*connect.Response[workerv1.EmbedResponse], error) {
-	res, err := s.Engine.Embed(ctx, EmbedRequest{ID: req.Msg.GetRequestId(), Model: req.Msg.GetModel(),
+	res, err := s.Engine.Embed(ctx, llm.EmbedRequest{ID: req.Msg.GetRequestId(), Model: req.Msg.GetModel(),
 		Inputs: req.Msg.GetInputs(), Dimensions: int(req.Msg.GetDimensions())})
 	if err != nil {
 		return nil, errorToConnect(err)

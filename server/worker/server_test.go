@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/internal/wait"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
 // fakeEngine is an Engine whose generations the test scripts.
 type fakeEngine struct {
-	generate func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error)
+	generate func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error)
 
 	mu      sync.Mutex
 	load    worker.LoadReport
@@ -29,16 +31,16 @@ func (f *fakeEngine) Models() []worker.ModelInfo {
 	return []worker.ModelInfo{{ID: "m1", DisplayName: "Model one", ContextWindow: 1000, MaxOutputTokens: 100}}
 }
 
-func (f *fakeEngine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+func (f *fakeEngine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	return f.generate(ctx, req, emit)
 }
 
 // Embed gives each input the vector (length, 1), or fails for model "bad".
-func (f *fakeEngine) Embed(_ context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
+func (f *fakeEngine) Embed(_ context.Context, req llm.EmbedRequest) (llm.EmbedResult, error) {
 	if req.Model != "m1" {
-		return worker.EmbedResult{}, worker.ErrUnknownModel
+		return llm.EmbedResult{}, llm.ErrUnknownModel
 	}
-	out := worker.EmbedResult{Usage: worker.Usage{PromptTokens: len(req.Inputs)}}
+	out := llm.EmbedResult{Usage: llm.Usage{PromptTokens: len(req.Inputs)}}
 	for _, in := range req.Inputs {
 		out.Vectors = append(out.Vectors, []float32{float32(len(in)), 1})
 	}
@@ -83,41 +85,35 @@ func serveWorker(t *testing.T, engine worker.Engine) (*httptest.Server, *worker.
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 5*time.Second, what, cond)
 }
 
 func TestGenerateRoundTrip(t *testing.T) {
 	eng := newFakeEngine()
-	eng.generate = func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+	eng.generate = func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 		if req.Model != "m1" || req.MaxTokens != 10 || len(req.Messages) != 1 || req.Messages[0].Parts[1].Document.Text != "doc text" {
-			return worker.Result{}, errors.New("request mangled on the wire")
+			return llm.Result{}, errors.New("request mangled on the wire")
 		}
 		for _, d := range []string{"Hello", ",", " world"} {
-			if err := emit(worker.Delta{Text: d, Tokens: 1}); err != nil {
-				return worker.Result{FinishReason: worker.FinishCancelled}, nil
+			if err := emit(llm.Delta{Text: d, Tokens: 1}); err != nil {
+				return llm.Result{FinishReason: llm.FinishCancelled}, nil
 			}
 		}
-		return worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 4}}, nil
+		return llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 4}}, nil
 	}
 	_, remote := serveWorker(t, eng)
 	var got string
-	res, err := remote.Generate(context.Background(), worker.Request{
+	res, err := remote.Generate(context.Background(), llm.Request{
 		ID: "r1", Model: "m1", MaxTokens: 10,
-		Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hi"}, {Document: &worker.Document{Filename: "a.pdf", Text: "doc text"}}}}},
-	}, func(d worker.Delta) error { got += d.Text; return nil })
+		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hi"}, {Document: &llm.Document{Filename: "a.pdf", Text: "doc text"}}}}},
+	}, func(d llm.Delta) error { got += d.Text; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != "Hello, world" {
 		t.Errorf("text = %q", got)
 	}
-	want := worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 4}}
+	want := llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 4}}
 	if res != want {
 		t.Errorf("result = %+v, want %+v", res, want)
 	}
@@ -135,26 +131,26 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 		err      error
 		sentinel error
 	}{
-		{worker.ErrUnknownModel, worker.ErrUnknownModel},
-		{worker.ErrInvalidRequest, worker.ErrInvalidRequest},
-		{&worker.UpstreamError{Status: 400, Message: "bad"}, worker.ErrInvalidRequest},
-		{&worker.UpstreamError{Status: 429}, worker.ErrOverloaded},
-		{worker.ErrUpstreamTimeout, worker.ErrUpstreamTimeout},
+		{llm.ErrUnknownModel, llm.ErrUnknownModel},
+		{llm.ErrInvalidRequest, llm.ErrInvalidRequest},
+		{&worker.UpstreamError{Status: 400, Message: "bad"}, llm.ErrInvalidRequest},
+		{&worker.UpstreamError{Status: 429}, llm.ErrOverloaded},
+		{llm.ErrUpstreamTimeout, llm.ErrUpstreamTimeout},
 	}
 	eng := newFakeEngine()
 	var mu sync.Mutex
 	var next error
-	eng.generate = func(context.Context, worker.Request, worker.Emit) (worker.Result, error) {
+	eng.generate = func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		return worker.Result{}, next
+		return llm.Result{}, next
 	}
 	_, remote := serveWorker(t, eng)
 	for _, c := range cases {
 		mu.Lock()
 		next = c.err
 		mu.Unlock()
-		_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(worker.Delta) error { return nil })
+		_, err := remote.Generate(context.Background(), llm.Request{Model: "m1"}, func(llm.Delta) error { return nil })
 		if !errors.Is(err, c.sentinel) {
 			t.Errorf("%v came back as %v, want it to match %v", c.err, err, c.sentinel)
 		}
@@ -162,8 +158,8 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 	mu.Lock()
 	next = &worker.UpstreamError{Status: 502}
 	mu.Unlock()
-	_, err := remote.Generate(context.Background(), worker.Request{Model: "m1"}, func(worker.Delta) error { return nil })
-	if err == nil || worker.CallerFault(err) || errors.Is(err, worker.ErrOverloaded) {
+	_, err := remote.Generate(context.Background(), llm.Request{Model: "m1"}, func(llm.Delta) error { return nil })
+	if err == nil || llm.CallerFault(err) || errors.Is(err, llm.ErrOverloaded) {
 		t.Errorf("502 came back as %v, want a worker fault", err)
 	}
 }
@@ -171,16 +167,16 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 func TestGenerateCancelReachesEngine(t *testing.T) {
 	eng := newFakeEngine()
 	stopped := make(chan struct{})
-	eng.generate = func(ctx context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
-		_ = emit(worker.Delta{Text: "a", Tokens: 1})
+	eng.generate = func(ctx context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+		_ = emit(llm.Delta{Text: "a", Tokens: 1})
 		<-ctx.Done()
 		close(stopped)
-		return worker.Result{FinishReason: worker.FinishCancelled}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled}, nil
 	}
 	_, remote := serveWorker(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := remote.Generate(ctx, worker.Request{Model: "m1"}, func(worker.Delta) error { cancel(); return nil })
-	if err != nil || res.FinishReason != worker.FinishCancelled {
+	res, err := remote.Generate(ctx, llm.Request{Model: "m1"}, func(llm.Delta) error { cancel(); return nil })
+	if err != nil || res.FinishReason != llm.FinishCancelled {
 		t.Fatalf("got %+v, %v; want cancelled", res, err)
 	}
 	select {
@@ -192,18 +188,18 @@ func TestGenerateCancelReachesEngine(t *testing.T) {
 
 func TestWorkerGoneMidStream(t *testing.T) {
 	eng := newFakeEngine()
-	eng.generate = func(ctx context.Context, _ worker.Request, emit worker.Emit) (worker.Result, error) {
-		_ = emit(worker.Delta{Text: "one two", Tokens: 2})
+	eng.generate = func(ctx context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+		_ = emit(llm.Delta{Text: "one two", Tokens: 2})
 		<-ctx.Done()
-		return worker.Result{FinishReason: worker.FinishCancelled}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled}, nil
 	}
 	srv, remote := serveWorker(t, eng)
-	res, err := remote.Generate(context.Background(), worker.Request{Model: "m1", Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hello there"}}}}},
-		func(worker.Delta) error { srv.CloseClientConnections(); return nil })
+	res, err := remote.Generate(context.Background(), llm.Request{Model: "m1", Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hello there"}}}}},
+		func(llm.Delta) error { srv.CloseClientConnections(); return nil })
 	if err != nil {
 		t.Fatalf("error after the first delta: %v; want a result", err)
 	}
-	if res.FinishReason != worker.FinishError || res.Err == nil {
+	if res.FinishReason != llm.FinishError || res.Err == nil {
 		t.Errorf("result = %+v, want finish error", res)
 	}
 	if res.Usage.CompletionTokens != 2 || res.Usage.PromptTokens == 0 || !res.Usage.Estimated {
@@ -238,14 +234,14 @@ func TestLoadStreamFollowsAndReconnects(t *testing.T) {
 func TestEmbedOverTheWire(t *testing.T) {
 	eng := &fakeEngine{}
 	_, remote := serveWorker(t, eng)
-	res, err := remote.Embed(context.Background(), worker.EmbedRequest{Model: "m1", Inputs: []string{"a", "bcd"}})
+	res, err := remote.Embed(context.Background(), llm.EmbedRequest{Model: "m1", Inputs: []string{"a", "bcd"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Vectors) != 2 || res.Vectors[1][0] != 3 || res.Vectors[1][1] != 1 || res.Usage.PromptTokens != 2 {
 		t.Fatalf("%+v", res)
 	}
-	if _, err := remote.Embed(context.Background(), worker.EmbedRequest{Model: "x", Inputs: []string{"a"}}); !errors.Is(err, worker.ErrUnknownModel) {
+	if _, err := remote.Embed(context.Background(), llm.EmbedRequest{Model: "x", Inputs: []string{"a"}}); !errors.Is(err, llm.ErrUnknownModel) {
 		t.Fatalf("unknown model: %v", err)
 	}
 }

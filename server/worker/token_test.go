@@ -12,6 +12,7 @@ import (
 
 	workerv1 "github.com/parleyhq/parley/gen/parley/worker/v1"
 	"github.com/parleyhq/parley/gen/parley/worker/v1/workerv1connect"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -34,9 +35,9 @@ func serveWithToken(t *testing.T, engine worker.Engine, token string) *httptest.
 // serves.
 func TestWorkerTokenRequired(t *testing.T) {
 	engine := newFakeEngine()
-	engine.generate = func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
-		_ = emit(worker.Delta{Text: "hi", Tokens: 1})
-		return worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+	engine.generate = func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+		_ = emit(llm.Delta{Text: "hi", Tokens: 1})
+		return llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
 	}
 	const token = "s3cret-worker-token-0123456789"
 	srv := serveWithToken(t, engine, token)
@@ -105,9 +106,9 @@ func TestWorkerTokenRequired(t *testing.T) {
 // connects and generates; with a wrong one it never becomes live.
 func TestRemoteSendsWorkerToken(t *testing.T) {
 	engine := newFakeEngine()
-	engine.generate = func(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
-		_ = emit(worker.Delta{Text: "hi", Tokens: 1})
-		return worker.Result{FinishReason: worker.FinishStop, Usage: worker.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+	engine.generate = func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+		_ = emit(llm.Delta{Text: "hi", Tokens: 1})
+		return llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
 	}
 	srv := serveWithToken(t, engine, "right")
 
@@ -122,15 +123,15 @@ func TestRemoteSendsWorkerToken(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	res, err := good.Generate(context.Background(), worker.Request{Model: "m1", MaxTokens: 5,
-		Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: "hi"}}}}}, func(worker.Delta) error { return nil })
-	if err != nil || res.FinishReason != worker.FinishStop {
+	res, err := good.Generate(context.Background(), llm.Request{Model: "m1", MaxTokens: 5,
+		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hi"}}}}}, func(llm.Delta) error { return nil })
+	if err != nil || res.FinishReason != llm.FinishStop {
 		t.Fatalf("generate with the token: %+v, %v", res, err)
 	}
 	if bad.Live() || connect.CodeOf(bad.LastError()) != connect.CodeUnauthenticated {
 		t.Errorf("wrong token: live %v, last error %v; want not live, unauthenticated", bad.Live(), bad.LastError())
 	}
-	if _, err := bad.Generate(context.Background(), worker.Request{Model: "m1", MaxTokens: 5}, func(worker.Delta) error { return nil }); err == nil {
+	if _, err := bad.Generate(context.Background(), llm.Request{Model: "m1", MaxTokens: 5}, func(llm.Delta) error { return nil }); err == nil {
 		t.Error("generate with a wrong token succeeded")
 	}
 }

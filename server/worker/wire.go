@@ -13,12 +13,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	workerv1 "github.com/parleyhq/parley/gen/parley/worker/v1"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // This file converts between the Engine's Go types and WorkerService's wire
 // types, both ways, so the server and the remote client agree by construction.
 
-func requestToProto(req Request, affinityKey string) *workerv1.GenerateRequest {
+func requestToProto(req llm.Request, affinityKey string) *workerv1.GenerateRequest {
 	out := &workerv1.GenerateRequest{
 		RequestId:   req.ID,
 		Model:       req.Model,
@@ -36,11 +37,12 @@ func requestToProto(req Request, affinityKey string) *workerv1.GenerateRequest {
 		N:                  int32(req.N),
 		Logprobs:           req.Logprobs,
 		TopLogprobs:        int32(req.TopLogprobs),
+		ReasoningEffort:    req.ReasoningEffort,
 	}
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, &workerv1.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict})
 	}
-	if f := req.ResponseFormat; f.Type != FormatText {
+	if f := req.ResponseFormat; f.Type != llm.FormatText {
 		out.ResponseFormat = &workerv1.ResponseFormat{Type: string(f.Type), Name: f.Name, Schema: f.Schema, Strict: f.Strict}
 	}
 	for i, m := range req.Messages {
@@ -70,8 +72,8 @@ func requestToProto(req Request, affinityKey string) *workerv1.GenerateRequest {
 	return out
 }
 
-func requestFromProto(in *workerv1.GenerateRequest) Request {
-	req := Request{
+func requestFromProto(in *workerv1.GenerateRequest) llm.Request {
+	req := llm.Request{
 		ID:          in.GetRequestId(),
 		Model:       in.GetModel(),
 		MaxTokens:   int(in.GetMaxTokens()),
@@ -79,41 +81,42 @@ func requestFromProto(in *workerv1.GenerateRequest) Request {
 		TopP:        in.TopP,
 		Stop:        in.GetStop(),
 		Seed:        in.Seed,
-		Messages:    make([]ChatMessage, len(in.GetMessages())),
+		Messages:    make([]llm.ChatMessage, len(in.GetMessages())),
 
-		ToolChoice:        ToolChoice{Mode: ToolChoiceMode(in.GetToolChoice()), Function: in.GetToolChoiceFunction()},
+		ToolChoice:        llm.ToolChoice{Mode: llm.ToolChoiceMode(in.GetToolChoice()), Function: in.GetToolChoiceFunction()},
 		ParallelToolCalls: in.ParallelToolCalls,
 		N:                 int(in.GetN()),
 		Logprobs:          in.GetLogprobs(),
 		TopLogprobs:       int(in.GetTopLogprobs()),
+		ReasoningEffort:   in.GetReasoningEffort(),
 	}
 	for _, t := range in.GetTools() {
-		req.Tools = append(req.Tools, Tool{Name: t.GetName(), Description: t.GetDescription(), Parameters: t.GetParameters(), Strict: t.GetStrict()})
+		req.Tools = append(req.Tools, llm.Tool{Name: t.GetName(), Description: t.GetDescription(), Parameters: t.GetParameters(), Strict: t.GetStrict()})
 	}
 	if f := in.GetResponseFormat(); f != nil {
-		req.ResponseFormat = ResponseFormat{Type: ResponseFormatType(f.GetType()), Name: f.GetName(), Schema: f.GetSchema(), Strict: f.GetStrict()}
+		req.ResponseFormat = llm.ResponseFormat{Type: llm.ResponseFormatType(f.GetType()), Name: f.GetName(), Schema: f.GetSchema(), Strict: f.GetStrict()}
 	}
 	for i, m := range in.GetMessages() {
-		cm := ChatMessage{Role: m.GetRole(), Parts: make([]Part, 0, len(m.GetParts()))}
+		cm := llm.ChatMessage{Role: m.GetRole(), Parts: make([]llm.Part, 0, len(m.GetParts()))}
 		for _, p := range m.GetParts() {
 			switch k := p.GetKind().(type) {
 			case *workerv1.ContentPart_Text:
-				cm.Parts = append(cm.Parts, Part{Text: k.Text})
+				cm.Parts = append(cm.Parts, llm.Part{Text: k.Text})
 			case *workerv1.ContentPart_Image:
-				img := &Image{Data: k.Image.GetData(), MimeType: k.Image.GetMimeType()}
+				img := &llm.Image{Data: k.Image.GetData(), MimeType: k.Image.GetMimeType()}
 				if cfg, _, err := image.DecodeConfig(bytes.NewReader(img.Data)); err == nil {
 					img.Width, img.Height = cfg.Width, cfg.Height
 				}
-				cm.Parts = append(cm.Parts, Part{Image: img})
+				cm.Parts = append(cm.Parts, llm.Part{Image: img})
 			case *workerv1.ContentPart_Document:
-				cm.Parts = append(cm.Parts, Part{Document: &Document{
+				cm.Parts = append(cm.Parts, llm.Part{Document: &llm.Document{
 					Filename: k.Document.GetFilename(), MimeType: k.Document.GetMimeType(),
 					Text: string(k.Document.GetData())}})
 			case *workerv1.ContentPart_ToolCall:
-				cm.Parts = append(cm.Parts, Part{ToolCall: &ToolCall{
+				cm.Parts = append(cm.Parts, llm.Part{ToolCall: &llm.ToolCall{
 					ID: k.ToolCall.GetId(), Name: k.ToolCall.GetName(), Arguments: k.ToolCall.GetArguments()}})
 			case *workerv1.ContentPart_ToolResult:
-				cm.Parts = append(cm.Parts, Part{ToolResult: &ToolResult{
+				cm.Parts = append(cm.Parts, llm.Part{ToolResult: &llm.ToolResult{
 					ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent()}})
 			}
 		}
@@ -122,8 +125,8 @@ func requestFromProto(in *workerv1.GenerateRequest) Request {
 	return req
 }
 
-func deltaToProto(d Delta) *workerv1.Delta {
-	out := &workerv1.Delta{Text: d.Text, Tokens: int32(d.Tokens), Choice: int32(d.Choice)}
+func deltaToProto(d llm.Delta) *workerv1.Delta {
+	out := &workerv1.Delta{Text: d.Text, Reasoning: d.Reasoning, Tokens: int32(d.Tokens), Choice: int32(d.Choice)}
 	if d.Finish != "" {
 		out.Finish = finishToProto(d.Finish)
 	}
@@ -140,25 +143,25 @@ func deltaToProto(d Delta) *workerv1.Delta {
 	return out
 }
 
-func deltaFromProto(in *workerv1.Delta) Delta {
-	d := Delta{Text: in.GetText(), Tokens: int(in.GetTokens()), Choice: int(in.GetChoice())}
+func deltaFromProto(in *workerv1.Delta) llm.Delta {
+	d := llm.Delta{Text: in.GetText(), Reasoning: in.GetReasoning(), Tokens: int(in.GetTokens()), Choice: int(in.GetChoice())}
 	if in.GetFinish() != workerv1.FinishReason_FINISH_REASON_UNSPECIFIED {
 		d.Finish = finishFromProto(in.GetFinish())
 	}
 	for _, c := range in.GetToolCalls() {
-		d.ToolCalls = append(d.ToolCalls, ToolCallDelta{Index: int(c.GetIndex()), ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
+		d.ToolCalls = append(d.ToolCalls, llm.ToolCallDelta{Index: int(c.GetIndex()), ID: c.GetId(), Name: c.GetName(), Arguments: c.GetArguments()})
 	}
 	for _, lp := range in.GetLogprobs() {
-		p := TokenLogprob{Token: lp.GetToken(), Logprob: lp.GetLogprob(), Bytes: lp.GetBytes()}
+		p := llm.TokenLogprob{Token: lp.GetToken(), Logprob: lp.GetLogprob(), Bytes: lp.GetBytes()}
 		for _, t := range lp.GetTop() {
-			p.Top = append(p.Top, TopLogprob{Token: t.GetToken(), Logprob: t.GetLogprob(), Bytes: t.GetBytes()})
+			p.Top = append(p.Top, llm.TopLogprob{Token: t.GetToken(), Logprob: t.GetLogprob(), Bytes: t.GetBytes()})
 		}
 		d.Logprobs = append(d.Logprobs, p)
 	}
 	return d
 }
 
-func usageToProto(u Usage) *workerv1.Usage {
+func usageToProto(u llm.Usage) *workerv1.Usage {
 	return &workerv1.Usage{
 		PromptTokens:     int64(u.PromptTokens),
 		CompletionTokens: int64(u.CompletionTokens),
@@ -167,8 +170,8 @@ func usageToProto(u Usage) *workerv1.Usage {
 	}
 }
 
-func usageFromProto(u *workerv1.Usage) Usage {
-	return Usage{
+func usageFromProto(u *workerv1.Usage) llm.Usage {
+	return llm.Usage{
 		PromptTokens:     int(u.GetPromptTokens()),
 		CompletionTokens: int(u.GetCompletionTokens()),
 		CachedTokens:     int(u.GetCachedTokens()),
@@ -176,33 +179,33 @@ func usageFromProto(u *workerv1.Usage) Usage {
 	}
 }
 
-func finishToProto(r FinishReason) workerv1.FinishReason {
+func finishToProto(r llm.FinishReason) workerv1.FinishReason {
 	switch r {
-	case FinishStop:
+	case llm.FinishStop:
 		return workerv1.FinishReason_FINISH_REASON_STOP
-	case FinishLength:
+	case llm.FinishLength:
 		return workerv1.FinishReason_FINISH_REASON_LENGTH
-	case FinishCancelled:
+	case llm.FinishCancelled:
 		return workerv1.FinishReason_FINISH_REASON_CANCELLED
-	case FinishToolCalls:
+	case llm.FinishToolCalls:
 		return workerv1.FinishReason_FINISH_REASON_TOOL_CALLS
 	default:
 		return workerv1.FinishReason_FINISH_REASON_ERROR
 	}
 }
 
-func finishFromProto(r workerv1.FinishReason) FinishReason {
+func finishFromProto(r workerv1.FinishReason) llm.FinishReason {
 	switch r {
 	case workerv1.FinishReason_FINISH_REASON_STOP:
-		return FinishStop
+		return llm.FinishStop
 	case workerv1.FinishReason_FINISH_REASON_LENGTH:
-		return FinishLength
+		return llm.FinishLength
 	case workerv1.FinishReason_FINISH_REASON_CANCELLED:
-		return FinishCancelled
+		return llm.FinishCancelled
 	case workerv1.FinishReason_FINISH_REASON_TOOL_CALLS:
-		return FinishToolCalls
+		return llm.FinishToolCalls
 	default:
-		return FinishError
+		return llm.FinishError
 	}
 }
 
@@ -253,13 +256,13 @@ func errorToConnect(err error) *connect.Error {
 	switch {
 	case errors.As(err, &ce):
 		return ce
-	case errors.Is(err, ErrUnknownModel):
+	case errors.Is(err, llm.ErrUnknownModel):
 		return connect.NewError(connect.CodeNotFound, err)
-	case errors.Is(err, ErrInvalidRequest):
+	case errors.Is(err, llm.ErrInvalidRequest):
 		return connect.NewError(connect.CodeInvalidArgument, err)
-	case errors.Is(err, ErrOverloaded):
+	case errors.Is(err, llm.ErrOverloaded):
 		return connect.NewError(connect.CodeResourceExhausted, err)
-	case errors.Is(err, ErrUpstreamTimeout):
+	case errors.Is(err, llm.ErrUpstreamTimeout):
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	default:
 		return connect.NewError(connect.CodeUnavailable, err)
@@ -273,13 +276,13 @@ func errorFromConnect(err error) error {
 	var sentinel error
 	switch connect.CodeOf(err) {
 	case connect.CodeNotFound:
-		sentinel = ErrUnknownModel
+		sentinel = llm.ErrUnknownModel
 	case connect.CodeInvalidArgument:
-		sentinel = ErrInvalidRequest
+		sentinel = llm.ErrInvalidRequest
 	case connect.CodeResourceExhausted:
-		sentinel = ErrOverloaded
+		sentinel = llm.ErrOverloaded
 	case connect.CodeDeadlineExceeded:
-		sentinel = ErrUpstreamTimeout
+		sentinel = llm.ErrUpstreamTimeout
 	default:
 		return err
 	}

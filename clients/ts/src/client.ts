@@ -7,6 +7,7 @@ import { ModelService } from "./gen/parley/v1/model_pb.js";
 import { ChatService, type CompleteStreamRequest } from "./gen/parley/v1/chat_pb.js";
 import { ConversationService } from "./gen/parley/v1/conversation_pb.js";
 import { AttachmentService } from "./gen/parley/v1/attachment_pb.js";
+import { FileService } from "./gen/parley/v1/file_pb.js";
 import { BillingService, type LimitStatus } from "./gen/parley/v1/billing_pb.js";
 import { AdminService } from "./gen/parley/v1/admin_pb.js";
 import { FieldViolationSchema, InsufficientBalanceSchema, LimitExceededSchema, RetryInfoSchema, type FieldViolation, type InsufficientBalance } from "./gen/parley/v1/errors_pb.js";
@@ -106,6 +107,7 @@ export interface ParleyClient {
   chat: Client<typeof ChatService>;
   conversations: Client<typeof ConversationService>;
   attachments: Client<typeof AttachmentService>;
+  files: Client<typeof FileService>;
   billing: Client<typeof BillingService>;
   admin: Client<typeof AdminService>;
 }
@@ -118,6 +120,7 @@ export function clientsFor(transport: Transport): ParleyClient {
     chat: typed(createClient(ChatService, transport)),
     conversations: typed(createClient(ConversationService, transport)),
     attachments: typed(createClient(AttachmentService, transport)),
+    files: typed(createClient(FileService, transport)),
     billing: typed(createClient(BillingService, transport)),
     admin: typed(createClient(AdminService, transport)),
   };

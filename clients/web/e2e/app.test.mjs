@@ -1,7 +1,7 @@
 // End-to-end: the web app in headless Chromium against the real binary.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, shot, connectCall, haveChromium, sleep } from "./harness.mjs";
+import { startServer, launch, shot, connectCall, haveChromium, sleep, cspViolations } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium (apt-get install chromium)";
 let srv, browser, context, page;
@@ -234,4 +234,9 @@ test("log out", { skip }, async () => {
   await page.reload();
   await page.locator("#auth-form").waitFor();
   assert.ok(await page.locator("#main").isHidden());
+});
+
+test("the app ran under its Content-Security-Policy with no violations", { skip }, async () => {
+  assert.match((await fetch(srv.url + "/")).headers.get("content-security-policy") ?? "", /script-src 'self';/);
+  assert.deepEqual(cspViolations, [], "pages reported Content-Security-Policy violations");
 });

@@ -95,14 +95,33 @@ export function shotOnFail(test, pages) {
 export const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 export const haveChromium = existsSync(chromiumPath);
 
+/**
+ * Every Content-Security-Policy violation any page of a launched browser
+ * reported (Chromium logs each as a console error), as "url: message".
+ * The suites run the app under the policy the server sends, and each file
+ * ends by checking this is empty.
+ */
+export const cspViolations = [];
+
 /** Headless Chromium with the flags this machine's closed network needs. */
-export function launch() {
-  return chromium.launch({
+export async function launch() {
+  const browser = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (opts) => {
+    const ctx = await newContext(opts);
+    ctx.on("console", (msg) => {
+      if (msg.type() === "error" && /Content Security Policy/i.test(msg.text())) {
+        cspViolations.push(`${msg.location()?.url ?? ""}: ${msg.text()}`);
+      }
+    });
+    return ctx;
+  };
+  return browser;
 }
 
 export const shot = (page, name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: false });

@@ -4,7 +4,7 @@
 // the server comes back, usage, settings, admin and logout.
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, shot, haveChromium, sleep, freePort, parleyAdmin, shotOnFail } from "./harness.mjs";
+import { startServer, launch, shot, haveChromium, sleep, freePort, parleyAdmin, shotOnFail, cspViolations } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium (apt-get install chromium)";
 let srv, port, browser, context, page, page2;
@@ -694,4 +694,14 @@ test("log out lands on Log in", { skip }, async () => {
   await page.reload();
   await page.locator("#auth-form").waitFor();
   assert.equal(await page.textContent("#auth-submit"), "Log in");
+});
+
+test("the app ran under its Content-Security-Policy with no violations", { skip }, async () => {
+  const res = await fetch(srv.url + "/");
+  const csp = res.headers.get("content-security-policy") ?? "";
+  assert.match(csp, /default-src 'self'/);
+  assert.match(csp, /script-src 'self';/);
+  assert.match(csp, /object-src 'none'/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.deepEqual(cspViolations, [], "pages reported Content-Security-Policy violations");
 });

@@ -7,12 +7,13 @@ import type { Model } from "../../ts/src/gen/parley/v1/model_pb";
 import { ModelKind } from "../../ts/src/gen/parley/v1/model_pb";
 import { ResponseCacheMode } from "../../ts/src/gen/parley/v1/api_key_pb";
 import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
+import { SignUpPolicy } from "../../ts/src/gen/parley/v1/auth_pb";
 import { ArchivedFilter, ExportFormat, MessageStatus } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
   auth, billing, Code, ConnectError, convs, describe, keys, models, tierName, timestampMs, attachments,
   isNetworkError, retryDelayMs, LimitKind,
 } from "./api";
-import { LimitExceededSchema, RetryInfoSchema } from "../../ts/src/gen/parley/v1/errors_pb";
+import { FieldViolationSchema, LimitExceededSchema, RetryInfoSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { preloadHighlight, render, StreamingMarkdown, upgrade } from "./markdown";
 import { upload } from "./upload";
@@ -29,6 +30,8 @@ document.body.innerHTML = `
     <label>Email <input name="email" type="email" required autocomplete="username"></label>
     <label>Password <input name="password" type="password" required minlength="10" autocomplete="current-password"></label>
     <label id="name-row">Name <input name="display_name" autocomplete="name"></label>
+    <label id="invite-row" hidden>Invitation code <input name="invitation_code" autocomplete="off" spellcheck="false" placeholder="inv_…"></label>
+    <p class="muted" id="signup-closed" hidden>Sign-up is closed on this server: ask its operator for an account.</p>
     <button type="submit" id="auth-submit" class="primary">Sign up</button>
     <p class="error" id="auth-error" role="alert"></p>
     <button type="button" class="link" id="auth-toggle">Have an account? Log in</button>
@@ -195,22 +198,37 @@ function offline(err: unknown) {
 }
 
 // ---------- auth ----------
-// Someone who has signed in on this browser before is offered Log in first.
+// Someone who has signed in on this browser before is offered Log in first,
+// unless the link carries an invitation (?invite=CODE). The server's sign-up
+// policy decides whether the form asks for a code or says sign-up is closed.
 let signingUp = true;
+let signUpPolicy = SignUpPolicy.UNSPECIFIED;
+const inviteInput = document.querySelector<HTMLInputElement>("input[name=invitation_code]")!;
+const invited = new URLSearchParams(location.search).get("invite")?.trim() ?? "";
+if (invited) inviteInput.value = invited;
 function showAuth() {
   me = undefined;
   $("main").hidden = true;
   $("auth").hidden = false;
-  authMode(!localStorage.getItem("parley.returning"));
+  authMode(!!invited || !localStorage.getItem("parley.returning"));
   document.title = "Parley";
+  if (signUpPolicy === SignUpPolicy.UNSPECIFIED) {
+    auth.getSignUpPolicy({}).then((r) => { signUpPolicy = r.policy; authMode(signingUp); }, () => { /* the form stays as it is; SignUp says */ });
+  }
 }
 $("auth-toggle").onclick = () => authMode(!signingUp);
 function authMode(up: boolean) {
   signingUp = up;
+  const invite = signingUp && signUpPolicy === SignUpPolicy.INVITE;
+  const closed = signingUp && signUpPolicy === SignUpPolicy.CLOSED;
   $("auth-submit").textContent = signingUp ? "Sign up" : "Log in";
+  $<HTMLButtonElement>("auth-submit").disabled = closed;
   $("auth-toggle").textContent = signingUp ? "Have an account? Log in" : "New here? Sign up";
-  $("auth-sub").textContent = signingUp ? "Create an account to start chatting." : "Welcome back.";
+  $("auth-sub").textContent = !signingUp ? "Welcome back." : invite ? "Sign-up is by invitation: enter your code." : "Create an account to start chatting.";
   $("name-row").hidden = !signingUp;
+  $("invite-row").hidden = !invite;
+  inviteInput.required = invite;
+  $("signup-closed").hidden = !closed;
   $("auth-error").textContent = "";
 }
 $<HTMLFormElement>("auth-form").onsubmit = async (e) => {
@@ -219,11 +237,19 @@ $<HTMLFormElement>("auth-form").onsubmit = async (e) => {
   const email = String(f.get("email")), password = String(f.get("password"));
   try {
     const r = signingUp
-      ? await auth.signUp({ email, password, displayName: String(f.get("display_name") ?? "") })
+      ? await auth.signUp({ email, password, displayName: String(f.get("display_name") ?? ""), invitationCode: String(f.get("invitation_code") ?? "").trim() })
       : await auth.login({ email, password });
+    if (invited) history.replaceState(null, "", location.pathname + location.hash); // the code is spent
     start(r.user!);
   } catch (err) {
     const c = ConnectError.from(err);
+    // The policy may have changed since the page asked: a refusal naming
+    // the code (or closed sign-up) shows the form the server wants.
+    if (signingUp && c.code === Code.PermissionDenied) {
+      const next = c.findDetails(FieldViolationSchema).some((v) => v.field === "invitation_code") ? SignUpPolicy.INVITE
+        : /sign-up policy: closed/.test(c.rawMessage) ? SignUpPolicy.CLOSED : signUpPolicy;
+      if (next !== signUpPolicy) { signUpPolicy = next; authMode(true); }
+    }
     $("auth-error").textContent = c.code === Code.AlreadyExists ? "That email already has an account: log in instead." : describe(err);
   }
 };

@@ -3,7 +3,8 @@
 import { admin, billing, convs, describe, limitKindName, tierName, timestampMs, until, Tier } from "./api";
 import { UsageGroupBy, type LimitStatus, type UsageBucket } from "../../ts/src/gen/parley/v1/billing_pb";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { WorkerState, type AdminUser } from "../../ts/src/gen/parley/v1/admin_pb";
+import { WorkerState, type AdminUser, type Invitation } from "../../ts/src/gen/parley/v1/admin_pb";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { $, h, usd, when } from "./dom";
 import { barChart } from "./chart";
 
@@ -118,7 +119,7 @@ export async function showSettings() {
 }
 
 const tiers = [Tier.FREE, Tier.PLUS, Tier.PRO, Tier.MAX];
-/** The admin page: users (search by email, tier, admin flag, balance top-ups with a reason), workers, recent usage. */
+/** The admin page: users (search by email, tier, admin flag, balance top-ups with a reason), sign-up invitations, workers, recent usage. */
 export async function showAdmin() {
   const page = $("admin-page");
   const err = errorLine();
@@ -127,8 +128,18 @@ export async function showAdmin() {
   const users = h("div", { id: "admin-users" }, "Loading…");
   const workers = h("div", { id: "admin-workers" }, "Loading…");
   const usage = h("div", { id: "admin-usage" }, "Loading…");
+  const invites = h("div", { id: "admin-invites" }, "Loading…");
+  const inviteForm = h("form", { id: "invite-form", class: "row" },
+    h("label", {}, "Accounts ", h("input", { name: "uses", type: "number", min: 1, max: 10000, value: 1, required: true })),
+    h("label", {}, "Expires in ", h("input", { name: "days", type: "number", min: 1, max: 365, value: 7, required: true }), " days"),
+    h("input", { name: "note", maxlength: 200, placeholder: "Note (whom it is for)", "aria-label": "Note" }),
+    h("button", { class: "primary" }, "Create invitation")) as HTMLFormElement;
+  const inviteCode = h("div", { id: "invite-code", class: "secret", hidden: true });
   page.replaceChildren(h("h2", {}, "Admin"), err, ok,
     h("section", {}, h("h3", {}, "Users"), search, users),
+    h("section", {}, h("h3", {}, "Invitations"),
+      h("p", { class: "muted" }, "Codes that let people sign up while the server runs with --signup invite."),
+      inviteForm, inviteCode, invites),
     h("section", {}, h("h3", {}, "Workers"), workers),
     h("section", {}, h("h3", {}, "Recent usage"), usage));
   const act = async (fn: () => Promise<string>) => {
@@ -226,9 +237,47 @@ export async function showAdmin() {
           `${ev.at ? when(timestampMs(ev.at)) : ""} · ${ev.kind}${ev.detail ? ` · ${ev.detail}` : ""}`))) : h("p", { class: "muted" }, "No events."));
     } catch (e) { usage.textContent = "—"; err.textContent = describe(e); }
   };
+  const inviteState = (i: Invitation) => i.revokedAt ? "revoked" : i.expiresAt && timestampMs(i.expiresAt) <= Date.now() ? "expired" : i.uses >= i.maxUses ? "used up" : "usable";
+  const loadInvites = async () => {
+    try {
+      const r = await admin.listInvitations({ pageSize: 50 });
+      invites.replaceChildren(r.invitations.length ? h("div", { class: "table" }, h("table", {},
+        h("thead", {}, h("tr", {}, h("th", {}, "Code"), h("th", {}, "Note"), h("th", {}, "Used"), h("th", {}, "State"), h("th", {}, "Created"), h("th", {}, "Expires"), h("th", {}))),
+        h("tbody", {}, ...r.invitations.map((i) => {
+          const state = inviteState(i);
+          return h("tr", { "data-invitation": i.invitationId },
+            h("td", {}, h("code", {}, i.prefix + "…")), h("td", {}, i.note), h("td", { class: "uses" }, `${i.uses} / ${i.maxUses}`),
+            h("td", { class: "state" }, state),
+            h("td", {}, i.createdAt ? when(timestampMs(i.createdAt)) : ""), h("td", {}, i.expiresAt ? when(timestampMs(i.expiresAt)) : ""),
+            h("td", {}, state === "revoked" ? "" : h("button", { type: "button", class: "revoke-invite", onclick: () => act(async () => {
+              const rv = await admin.revokeInvitation({ invitationId: i.invitationId });
+              await loadInvites();
+              return `Invitation ${rv.invitation!.prefix}… is revoked.`;
+            }) }, "Revoke")));
+        })))) : h("p", { class: "muted" }, "No invitations."));
+    } catch (e) { invites.textContent = "—"; err.textContent = describe(e); }
+  };
+  inviteForm.onsubmit = (e) => {
+    e.preventDefault();
+    const f = new FormData(inviteForm);
+    act(async () => {
+      const r = await admin.createInvitation({
+        maxUses: BigInt(Number(f.get("uses"))), ttl: durationFromMs(Number(f.get("days")) * 86_400_000), note: String(f.get("note") ?? ""),
+      });
+      const link = `${location.origin}/?invite=${encodeURIComponent(r.code)}`;
+      inviteCode.replaceChildren(h("p", {}, h("strong", {}, "Copy this code now."), " It will not be shown again."),
+        h("div", { class: "row" }, h("code", { id: "invite-code-value" }, r.code)),
+        h("p", { class: "muted" }, "Or send the link: ", h("code", { id: "invite-link" }, link)));
+      inviteCode.hidden = false;
+      inviteForm.reset();
+      await loadInvites();
+      return `Invitation ${r.invitation!.prefix}… created for ${r.invitation!.maxUses} account(s).`;
+    });
+  };
   let t = 0;
   search.oninput = () => { clearTimeout(t); t = window.setTimeout(loadUsers, 250); };
   loadUsers();
+  loadInvites();
   showRecentUsage();
   try {
     const r = await admin.listWorkers({});

@@ -9,6 +9,7 @@ package parleyv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -1537,11 +1538,460 @@ func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Invitation is a sign-up invitation as an operator sees it; its code is shown only
+// by CreateInvitation.
+type Invitation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitation's id.
+	InvitationId string `protobuf:"bytes,1,opt,name=invitation_id,json=invitationId,proto3" json:"invitation_id,omitempty"`
+	// The first characters of the code (inv_ and 8 more), to recognise it by.
+	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The issuer's label, e.g. whom it is for; may be empty.
+	Note string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	// Who issued it: an admin's user id, or "cli" for `parley admin create-invite`.
+	CreatedBy string `protobuf:"bytes,4,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// When it was issued.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When it stops working.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// How many accounts it may create.
+	MaxUses int64 `protobuf:"varint,7,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	// How many it has created.
+	Uses int64 `protobuf:"varint,8,opt,name=uses,proto3" json:"uses,omitempty"`
+	// When it last created one; unset if never.
+	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	// When it was revoked; unset if it was not.
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Invitation) Reset() {
+	*x = Invitation{}
+	mi := &file_parley_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invitation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invitation) ProtoMessage() {}
+
+func (x *Invitation) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invitation.ProtoReflect.Descriptor instead.
+func (*Invitation) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Invitation) GetInvitationId() string {
+	if x != nil {
+		return x.InvitationId
+	}
+	return ""
+}
+
+func (x *Invitation) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *Invitation) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Invitation) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Invitation) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Invitation) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Invitation) GetMaxUses() int64 {
+	if x != nil {
+		return x.MaxUses
+	}
+	return 0
+}
+
+func (x *Invitation) GetUses() int64 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+func (x *Invitation) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
+}
+
+func (x *Invitation) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+// CreateInvitationRequest is the request of AdminService.CreateInvitation.
+type CreateInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. How many accounts the code may create: default 1, at most 10000.
+	MaxUses int64 `protobuf:"varint,1,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	// Optional. How long the code lives: default 7 days, at most 365 days.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Optional. A label, e.g. whom it is for; at most 200 characters.
+	Note          string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateInvitationRequest) Reset() {
+	*x = CreateInvitationRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateInvitationRequest) ProtoMessage() {}
+
+func (x *CreateInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateInvitationRequest.ProtoReflect.Descriptor instead.
+func (*CreateInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CreateInvitationRequest) GetMaxUses() int64 {
+	if x != nil {
+		return x.MaxUses
+	}
+	return 0
+}
+
+func (x *CreateInvitationRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *CreateInvitationRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// CreateInvitationResponse is the response of AdminService.CreateInvitation.
+type CreateInvitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitation.
+	Invitation *Invitation `protobuf:"bytes,1,opt,name=invitation,proto3" json:"invitation,omitempty"`
+	// The code (inv_…) to hand to the invitee; shown this once.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateInvitationResponse) Reset() {
+	*x = CreateInvitationResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateInvitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateInvitationResponse) ProtoMessage() {}
+
+func (x *CreateInvitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateInvitationResponse.ProtoReflect.Descriptor instead.
+func (*CreateInvitationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CreateInvitationResponse) GetInvitation() *Invitation {
+	if x != nil {
+		return x.Invitation
+	}
+	return nil
+}
+
+func (x *CreateInvitationResponse) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// ListInvitationsRequest is the request of AdminService.ListInvitations.
+type ListInvitationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The most invitations to return: default 50, at most 200.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional. The next_page_token of the previous page; empty for the first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListInvitationsRequest) Reset() {
+	*x = ListInvitationsRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListInvitationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListInvitationsRequest) ProtoMessage() {}
+
+func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListInvitationsRequest.ProtoReflect.Descriptor instead.
+func (*ListInvitationsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListInvitationsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListInvitationsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListInvitationsResponse is the response of AdminService.ListInvitations.
+type ListInvitationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitations, newest first.
+	Invitations []*Invitation `protobuf:"bytes,1,rep,name=invitations,proto3" json:"invitations,omitempty"`
+	// The token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListInvitationsResponse) Reset() {
+	*x = ListInvitationsResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListInvitationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListInvitationsResponse) ProtoMessage() {}
+
+func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListInvitationsResponse.ProtoReflect.Descriptor instead.
+func (*ListInvitationsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListInvitationsResponse) GetInvitations() []*Invitation {
+	if x != nil {
+		return x.Invitations
+	}
+	return nil
+}
+
+func (x *ListInvitationsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// RevokeInvitationRequest is the request of AdminService.RevokeInvitation.
+type RevokeInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The invitation's id.
+	InvitationId  string `protobuf:"bytes,1,opt,name=invitation_id,json=invitationId,proto3" json:"invitation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeInvitationRequest) Reset() {
+	*x = RevokeInvitationRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeInvitationRequest) ProtoMessage() {}
+
+func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeInvitationRequest.ProtoReflect.Descriptor instead.
+func (*RevokeInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RevokeInvitationRequest) GetInvitationId() string {
+	if x != nil {
+		return x.InvitationId
+	}
+	return ""
+}
+
+// RevokeInvitationResponse is the response of AdminService.RevokeInvitation.
+type RevokeInvitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitation as revoked.
+	Invitation    *Invitation `protobuf:"bytes,1,opt,name=invitation,proto3" json:"invitation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeInvitationResponse) Reset() {
+	*x = RevokeInvitationResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeInvitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeInvitationResponse) ProtoMessage() {}
+
+func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeInvitationResponse.ProtoReflect.Descriptor instead.
+func (*RevokeInvitationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RevokeInvitationResponse) GetInvitation() *Invitation {
+	if x != nil {
+		return x.Invitation
+	}
+	return nil
+}
+
 var File_parley_v1_admin_proto protoreflect.FileDescriptor
 
 const file_parley_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\xe1\x02\n" +
+	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\xe1\x02\n" +
 	"\x06Worker\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06models\x18\x02 \x03(\tR\x06models\x12,\n" +
@@ -1637,7 +2087,47 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"user_agent\x18\x05 \x01(\tR\tuserAgent\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detail\x12*\n" +
-	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at*\x95\x01\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x9a\x03\n" +
+	"\n" +
+	"Invitation\x12#\n" +
+	"\rinvitation_id\x18\x01 \x01(\tR\finvitationId\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x04 \x01(\tR\tcreatedBy\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x19\n" +
+	"\bmax_uses\x18\a \x01(\x03R\amaxUses\x12\x12\n" +
+	"\x04uses\x18\b \x01(\x03R\x04uses\x12<\n" +
+	"\flast_used_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\"u\n" +
+	"\x17CreateInvitationRequest\x12\x19\n" +
+	"\bmax_uses\x18\x01 \x01(\x03R\amaxUses\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"e\n" +
+	"\x18CreateInvitationResponse\x125\n" +
+	"\n" +
+	"invitation\x18\x01 \x01(\v2\x15.parley.v1.InvitationR\n" +
+	"invitation\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"T\n" +
+	"\x16ListInvitationsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"z\n" +
+	"\x17ListInvitationsResponse\x127\n" +
+	"\vinvitations\x18\x01 \x03(\v2\x15.parley.v1.InvitationR\vinvitations\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\">\n" +
+	"\x17RevokeInvitationRequest\x12#\n" +
+	"\rinvitation_id\x18\x01 \x01(\tR\finvitationId\"Q\n" +
+	"\x18RevokeInvitationResponse\x125\n" +
+	"\n" +
+	"invitation\x18\x01 \x01(\v2\x15.parley.v1.InvitationR\n" +
+	"invitation*\x95\x01\n" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_READY\x10\x01\x12\x18\n" +
@@ -1648,7 +2138,7 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x1eSERVED_MODEL_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cSERVED_MODEL_STATE_AVAILABLE\x10\x01\x12\"\n" +
 	"\x1eSERVED_MODEL_STATE_UNAVAILABLE\x10\x02\x12\x1e\n" +
-	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\xb4\x05\n" +
+	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\xc8\a\n" +
 	"\fAdminService\x12L\n" +
 	"\vSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n" +
 	"\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n" +
@@ -1657,7 +2147,10 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x10ListServedModels\x12\".parley.v1.ListServedModelsRequest\x1a#.parley.v1.ListServedModelsResponse\x12L\n" +
 	"\vSearchUsers\x12\x1d.parley.v1.SearchUsersRequest\x1a\x1e.parley.v1.SearchUsersResponse\x12O\n" +
 	"\fSetUserAdmin\x12\x1e.parley.v1.SetUserAdminRequest\x1a\x1f.parley.v1.SetUserAdminResponse\x12X\n" +
-	"\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponse\x12[\n" +
+	"\x10CreateInvitation\x12\".parley.v1.CreateInvitationRequest\x1a#.parley.v1.CreateInvitationResponse\x12X\n" +
+	"\x0fListInvitations\x12!.parley.v1.ListInvitationsRequest\x1a\".parley.v1.ListInvitationsResponse\x12[\n" +
+	"\x10RevokeInvitation\x12\".parley.v1.RevokeInvitationRequest\x1a#.parley.v1.RevokeInvitationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_admin_proto_rawDescOnce sync.Once
@@ -1672,7 +2165,7 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_parley_v1_admin_proto_goTypes = []any{
 	(WorkerState)(0),                      // 0: parley.v1.WorkerState
 	(ServedModelState)(0),                 // 1: parley.v1.ServedModelState
@@ -1698,51 +2191,73 @@ var file_parley_v1_admin_proto_goTypes = []any{
 	(*ListAuditEventsRequest)(nil),        // 21: parley.v1.ListAuditEventsRequest
 	(*ListAuditEventsResponse)(nil),       // 22: parley.v1.ListAuditEventsResponse
 	(*AuditEvent)(nil),                    // 23: parley.v1.AuditEvent
-	nil,                                   // 24: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
-	(*timestamppb.Timestamp)(nil),         // 25: google.protobuf.Timestamp
-	(Tier)(0),                             // 26: parley.v1.Tier
-	(*User)(nil),                          // 27: parley.v1.User
-	(*UsageRecord)(nil),                   // 28: parley.v1.UsageRecord
+	(*Invitation)(nil),                    // 24: parley.v1.Invitation
+	(*CreateInvitationRequest)(nil),       // 25: parley.v1.CreateInvitationRequest
+	(*CreateInvitationResponse)(nil),      // 26: parley.v1.CreateInvitationResponse
+	(*ListInvitationsRequest)(nil),        // 27: parley.v1.ListInvitationsRequest
+	(*ListInvitationsResponse)(nil),       // 28: parley.v1.ListInvitationsResponse
+	(*RevokeInvitationRequest)(nil),       // 29: parley.v1.RevokeInvitationRequest
+	(*RevokeInvitationResponse)(nil),      // 30: parley.v1.RevokeInvitationResponse
+	nil,                                   // 31: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	(*timestamppb.Timestamp)(nil),         // 32: google.protobuf.Timestamp
+	(Tier)(0),                             // 33: parley.v1.Tier
+	(*User)(nil),                          // 34: parley.v1.User
+	(*UsageRecord)(nil),                   // 35: parley.v1.UsageRecord
+	(*durationpb.Duration)(nil),           // 36: google.protobuf.Duration
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
 	3,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	25, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	26, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	27, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	32, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	33, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	34, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
 	2,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
 	12, // 6: parley.v1.ListServedModelsResponse.models:type_name -> parley.v1.ServedModel
 	1,  // 7: parley.v1.ServedModel.state:type_name -> parley.v1.ServedModelState
 	13, // 8: parley.v1.ServedModel.workers:type_name -> parley.v1.ServedModelWorker
 	0,  // 9: parley.v1.ServedModelWorker.state:type_name -> parley.v1.WorkerState
-	28, // 10: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	24, // 11: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	35, // 10: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	31, // 11: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
 	18, // 12: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
-	27, // 13: parley.v1.AdminUser.user:type_name -> parley.v1.User
-	27, // 14: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
+	34, // 13: parley.v1.AdminUser.user:type_name -> parley.v1.User
+	34, // 14: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
 	23, // 15: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	25, // 16: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	4,  // 17: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	6,  // 18: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	8,  // 19: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	14, // 20: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
-	10, // 21: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
-	16, // 22: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
-	19, // 23: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
-	21, // 24: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
-	5,  // 25: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	7,  // 26: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	9,  // 27: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	15, // 28: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
-	11, // 29: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
-	17, // 30: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
-	20, // 31: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
-	22, // 32: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
-	25, // [25:33] is the sub-list for method output_type
-	17, // [17:25] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	32, // 16: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	32, // 17: parley.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
+	32, // 18: parley.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 19: parley.v1.Invitation.last_used_at:type_name -> google.protobuf.Timestamp
+	32, // 20: parley.v1.Invitation.revoked_at:type_name -> google.protobuf.Timestamp
+	36, // 21: parley.v1.CreateInvitationRequest.ttl:type_name -> google.protobuf.Duration
+	24, // 22: parley.v1.CreateInvitationResponse.invitation:type_name -> parley.v1.Invitation
+	24, // 23: parley.v1.ListInvitationsResponse.invitations:type_name -> parley.v1.Invitation
+	24, // 24: parley.v1.RevokeInvitationResponse.invitation:type_name -> parley.v1.Invitation
+	4,  // 25: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	6,  // 26: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	8,  // 27: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	14, // 28: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	10, // 29: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
+	16, // 30: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
+	19, // 31: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
+	21, // 32: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
+	25, // 33: parley.v1.AdminService.CreateInvitation:input_type -> parley.v1.CreateInvitationRequest
+	27, // 34: parley.v1.AdminService.ListInvitations:input_type -> parley.v1.ListInvitationsRequest
+	29, // 35: parley.v1.AdminService.RevokeInvitation:input_type -> parley.v1.RevokeInvitationRequest
+	5,  // 36: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	7,  // 37: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	9,  // 38: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	15, // 39: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	11, // 40: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
+	17, // 41: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
+	20, // 42: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
+	22, // 43: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
+	26, // 44: parley.v1.AdminService.CreateInvitation:output_type -> parley.v1.CreateInvitationResponse
+	28, // 45: parley.v1.AdminService.ListInvitations:output_type -> parley.v1.ListInvitationsResponse
+	30, // 46: parley.v1.AdminService.RevokeInvitation:output_type -> parley.v1.RevokeInvitationResponse
+	36, // [36:47] is the sub-list for method output_type
+	25, // [25:36] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -1759,7 +2274,7 @@ func file_parley_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   23,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SignUpPolicy is who may create an account with AuthService.SignUp.
+type SignUpPolicy int32
+
+const (
+	// Not set.
+	SignUpPolicy_SIGN_UP_POLICY_UNSPECIFIED SignUpPolicy = 0
+	// Anyone may sign up (throttled per address and server-wide).
+	SignUpPolicy_SIGN_UP_POLICY_OPEN SignUpPolicy = 1
+	// Only holders of an unused invitation code may sign up.
+	SignUpPolicy_SIGN_UP_POLICY_INVITE SignUpPolicy = 2
+	// No one may sign up; an operator creates accounts.
+	SignUpPolicy_SIGN_UP_POLICY_CLOSED SignUpPolicy = 3
+)
+
+// Enum value maps for SignUpPolicy.
+var (
+	SignUpPolicy_name = map[int32]string{
+		0: "SIGN_UP_POLICY_UNSPECIFIED",
+		1: "SIGN_UP_POLICY_OPEN",
+		2: "SIGN_UP_POLICY_INVITE",
+		3: "SIGN_UP_POLICY_CLOSED",
+	}
+	SignUpPolicy_value = map[string]int32{
+		"SIGN_UP_POLICY_UNSPECIFIED": 0,
+		"SIGN_UP_POLICY_OPEN":        1,
+		"SIGN_UP_POLICY_INVITE":      2,
+		"SIGN_UP_POLICY_CLOSED":      3,
+	}
+)
+
+func (x SignUpPolicy) Enum() *SignUpPolicy {
+	p := new(SignUpPolicy)
+	*p = x
+	return p
+}
+
+func (x SignUpPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SignUpPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_auth_proto_enumTypes[0].Descriptor()
+}
+
+func (SignUpPolicy) Type() protoreflect.EnumType {
+	return &file_parley_v1_auth_proto_enumTypes[0]
+}
+
+func (x SignUpPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SignUpPolicy.Descriptor instead.
+func (SignUpPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{0}
+}
+
 // User is an account.
 type User struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -121,9 +178,12 @@ type SignUpRequest struct {
 	// Required. 10–256 bytes.
 	Password string `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
 	// Optional. The name shown in the app; at most 100 characters.
-	DisplayName   string `protobuf:"bytes,3,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DisplayName string `protobuf:"bytes,3,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// The invitation code (inv_…) an admin issued: required when the sign-up policy
+	// is invite, ignored otherwise. At most 128 bytes; surrounding spaces are ignored.
+	InvitationCode string `protobuf:"bytes,4,opt,name=invitation_code,json=invitationCode,proto3" json:"invitation_code,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SignUpRequest) Reset() {
@@ -177,6 +237,97 @@ func (x *SignUpRequest) GetDisplayName() string {
 	return ""
 }
 
+func (x *SignUpRequest) GetInvitationCode() string {
+	if x != nil {
+		return x.InvitationCode
+	}
+	return ""
+}
+
+// GetSignUpPolicyRequest is the request of AuthService.GetSignUpPolicy. It has no
+// fields.
+type GetSignUpPolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSignUpPolicyRequest) Reset() {
+	*x = GetSignUpPolicyRequest{}
+	mi := &file_parley_v1_auth_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSignUpPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSignUpPolicyRequest) ProtoMessage() {}
+
+func (x *GetSignUpPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_auth_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSignUpPolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetSignUpPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{2}
+}
+
+// GetSignUpPolicyResponse is the response of AuthService.GetSignUpPolicy.
+type GetSignUpPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's policy (its --signup).
+	Policy        SignUpPolicy `protobuf:"varint,1,opt,name=policy,proto3,enum=parley.v1.SignUpPolicy" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSignUpPolicyResponse) Reset() {
+	*x = GetSignUpPolicyResponse{}
+	mi := &file_parley_v1_auth_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSignUpPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSignUpPolicyResponse) ProtoMessage() {}
+
+func (x *GetSignUpPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_auth_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSignUpPolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetSignUpPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetSignUpPolicyResponse) GetPolicy() SignUpPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return SignUpPolicy_SIGN_UP_POLICY_UNSPECIFIED
+}
+
 // SignUpResponse is the response of AuthService.SignUp. The `Session_id` cookie is set
 // on the HTTP response.
 type SignUpResponse struct {
@@ -191,7 +342,7 @@ type SignUpResponse struct {
 
 func (x *SignUpResponse) Reset() {
 	*x = SignUpResponse{}
-	mi := &file_parley_v1_auth_proto_msgTypes[2]
+	mi := &file_parley_v1_auth_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +354,7 @@ func (x *SignUpResponse) String() string {
 func (*SignUpResponse) ProtoMessage() {}
 
 func (x *SignUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[2]
+	mi := &file_parley_v1_auth_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +367,7 @@ func (x *SignUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignUpResponse.ProtoReflect.Descriptor instead.
 func (*SignUpResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SignUpResponse) GetUser() *User {
@@ -246,7 +397,7 @@ type LoginRequest struct {
 
 func (x *LoginRequest) Reset() {
 	*x = LoginRequest{}
-	mi := &file_parley_v1_auth_proto_msgTypes[3]
+	mi := &file_parley_v1_auth_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +409,7 @@ func (x *LoginRequest) String() string {
 func (*LoginRequest) ProtoMessage() {}
 
 func (x *LoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[3]
+	mi := &file_parley_v1_auth_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +422,7 @@ func (x *LoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginRequest.ProtoReflect.Descriptor instead.
 func (*LoginRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LoginRequest) GetEmail() string {
@@ -302,7 +453,7 @@ type LoginResponse struct {
 
 func (x *LoginResponse) Reset() {
 	*x = LoginResponse{}
-	mi := &file_parley_v1_auth_proto_msgTypes[4]
+	mi := &file_parley_v1_auth_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +465,7 @@ func (x *LoginResponse) String() string {
 func (*LoginResponse) ProtoMessage() {}
 
 func (x *LoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[4]
+	mi := &file_parley_v1_auth_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +478,7 @@ func (x *LoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginResponse.ProtoReflect.Descriptor instead.
 func (*LoginResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LoginResponse) GetUser() *User {
@@ -353,7 +504,7 @@ type LogoutRequest struct {
 
 func (x *LogoutRequest) Reset() {
 	*x = LogoutRequest{}
-	mi := &file_parley_v1_auth_proto_msgTypes[5]
+	mi := &file_parley_v1_auth_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +516,7 @@ func (x *LogoutRequest) String() string {
 func (*LogoutRequest) ProtoMessage() {}
 
 func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[5]
+	mi := &file_parley_v1_auth_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +529,7 @@ func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
 func (*LogoutRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{7}
 }
 
 // LogoutResponse is the response of AuthService.Logout. It has no fields; the cookie
@@ -391,7 +542,7 @@ type LogoutResponse struct {
 
 func (x *LogoutResponse) Reset() {
 	*x = LogoutResponse{}
-	mi := &file_parley_v1_auth_proto_msgTypes[6]
+	mi := &file_parley_v1_auth_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +554,7 @@ func (x *LogoutResponse) String() string {
 func (*LogoutResponse) ProtoMessage() {}
 
 func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[6]
+	mi := &file_parley_v1_auth_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +567,7 @@ func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
 func (*LogoutResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{8}
 }
 
 // GetMeRequest is the request of AuthService.GetMe. It has no fields.
@@ -428,7 +579,7 @@ type GetMeRequest struct {
 
 func (x *GetMeRequest) Reset() {
 	*x = GetMeRequest{}
-	mi := &file_parley_v1_auth_proto_msgTypes[7]
+	mi := &file_parley_v1_auth_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +591,7 @@ func (x *GetMeRequest) String() string {
 func (*GetMeRequest) ProtoMessage() {}
 
 func (x *GetMeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[7]
+	mi := &file_parley_v1_auth_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +604,7 @@ func (x *GetMeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMeRequest.ProtoReflect.Descriptor instead.
 func (*GetMeRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{9}
 }
 
 // GetMeResponse is the response of AuthService.GetMe.
@@ -471,7 +622,7 @@ type GetMeResponse struct {
 
 func (x *GetMeResponse) Reset() {
 	*x = GetMeResponse{}
-	mi := &file_parley_v1_auth_proto_msgTypes[8]
+	mi := &file_parley_v1_auth_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +634,7 @@ func (x *GetMeResponse) String() string {
 func (*GetMeResponse) ProtoMessage() {}
 
 func (x *GetMeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_auth_proto_msgTypes[8]
+	mi := &file_parley_v1_auth_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +647,7 @@ func (x *GetMeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMeResponse.ProtoReflect.Descriptor instead.
 func (*GetMeResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_auth_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_auth_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetMeResponse) GetUser() *User {
@@ -532,11 +683,15 @@ const file_parley_v1_auth_proto_rawDesc = "" +
 	"\x04tier\x18\x04 \x01(\x0e2\x0f.parley.v1.TierR\x04tier\x12\x14\n" +
 	"\x05admin\x18\x05 \x01(\bR\x05admin\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"d\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8d\x01\n" +
 	"\rSignUpRequest\x12\x14\n" +
 	"\x05email\x18\x01 \x01(\tR\x05email\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12!\n" +
-	"\fdisplay_name\x18\x03 \x01(\tR\vdisplayName\"\x7f\n" +
+	"\fdisplay_name\x18\x03 \x01(\tR\vdisplayName\x12'\n" +
+	"\x0finvitation_code\x18\x04 \x01(\tR\x0einvitationCode\"\x18\n" +
+	"\x16GetSignUpPolicyRequest\"J\n" +
+	"\x17GetSignUpPolicyResponse\x12/\n" +
+	"\x06policy\x18\x01 \x01(\x0e2\x17.parley.v1.SignUpPolicyR\x06policy\"\x7f\n" +
 	"\x0eSignUpResponse\x12#\n" +
 	"\x04user\x18\x01 \x01(\v2\x0f.parley.v1.UserR\x04user\x12H\n" +
 	"\x12session_expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x10sessionExpiresAt\"@\n" +
@@ -553,9 +708,15 @@ const file_parley_v1_auth_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\v2\x0f.parley.v1.UserR\x04user\x120\n" +
 	"\achannel\x18\x02 \x01(\x0e2\x16.parley.v1.AuthChannelR\achannel\x12\x1c\n" +
 	"\n" +
-	"api_key_id\x18\x03 \x01(\tR\bapiKeyId2\x83\x02\n" +
+	"api_key_id\x18\x03 \x01(\tR\bapiKeyId*}\n" +
+	"\fSignUpPolicy\x12\x1e\n" +
+	"\x1aSIGN_UP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13SIGN_UP_POLICY_OPEN\x10\x01\x12\x19\n" +
+	"\x15SIGN_UP_POLICY_INVITE\x10\x02\x12\x19\n" +
+	"\x15SIGN_UP_POLICY_CLOSED\x10\x032\xdd\x02\n" +
 	"\vAuthService\x12=\n" +
-	"\x06SignUp\x12\x18.parley.v1.SignUpRequest\x1a\x19.parley.v1.SignUpResponse\x12:\n" +
+	"\x06SignUp\x12\x18.parley.v1.SignUpRequest\x1a\x19.parley.v1.SignUpResponse\x12X\n" +
+	"\x0fGetSignUpPolicy\x12!.parley.v1.GetSignUpPolicyRequest\x1a\".parley.v1.GetSignUpPolicyResponse\x12:\n" +
 	"\x05Login\x12\x17.parley.v1.LoginRequest\x1a\x18.parley.v1.LoginResponse\x12=\n" +
 	"\x06Logout\x12\x18.parley.v1.LogoutRequest\x1a\x19.parley.v1.LogoutResponse\x12:\n" +
 	"\x05GetMe\x12\x17.parley.v1.GetMeRequest\x1a\x18.parley.v1.GetMeResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
@@ -572,43 +733,50 @@ func file_parley_v1_auth_proto_rawDescGZIP() []byte {
 	return file_parley_v1_auth_proto_rawDescData
 }
 
-var file_parley_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_parley_v1_auth_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_parley_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_parley_v1_auth_proto_goTypes = []any{
-	(*User)(nil),                  // 0: parley.v1.User
-	(*SignUpRequest)(nil),         // 1: parley.v1.SignUpRequest
-	(*SignUpResponse)(nil),        // 2: parley.v1.SignUpResponse
-	(*LoginRequest)(nil),          // 3: parley.v1.LoginRequest
-	(*LoginResponse)(nil),         // 4: parley.v1.LoginResponse
-	(*LogoutRequest)(nil),         // 5: parley.v1.LogoutRequest
-	(*LogoutResponse)(nil),        // 6: parley.v1.LogoutResponse
-	(*GetMeRequest)(nil),          // 7: parley.v1.GetMeRequest
-	(*GetMeResponse)(nil),         // 8: parley.v1.GetMeResponse
-	(Tier)(0),                     // 9: parley.v1.Tier
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(AuthChannel)(0),              // 11: parley.v1.AuthChannel
+	(SignUpPolicy)(0),               // 0: parley.v1.SignUpPolicy
+	(*User)(nil),                    // 1: parley.v1.User
+	(*SignUpRequest)(nil),           // 2: parley.v1.SignUpRequest
+	(*GetSignUpPolicyRequest)(nil),  // 3: parley.v1.GetSignUpPolicyRequest
+	(*GetSignUpPolicyResponse)(nil), // 4: parley.v1.GetSignUpPolicyResponse
+	(*SignUpResponse)(nil),          // 5: parley.v1.SignUpResponse
+	(*LoginRequest)(nil),            // 6: parley.v1.LoginRequest
+	(*LoginResponse)(nil),           // 7: parley.v1.LoginResponse
+	(*LogoutRequest)(nil),           // 8: parley.v1.LogoutRequest
+	(*LogoutResponse)(nil),          // 9: parley.v1.LogoutResponse
+	(*GetMeRequest)(nil),            // 10: parley.v1.GetMeRequest
+	(*GetMeResponse)(nil),           // 11: parley.v1.GetMeResponse
+	(Tier)(0),                       // 12: parley.v1.Tier
+	(*timestamppb.Timestamp)(nil),   // 13: google.protobuf.Timestamp
+	(AuthChannel)(0),                // 14: parley.v1.AuthChannel
 }
 var file_parley_v1_auth_proto_depIdxs = []int32{
-	9,  // 0: parley.v1.User.tier:type_name -> parley.v1.Tier
-	10, // 1: parley.v1.User.created_at:type_name -> google.protobuf.Timestamp
-	0,  // 2: parley.v1.SignUpResponse.user:type_name -> parley.v1.User
-	10, // 3: parley.v1.SignUpResponse.session_expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 4: parley.v1.LoginResponse.user:type_name -> parley.v1.User
-	10, // 5: parley.v1.LoginResponse.session_expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: parley.v1.GetMeResponse.user:type_name -> parley.v1.User
-	11, // 7: parley.v1.GetMeResponse.channel:type_name -> parley.v1.AuthChannel
-	1,  // 8: parley.v1.AuthService.SignUp:input_type -> parley.v1.SignUpRequest
-	3,  // 9: parley.v1.AuthService.Login:input_type -> parley.v1.LoginRequest
-	5,  // 10: parley.v1.AuthService.Logout:input_type -> parley.v1.LogoutRequest
-	7,  // 11: parley.v1.AuthService.GetMe:input_type -> parley.v1.GetMeRequest
-	2,  // 12: parley.v1.AuthService.SignUp:output_type -> parley.v1.SignUpResponse
-	4,  // 13: parley.v1.AuthService.Login:output_type -> parley.v1.LoginResponse
-	6,  // 14: parley.v1.AuthService.Logout:output_type -> parley.v1.LogoutResponse
-	8,  // 15: parley.v1.AuthService.GetMe:output_type -> parley.v1.GetMeResponse
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	12, // 0: parley.v1.User.tier:type_name -> parley.v1.Tier
+	13, // 1: parley.v1.User.created_at:type_name -> google.protobuf.Timestamp
+	0,  // 2: parley.v1.GetSignUpPolicyResponse.policy:type_name -> parley.v1.SignUpPolicy
+	1,  // 3: parley.v1.SignUpResponse.user:type_name -> parley.v1.User
+	13, // 4: parley.v1.SignUpResponse.session_expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 5: parley.v1.LoginResponse.user:type_name -> parley.v1.User
+	13, // 6: parley.v1.LoginResponse.session_expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 7: parley.v1.GetMeResponse.user:type_name -> parley.v1.User
+	14, // 8: parley.v1.GetMeResponse.channel:type_name -> parley.v1.AuthChannel
+	2,  // 9: parley.v1.AuthService.SignUp:input_type -> parley.v1.SignUpRequest
+	3,  // 10: parley.v1.AuthService.GetSignUpPolicy:input_type -> parley.v1.GetSignUpPolicyRequest
+	6,  // 11: parley.v1.AuthService.Login:input_type -> parley.v1.LoginRequest
+	8,  // 12: parley.v1.AuthService.Logout:input_type -> parley.v1.LogoutRequest
+	10, // 13: parley.v1.AuthService.GetMe:input_type -> parley.v1.GetMeRequest
+	5,  // 14: parley.v1.AuthService.SignUp:output_type -> parley.v1.SignUpResponse
+	4,  // 15: parley.v1.AuthService.GetSignUpPolicy:output_type -> parley.v1.GetSignUpPolicyResponse
+	7,  // 16: parley.v1.AuthService.Login:output_type -> parley.v1.LoginResponse
+	9,  // 17: parley.v1.AuthService.Logout:output_type -> parley.v1.LogoutResponse
+	11, // 18: parley.v1.AuthService.GetMe:output_type -> parley.v1.GetMeResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_auth_proto_init() }
@@ -622,13 +790,14 @@ func file_parley_v1_auth_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_auth_proto_rawDesc), len(file_parley_v1_auth_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   9,
+			NumEnums:      1,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_parley_v1_auth_proto_goTypes,
 		DependencyIndexes: file_parley_v1_auth_proto_depIdxs,
+		EnumInfos:         file_parley_v1_auth_proto_enumTypes,
 		MessageInfos:      file_parley_v1_auth_proto_msgTypes,
 	}.Build()
 	File_parley_v1_auth_proto = out.File

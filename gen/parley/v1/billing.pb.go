@@ -147,7 +147,7 @@ type UsageRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The generation's id (GenerationStarted.request_id).
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// The model used.
+	// The model that served and priced the generation (a catalog id).
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
 	// The tokens used.
 	Usage *Usage `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
@@ -171,9 +171,13 @@ type UsageRecord struct {
 	CacheHit bool `protobuf:"varint,11,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"`
 	// The account the record belongs to (the caller's own in
 	// BillingService.ListUsage; any user's in AdminService.ListUsage).
-	UserId        string `protobuf:"bytes,12,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UserId string `protobuf:"bytes,12,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The name the request asked for, when it was one of the model's aliases
+	// (e.g. "claude-sonnet-4-5" served by the model above); empty when the
+	// request named the model itself.
+	RequestedModel string `protobuf:"bytes,13,opt,name=requested_model,json=requestedModel,proto3" json:"requested_model,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UsageRecord) Reset() {
@@ -286,6 +290,13 @@ func (x *UsageRecord) GetCacheHit() bool {
 func (x *UsageRecord) GetUserId() string {
 	if x != nil {
 		return x.UserId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetRequestedModel() string {
+	if x != nil {
+		return x.RequestedModel
 	}
 	return ""
 }
@@ -982,7 +993,7 @@ var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xc5\x03\n" +
+	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xee\x03\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -1000,7 +1011,8 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x04user\x18\n" +
 	" \x01(\tR\x04user\x12\x1b\n" +
 	"\tcache_hit\x18\v \x01(\bR\bcacheHit\x12\x17\n" +
-	"\auser_id\x18\f \x01(\tR\x06userId\"\xf5\x02\n" +
+	"\auser_id\x18\f \x01(\tR\x06userId\x12'\n" +
+	"\x0frequested_model\x18\r \x01(\tR\x0erequestedModel\"\xf5\x02\n" +
 	"\vLimitStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.parley.v1.LimitKindR\x04kind\x12\x14\n" +

@@ -1623,7 +1623,11 @@ type GenerationDelta struct {
 	// Pieces of tool calls (API channel, with tools).
 	ToolCalls []*ToolCallDelta `protobuf:"bytes,3,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// The log probabilities of this delta's tokens (when logprobs was asked for).
-	Logprobs      []*TokenLogprob `protobuf:"bytes,4,rep,name=logprobs,proto3" json:"logprobs,omitempty"`
+	Logprobs []*TokenLogprob `protobuf:"bytes,4,rep,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// More of the model's reasoning, for models that reason (Model.capabilities holds
+	// CAPABILITY_REASONING): written before or between the answer's text and not part
+	// of it. Its tokens are output tokens.
+	Reasoning     string `protobuf:"bytes,5,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1684,6 +1688,13 @@ func (x *GenerationDelta) GetLogprobs() []*TokenLogprob {
 		return x.Logprobs
 	}
 	return nil
+}
+
+func (x *GenerationDelta) GetReasoning() string {
+	if x != nil {
+		return x.Reasoning
+	}
+	return ""
 }
 
 // GenerationFinished closes a generation's event stream.
@@ -1857,13 +1868,14 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12&\n" +
 	"\x0fuser_message_id\x18\x05 \x01(\tR\ruserMessageId\x12#\n" +
-	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\"\xab\x01\n" +
+	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\"\xc9\x01\n" +
 	"\x0fGenerationDelta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
 	"\x06choice\x18\x02 \x01(\x05R\x06choice\x127\n" +
 	"\n" +
 	"tool_calls\x18\x03 \x03(\v2\x18.parley.v1.ToolCallDeltaR\ttoolCalls\x123\n" +
-	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\"\xf1\x01\n" +
+	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\x12\x1c\n" +
+	"\treasoning\x18\x05 \x01(\tR\treasoning\"\xf1\x01\n" +
 	"\x12GenerationFinished\x12<\n" +
 	"\rfinish_reason\x18\x01 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x12&\n" +
 	"\x05usage\x18\x02 \x01(\v2\x10.parley.v1.UsageR\x05usage\x12\x1d\n" +

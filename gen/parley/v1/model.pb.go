@@ -132,6 +132,68 @@ func (ModelKind) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_model_proto_rawDescGZIP(), []int{1}
 }
 
+// Capability is something a chat model can do beyond answering text.
+type Capability int32
+
+const (
+	// Not set.
+	Capability_CAPABILITY_UNSPECIFIED Capability = 0
+	// Calls the functions a request offers (tools); requests with tools are refused
+	// for a model without it.
+	Capability_CAPABILITY_TOOLS Capability = 1
+	// Answers in JSON, or in JSON valid against a schema (a response format); such
+	// requests are refused for a model without it.
+	Capability_CAPABILITY_STRUCTURED_OUTPUT Capability = 2
+	// Reasons before answering: its reasoning streams as GenerationDelta.reasoning
+	// (Anthropic thinking blocks, Responses reasoning items, chat completions'
+	// reasoning_content), and a request's reasoning effort is passed on to it. Requests
+	// for reasoning to a model without it are accepted and answered without any.
+	Capability_CAPABILITY_REASONING Capability = 3
+)
+
+// Enum value maps for Capability.
+var (
+	Capability_name = map[int32]string{
+		0: "CAPABILITY_UNSPECIFIED",
+		1: "CAPABILITY_TOOLS",
+		2: "CAPABILITY_STRUCTURED_OUTPUT",
+		3: "CAPABILITY_REASONING",
+	}
+	Capability_value = map[string]int32{
+		"CAPABILITY_UNSPECIFIED":       0,
+		"CAPABILITY_TOOLS":             1,
+		"CAPABILITY_STRUCTURED_OUTPUT": 2,
+		"CAPABILITY_REASONING":         3,
+	}
+)
+
+func (x Capability) Enum() *Capability {
+	p := new(Capability)
+	*p = x
+	return p
+}
+
+func (x Capability) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Capability) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_model_proto_enumTypes[2].Descriptor()
+}
+
+func (Capability) Type() protoreflect.EnumType {
+	return &file_parley_v1_model_proto_enumTypes[2]
+}
+
+func (x Capability) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Capability.Descriptor instead.
+func (Capability) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_model_proto_rawDescGZIP(), []int{2}
+}
+
 // Model describes a model and its prices and limits.
 type Model struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -160,8 +222,11 @@ type Model struct {
 	Kind ModelKind `protobuf:"varint,11,opt,name=kind,proto3,enum=parley.v1.ModelKind" json:"kind,omitempty"`
 	// For embedding models, the length of the vectors it makes.
 	EmbeddingDimensions int32 `protobuf:"varint,12,opt,name=embedding_dimensions,json=embeddingDimensions,proto3" json:"embedding_dimensions,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// What a chat model can do beyond answering text, sorted; empty for embedding
+	// models. Images and documents are in modalities.
+	Capabilities  []Capability `protobuf:"varint,13,rep,packed,name=capabilities,proto3,enum=parley.v1.Capability" json:"capabilities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -276,6 +341,13 @@ func (x *Model) GetEmbeddingDimensions() int32 {
 		return x.EmbeddingDimensions
 	}
 	return 0
+}
+
+func (x *Model) GetCapabilities() []Capability {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
 }
 
 // TierLimit is the web channel's limits on one model for one tier.
@@ -448,7 +520,7 @@ var File_parley_v1_model_proto protoreflect.FileDescriptor
 
 const file_parley_v1_model_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\x9c\x04\n" +
+	"\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\xd7\x04\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12 \n" +
@@ -465,7 +537,8 @@ const file_parley_v1_model_proto_rawDesc = "" +
 	" \x03(\v2\x14.parley.v1.TierLimitR\n" +
 	"tierLimits\x12(\n" +
 	"\x04kind\x18\v \x01(\x0e2\x14.parley.v1.ModelKindR\x04kind\x121\n" +
-	"\x14embedding_dimensions\x18\f \x01(\x05R\x13embeddingDimensions\"\x83\x02\n" +
+	"\x14embedding_dimensions\x18\f \x01(\x05R\x13embeddingDimensions\x129\n" +
+	"\fcapabilities\x18\r \x03(\x0e2\x15.parley.v1.CapabilityR\fcapabilities\"\x83\x02\n" +
 	"\tTierLimit\x12#\n" +
 	"\x04tier\x18\x01 \x01(\x0e2\x0f.parley.v1.TierR\x04tier\x12.\n" +
 	"\x13requests_per_window\x18\x02 \x01(\x03R\x11requestsPerWindow\x125\n" +
@@ -483,7 +556,13 @@ const file_parley_v1_model_proto_rawDesc = "" +
 	"\tModelKind\x12\x1a\n" +
 	"\x16MODEL_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fMODEL_KIND_CHAT\x10\x01\x12\x18\n" +
-	"\x14MODEL_KIND_EMBEDDING\x10\x022Y\n" +
+	"\x14MODEL_KIND_EMBEDDING\x10\x02*z\n" +
+	"\n" +
+	"Capability\x12\x1a\n" +
+	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10CAPABILITY_TOOLS\x10\x01\x12 \n" +
+	"\x1cCAPABILITY_STRUCTURED_OUTPUT\x10\x02\x12\x18\n" +
+	"\x14CAPABILITY_REASONING\x10\x032Y\n" +
 	"\fModelService\x12I\n" +
 	"\n" +
 	"ListModels\x12\x1c.parley.v1.ListModelsRequest\x1a\x1d.parley.v1.ListModelsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
@@ -500,32 +579,34 @@ func file_parley_v1_model_proto_rawDescGZIP() []byte {
 	return file_parley_v1_model_proto_rawDescData
 }
 
-var file_parley_v1_model_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_parley_v1_model_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_parley_v1_model_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_parley_v1_model_proto_goTypes = []any{
 	(Modality)(0),               // 0: parley.v1.Modality
 	(ModelKind)(0),              // 1: parley.v1.ModelKind
-	(*Model)(nil),               // 2: parley.v1.Model
-	(*TierLimit)(nil),           // 3: parley.v1.TierLimit
-	(*ListModelsRequest)(nil),   // 4: parley.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),  // 5: parley.v1.ListModelsResponse
-	(Tier)(0),                   // 6: parley.v1.Tier
-	(*durationpb.Duration)(nil), // 7: google.protobuf.Duration
+	(Capability)(0),             // 2: parley.v1.Capability
+	(*Model)(nil),               // 3: parley.v1.Model
+	(*TierLimit)(nil),           // 4: parley.v1.TierLimit
+	(*ListModelsRequest)(nil),   // 5: parley.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),  // 6: parley.v1.ListModelsResponse
+	(Tier)(0),                   // 7: parley.v1.Tier
+	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
 }
 var file_parley_v1_model_proto_depIdxs = []int32{
 	0, // 0: parley.v1.Model.modalities:type_name -> parley.v1.Modality
-	3, // 1: parley.v1.Model.tier_limits:type_name -> parley.v1.TierLimit
+	4, // 1: parley.v1.Model.tier_limits:type_name -> parley.v1.TierLimit
 	1, // 2: parley.v1.Model.kind:type_name -> parley.v1.ModelKind
-	6, // 3: parley.v1.TierLimit.tier:type_name -> parley.v1.Tier
-	7, // 4: parley.v1.TierLimit.window:type_name -> google.protobuf.Duration
-	2, // 5: parley.v1.ListModelsResponse.models:type_name -> parley.v1.Model
-	4, // 6: parley.v1.ModelService.ListModels:input_type -> parley.v1.ListModelsRequest
-	5, // 7: parley.v1.ModelService.ListModels:output_type -> parley.v1.ListModelsResponse
-	7, // [7:8] is the sub-list for method output_type
-	6, // [6:7] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	2, // 3: parley.v1.Model.capabilities:type_name -> parley.v1.Capability
+	7, // 4: parley.v1.TierLimit.tier:type_name -> parley.v1.Tier
+	8, // 5: parley.v1.TierLimit.window:type_name -> google.protobuf.Duration
+	3, // 6: parley.v1.ListModelsResponse.models:type_name -> parley.v1.Model
+	5, // 7: parley.v1.ModelService.ListModels:input_type -> parley.v1.ListModelsRequest
+	6, // 8: parley.v1.ModelService.ListModels:output_type -> parley.v1.ListModelsResponse
+	8, // [8:9] is the sub-list for method output_type
+	7, // [7:8] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_model_proto_init() }
@@ -539,7 +620,7 @@ func file_parley_v1_model_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_model_proto_rawDesc), len(file_parley_v1_model_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,69 +19,104 @@ import (
 	"github.com/parleyhq/parley/server/store/memlimit"
 )
 
-const adminUsage = `usage: parley admin <task> [flags]
+// adminTasks are the tasks of parley admin, in the order its help lists them.
+var adminTasks = []subcommand{
+	{"create-user", "create a user: --email E --password P [--tier free|plus|pro|max] [--admin]"},
+	{"topup", "add to (or deduct from) a user's balance: --email E --usd N"},
+	{"create-key", "create an API key, printing the secret once: --email E [--ttl D] [--name N] [--response-cache on|off]"},
+	{"usage", "a user's usage records, newest first, one line each: --email E [--end-user U] [--limit N]"},
+	{"create-invite", "issue a sign-up invitation (for --signup invite), printing its code once: [--uses N] [--ttl D] [--note S]"},
+	{"list-invites", "the sign-up invitations, newest first, one line each: [--limit N]"},
+	{"revoke-invite", "revoke a sign-up invitation: --id ID"},
+}
 
-tasks:
-  create-user --email E --password P [--tier free|plus|pro|max] [--admin]
-  topup       --email E --usd N
-  create-key  --email E [--ttl D] [--name N] [--response-cache on|off]   (prints the secret once)
-  usage       --email E [--end-user U] [--limit N]   (newest first, one line each)
-`
+// userTasks are the tasks that act on an existing user, named by --email.
+var userTasks = map[string]bool{"topup": true, "create-key": true, "usage": true}
 
-// admin runs one operator task against the same stores as serve.
-func admin(ctx context.Context, args []string, stdout io.Writer) error {
+func adminSubcommands() []subcommand { return adminTasks }
+
+func adminUsage() string {
+	var b strings.Builder
+	b.WriteString("usage: parley admin <task> [flags]\n\ntasks:\n")
+	for _, t := range adminTasks {
+		fmt.Fprintf(&b, "  %-14s %s\n", t.name, t.summary)
+	}
+	b.WriteString("\nEach task takes the store flags (where the data lives) and its own; 'parley admin <task> --help' lists them.\n")
+	return b.String()
+}
+
+// admin runs one operator task against the same stores as serve. A task
+// takes the store flags and its own, nothing of serve's.
+func admin(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(args) == 0 {
-		return errors.New(adminUsage)
+		return fmt.Errorf("%w: give a task\n%s", errUsage, adminUsage())
 	}
 	task, args := args[0], args[1:]
-	fs := flag.NewFlagSet("admin "+task, flag.ContinueOnError)
-	cfg := config.ServeFlags(fs)
-	email := fs.String("email", "", "the user's email")
-	var run func(context.Context, *stores, store.User) error
 	switch task {
-	case "create-user":
-		password := fs.String("password", "", "the user's password (10–256 bytes)")
-		tier := fs.String("tier", "free", "tier: free, plus, pro or max")
-		isAdmin := fs.Bool("admin", false, "grant the AdminService")
-		run = func(ctx context.Context, s *stores, _ store.User) error {
-			return createUser(ctx, s, stdout, *email, *password, store.Tier(*tier), *isAdmin)
-		}
-	case "topup":
-		usd := fs.Float64("usd", 0, "amount in US dollars to add (negative to deduct)")
-		run = func(ctx context.Context, s *stores, u store.User) error {
-			if math.IsNaN(*usd) || math.Abs(*usd) > 1e9 || *usd == 0 {
-				return errors.New("--usd: give a non-zero amount of at most 1e9")
-			}
-			delta := int64(math.Round(*usd * 1e9))
-			balance, err := s.Ledger.Adjust(ctx, store.Adjustment{
-				UserID: u.ID, DeltaNanos: delta, Reason: "admin topup", At: time.Now(),
-			})
-			if err != nil {
-				return err
-			}
-			// Audited as AdminService.AdjustBalance audits, by "cli".
-			auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{}).
-				RecordBalanceAdjusted(ctx, u.ID, "cli", delta, balance, "admin topup", auth.Client{IP: "cli", UserAgent: "parley admin"})
-			fmt.Fprintf(stdout, "balance of %s: %d nano-USD ($%.9f)\n", u.Email, balance, float64(balance)/1e9)
-			return nil
-		}
-	case "create-key":
-		ttl := fs.Duration("ttl", auth.MaxAPIKeyTTL, "how long the key lives (at most 720h)")
-		name := fs.String("name", "admin", "a name to recognise the key by")
-		cache := fs.String("response-cache", "", "the key's response cache default: on, off, or empty for the server's")
-		run = func(ctx context.Context, s *stores, u store.User) error {
-			return createKey(ctx, s, stdout, u, *name, *ttl, store.ResponseCacheMode(*cache))
-		}
-	case "usage":
-		endUser := fs.String("end-user", "", "only the records of this end user (the API's `user` field)")
-		limit := fs.Int("limit", 50, "the most records to print (newest first)")
-		run = func(ctx context.Context, s *stores, u store.User) error {
-			return listUsage(ctx, s, stdout, u, *endUser, *limit)
-		}
-	default:
-		return fmt.Errorf("unknown task %q\n%s", task, adminUsage)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, adminUsage())
+		return nil
 	}
-	if err := config.Parse(fs, args, os.Getenv); err != nil {
+	fs := newFlagSet("admin " + task)
+	var groups config.Groups
+	var cfg *config.Stores
+	groups.Add(fs, config.GroupStores, false, func(fs *flag.FlagSet) { cfg = config.StoresFlags(fs) })
+	var email *string
+	var run func(context.Context, *stores, store.User) error
+	own := func(fs *flag.FlagSet) {
+		if task == "create-user" || userTasks[task] {
+			email = fs.String("email", "", "the user's email")
+		}
+		switch task {
+		case "create-user":
+			password := fs.String("password", "", "the user's password (10–256 bytes)")
+			tier := fs.String("tier", "free", "tier: free, plus, pro or max")
+			isAdmin := fs.Bool("admin", false, "grant the AdminService")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				return createUser(ctx, s, stdout, *email, *password, store.Tier(*tier), *isAdmin)
+			}
+		case "topup":
+			usd := fs.Float64("usd", 0, "amount in US dollars to add (negative to deduct)")
+			run = func(ctx context.Context, s *stores, u store.User) error {
+				return topup(ctx, s, stdout, u, *usd)
+			}
+		case "create-key":
+			ttl := fs.Duration("ttl", auth.MaxAPIKeyTTL, "how long the key lives (at most 720h)")
+			name := fs.String("name", "admin", "a name to recognise the key by")
+			cache := fs.String("response-cache", "", "the key's response cache default: on, off (unset: the server's)")
+			run = func(ctx context.Context, s *stores, u store.User) error {
+				return createKey(ctx, s, stdout, u, *name, *ttl, store.ResponseCacheMode(*cache))
+			}
+		case "usage":
+			endUser := fs.String("end-user", "", "only the records of this end user (the API's `user` field)")
+			limit := fs.Int("limit", 50, "the most records to print (newest first)")
+			run = func(ctx context.Context, s *stores, u store.User) error {
+				return listUsage(ctx, s, stdout, u, *endUser, *limit)
+			}
+		case "create-invite":
+			uses := fs.Int64("uses", 1, "how many accounts the code may create (1–10000)")
+			ttl := fs.Duration("ttl", auth.DefaultInvitationTTL, "how long the code lives (at most 8760h)")
+			note := fs.String("note", "", "a label, e.g. whom it is for (at most 200 characters)")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				return createInvite(ctx, s, stdout, *uses, *ttl, *note)
+			}
+		case "list-invites":
+			limit := fs.Int("limit", 50, "the most invitations to print (newest first)")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				return listInvites(ctx, s, stdout, *limit)
+			}
+		case "revoke-invite":
+			id := fs.String("id", "", "the invitation's id (as create-invite and list-invites print it)")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				return revokeInvite(ctx, s, stdout, *id)
+			}
+		}
+	}
+	groups.Add(fs, "task", false, own)
+	if run == nil {
+		return fmt.Errorf("%w: unknown task %q\n%s", errUsage, task, adminUsage())
+	}
+	if err := parseFlags(fs, groups, args, stdout); err != nil {
 		return err
 	}
 	s, err := openStores(ctx, cfg)
@@ -89,7 +125,7 @@ func admin(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer s.Close()
 	var u store.User
-	if task != "create-user" {
+	if userTasks[task] {
 		norm, err := auth.NormalizeEmail(*email)
 		if err != nil {
 			return fmt.Errorf("--email: %w", err)
@@ -102,6 +138,25 @@ func admin(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	return run(ctx, s, u)
+}
+
+// topup adds usd to u's balance (negative: deducts it), audited as
+// AdminService.AdjustBalance audits, by "cli".
+func topup(ctx context.Context, s *stores, stdout io.Writer, u store.User, usd float64) error {
+	if math.IsNaN(usd) || math.Abs(usd) > 1e9 || usd == 0 {
+		return errors.New("--usd: give a non-zero amount of at most 1e9")
+	}
+	delta := int64(math.Round(usd * 1e9))
+	balance, err := s.Ledger.Adjust(ctx, store.Adjustment{
+		UserID: u.ID, DeltaNanos: delta, Reason: "admin topup", At: time.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{}).
+		RecordBalanceAdjusted(ctx, u.ID, "cli", delta, balance, "admin topup", auth.Client{IP: "cli", UserAgent: "parley admin"})
+	fmt.Fprintf(stdout, "balance of %s: %d nano-USD ($%.9f)\n", u.Email, balance, float64(balance)/1e9)
+	return nil
 }
 
 func createUser(ctx context.Context, s *stores, stdout io.Writer, email, password string, tier store.Tier, isAdmin bool) error {
@@ -186,5 +241,77 @@ func listUsage(ctx context.Context, s *stores, stdout io.Writer, u store.User, e
 		}
 		cursor = next
 	}
+	return nil
+}
+
+// cliClient is the command line as the audit log and the auth layer see it.
+var cliClient = auth.Client{IP: "cli", UserAgent: "parley admin"}
+
+// createInvite issues an invitation, printing its code alone on stdout (for
+// scripts) and what it is on stderr.
+func createInvite(ctx context.Context, s *stores, stdout io.Writer, uses int64, ttl time.Duration, note string) error {
+	if uses < 1 || uses > auth.MaxInvitationUses {
+		return fmt.Errorf("--uses: give 1–%d", auth.MaxInvitationUses)
+	}
+	if ttl <= 0 || ttl > auth.MaxInvitationTTL {
+		return errors.New("--ttl: must be positive and at most 8760h (365 days)")
+	}
+	if len([]rune(note)) > auth.MaxInvitationNote {
+		return fmt.Errorf("--note: at most %d characters", auth.MaxInvitationNote)
+	}
+	authn := auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{})
+	inv, code, err := authn.CreateInvitation(ctx, "cli", note, uses, ttl, cliClient)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "created invitation %s (%s) for %d sign-up(s), expires %s\n", inv.ID, inv.Prefix, inv.MaxUses, inv.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintln(stdout, code)
+	return nil
+}
+
+// listInvites prints the newest invitations, one line each: id, prefix,
+// uses/max, state (usable, used up, expired or revoked), created and
+// expiry times, and the note (quoted).
+func listInvites(ctx context.Context, s *stores, stdout io.Writer, limit int) error {
+	if limit < 1 || limit > 100_000 {
+		return errors.New("--limit: give 1–100000")
+	}
+	now := time.Now()
+	cursor := ""
+	for left := limit; left > 0; {
+		list, next, err := s.Accounts.ListInvitations(ctx, store.PageRequest{Size: min(left, store.MaxPageSize), Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		for _, inv := range list {
+			state := inv.Unusable(now)
+			if state == "" {
+				state = "usable"
+			}
+			fmt.Fprintf(stdout, "%s %s %d/%d %-7s created %s expires %s %q\n", inv.ID, inv.Prefix, inv.Uses, inv.MaxUses, state,
+				inv.CreatedAt.Format(time.RFC3339), inv.ExpiresAt.Format(time.RFC3339), inv.Note)
+		}
+		left -= len(list)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return nil
+}
+
+// revokeInvite revokes an invitation by id.
+func revokeInvite(ctx context.Context, s *stores, stdout io.Writer, id string) error {
+	if id == "" {
+		return errors.New("--id: give the invitation's id (parley admin list-invites prints them)")
+	}
+	inv, err := s.Accounts.RevokeInvitation(ctx, id, time.Now().UTC())
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("--id: no invitation %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked invitation %s (%s), %d/%d used\n", inv.ID, inv.Prefix, inv.Uses, inv.MaxUses)
 	return nil
 }

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/server/bench"
-	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/obs"
 )
 
@@ -23,10 +20,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "relay":
 			return benchRelay(ctx, args[1:], stdout, stderr)
 		case "mock":
-			return benchMock(ctx, args[1:], stderr)
+			return benchMock(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := newFlagSet("bench")
 	var cfg bench.Config
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "base URL of the gateway or worker")
 	fs.StringVar(&cfg.Protocol, "protocol", "connect", "connect, grpc, grpc-web or openai-sse")
@@ -40,7 +37,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 50, "max output tokens per request")
 	fs.StringVar(&cfg.Prompt, "prompt", "Tell me a story about a rabbit with a pocket watch.", "the user message")
 	quiet := fs.Bool("quiet", false, "no progress line")
-	if err := config.Parse(fs, args, os.Getenv); err != nil {
+	maxErrors := fs.Float64("max-error-rate", 0, "share of requests that may fail (0 to 1) before bench exits non-zero")
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
 		return err
 	}
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
@@ -53,13 +51,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "parley bench: %s %s %s, concurrency %d, stream %v, max tokens %d\n%s\n",
 		cfg.Target, cfg.URL, cfg.Protocol, cfg.Concurrency, cfg.Stream, cfg.MaxTokens, report)
-	return nil
+	return report.Check(*maxErrors)
 }
 
 // benchRelay runs the relay benchmark: its own mock upstream, worker and
 // gateway processes, streams through them and directly, one table per run.
 func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench relay", flag.ContinueOnError)
+	fs := newFlagSet("bench relay")
 	var cfg bench.RelayConfig
 	fs.Func("token-delay", "comma-separated delays between the mock's tokens, one load run each (default 20ms)", durationList(&cfg.TokenDelays))
 	fs.Func("streams", "comma-separated numbers of streams in flight, one load run each (default 50)", intList(&cfg.Streams))
@@ -80,8 +78,9 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Func("baseline-gateway-args", "extra flags for the baseline's gateway (default: --gateway-args)", fieldsOf(&cfg.BaselineGatewayArgs))
 	fs.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU profiles of gateway and worker, taken in each load run's first trial")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each CPU profile")
+	fs.Float64Var(&cfg.MaxErrorRate, "max-error-rate", 0, "share of requests that may fail (0 to 1) before bench relay exits non-zero")
 	quiet := fs.Bool("quiet", false, "no progress lines")
-	if err := config.Parse(fs, args, os.Getenv); err != nil {
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
 		return err
 	}
 	if len(cfg.TokenDelays) == 0 {
@@ -97,14 +96,14 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // benchMock serves the relay benchmark's mock OpenAI-compatible upstream.
-func benchMock(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench mock", flag.ContinueOnError)
+func benchMock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench mock")
 	var cfg bench.MockConfig
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	fs.StringVar(&cfg.Model, "model", "mock", "the model served")
 	fs.DurationVar(&cfg.TokenDelay, "token-delay", 20*time.Millisecond, "delay before each token (a prompt's \"mock-pace delay=D tokens=N\" overrides it)")
 	fs.IntVar(&cfg.Tokens, "tokens", 50, "tokens per answer")
-	if err := config.Parse(fs, args, os.Getenv); err != nil {
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
 		return err
 	}
 	return bench.RunMock(ctx, *listen, cfg, obs.NewLogger(stderr, "info"))

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,11 +19,11 @@ import (
 // adminClient parses the flags of a command that asks a running gateway's
 // AdminService, as an admin's API key, and returns the client and the key's
 // header value.
-func adminClient(name string, args []string) (parleyv1connect.AdminServiceClient, string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+func adminClient(name string, args []string, stdout io.Writer) (parleyv1connect.AdminServiceClient, string, error) {
+	fs := newFlagSet(name)
 	gatewayURL := fs.String("gateway", "http://127.0.0.1:8080", "the gateway's base URL")
-	apiKey := fs.String("api-key", os.Getenv("PARLEY_API_KEY"), "an admin user's API key (default $PARLEY_API_KEY)")
-	if err := fs.Parse(args); err != nil {
+	apiKey := fs.String("api-key", "", "an admin user's API key (or PARLEY_API_KEY)")
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
 		return nil, "", err
 	}
 	if *apiKey == "" {
@@ -43,7 +41,7 @@ func lower(name, prefix string) string {
 // workersCmd lists a running gateway's workers with their pools, states and
 // load (AdminService.ListWorkers).
 func workersCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	c, auth, err := adminClient("workers", args)
+	c, auth, err := adminClient("workers", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -70,7 +68,7 @@ func workersCmd(ctx context.Context, args []string, stdout io.Writer) error {
 // modelsCmd lists a running gateway's models with the workers and pools
 // serving each (AdminService.ListServedModels, as an admin's API key).
 func modelsCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	c, auth, err := adminClient("models", args)
+	c, auth, err := adminClient("models", args, stdout)
 	if err != nil {
 		return err
 	}

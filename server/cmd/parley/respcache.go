@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/respcache"
 	redisstore "github.com/parleyhq/parley/server/store/redis"
@@ -14,20 +17,15 @@ import (
 // --response-cache-redis-url's Redis when given, else shared (the
 // --redis-url store's, or none); a cache Redis that is down at start is
 // only warned about, as one that goes down later: the cache skips it.
-func openResponseCache(ctx context.Context, mode, redisURL string, shared respcache.Remote, cfg respcache.Config) (*respcache.Cache, bool, error) {
-	byDefault := false
-	switch mode {
-	case "off":
-		return nil, false, nil
-	case "opt-in":
-	case "on":
-		byDefault = true
-	default:
-		return nil, false, fmt.Errorf("--response-cache: %q: want off, opt-in or on", mode)
+func openResponseCache(ctx context.Context, set respcache.Settings, shared respcache.Remote, reg prometheus.Registerer, logger *slog.Logger) (*respcache.Cache, bool, error) {
+	on, byDefault, err := set.ParseMode()
+	if !on || err != nil {
+		return nil, false, err
 	}
-	cfg.Remote = shared
-	if redisURL != "" {
-		rdb, err := redisstore.Dial(redisURL)
+	cfg := set.Config
+	cfg.Remote, cfg.Registerer, cfg.Logger = shared, reg, logger
+	if set.RedisURL != "" {
+		rdb, err := redisstore.Dial(set.RedisURL)
 		if err != nil {
 			return nil, false, fmt.Errorf("--response-cache-redis-url: %w", err)
 		}

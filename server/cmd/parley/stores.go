@@ -55,6 +55,10 @@ type stores struct {
 
 	// Blobs is the S3 blob store, or nil for the data directory's.
 	Blobs blob.Blobs
+	// Vectors keeps the vector stores' chunks: in SQLite embedded, in
+	// Cassandra's SAI vector index in scale mode; nil with PostgreSQL and
+	// no Cassandra (vector stores are then not available).
+	Vectors store.VectorIndex
 	// Collectors are the stores' metric families, for the registry.
 	Collectors []prometheus.Collector
 	checks     map[string]gateway.Check
@@ -62,7 +66,7 @@ type stores struct {
 }
 
 // openStores opens and migrates every configured store.
-func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) {
+func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -75,6 +79,7 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 	if cfg.PostgresURL == "" && (len(cfg.PostgresReadURLs) > 0 || cfg.PostgresPgBouncer) {
 		return nil, errors.New("--postgres-read-urls and --postgres-pgbouncer need --postgres-url")
 	}
+	var saver store.LimiterSaver // the embedded database keeps the in-process limiter
 	if cfg.PostgresURL != "" {
 		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{
 			PgBouncer: cfg.PostgresPgBouncer, ReadURLs: cfg.PostgresReadURLs, MaxReplicaLag: cfg.PostgresReplicaMaxLag,
@@ -98,10 +103,12 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 			return nil, err
 		}
 		s.closers = append(s.closers, db.Close)
+		saver = db
 		s.Store = db.Store()
 		if cfg.ClickHouseURL != "" {
 			s.Store = db.StoreWithOutbox() // usage records wait in SQLite for the relay
 		}
+		s.Vectors = db.Vectors()
 		s.checks["sqlite"] = db.Ping
 	}
 	if cfg.RedisURL != "" {
@@ -115,10 +122,24 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		s.ResponseCache = redisstore.NewResponseCache(rdb, "")
 		s.board = func(key string) limits.LoadBoard { return redisstore.NewLoadBoard(rdb, key) }
 		s.checks["redis"] = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
-		bc := redisstore.NewBroadcaster(rdb)
+		bc := redisstore.NewBroadcaster[auth.Eviction](rdb)
 		s.Broadcast, s.SubscribeEvictions = bc, bc.Subscribe
 	} else {
-		s.Limiter = memlimit.New(time.Minute)
+		ml := memlimit.New(time.Minute)
+		s.Limiter = ml
+		if saver != nil {
+			// The embedded limiter's buckets survive a restart: saved every
+			// second (what a crash can forgive) and at Close.
+			pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			done, err := memlimit.Persist(pctx, ml, saver, time.Second, func(err error) {
+				slog.Error("saving the limiter's buckets", "err", err)
+			})
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			s.closers = append(s.closers, func() error { stop(); <-done; return nil })
+		}
 		s.Generations = memlive.New()
 		s.board = func(string) limits.LoadBoard { return memlimit.NewBoard() }
 	}
@@ -141,6 +162,7 @@ func openStores(ctx context.Context, cfg *config.Serve) (st *stores, err error) 
 		}
 		s.closers = append(s.closers, msgs.Close)
 		s.Messages = msgs
+		s.Vectors = msgs.Vectors()
 		s.checks["cql"] = msgs.Ping
 	}
 	if cfg.S3Endpoint != "" {
@@ -170,15 +192,15 @@ func (s *stores) Close() {
 // Secret returns the key that signs page tokens and blob URLs: --secret
 // (hex, shared by every gateway in scale mode) or, embedded, a random key
 // kept in the data directory so tokens survive restarts.
-func (s *stores) Secret(cfg *config.Serve) ([]byte, error) {
-	if cfg.Secret != "" {
-		k, err := hex.DecodeString(cfg.Secret)
+func (s *stores) Secret(secret, dataDir string) ([]byte, error) {
+	if secret != "" {
+		k, err := hex.DecodeString(secret)
 		if err != nil || len(k) < 16 {
 			return nil, errors.New("--secret: give at least 32 hex digits")
 		}
 		return k, nil
 	}
-	path := filepath.Join(cfg.DataDir, "secret.key")
+	path := filepath.Join(dataDir, "secret.key")
 	if k, err := os.ReadFile(path); err == nil && len(k) == 32 {
 		return k, nil
 	}

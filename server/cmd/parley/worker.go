@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -25,8 +23,8 @@ import (
 
 // runWorker serves WorkerService beside an inference engine until ctx is
 // done: the sim, or an OpenAI-compatible upstream.
-func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+func runWorker(ctx context.Context, args []string, stdout, logOut io.Writer) error {
+	fs := newFlagSet("worker")
 	var (
 		listen, engineName, upstream, apiKey, logLevel string
 		token, tokenFile                               string
@@ -57,7 +55,7 @@ func runWorker(ctx context.Context, args []string, logOut io.Writer) error {
 	fs.StringVar(&token, "worker-token", "", "shared secret every WorkerService call must carry (Authorization: Bearer); give the gateways the same --worker-token")
 	fs.StringVar(&tokenFile, "worker-token-file", "", "file holding the worker token (instead of --worker-token)")
 	fs.BoolVar(&noToken, "insecure-no-worker-token", false, "serve without a worker token on a non-loopback address: anyone who reaches the port generates for free")
-	if err := config.Parse(fs, args, os.Getenv); err != nil {
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
 		return err
 	}
 	logger := obs.NewLogger(logOut, logLevel)

@@ -117,10 +117,10 @@ def test_bad_key(root):
 
 def test_unknown_model(claude):
     with pytest.raises(anthropic.NotFoundError) as e:
-        claude.messages.create(model="claude-nope", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+        claude.messages.create(model="no-such-model", max_tokens=5, messages=[{"role": "user", "content": "x"}])
     assert e.value.type == "not_found_error"
     with pytest.raises(anthropic.NotFoundError):
-        claude.messages.count_tokens(model="claude-nope", messages=[{"role": "user", "content": "x"}])
+        claude.messages.count_tokens(model="no-such-model", messages=[{"role": "user", "content": "x"}])
 
 
 def test_empty_balance(root, broke_key):

@@ -137,7 +137,7 @@ def test_parse_text_format(client):
 
 def test_refused_by_name(client):
     with pytest.raises(openai.BadRequestError) as e:
-        client.responses.create(model=MODEL, input="hi", reasoning={"effort": "high"})
+        client.responses.create(model=MODEL, input="hi", reasoning={"effort": "extreme"})
     assert e.value.param == "reasoning"
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(model=MODEL, input="hi", tools=[{"type": "web_search"}])

@@ -58,7 +58,7 @@ test("a bad key is an AuthenticationError", async () => {
 
 test("an unknown model is a NotFoundError", async () => {
   await assert.rejects(
-    client.chat.completions.create({ model: "gpt-nope", messages: [{ role: "user", content: "x" }] }),
+    client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] }),
     (e) => e instanceof OpenAI.NotFoundError && e.status === 404,
   );
 });

@@ -24,6 +24,7 @@ package clickhouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -50,7 +51,8 @@ const schema = `CREATE TABLE IF NOT EXISTS usage_records (
 	cost_nanos        Int64,
 	finish_reason     String,
 	end_user          String DEFAULT '',
-	cache_hit         UInt8 DEFAULT 0
+	cache_hit         UInt8 DEFAULT 0,
+	requested_model   String DEFAULT ''
 ) ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
 ORDER BY (user_id, created_at, request_id)`
@@ -64,11 +66,12 @@ ORDER BY (user_id, created_at, request_id)`
 var addColumns = []struct{ name, ddl string }{
 	{"end_user", `ALTER TABLE usage_records ADD COLUMN end_user String DEFAULT ''`},
 	{"cache_hit", `ALTER TABLE usage_records ADD COLUMN cache_hit UInt8 DEFAULT 0`},
+	{"requested_model", `ALTER TABLE usage_records ADD COLUMN requested_model String DEFAULT ''`},
 }
 
 // columns are the table's columns in the order Record appends them.
 const columns = `user_id, created_at, request_id, api_key_id, channel, model, prompt_tokens, completion_tokens,
-	cached_tokens, estimated, cost_nanos, finish_reason, end_user, cache_hit`
+	cached_tokens, estimated, cost_nanos, finish_reason, end_user, cache_hit, requested_model`
 
 // DB is an open ClickHouse usage store.
 type DB struct {
@@ -104,8 +107,29 @@ func Open(ctx context.Context, url string) (*DB, error) {
 }
 
 // Migrate creates the table if it does not exist and adds the columns an
-// older table lacks.
+// older table lacks. Gateways starting at once run it at once: each step is
+// idempotent, a column another process added first is found there, and the
+// whole is tried again (store.CreateSchema) on what a server may answer one
+// of two concurrent schema changes (a table being created or altered by
+// the other, a lock not granted in time).
 func (db *DB) Migrate(ctx context.Context) error {
+	return store.CreateSchema(ctx, retryable, func() error { return db.migrate(ctx) })
+}
+
+// retryable says whether Migrate's error may pass on a second try: not one
+// of a refused user or password, nor a database that does not exist.
+func retryable(err error) bool {
+	var ex *ch.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case 81, 192, 193, 194, 516: // UNKNOWN_DATABASE, UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD, AUTHENTICATION_FAILED
+			return false
+		}
+	}
+	return true
+}
+
+func (db *DB) migrate(ctx context.Context) error {
 	if err := db.conn.Exec(ctx, schema); err != nil {
 		return fmt.Errorf("clickhouse: create usage_records: %w", err)
 	}
@@ -178,7 +202,7 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 			est = 1
 		}
 		if err := batch.Append(r.UserID, r.CreatedAt.UnixNano(), r.RequestID, r.APIKeyID, r.Channel, r.Model,
-			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason, r.EndUser, boolUInt8(r.CacheHit)); err != nil {
+			r.PromptTokens, r.CompletionTokens, r.CachedTokens, est, r.CostNanos, r.FinishReason, r.EndUser, boolUInt8(r.CacheHit), r.RequestedModel); err != nil {
 			_ = batch.Abort()
 			return fmt.Errorf("clickhouse: usage append: %w", err)
 		}
@@ -200,7 +224,7 @@ func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p st
 	limit := p.Limit()
 	var q strings.Builder
 	q.WriteString(`SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records FINAL WHERE 1 = 1`)
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model FROM usage_records FINAL WHERE 1 = 1`)
 	var args []any
 	if userID != "" {
 		q.WriteString(` AND user_id = ?`)
@@ -230,7 +254,7 @@ func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p st
 		var created int64
 		var est, hit uint8
 		if err := rows.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &hit); err != nil {
+			&r.CachedTokens, &est, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &hit, &r.RequestedModel); err != nil {
 			return nil, "", err
 		}
 		r.Estimated, r.CacheHit = est != 0, hit != 0

@@ -2,8 +2,10 @@ package clickhouse_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +118,48 @@ func TestMigrateAddsEndUser(t *testing.T) {
 	alice, _, err := db.List(ctx, "u1", store.UsageFilter{EndUser: "alice"}, store.PageRequest{})
 	if err != nil || len(alice) != 1 || alice[0].RequestID != "new" {
 		t.Fatalf("alice's records = %+v, %v", alice, err)
+	}
+}
+
+// Five stores opened on one empty database at the same instant all make or
+// find the table; five more on a table of an older schema all find it
+// brought up to date (gateways of one deployment start together).
+func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
+	for _, old := range []bool{false, true} {
+		url, _ := freshDB(t, func(admin *clickhouse.DB, name string) {
+			if old {
+				if err := admin.Exec(t.Context(), `CREATE TABLE `+name+`.usage_records (
+					user_id String, created_at Int64, request_id String, api_key_id String, channel String, model String,
+					prompt_tokens Int64, completion_tokens Int64, cached_tokens Int64, estimated UInt8, cost_nanos Int64,
+					finish_reason String
+				) ENGINE = ReplacingMergeTree ORDER BY (user_id, created_at, request_id)`); err != nil {
+					t.Fatalf("old schema: %v", err)
+				}
+			}
+		})
+		var (
+			start = make(chan struct{})
+			wg    sync.WaitGroup
+			errs  = make([]error, 5)
+		)
+		for i := range errs {
+			wg.Go(func() {
+				<-start
+				db, err := clickhouse.Open(t.Context(), url)
+				if err == nil {
+					err = db.Record(t.Context(), []store.UsageRecord{{RequestID: fmt.Sprint("r", i), UserID: "u1", Channel: "api", Model: "m", CreatedAt: time.Unix(int64(i+1), 0)}})
+					db.Close()
+				}
+				errs[i] = err
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("old schema %v, store %d: %v", old, i, err)
+			}
+		}
 	}
 }

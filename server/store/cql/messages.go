@@ -4,7 +4,7 @@
 // the module proxy refuses version lists for github.com/scylladb/*).
 //
 // Messages are one partition per conversation (partition key conv_id),
-// clustered by creation time then message ID (seed §6.2), so a
+// clustered by creation time then message ID (docs/architecture.md), so a
 // conversation's history is one sequential read of one partition. Every
 // statement is prepared (gocql prepares statements with bound values and
 // caches them), routed token-aware to a replica, at LOCAL_QUORUM.
@@ -94,11 +94,36 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if rf <= 0 {
 		rf = 1
 	}
-	// Schema first, on a session without a keyspace.
-	admin, err := gocqlx.WrapSession(cluster(cfg, "").CreateSession())
+	// Schema first, on a session without a keyspace; tried again on the
+	// errors gateways starting together can meet (store.CreateSchema).
+	if err := store.CreateSchema(ctx, schemaRetryable, func() error { return createSchema(ctx, cfg, rf) }); err != nil {
+		return nil, fmt.Errorf("cql: schema: %w", err)
+	}
+	// A node that has not yet heard of a keyspace just made elsewhere
+	// refuses a session in it: tried again the same way.
+	var s gocqlx.Session
+	err := store.CreateSchema(ctx, schemaRetryable, func() (err error) {
+		s, err = gocqlx.WrapSession(cluster(cfg, cfg.Keyspace).CreateSession())
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cql: connect: %w", err)
 	}
+	return &DB{s: s}, nil
+}
+
+// createSchema makes the keyspace and the messages table unless they exist,
+// and adds the columns an older table lacks. Every statement is idempotent.
+// Gateways starting at once run it at once: on one node the server applies
+// their schema changes one at a time, but across nodes two coordinators can
+// race (one answers "already exists", or the driver times out waiting for
+// the nodes to agree on the schema), and a second try finds the work done.
+func createSchema(ctx context.Context, cfg Config, rf int) error {
+	admin, err := gocqlx.WrapSession(cluster(cfg, "").CreateSession())
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer admin.Close()
 	err = admin.ContextQuery(ctx, `CREATE KEYSPACE IF NOT EXISTS `+cfg.Keyspace+
 		` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': `+strconv.Itoa(rf)+`}`, nil).ExecRelease()
 	if err == nil {
@@ -117,15 +142,21 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err == nil {
 		err = addColumns(ctx, admin, cfg.Keyspace, "messages", map[string]string{"parent_id": "text", "status": "text"})
 	}
-	admin.Close()
-	if err != nil {
-		return nil, fmt.Errorf("cql: schema: %w", err)
+	return err
+}
+
+// schemaRetryable says whether createSchema's error may pass on a second
+// try: not a statement the server cannot parse, nor refused credentials or
+// rights, nor a configuration it refuses.
+func schemaRetryable(err error) bool {
+	var re gocql.RequestError
+	if errors.As(err, &re) {
+		switch re.Code() {
+		case gocql.ErrCodeSyntax, gocql.ErrCodeUnauthorized, gocql.ErrCodeCredentials, gocql.ErrCodeConfig:
+			return false
+		}
 	}
-	s, err := gocqlx.WrapSession(cluster(cfg, cfg.Keyspace).CreateSession())
-	if err != nil {
-		return nil, fmt.Errorf("cql: connect: %w", err)
-	}
-	return &DB{s: s}, nil
+	return true
 }
 
 // addColumns adds the columns a table created by an older version lacks

@@ -34,6 +34,7 @@ type Limiter struct {
 	buckets   map[string]bucket
 	sweepEach time.Duration
 	lastSweep time.Time
+	version   uint64 // counts the calls that changed a bucket, for Persist
 }
 
 var _ store.Limiter = (*Limiter)(nil)
@@ -193,6 +194,7 @@ func (l *Limiter) Take(_ context.Context, now time.Time, takes []store.Take) (st
 		}
 		l.buckets[e.key] = e.b
 	}
+	l.version++
 	for i := range takes {
 		d.States[i] = work[idx[i]].b.state(now)
 	}
@@ -223,6 +225,7 @@ func (l *Limiter) Refund(_ context.Context, now time.Time, key string, limit int
 	}
 	if _, ok := l.buckets[key]; ok {
 		l.buckets[key] = b
+		l.version++
 	}
 	return b.state(now), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,22 +14,23 @@ import (
 
 type attachments struct{ db *DB }
 
-const attCols = `id, user_id, filename, mime_type, size_bytes, sha256, status, failure_reason, width, height, created_at, expires_at`
+const attCols = `id, user_id, filename, mime_type, size_bytes, sha256, status, failure_reason, width, height, created_at, expires_at, purpose, delete_at`
 
 type attScan struct {
-	a       store.Attachment
-	created int64
-	expires *int64
+	a        store.Attachment
+	created  int64
+	expires  *int64
+	deleteAt *int64
 }
 
 func (s *attScan) dest() []any {
 	return []any{&s.a.ID, &s.a.UserID, &s.a.Filename, &s.a.MimeType, &s.a.SizeBytes, &s.a.SHA256, (*string)(&s.a.Status),
-		&s.a.FailureReason, &s.a.Width, &s.a.Height, &s.created, &s.expires}
+		&s.a.FailureReason, &s.a.Width, &s.a.Height, &s.created, &s.expires, &s.a.Purpose, &s.deleteAt}
 }
 
 func (s *attScan) att() store.Attachment {
 	a := s.a
-	a.CreatedAt, a.ExpiresAt = fromTS(s.created), fromNullTS(s.expires)
+	a.CreatedAt, a.ExpiresAt, a.DeleteAt = fromTS(s.created), fromNullTS(s.expires), fromNullTS(s.deleteAt)
 	return a
 }
 
@@ -50,11 +52,11 @@ func (at attachments) Create(ctx context.Context, a store.Attachment, quotaBytes
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO attachments (`+attCols+`)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15
 			WHERE $5 <= $13::bigint AND $5 + (SELECT coalesce(sum(size_bytes), 0) FROM attachments
-			                          WHERE user_id = $2 AND status <> 'failed') <= $13::bigint`,
+			                          WHERE user_id = $2 AND status <> 'failed' AND claimed_at IS NULL) <= $13::bigint`,
 			a.ID, a.UserID, a.Filename, a.MimeType, a.SizeBytes, a.SHA256, string(a.Status), a.FailureReason,
-			a.Width, a.Height, ts(a.CreatedAt), nullTS(a.ExpiresAt), quotaBytes)
+			a.Width, a.Height, ts(a.CreatedAt), nullTS(a.ExpiresAt), quotaBytes, a.Purpose, nullTS(a.DeleteAt))
 		inserted = tag.RowsAffected() == 1
 		return err
 	})
@@ -69,7 +71,7 @@ func (at attachments) Create(ctx context.Context, a store.Attachment, quotaBytes
 
 func (at attachments) Get(ctx context.Context, userID, id string) (store.Attachment, error) {
 	var s attScan
-	err := at.db.pool.QueryRow(ctx, `SELECT `+attCols+` FROM attachments WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
+	err := at.db.pool.QueryRow(ctx, `SELECT `+attCols+` FROM attachments WHERE id = $1 AND user_id = $2 AND claimed_at IS NULL`, id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Attachment{}, notFound(err, "attachment")
 	}
@@ -100,7 +102,7 @@ func (at attachments) SetStatus(ctx context.Context, id string, r store.Attachme
 }
 
 func (at attachments) Delete(ctx context.Context, userID, id string) error {
-	tag, err := at.db.exec(ctx, `DELETE FROM attachments WHERE id = $1 AND user_id = $2`, id, userID)
+	tag, err := at.db.exec(ctx, `DELETE FROM attachments WHERE id = $1 AND user_id = $2 AND claimed_at IS NULL`, id, userID)
 	if err != nil {
 		return err
 	}
@@ -112,6 +114,10 @@ func (at attachments) ExpireUploads(ctx context.Context, now time.Time) ([]store
 		SET status = 'failed', failure_reason = $1
 		WHERE status = 'uploading' AND expires_at IS NOT NULL AND expires_at <= $2 RETURNING `+attCols,
 		store.UploadExpiredReason, ts(now))
+	return scanAttachments(rows, err)
+}
+
+func scanAttachments(rows pgx.Rows, err error) ([]store.Attachment, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -124,5 +130,77 @@ func (at attachments) ExpireUploads(ctx context.Context, now time.Time) ([]store
 		}
 		out = append(out, s.att())
 	}
-	return out, rows.Err()
+	return out, mapErr(rows.Err())
+}
+
+func (at attachments) Reference(ctx context.Context, userID string, ids []string, now time.Time) error {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	if len(ids) == 0 {
+		return nil
+	}
+	// All or none: a row a sweeper holds (its claim in flight) is waited
+	// for, then seen claimed, and the whole mark is rolled back.
+	err := pgx.BeginFunc(ctx, at.db.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE attachments SET referenced_at = coalesce(referenced_at, $3)
+			WHERE user_id = $1 AND id = ANY($2) AND claimed_at IS NULL`, userID, ids, ts(now))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != int64(len(ids)) {
+			return fmt.Errorf("%w: attachment", store.ErrNotFound)
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return mapErr(err)
+}
+
+func (at attachments) ClaimUnreferenced(ctx context.Context, now, createdBefore, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalidArgument, limit)
+	}
+	// SKIP LOCKED: sweepers on other gateways claim other rows, and a row a
+	// message is being referenced by is left alone (FOR UPDATE rechecks
+	// one changed meanwhile, so a fresh reference is seen).
+	rows, err := at.db.pool.Query(ctx, `UPDATE attachments SET claimed_at = $1
+		WHERE id IN (SELECT id FROM attachments
+		             WHERE referenced_at IS NULL AND purpose = '' AND created_at <= $2 AND status <> 'uploading'
+		               AND (claimed_at IS NULL OR claimed_at <= $3)
+		             ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+		RETURNING `+attCols, ts(now), ts(createdBefore), ts(reclaimBefore), limit)
+	return scanAttachments(rows, err)
+}
+
+func (at attachments) ListFiles(ctx context.Context, userID string, q store.FileQuery) ([]store.Attachment, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("%w: file list limit %d is not positive", store.ErrInvalidArgument, q.Limit)
+	}
+	order, after := "DESC", "($3 = '' OR id < $3)"
+	if q.Ascending {
+		order, after = "ASC", "($3 = '' OR id > $3)"
+	}
+	rows, err := at.db.pool.Query(ctx, `SELECT `+attCols+` FROM attachments
+		WHERE user_id = $1 AND purpose <> '' AND ($2 = '' OR purpose = $2) AND `+after+` AND claimed_at IS NULL
+		ORDER BY id `+order+` LIMIT $4`, userID, q.Purpose, q.After, q.Limit)
+	return scanAttachments(rows, err)
+}
+
+func (at attachments) ClaimExpired(ctx context.Context, now, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalidArgument, limit)
+	}
+	rows, err := at.db.pool.Query(ctx, `UPDATE attachments SET claimed_at = $1
+		WHERE id IN (SELECT id FROM attachments
+		             WHERE delete_at IS NOT NULL AND delete_at <= $1
+		               AND (claimed_at IS NULL OR claimed_at <= $2)
+		             ORDER BY delete_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING `+attCols, ts(now), ts(reclaimBefore), limit)
+	return scanAttachments(rows, err)
+}
+
+func (at attachments) Purge(ctx context.Context, id string) error {
+	_, err := at.db.exec(ctx, `DELETE FROM attachments WHERE id = $1 AND claimed_at IS NOT NULL`, id)
+	return err
 }

@@ -113,6 +113,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		}
 		_, err = conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+opts.Schema)
 		conn.Close(ctx)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P06") {
+			err = nil // made by another process at the same instant
+		}
 		if err != nil {
 			return nil, fmt.Errorf("postgres: create schema: %w", err)
 		}
@@ -219,11 +223,26 @@ func (db *DB) StoreWithOutbox() store.Store {
 	return s
 }
 
+// locked runs f in a transaction that first takes the transaction-scoped
+// advisory lock migrationLock, so what f creates is created by one process
+// at a time however many start at once: the next sees it made. A
+// transaction's lock (not a session's) is safe through PgBouncer in
+// transaction mode too, where a session lock would stay behind on a pooled
+// server connection.
+func (db *DB) locked(ctx context.Context, f func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		return f(tx)
+	})
+}
+
 // Migrate applies the embedded migrations not yet recorded in
-// schema_migrations, in file-name order, each in its own transaction. Each
-// transaction first takes a transaction-scoped advisory lock, so concurrent
-// calls from several processes are safe, through PgBouncer in transaction
-// mode too (a session lock would stay behind on a pooled server connection).
+// schema_migrations, in file-name order, each in its own transaction under
+// the migration lock (locked), then makes the audit log's partitions
+// (EnsurePartitions, under the same lock): any number of gateways may start
+// at once on a fresh or an old database.
 func (db *DB) Migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
@@ -241,10 +260,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
-				return fmt.Errorf("lock: %w", err)
-			}
+		err = db.locked(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    INTEGER PRIMARY KEY,
 				name       TEXT    NOT NULL,
@@ -278,14 +294,19 @@ func (db *DB) Migrate(ctx context.Context) error {
 // next two (UTC), if missing. Migrate calls it; a deployment that runs for
 // months without restarting a gateway or running `parley migrate` keeps
 // working (rows go to the default partition) but should run it monthly.
+// It holds the migration lock (locked): two processes creating the same
+// partition at once would otherwise fail, one with "already exists" or a
+// deadlock between their CREATE TABLE … PARTITION OF statements.
 func (db *DB) EnsurePartitions(ctx context.Context, now time.Time) error {
 	m := time.Date(now.UTC().Year(), now.UTC().Month(), 1, 0, 0, 0, 0, time.UTC)
-	for i := range 3 {
-		if _, err := db.pool.Exec(ctx, `SELECT parley_audit_partition($1)`, m.AddDate(0, i, 0)); err != nil {
-			return fmt.Errorf("postgres: audit partition %s: %w", m.AddDate(0, i, 0).Format("2006-01"), err)
+	return db.locked(ctx, func(tx pgx.Tx) error {
+		for i := range 3 {
+			if _, err := tx.Exec(ctx, `SELECT parley_audit_partition($1)`, m.AddDate(0, i, 0)); err != nil {
+				return fmt.Errorf("postgres: audit partition %s: %w", m.AddDate(0, i, 0).Format("2006-01"), err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // mapErr translates constraint violations into store errors.

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parleyhq/parley/server/internal/wait"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/postgres"
 	"github.com/parleyhq/parley/server/store/storetest"
@@ -157,6 +158,7 @@ func TestPgBouncer(t *testing.T) {
 		"UsageOutbox":   func(t *testing.T) { storetest.TestUsageOutbox(t, newOutbox) },
 		"Attachments":   func(t *testing.T) { storetest.TestAttachments(t, newStore) },
 		"Audit":         func(t *testing.T) { storetest.TestAudit(t, newStore) },
+		"Invitations":   func(t *testing.T) { storetest.TestInvitations(t, newStore) },
 	} {
 		t.Run(name, func(t *testing.T) { t.Parallel(); suite(t) })
 	}
@@ -364,11 +366,7 @@ func TestReplicaRouting(t *testing.T) {
 	// waitFor polls cond for up to 10 s.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		wait.For(t, 10*time.Second, what, cond)
 	}
 	if err := s.Conversations.Create(ctx, conv("c1")); err != nil {
 		t.Fatal(err)

@@ -38,15 +38,15 @@ func (l ledger) recordTable() string {
 
 // recordColumns are the columns Settle writes, in the order of recordArgs.
 const recordColumns = `request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens,
-	cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit`
+	cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model`
 
 // recordArgs are r's fields but its user and cost, which the statements
-// take from the settled reservation: $N+0 … $N+11 are request_id, api_key_id,
+// take from the settled reservation: $N+0 … $N+12 are request_id, api_key_id,
 // channel, model, prompt_tokens, completion_tokens, cached_tokens,
-// estimated, finish_reason, created_at, end_user, cache_hit.
+// estimated, finish_reason, created_at, end_user, cache_hit, requested_model.
 func recordArgs(r *store.UsageRecord) []any {
 	return []any{r.RequestID, r.APIKeyID, r.Channel, r.Model, r.PromptTokens, r.CompletionTokens,
-		r.CachedTokens, r.Estimated, r.FinishReason, ts(r.CreatedAt), r.EndUser, r.CacheHit}
+		r.CachedTokens, r.Estimated, r.FinishReason, ts(r.CreatedAt), r.EndUser, r.CacheHit, r.RequestedModel}
 }
 
 // recordValues is the SELECT list that inserts a record whose arguments
@@ -54,7 +54,7 @@ func recordArgs(r *store.UsageRecord) []any {
 func recordValues(n int, user, cost string) string {
 	p := func(i int) string { return fmt.Sprintf("$%d", n+i) }
 	return strings.Join([]string{p(0), user, p(1), p(2), p(3), p(4) + "::bigint", p(5) + "::bigint", p(6) + "::bigint",
-		p(7) + "::boolean", cost, p(8), p(9) + "::bigint", p(10), p(11) + "::boolean"}, ", ")
+		p(7) + "::boolean", cost, p(8), p(9) + "::bigint", p(10), p(11) + "::boolean", p(12) + "::text"}, ", ")
 }
 
 func (l ledger) Account(ctx context.Context, userID string) (store.Balance, error) {

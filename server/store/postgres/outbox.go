@@ -26,7 +26,7 @@ func (o outbox) Ship(ctx context.Context, max int, ship func(context.Context, []
 	n := 0
 	err := pgx.BeginFunc(ctx, o.db.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT seq, request_id, user_id, api_key_id, channel, model, prompt_tokens,
-			completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit
+			completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model
 			FROM usage_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, max)
 		if err != nil {
 			return err
@@ -36,7 +36,7 @@ func (o outbox) Ship(ctx context.Context, max int, ship func(context.Context, []
 			var r store.UsageRecord
 			var seq, created int64
 			err := row.Scan(&seq, &r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens,
-				&r.CompletionTokens, &r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit)
+				&r.CompletionTokens, &r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit, &r.RequestedModel)
 			r.CreatedAt = fromTS(created)
 			seqs = append(seqs, seq)
 			return r, err

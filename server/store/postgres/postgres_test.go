@@ -1,9 +1,11 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +69,50 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 	if err := db.Ping(t.Context()); err != nil {
 		t.Fatalf("Ping: %v", err)
+	}
+}
+
+// Five processes' worth of stores migrating one empty schema at the same
+// instant all succeed (the migrations and the audit partitions are made
+// under one advisory lock), and so do five more on the migrated schema.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv(EnvURL)
+	if url == "" {
+		t.Skipf("%s not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvURL)
+	}
+	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	t.Cleanup(func() {
+		if db, err := postgres.Open(context.Background(), url, postgres.Options{Schema: schema}); err == nil {
+			_ = db.DropSchema(context.Background(), schema)
+			db.Close()
+		}
+	})
+	for round := range 2 {
+		var (
+			start = make(chan struct{})
+			wg    sync.WaitGroup
+			errs  = make([]error, 5)
+		)
+		for i := range errs {
+			wg.Go(func() {
+				<-start
+				db, err := postgres.Open(t.Context(), url, postgres.Options{Schema: schema, MaxConns: 2})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				defer db.Close()
+				errs[i] = db.Migrate(t.Context())
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, store %d: %v", round, i, err)
+			}
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	n := len(records)
 	var (
 		reqID, userID, keyID, channel, model, finish = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		endUser                                      = make([]string, n)
+		endUser, requested                           = make([]string, n), make([]string, n)
 		cacheHit                                     = make([]bool, n)
 		prompt, completion, cached, cost, created    = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		estimated                                    = make([]bool, n)
@@ -28,21 +28,21 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	for i, r := range records {
 		reqID[i], userID[i], keyID[i], channel[i], model[i], finish[i] = r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model, r.FinishReason
 		prompt[i], completion[i], cached[i], cost[i], created[i] = r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.CostNanos, ts(r.CreatedAt)
-		estimated[i], endUser[i], cacheHit[i] = r.Estimated, r.EndUser, r.CacheHit
+		estimated[i], endUser[i], cacheHit[i], requested[i] = r.Estimated, r.EndUser, r.CacheHit, r.RequestedModel
 	}
 	_, err := u.db.exec(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
-			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit)
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[], $13::text[], $14::boolean[])
+			$6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[], $10::bigint[], $11::text[], $12::bigint[], $13::text[], $14::boolean[], $15::text[])
 		ON CONFLICT (request_id) DO NOTHING`,
-		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created, endUser, cacheHit)
+		reqID, userID, keyID, channel, model, prompt, completion, cached, estimated, cost, finish, created, endUser, cacheHit, requested)
 	return err
 }
 
 func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE TRUE`
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model FROM usage_records WHERE TRUE`
 	var args []any
 	if userID != "" {
 		args = append(args, userID)
@@ -65,7 +65,7 @@ func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p s
 		var r store.UsageRecord
 		var created int64
 		err := row.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit)
+			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit, &r.RequestedModel)
 		r.CreatedAt = fromTS(created)
 		return r, err
 	})

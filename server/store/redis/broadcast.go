@@ -7,24 +7,25 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/parleyhq/parley/server/auth"
 )
 
 // EvictionChannel is the pub/sub channel of credential evictions.
 const EvictionChannel = "parley:auth:evict"
 
 // Broadcaster sends auth evictions (logout, key revocation, tier change) to
-// every gateway through Redis pub/sub.
-type Broadcaster struct{ rdb goredis.UniversalClient }
+// every gateway through Redis pub/sub, as JSON on EvictionChannel. E is the
+// eviction type (auth.Eviction, whose Broadcaster interface
+// Broadcaster[auth.Eviction] implements); it is a parameter so that this
+// storage backend does not import auth.
+type Broadcaster[E any] struct{ rdb goredis.UniversalClient }
 
-var _ auth.Broadcaster = Broadcaster{}
+// NewBroadcaster returns a broadcaster of evictions of type E over rdb.
+func NewBroadcaster[E any](rdb goredis.UniversalClient) Broadcaster[E] {
+	return Broadcaster[E]{rdb: rdb}
+}
 
-// NewBroadcaster returns a broadcaster over rdb.
-func NewBroadcaster(rdb goredis.UniversalClient) Broadcaster { return Broadcaster{rdb: rdb} }
-
-// Publish implements auth.Broadcaster.
-func (b Broadcaster) Publish(ctx context.Context, e auth.Eviction) error {
+// Publish sends e to every subscribed gateway.
+func (b Broadcaster[E]) Publish(ctx context.Context, e E) error {
 	msg, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -36,7 +37,7 @@ func (b Broadcaster) Publish(ctx context.Context, e auth.Eviction) error {
 // included) with apply until ctx ends, resubscribing after a lost
 // connection. It returns once the first subscription is confirmed, so a
 // publish after it returns is seen.
-func (b Broadcaster) Subscribe(ctx context.Context, apply func(auth.Eviction), log *slog.Logger) error {
+func (b Broadcaster[E]) Subscribe(ctx context.Context, apply func(E), log *slog.Logger) error {
 	sub := b.rdb.Subscribe(ctx, EvictionChannel)
 	if _, err := sub.Receive(ctx); err != nil {
 		sub.Close()
@@ -54,7 +55,7 @@ func (b Broadcaster) Subscribe(ctx context.Context, apply func(auth.Eviction), l
 				if !ok {
 					return
 				}
-				var e auth.Eviction
+				var e E
 				if err := json.Unmarshal([]byte(m.Payload), &e); err != nil {
 					log.Warn("redis: bad eviction message", "err", err)
 					continue

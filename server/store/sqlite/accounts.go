@@ -28,10 +28,15 @@ func (a accounts) CreateUser(ctx context.Context, u store.User) error {
 	if !u.Tier.Valid() {
 		return fmt.Errorf("%w: unknown tier %q", store.ErrInvalidArgument, u.Tier)
 	}
-	_, err := a.db.exec(ctx, `INSERT INTO users (id, email, email_key, display_name, password_hash, tier, admin, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		u.ID, u.Email, emailKey(u.Email), u.DisplayName, u.PasswordHash, string(u.Tier), boolInt(u.Admin), ts(u.CreatedAt))
+	_, err := a.db.exec(ctx, insertUser, userArgs(u)...)
 	return err
+}
+
+const insertUser = `INSERT INTO users (id, email, email_key, display_name, password_hash, tier, admin, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+func userArgs(u store.User) []any {
+	return []any{u.ID, u.Email, emailKey(u.Email), u.DisplayName, u.PasswordHash, string(u.Tier), boolInt(u.Admin), ts(u.CreatedAt)}
 }
 
 func (a accounts) getUser(ctx context.Context, q *sql.DB, where string, arg any) (store.User, error) {

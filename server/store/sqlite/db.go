@@ -46,6 +46,8 @@ type DB struct {
 	shipMu sync.Mutex // serialises UsageOutbox.Ship
 
 	group writeGroup // Ledger.Reserve's and Settle's group commit
+
+	vec vectorCache // the vectors of searched stores (Vectors)
 }
 
 var _ store.Pinger = (*DB)(nil)

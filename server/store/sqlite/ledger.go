@@ -36,13 +36,13 @@ func (l ledger) recordTable() string {
 // skipExisting.
 func (l ledger) insertRecord(ctx context.Context, tx *txn, r *store.UsageRecord, skipExisting bool) error {
 	q := `INSERT INTO ` + l.recordTable() + ` (request_id, user_id, api_key_id, channel, model,
-		prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	if skipExisting {
 		q += ` ON CONFLICT (request_id) DO NOTHING`
 	}
 	_, err := tx.ExecContext(ctx, q, r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model,
-		r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser, boolInt(r.CacheHit))
+		r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser, boolInt(r.CacheHit), r.RequestedModel)
 	return err
 }
 

@@ -28,7 +28,7 @@ func (o outbox) Ship(ctx context.Context, max int, ship func(context.Context, []
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	rows, err := o.db.r.QueryContext(ctx, `SELECT seq, request_id, user_id, api_key_id, channel, model, prompt_tokens,
-		completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit
+		completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model
 		FROM usage_outbox ORDER BY seq LIMIT ?`, max)
 	if err != nil {
 		return 0, err
@@ -39,7 +39,7 @@ func (o outbox) Ship(ctx context.Context, max int, ship func(context.Context, []
 		var seq, created int64
 		var r store.UsageRecord
 		if err := rows.Scan(&seq, &r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens,
-			&r.CompletionTokens, &r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit); err != nil {
+			&r.CompletionTokens, &r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit, &r.RequestedModel); err != nil {
 			rows.Close()
 			return 0, err
 		}

@@ -74,3 +74,16 @@ func TestOpenRejectsBadPath(t *testing.T) {
 		t.Fatal("Open accepted a path with '?'")
 	}
 }
+
+func TestVectorIndex(t *testing.T) {
+	t.Parallel()
+	storetest.TestVectorIndex(t, func(t *testing.T) store.VectorIndex {
+		t.Helper()
+		db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "parley.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db.Vectors()
+	})
+}

@@ -14,15 +14,15 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 	}
 	return mapErr(u.db.write(ctx, func(tx *txn) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO usage_records (request_id, user_id, api_key_id, channel, model,
-			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`)
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING`)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		for _, r := range records {
 			if _, err := st.ExecContext(ctx, r.RequestID, r.UserID, r.APIKeyID, r.Channel, r.Model,
-				r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser, boolInt(r.CacheHit)); err != nil {
+				r.PromptTokens, r.CompletionTokens, r.CachedTokens, boolInt(r.Estimated), r.CostNanos, r.FinishReason, ts(r.CreatedAt), r.EndUser, boolInt(r.CacheHit), r.RequestedModel); err != nil {
 				return err
 			}
 		}
@@ -33,7 +33,7 @@ func (u usage) Record(ctx context.Context, records []store.UsageRecord) error {
 func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p store.PageRequest) ([]store.UsageRecord, string, error) {
 	limit := p.Limit()
 	q := `SELECT request_id, user_id, api_key_id, channel, model, prompt_tokens, completion_tokens, cached_tokens,
-		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit FROM usage_records WHERE 1 = 1`
+		estimated, cost_nanos, finish_reason, created_at, end_user, cache_hit, requested_model FROM usage_records WHERE 1 = 1`
 	var args []any
 	if userID != "" {
 		q += ` AND user_id = ?`
@@ -63,7 +63,7 @@ func (u usage) List(ctx context.Context, userID string, f store.UsageFilter, p s
 		var r store.UsageRecord
 		var created int64
 		if err := rows.Scan(&r.RequestID, &r.UserID, &r.APIKeyID, &r.Channel, &r.Model, &r.PromptTokens, &r.CompletionTokens,
-			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit); err != nil {
+			&r.CachedTokens, &r.Estimated, &r.CostNanos, &r.FinishReason, &created, &r.EndUser, &r.CacheHit, &r.RequestedModel); err != nil {
 			return nil, "", err
 		}
 		r.CreatedAt = fromTS(created)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,6 +121,11 @@ func TestAttachments(t *testing.T, newStore NewStore) {
 		wantErr(t, s.Attachments.Create(ctx, attachment(u.ID, 1), quota), store.ErrQuotaExceeded, "quota full again")
 	})
 
+	t.Run("Unreferenced", func(t *testing.T) { testUnreferenced(t, newStore) })
+	t.Run("ClaimConcurrent", func(t *testing.T) { testClaimConcurrent(t, newStore) })
+	t.Run("Files", func(t *testing.T) { testFiles(t, newStore) })
+	t.Run("FilesKept", func(t *testing.T) { testFilesKept(t, newStore) })
+
 	t.Run("QuotaConcurrent", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		u := mustUser(t, s, "c@example.com")
@@ -141,4 +147,161 @@ func TestAttachments(t *testing.T, newStore NewStore) {
 			t.Fatalf("%d uploads of 100 bytes fit a 1000-byte quota, want 10", ok.Load())
 		}
 	})
+}
+
+// ready stores an attachment of u created at created, completed (or failed
+// when status says so).
+func ready(t *testing.T, s store.Store, userID string, size int64, created time.Time, status store.AttachmentStatus) store.Attachment {
+	t.Helper()
+	a := attachment(userID, size)
+	a.CreatedAt = created
+	noErr(t, s.Attachments.Create(t.Context(), a, 1<<40), "Create")
+	if status == store.AttachmentUploading {
+		return a
+	}
+	done, err := s.Attachments.SetStatus(t.Context(), a.ID, store.AttachmentResult{Status: status, FailureReason: "bad"})
+	noErr(t, err, "SetStatus")
+	return done
+}
+
+func ids(as []store.Attachment) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range as {
+		m[a.ID] = true
+	}
+	return m
+}
+
+// testUnreferenced: only attachments ready or failed, never referenced and
+// old enough are claimed; a claimed one is hidden and frees its quota, is
+// claimed again once its claim is stale, and Purge removes it.
+func testUnreferenced(t *testing.T, newStore NewStore) {
+	s, ctx := newStore(t), t.Context()
+	u := mustUser(t, s, "sweep@example.com")
+	other := mustUser(t, s, "other@example.com")
+	old := ready(t, s, u.ID, 100, t0, store.AttachmentReady)
+	failed := ready(t, s, u.ID, 10, t0, store.AttachmentFailed)
+	kept := ready(t, s, u.ID, 200, t0, store.AttachmentReady)
+	young := ready(t, s, u.ID, 300, t0.Add(time.Nanosecond), store.AttachmentReady) // just under the cutoff
+	uploading := ready(t, s, u.ID, 400, t0.Add(-time.Hour), store.AttachmentUploading)
+	theirs := ready(t, s, other.ID, 500, t0, store.AttachmentReady)
+
+	noErr(t, s.Attachments.Reference(ctx, u.ID, []string{kept.ID, kept.ID}, t0), "Reference")
+	noErr(t, s.Attachments.Reference(ctx, u.ID, []string{kept.ID}, t0.Add(time.Hour)), "Reference again")
+	noErr(t, s.Attachments.Reference(ctx, u.ID, nil, t0), "Reference nothing")
+	// All or none: with another user's or an unknown attachment, nothing is
+	// marked (old and theirs are still claimed below).
+	wantErr(t, s.Attachments.Reference(ctx, u.ID, []string{old.ID, theirs.ID}, t0), store.ErrNotFound, "Reference another user's")
+	wantErr(t, s.Attachments.Reference(ctx, u.ID, []string{old.ID, newID()}, t0), store.ErrNotFound, "Reference an unknown one")
+
+	_, err := s.Attachments.ClaimUnreferenced(ctx, t0, t0, t0, 0)
+	wantErr(t, err, store.ErrInvalidArgument, "ClaimUnreferenced limit 0")
+	claimAt := t0.Add(24 * time.Hour)
+	got, err := s.Attachments.ClaimUnreferenced(ctx, claimAt, t0, claimAt.Add(-time.Hour), 100)
+	noErr(t, err, "ClaimUnreferenced")
+	if want := map[string]bool{old.ID: true, failed.ID: true, theirs.ID: true}; len(got) != 3 || !maps.Equal(ids(got), want) {
+		t.Fatalf("claimed %v, want old, failed and theirs (not the referenced %s, the young %s, the uploading %s)", ids(got), kept.ID, young.ID, uploading.ID)
+	}
+	for _, a := range got {
+		if a.ID == old.ID && (a.SizeBytes != 100 || a.UserID != u.ID || a.Status != store.AttachmentReady) {
+			t.Fatalf("claimed %+v", a)
+		}
+	}
+	// Claimed: hidden from its owner, not referable, and free of the quota.
+	_, err = s.Attachments.Get(ctx, u.ID, old.ID)
+	wantErr(t, err, store.ErrNotFound, "Get a claimed attachment")
+	wantErr(t, s.Attachments.Delete(ctx, u.ID, old.ID), store.ErrNotFound, "Delete a claimed attachment")
+	wantErr(t, s.Attachments.Reference(ctx, u.ID, []string{old.ID}, claimAt), store.ErrNotFound, "Reference a claimed attachment")
+	noErr(t, s.Attachments.Create(ctx, attachment(other.ID, 1000), 1000), "the claimed bytes no longer count")
+
+	// Claimed once: a sweeper beside gets nothing; after the claim is stale
+	// they are claimed again (the first sweeper died).
+	again, err := s.Attachments.ClaimUnreferenced(ctx, claimAt.Add(time.Minute), t0, claimAt.Add(-time.Minute), 100)
+	noErr(t, err, "ClaimUnreferenced again")
+	if len(again) != 0 {
+		t.Fatalf("claimed %v twice", ids(again))
+	}
+	again, err = s.Attachments.ClaimUnreferenced(ctx, claimAt.Add(time.Hour), t0, claimAt, 1)
+	noErr(t, err, "ClaimUnreferenced stale, limit 1")
+	if len(again) != 1 {
+		t.Fatalf("reclaimed %d, want 1 (the limit)", len(again))
+	}
+
+	for _, a := range got {
+		noErr(t, s.Attachments.Purge(ctx, a.ID), "Purge")
+		noErr(t, s.Attachments.Purge(ctx, a.ID), "Purge twice")
+	}
+	noErr(t, s.Attachments.Purge(ctx, kept.ID), "Purge an unclaimed one")
+	if _, err := s.Attachments.Get(ctx, u.ID, kept.ID); err != nil {
+		t.Fatalf("Purge removed an attachment never claimed: %v", err)
+	}
+	if left, _ := s.Attachments.ClaimUnreferenced(ctx, claimAt.Add(48*time.Hour), t0, claimAt.Add(48*time.Hour), 100); len(left) != 0 {
+		t.Fatalf("claimable after Purge: %v", ids(left))
+	}
+	// The young one goes once the cutoff passes it; the referenced one never.
+	later, err := s.Attachments.ClaimUnreferenced(ctx, claimAt.Add(72*time.Hour), claimAt.Add(72*time.Hour), claimAt, 100)
+	noErr(t, err, "ClaimUnreferenced later")
+	if !maps.Equal(ids(later), map[string]bool{young.ID: true}) {
+		t.Fatalf("claimed %v later, want only the young one %s", ids(later), young.ID)
+	}
+}
+
+// testClaimConcurrent: sweepers claiming at once each take different
+// attachments, and an attachment referenced while sweepers run is either
+// referenced (never claimed) or claimed (its Reference fails), not both.
+func testClaimConcurrent(t *testing.T, newStore NewStore) {
+	s, ctx := newStore(t), t.Context()
+	u := mustUser(t, s, "race@example.com")
+	const n = 40
+	all := make([]store.Attachment, n)
+	for i := range all {
+		all[i] = ready(t, s, u.ID, 1, t0, store.AttachmentReady)
+	}
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	referenced := map[string]bool{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				got, err := s.Attachments.ClaimUnreferenced(ctx, t0.Add(time.Hour), t0, t0, 3)
+				if err != nil {
+					t.Errorf("ClaimUnreferenced: %v", err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, a := range got {
+					claimed[a.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := 0; i < n; i += 2 {
+		wg.Go(func() {
+			err := s.Attachments.Reference(ctx, u.ID, []string{all[i].ID}, t0.Add(time.Hour))
+			switch {
+			case err == nil:
+				mu.Lock()
+				referenced[all[i].ID] = true
+				mu.Unlock()
+			case !errors.Is(err, store.ErrNotFound):
+				t.Errorf("Reference: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, a := range all {
+		switch c := claimed[a.ID]; {
+		case c > 1:
+			t.Errorf("%s claimed %d times", a.ID, c)
+		case c == 1 && referenced[a.ID]:
+			t.Errorf("%s both referenced and claimed", a.ID)
+		case c == 0 && !referenced[a.ID]:
+			t.Errorf("%s neither referenced nor claimed", a.ID)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
 )
 
@@ -181,13 +182,13 @@ func TestMessages(t *testing.T, newStore NewStore) {
 		m4 := store.Message{ID: newID(), ConversationID: conv, Role: "assistant", Model: "sim-small", Tokens: 9, FinishReason: "tool_calls",
 			CreatedAt: t0.Add(3 * time.Second), Parts: []store.Part{
 				{Text: "Looking."},
-				{ToolCall: &store.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
-				{ToolCall: &store.ToolCall{ID: "call_2", Name: "get_time", Arguments: `{}`}},
+				{ToolCall: &llm.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
+				{ToolCall: &llm.ToolCall{ID: "call_2", Name: "get_time", Arguments: `{}`}},
 				{Meta: `{"previous":"x","inputs":["a","b"]}`}}}
 		m5 := store.Message{ID: newID(), ConversationID: conv, Role: "tool", CreatedAt: t0.Add(4 * time.Second), Parts: []store.Part{
-			{ToolResult: &store.ToolResult{ToolCallID: "call_1", Content: `{"temperature": 18}`}}}}
+			{ToolResult: &llm.ToolResult{ToolCallID: "call_1", Content: `{"temperature": 18}`}}}}
 		m6 := store.Message{ID: newID(), ConversationID: conv, Role: "tool", CreatedAt: t0.Add(4 * time.Second), Parts: []store.Part{
-			{ToolResult: &store.ToolResult{ToolCallID: "call_2", Content: ""}}}}
+			{ToolResult: &llm.ToolResult{ToolCallID: "call_2", Content: ""}}}}
 		if m6.ID < m5.ID {
 			m5, m6 = m6, m5
 		}

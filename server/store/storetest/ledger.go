@@ -34,7 +34,7 @@ func reservation(userID string, amount int64, ttl time.Duration) store.Reservati
 // usageOf returns a fresh request's usage record for Settle.
 func usageOf(userID string) *store.UsageRecord {
 	return &store.UsageRecord{RequestID: newID(), UserID: userID, APIKeyID: "k", Channel: store.ChannelAPI, Model: "sim-small",
-		PromptTokens: 10, CompletionTokens: 5, CachedTokens: 2, Estimated: true, FinishReason: "stop", CreatedAt: t0, EndUser: "e"}
+		PromptTokens: 10, CompletionTokens: 5, CachedTokens: 2, Estimated: true, FinishReason: "stop", CreatedAt: t0, EndUser: "e", RequestedModel: "claude-opus-4-1"}
 }
 
 // errPeek makes UsageOutbox.Ship keep the records it handed out.

@@ -18,7 +18,7 @@ func TestUsage(t *testing.T, newStore NewStore) {
 		for i := range 30 {
 			recs = append(recs, store.UsageRecord{RequestID: newID(), UserID: a, APIKeyID: newID(), Channel: store.ChannelAPI,
 				Model: "sim-small", PromptTokens: int64(100 + i), CompletionTokens: int64(i), CachedTokens: int64(i / 2),
-				Estimated: i%2 == 0, CacheHit: i%3 == 0, CostNanos: int64(i) * 1_000, FinishReason: "stop",
+				Estimated: i%2 == 0, CacheHit: i%3 == 0, CostNanos: int64(i) * 1_000, FinishReason: "stop", RequestedModel: []string{"", "claude-sonnet-4-5"}[i%2],
 				CreatedAt: t0.Add(time.Duration(i/3) * time.Second)})
 		}
 		recs = append(recs, store.UsageRecord{RequestID: newID(), UserID: b, Channel: store.ChannelWeb, Model: "m", CreatedAt: t0})

@@ -26,6 +26,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -83,19 +84,19 @@ func noUpstream(t *testing.T, tg Target) bool {
 
 // Request is a chat request for the target's model, greedy and seeded so
 // that the same request gives the same answer.
-func Request(tg Target, maxTokens int, user string) worker.Request {
+func Request(tg Target, maxTokens int, user string) llm.Request {
 	zero, seed := 0.0, int64(7)
-	return worker.Request{ID: "conformance", Model: tg.Model, MaxTokens: maxTokens,
+	return llm.Request{ID: "conformance", Model: tg.Model, MaxTokens: maxTokens,
 		Temperature: &zero, Seed: &seed,
-		Messages: []worker.ChatMessage{
-			{Role: "system", Parts: []worker.Part{{Text: "You are a helpful assistant."}}},
-			{Role: "user", Parts: []worker.Part{{Text: user}}},
+		Messages: []llm.ChatMessage{
+			{Role: "system", Parts: []llm.Part{{Text: "You are a helpful assistant."}}},
+			{Role: "user", Parts: []llm.Part{{Text: user}}},
 		}}
 }
 
 // Stream is what one generation streamed.
 type Stream struct {
-	Deltas    []worker.Delta
+	Deltas    []llm.Delta
 	Text      string
 	Tokens    int // the deltas' Tokens added up
 	Logprobs  int // log probabilities streamed (one per token)
@@ -103,11 +104,11 @@ type Stream struct {
 }
 
 // Generate runs req on e and gathers what it streamed.
-func Generate(ctx context.Context, e worker.Engine, req worker.Request) (worker.Result, Stream, error) {
+func Generate(ctx context.Context, e worker.Engine, req llm.Request) (llm.Result, Stream, error) {
 	var s Stream
 	var text strings.Builder
 	start := time.Now()
-	res, err := e.Generate(ctx, req, func(d worker.Delta) error {
+	res, err := e.Generate(ctx, req, func(d llm.Delta) error {
 		if len(s.Deltas) == 0 {
 			s.FirstByte = time.Since(start)
 		}
@@ -137,7 +138,7 @@ func testStreamAndUsage(t *testing.T, tg Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FinishReason != worker.FinishStop && res.FinishReason != worker.FinishLength {
+	if res.FinishReason != llm.FinishStop && res.FinishReason != llm.FinishLength {
 		t.Fatalf("finish %q (%v), want stop or length", res.FinishReason, res.Err)
 	}
 	if len(s.Deltas) < 2 || s.Text == "" {
@@ -155,7 +156,7 @@ func testStreamAndUsage(t *testing.T, tg Target) {
 	if u.CompletionTokens != s.Tokens || u.CompletionTokens != s.Logprobs {
 		t.Errorf("usage %d completion tokens; streamed %d tokens with %d log probabilities", u.CompletionTokens, s.Tokens, s.Logprobs)
 	}
-	if res.FinishReason == worker.FinishLength && u.CompletionTokens != 24 {
+	if res.FinishReason == llm.FinishLength && u.CompletionTokens != 24 {
 		t.Errorf("finish length after %d tokens, max_tokens 24", u.CompletionTokens)
 	}
 }
@@ -165,7 +166,7 @@ func testMaxTokens(t *testing.T, tg Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FinishReason != worker.FinishLength || res.Usage.CompletionTokens != 5 || s.Text == "" {
+	if res.FinishReason != llm.FinishLength || res.Usage.CompletionTokens != 5 || s.Text == "" {
 		t.Errorf("result %+v, text %q: want finish length after exactly 5 tokens", res, s.Text)
 	}
 }
@@ -189,7 +190,7 @@ func testStop(t *testing.T, tg Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FinishReason != worker.FinishStop || s.Text != want {
+	if res.FinishReason != llm.FinishStop || s.Text != want {
 		t.Errorf("with stop %q: finish %q, text %q; want stop and %q (the full answer: %q)", stop, res.FinishReason, s.Text, want, full.Text)
 	}
 	if res.Usage.CompletionTokens < 1 && want != "" {
@@ -240,7 +241,7 @@ func testCancel(t *testing.T, tg Target) {
 	defer cancel()
 	var cancelledAt time.Time
 	deltas := 0
-	res, err := tg.Engine.Generate(ctx, Request(tg, tg.LongTokens, "Write an endless poem."), func(d worker.Delta) error {
+	res, err := tg.Engine.Generate(ctx, Request(tg, tg.LongTokens, "Write an endless poem."), func(d llm.Delta) error {
 		deltas++
 		if deltas == 3 {
 			cancelledAt = time.Now()
@@ -255,7 +256,7 @@ func testCancel(t *testing.T, tg Target) {
 	if deltas < 3 {
 		t.Fatalf("only %d deltas before the end (%+v)", deltas, res)
 	}
-	if res.FinishReason != worker.FinishCancelled || res.Usage.CompletionTokens < 1 {
+	if res.FinishReason != llm.FinishCancelled || res.Usage.CompletionTokens < 1 {
 		t.Errorf("result %+v, want cancelled with the usage so far", res)
 	}
 	freed := returned + waitFree(t, tg, 5*time.Second)
@@ -289,7 +290,7 @@ func testConcurrency(t *testing.T, tg Target) {
 			switch {
 			case err != nil:
 				errs <- err
-			case res.FinishReason != worker.FinishLength && res.FinishReason != worker.FinishStop:
+			case res.FinishReason != llm.FinishLength && res.FinishReason != llm.FinishStop:
 				errs <- errors.New("finish " + string(res.FinishReason))
 			case s.Text == "":
 				errs <- errors.New("no text")
@@ -347,7 +348,7 @@ func PNG() []byte {
 
 func testImages(t *testing.T, tg Target) {
 	req := Request(tg, 8, "What is in this picture?")
-	req.Messages[1].Parts = append(req.Messages[1].Parts, worker.Part{Image: &worker.Image{Data: PNG(), MimeType: "image/png", Width: 8, Height: 8}})
+	req.Messages[1].Parts = append(req.Messages[1].Parts, llm.Part{Image: &llm.Image{Data: PNG(), MimeType: "image/png", Width: 8, Height: 8}})
 	res, s, err := Generate(ctxFor(t, 30*time.Second), tg.Engine, req)
 	if tg.AcceptsImages {
 		if err != nil || s.Text == "" || res.Usage.PromptTokens < 5 {
@@ -358,7 +359,7 @@ func testImages(t *testing.T, tg Target) {
 	if err == nil {
 		t.Fatalf("an image to a text-only model was answered: %+v %q", res, s.Text)
 	}
-	if !errors.Is(err, worker.ErrInvalidRequest) || !worker.CallerFault(err) || !strings.Contains(strings.ToLower(err.Error()), "image") {
+	if !errors.Is(err, llm.ErrInvalidRequest) || !llm.CallerFault(err) || !strings.Contains(strings.ToLower(err.Error()), "image") {
 		t.Errorf("refusal %q: want the caller's fault (ErrInvalidRequest), naming the image", err)
 	}
 	t.Logf("refused: %v", err)
@@ -377,7 +378,7 @@ func testDies(t *testing.T, tg Target) {
 	if err != nil {
 		t.Fatalf("err %v: the stream had begun, want a Result", err)
 	}
-	if res.FinishReason != worker.FinishError || res.Err == nil || s.Text == "" {
+	if res.FinishReason != llm.FinishError || res.Err == nil || s.Text == "" {
 		t.Fatalf("result %+v, text %q: want finish error with the text so far", res, s.Text)
 	}
 	if !res.Usage.Estimated || res.Usage.CompletionTokens != s.Tokens || res.Usage.PromptTokens < 5 {
@@ -403,7 +404,7 @@ func testSlowFirstByte(t *testing.T, tg Target) {
 	impatient := tg.Connect(t, p.URL, 100*time.Millisecond)
 	start := time.Now()
 	_, _, err = Generate(ctxFor(t, 30*time.Second), impatient, Request(tg, 8, "Hello?"))
-	if !errors.Is(err, worker.ErrUpstreamTimeout) {
+	if !errors.Is(err, llm.ErrUpstreamTimeout) {
 		t.Errorf("impatient engine: err %v, want ErrUpstreamTimeout", err)
 	}
 	if d := time.Since(start); d > delay {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/parleyhq/parley/sse"
+	"github.com/parleyhq/parley/server/compat/openaiwire"
 )
 
 // chunkParser decodes the upstream's chunks. Nearly every chunk of a
@@ -20,18 +20,18 @@ import (
 // always what json.Unmarshal gives for the fields the engine reads
 // (chunk_test.go checks both agree).
 type chunkParser struct {
-	chunk   sse.ChatCompletionChunk
-	deltas  []sse.Delta
+	chunk   openaiwire.ChatCompletionChunk
+	deltas  []openaiwire.Delta
 	finish  []string
-	choices []sse.Choice
+	choices []openaiwire.Choice
 }
 
 // parse decodes data. The chunk it returns is valid until the next call.
-func (p *chunkParser) parse(data []byte) (*sse.ChatCompletionChunk, error) {
+func (p *chunkParser) parse(data []byte) (*openaiwire.ChatCompletionChunk, error) {
 	if p.fast(data) {
 		return &p.chunk, nil
 	}
-	var c sse.ChatCompletionChunk
+	var c openaiwire.ChatCompletionChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (p *chunkParser) parse(data []byte) (*sse.ChatCompletionChunk, error) {
 // was.
 func (p *chunkParser) fast(data []byte) bool {
 	s := scanner{b: data}
-	p.chunk = sse.ChatCompletionChunk{}
+	p.chunk = openaiwire.ChatCompletionChunk{}
 	p.choices, p.deltas, p.finish = p.choices[:0], p.deltas[:0], p.finish[:0]
 	sawChoices := false
 	ok := s.object(func(key []byte) bool {
@@ -89,7 +89,7 @@ func (p *chunkParser) fast(data []byte) bool {
 var (
 	chunkKeys  = []string{"id", "object", "created", "model", "system_fingerprint", "choices", "usage"}
 	choiceKeys = []string{"index", "delta", "message", "logprobs", "finish_reason"}
-	deltaKeys  = []string{"role", "content", "reasoning_content", "refusal", "tool_calls"}
+	deltaKeys  = []string{"role", "content", "reasoning_content", "reasoning", "refusal", "tool_calls"}
 )
 
 func knownKey(key []byte, keys []string) bool {
@@ -103,7 +103,7 @@ func knownKey(key []byte, keys []string) bool {
 
 // choice reads one element of "choices".
 func (p *chunkParser) choice(s *scanner) bool {
-	var ch sse.Choice
+	var ch openaiwire.Choice
 	var seen [2]bool // delta, finish_reason
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
@@ -119,7 +119,7 @@ func (p *chunkParser) choice(s *scanner) bool {
 			if s.null() {
 				return true
 			}
-			var d sse.Delta
+			var d openaiwire.Delta
 			if !p.delta(s, &d) {
 				return false
 			}
@@ -155,8 +155,8 @@ func (p *chunkParser) choice(s *scanner) bool {
 }
 
 // delta reads a choice's "delta" object.
-func (p *chunkParser) delta(s *scanner, d *sse.Delta) bool {
-	var seen [4]bool
+func (p *chunkParser) delta(s *scanner, d *openaiwire.Delta) bool {
+	var seen [5]bool
 	return s.object(func(key []byte) bool {
 		var dst *string
 		var i int
@@ -169,6 +169,8 @@ func (p *chunkParser) delta(s *scanner, d *sse.Delta) bool {
 			dst, i = &d.ReasoningContent, 2
 		case "refusal":
 			dst, i = &d.Refusal, 3
+		case "reasoning":
+			dst, i = &d.Reasoning, 4
 		default:
 			return !knownKey(key, deltaKeys) && s.skip() // tool_calls: encoding/json's
 		}

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/parleyhq/parley/sse"
+	"github.com/parleyhq/parley/server/compat/openaiwire"
 )
 
 var chunkCorpus = []string{
@@ -63,7 +63,7 @@ func TestChunkParserMatchesEncodingJSON(t *testing.T) {
 
 func checkChunk(t *testing.T, p *chunkParser, data []byte) {
 	t.Helper()
-	var want sse.ChatCompletionChunk
+	var want openaiwire.ChatCompletionChunk
 	wantErr := json.Unmarshal(data, &want)
 	got, err := p.parse(data)
 	if (err != nil) != (wantErr != nil) {
@@ -74,8 +74,8 @@ func checkChunk(t *testing.T, p *chunkParser, data []byte) {
 	}
 	// The fields the engine reads.
 	type view struct {
-		Choices []sse.Choice
-		Usage   *sse.ChunkUsage
+		Choices []openaiwire.Choice
+		Usage   *openaiwire.ChunkUsage
 	}
 	g, w := view{got.Choices, got.Usage}, view{want.Choices, want.Usage}
 	if len(g.Choices) == 0 && len(w.Choices) == 0 {
@@ -110,7 +110,7 @@ func BenchmarkChunkParse(b *testing.B) {
 	b.Run("encoding/json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var c sse.ChatCompletionChunk
+			var c openaiwire.ChatCompletionChunk
 			if err := json.Unmarshal(data, &c); err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -21,9 +22,9 @@ const maxEmbeddingsBody = 256 << 20
 // Embed forwards a batch to the upstream's /embeddings, asking for base64
 // (compact) vectors; an upstream that answers with float arrays is read too.
 // Refusals are *worker.UpstreamError, as Generate's.
-func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
+func (e *Engine) Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResult, error) {
 	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
-		return worker.EmbedResult{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
+		return llm.EmbedResult{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
 	}
 	body := struct {
 		Model          string   `json:"model"`
@@ -33,7 +34,7 @@ func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.Emb
 	}{req.Model, req.Inputs, req.Dimensions, "base64"}
 	data, err := json.Marshal(body)
 	if err != nil {
-		return worker.EmbedResult{}, fmt.Errorf("%w: %v", worker.ErrInvalidRequest, err)
+		return llm.EmbedResult{}, fmt.Errorf("%w: %v", llm.ErrInvalidRequest, err)
 	}
 	e.addInFlight(1)
 	defer e.addInFlight(-1)
@@ -41,15 +42,15 @@ func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.Emb
 	defer cancel()
 	httpReq, err := e.post(callCtx, "/embeddings", data)
 	if err != nil {
-		return worker.EmbedResult{}, err
+		return llm.EmbedResult{}, err
 	}
 	resp, err := e.cfg.HTTPClient.Do(httpReq)
 	if err != nil {
-		return worker.EmbedResult{}, e.failure(ctx, callCtx, err)
+		return llm.EmbedResult{}, e.failure(ctx, callCtx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return worker.EmbedResult{}, upstreamError(resp)
+		return llm.EmbedResult{}, upstreamError(resp)
 	}
 	var out struct {
 		Data []struct {
@@ -61,22 +62,22 @@ func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.Emb
 		} `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEmbeddingsBody)).Decode(&out); err != nil {
-		return worker.EmbedResult{}, fmt.Errorf("openai: embeddings: %w", err)
+		return llm.EmbedResult{}, fmt.Errorf("openai: embeddings: %w", err)
 	}
-	res := worker.EmbedResult{Vectors: make([][]float32, len(req.Inputs))}
+	res := llm.EmbedResult{Vectors: make([][]float32, len(req.Inputs))}
 	for _, d := range out.Data {
 		if d.Index < 0 || d.Index >= len(req.Inputs) || res.Vectors[d.Index] != nil {
-			return worker.EmbedResult{}, fmt.Errorf("openai: embeddings: bad or repeated index %d", d.Index)
+			return llm.EmbedResult{}, fmt.Errorf("openai: embeddings: bad or repeated index %d", d.Index)
 		}
 		v, err := decodeVector(d.Embedding)
 		if err != nil {
-			return worker.EmbedResult{}, fmt.Errorf("openai: embeddings[%d]: %w", d.Index, err)
+			return llm.EmbedResult{}, fmt.Errorf("openai: embeddings[%d]: %w", d.Index, err)
 		}
 		res.Vectors[d.Index] = v
 	}
 	for i, v := range res.Vectors {
 		if v == nil {
-			return worker.EmbedResult{}, fmt.Errorf("openai: embeddings: no vector for input %d", i)
+			return llm.EmbedResult{}, fmt.Errorf("openai: embeddings: no vector for input %d", i)
 		}
 	}
 	if out.Usage != nil {

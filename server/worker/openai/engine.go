@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/server/compat/openaiwire"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/sse"
@@ -233,16 +235,16 @@ func (e *Engine) post(ctx context.Context, path string, body []byte) (*http.Requ
 // ErrUnknownModel or ErrOverloaded by status) or ErrUpstreamTimeout; a failure
 // after the first delta ends the Result in FinishError. Cancelling ctx, or emit
 // failing, closes the upstream request at once.
-func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
-		return worker.Result{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
+		return llm.Result{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
 	}
 	if len(req.Messages) == 0 || req.MaxTokens < 0 {
-		return worker.Result{}, fmt.Errorf("%w: no messages or a negative max_tokens", worker.ErrInvalidRequest)
+		return llm.Result{}, fmt.Errorf("%w: no messages or a negative max_tokens", llm.ErrInvalidRequest)
 	}
 	body, err := json.Marshal(e.chatRequest(req))
 	if err != nil {
-		return worker.Result{}, fmt.Errorf("%w: %v", worker.ErrInvalidRequest, err)
+		return llm.Result{}, fmt.Errorf("%w: %v", llm.ErrInvalidRequest, err)
 	}
 	e.addInFlight(1)
 	defer e.addInFlight(-1)
@@ -258,12 +260,12 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 	watchdog = time.AfterFunc(time.Duration(math.MaxInt64), func() {
 		last := lastEvent.Load()
 		if last == 0 {
-			cancel(worker.ErrUpstreamTimeout)
+			cancel(llm.ErrUpstreamTimeout)
 			return
 		}
 		idle := time.Since(start) - time.Duration(last)
 		if idle >= e.cfg.IdleTimeout {
-			cancel(worker.ErrUpstreamTimeout)
+			cancel(llm.ErrUpstreamTimeout)
 			return
 		}
 		watchdog.Reset(e.cfg.IdleTimeout - idle)
@@ -272,20 +274,20 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 	defer watchdog.Stop()
 	httpReq, err := e.post(callCtx, "/chat/completions", body)
 	if err != nil {
-		return worker.Result{}, err
+		return llm.Result{}, err
 	}
 	httpReq.Header.Set("Accept", "text/event-stream")
 	resp, err := e.cfg.HTTPClient.Do(httpReq)
 	if err != nil {
-		return worker.Result{}, e.failure(ctx, callCtx, err)
+		return llm.Result{}, e.failure(ctx, callCtx, err)
 	}
 	defer resp.Body.Close() // also what closes the upstream request on an early return
 	if resp.StatusCode != http.StatusOK {
-		return worker.Result{}, upstreamError(resp)
+		return llm.Result{}, upstreamError(resp)
 	}
 
 	var (
-		usage      *sse.ChunkUsage
+		usage      *openaiwire.ChunkUsage
 		finishes   = make([]string, req.Choices()) // each choice's finish reason
 		completion int
 		started    bool
@@ -297,12 +299,12 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 		// text joins it and goes on as one delta — one message instead of
 		// several through the rest of the relay. It is emitted as soon as
 		// nothing more is waiting, so nothing is ever delayed.
-		held    worker.Delta
+		held    llm.Delta
 		holding bool
 	)
-	stopped := func(err error) (worker.Result, error) {
+	stopped := func(err error) (llm.Result, error) {
 		cancel(err)
-		return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
 	}
 	release := func() error {
 		if !holding {
@@ -336,7 +338,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 			break
 		}
 		if bytes.HasPrefix(data, []byte(`{"error"`)) {
-			var er sse.ErrorResponse
+			var er openaiwire.ErrorResponse
 			_ = json.Unmarshal(data, &er)
 			streamErr = &worker.UpstreamError{Status: http.StatusInternalServerError, Message: er.Error.Message}
 			break
@@ -353,13 +355,16 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 			if ch.Index < 0 || ch.Index >= len(finishes) {
 				continue
 			}
-			d := e.delta(ch, req.Logprobs)
-			if d.Text != "" || len(d.ToolCalls) > 0 {
+			for _, d := range e.splitReasoning(e.delta(ch, req.Logprobs)) {
+				if d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 {
+					continue
+				}
 				completion += d.Tokens
 				started = true
 				switch {
-				case holding && len(d.ToolCalls) == 0 && d.Choice == held.Choice:
+				case holding && len(d.ToolCalls) == 0 && d.Choice == held.Choice && (d.Reasoning == "") == (held.Reasoning == ""):
 					held.Text += d.Text
+					held.Reasoning += d.Reasoning
 					held.Tokens += d.Tokens
 					held.Logprobs = append(held.Logprobs, d.Logprobs...)
 				case len(d.ToolCalls) == 0:
@@ -382,7 +387,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 					if err := release(); err != nil {
 						return stopped(err)
 					}
-					if err := emit(worker.Delta{Choice: ch.Index, Finish: finishReason(*ch.FinishReason)}); err != nil {
+					if err := emit(llm.Delta{Choice: ch.Index, Finish: finishReason(*ch.FinishReason)}); err != nil {
 						return stopped(err)
 					}
 				}
@@ -394,7 +399,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 	}
 	finish := finishes[0]
 	if ctx.Err() != nil {
-		return worker.Result{FinishReason: worker.FinishCancelled, Usage: e.estimate(req, completion), Err: context.Cause(ctx)}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(req, completion), Err: context.Cause(ctx)}, nil
 	}
 	if streamErr == nil && finish == "" {
 		streamErr = errors.New("openai: the upstream stream ended without a finish reason")
@@ -402,14 +407,14 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 	if streamErr != nil {
 		err := e.failure(ctx, callCtx, streamErr)
 		if !started {
-			return worker.Result{}, err
+			return llm.Result{}, err
 		}
 		e.cfg.Logger.Warn("upstream failed mid-stream", "request", req.ID, "err", err)
-		return worker.Result{FinishReason: worker.FinishError, Usage: e.estimate(req, completion), Err: err}, nil
+		return llm.Result{FinishReason: llm.FinishError, Usage: e.estimate(req, completion), Err: err}, nil
 	}
-	res := worker.Result{FinishReason: finishReason(finish)}
+	res := llm.Result{FinishReason: finishReason(finish)}
 	if usage != nil {
-		res.Usage = worker.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens}
+		res.Usage = llm.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens}
 		if usage.PromptTokensDetails != nil {
 			res.Usage.CachedTokens = usage.PromptTokensDetails.CachedTokens
 		}
@@ -422,14 +427,20 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 // delta maps one choice of an upstream chunk to the engine's delta: its
 // text (counted by the tokenizer, or by its logprobs when the upstream sent
 // them), its tool-call pieces and its log probabilities.
-func (e *Engine) delta(ch sse.Choice, logprobs bool) worker.Delta {
-	d := worker.Delta{Choice: ch.Index}
+func (e *Engine) delta(ch openaiwire.Choice, logprobs bool) llm.Delta {
+	d := llm.Delta{Choice: ch.Index}
 	if ch.Delta == nil {
 		return d
 	}
 	d.Text = ch.Delta.Content
+	if d.Reasoning = ch.Delta.Reasoning; d.Reasoning == "" {
+		d.Reasoning = ch.Delta.ReasoningContent
+	}
+	if d.Reasoning != "" {
+		d.Tokens += e.tok.Count(d.Reasoning)
+	}
 	for i, c := range ch.Delta.ToolCalls {
-		tc := worker.ToolCallDelta{Index: i, ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
+		tc := llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
 		if c.Index != nil {
 			tc.Index = *c.Index
 		}
@@ -438,9 +449,9 @@ func (e *Engine) delta(ch sse.Choice, logprobs bool) worker.Delta {
 	}
 	if ch.Logprobs != nil && logprobs {
 		for _, lp := range ch.Logprobs.Content {
-			p := worker.TokenLogprob{Token: lp.Token, Logprob: lp.Logprob, Bytes: intBytes(lp.Bytes)}
+			p := llm.TokenLogprob{Token: lp.Token, Logprob: lp.Logprob, Bytes: intBytes(lp.Bytes)}
 			for _, t := range lp.TopLogprobs {
-				p.Top = append(p.Top, worker.TopLogprob{Token: t.Token, Logprob: t.Logprob, Bytes: intBytes(t.Bytes)})
+				p.Top = append(p.Top, llm.TopLogprob{Token: t.Token, Logprob: t.Logprob, Bytes: intBytes(t.Bytes)})
 			}
 			d.Logprobs = append(d.Logprobs, p)
 		}
@@ -451,6 +462,30 @@ func (e *Engine) delta(ch sse.Choice, logprobs bool) worker.Delta {
 		d.Tokens += e.tok.Count(d.Text)
 	}
 	return d
+}
+
+// upstreamEffort is a reasoning effort as vLLM, SGLang and llama.cpp take
+// it: low, medium or high (none and minimal are the least, low; xhigh the
+// most, high).
+func upstreamEffort(effort string) string {
+	switch effort {
+	case "none", "minimal":
+		return "low"
+	case "xhigh":
+		return "high"
+	}
+	return effort
+}
+
+// splitReasoning is d as the deltas it is sent as: reasoning apart from
+// the answer's text and calls, reasoning first (a chunk rarely has both).
+func (e *Engine) splitReasoning(d llm.Delta) []llm.Delta {
+	if d.Reasoning == "" || (d.Text == "" && len(d.ToolCalls) == 0) {
+		return []llm.Delta{d}
+	}
+	r := llm.Delta{Choice: d.Choice, Reasoning: d.Reasoning, Tokens: e.tok.Count(d.Reasoning)}
+	d.Reasoning, d.Tokens = "", d.Tokens-r.Tokens
+	return []llm.Delta{r, d}
 }
 
 func intBytes(in []int) []byte {
@@ -467,20 +502,20 @@ func intBytes(in []int) []byte {
 // finishReason maps OpenAI's finish reason to the engine's: "length" and
 // "tool_calls" (also the older "function_call") as such, anything else
 // ("stop", "eos", "content_filter") as a stop.
-func finishReason(s string) worker.FinishReason {
+func finishReason(s string) llm.FinishReason {
 	switch s {
 	case "length":
-		return worker.FinishLength
+		return llm.FinishLength
 	case "tool_calls", "function_call":
-		return worker.FinishToolCalls
+		return llm.FinishToolCalls
 	}
-	return worker.FinishStop
+	return llm.FinishStop
 }
 
 // failure names why the call to the upstream failed: its timeout, or err.
 func (e *Engine) failure(ctx, callCtx context.Context, err error) error {
-	if ctx.Err() == nil && errors.Is(context.Cause(callCtx), worker.ErrUpstreamTimeout) {
-		return fmt.Errorf("%w after %v", worker.ErrUpstreamTimeout, e.cfg.FirstByteTimeout)
+	if ctx.Err() == nil && errors.Is(context.Cause(callCtx), llm.ErrUpstreamTimeout) {
+		return fmt.Errorf("%w after %v", llm.ErrUpstreamTimeout, e.cfg.FirstByteTimeout)
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -494,15 +529,15 @@ func (e *Engine) failure(ctx, callCtx context.Context, err error) error {
 
 // estimate is the usage when the upstream reports none: the prompt counted by
 // the tokenizer, the completion as streamed.
-func (e *Engine) estimate(req worker.Request, completion int) worker.Usage {
-	return worker.Usage{PromptTokens: worker.EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
+func (e *Engine) estimate(req llm.Request, completion int) llm.Usage {
+	return llm.Usage{PromptTokens: worker.EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
 }
 
 // upstreamError reads a refusal's status, message and Retry-After.
 func upstreamError(resp *http.Response) *worker.UpstreamError {
 	ue := &worker.UpstreamError{Status: resp.StatusCode}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var er sse.ErrorResponse
+	var er openaiwire.ErrorResponse
 	if json.Unmarshal(data, &er) == nil && er.Error.Message != "" {
 		ue.Message = er.Error.Message
 	} else {
@@ -557,6 +592,7 @@ type chatRequest struct {
 	N                 int             `json:"n,omitempty"`
 	Logprobs          bool            `json:"logprobs,omitempty"`
 	TopLogprobs       int             `json:"top_logprobs,omitempty"`
+	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
 }
 
 type tool struct {
@@ -586,10 +622,10 @@ type jsonSchema struct {
 // server accepts), else a list of content parts; null for an assistant
 // message that is only tool calls.
 type chatMessage struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"`
-	ToolCalls  []sse.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Role       string                `json:"role"`
+	Content    any                   `json:"content"`
+	ToolCalls  []openaiwire.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string                `json:"tool_call_id,omitempty"`
 }
 
 type contentPart struct {
@@ -602,13 +638,14 @@ type imageURL struct {
 	URL string `json:"url"`
 }
 
-func (e *Engine) chatRequest(req worker.Request) chatRequest {
+func (e *Engine) chatRequest(req llm.Request) chatRequest {
 	out := chatRequest{
 		Model: req.Model, Stream: true, MaxTokens: req.MaxTokens,
 		Temperature: req.Temperature, TopP: req.TopP, Stop: req.Stop, Seed: req.Seed,
 	}
 	out.StreamOptions.IncludeUsage = true
 	out.ParallelToolCalls, out.Logprobs, out.TopLogprobs = req.ParallelToolCalls, req.Logprobs, req.TopLogprobs
+	out.ReasoningEffort = upstreamEffort(req.ReasoningEffort)
 	if req.N > 1 {
 		out.N = req.N
 	}
@@ -617,16 +654,16 @@ func (e *Engine) chatRequest(req worker.Request) chatRequest {
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
 	}
 	switch req.ToolChoice.Mode {
-	case worker.ToolChoiceFunction:
+	case llm.ToolChoiceFunction:
 		out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolChoice.Function}}
-	case worker.ToolChoiceAuto:
+	case llm.ToolChoiceAuto:
 	default:
 		out.ToolChoice = string(req.ToolChoice.Mode)
 	}
 	switch f := req.ResponseFormat; f.Type {
-	case worker.FormatJSONObject:
+	case llm.FormatJSONObject:
 		out.ResponseFormat = &responseFormat{Type: "json_object"}
-	case worker.FormatJSONSchema:
+	case llm.FormatJSONSchema:
 		out.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{Name: f.Name, Schema: f.Schema, Strict: f.Strict}}
 	}
 	for _, m := range req.Messages {
@@ -665,14 +702,14 @@ func (e *Engine) chatRequest(req worker.Request) chatRequest {
 // toolMessage renders a message holding tool calls or a tool result in
 // OpenAI's form: an assistant message with tool_calls (and its text, if
 // any), or a role "tool" message with tool_call_id.
-func toolMessage(m worker.ChatMessage) (chatMessage, bool) {
+func toolMessage(m llm.ChatMessage) (chatMessage, bool) {
 	out := chatMessage{Role: m.Role}
 	var text []string
 	for _, p := range m.Parts {
 		switch {
 		case p.ToolCall != nil:
-			out.ToolCalls = append(out.ToolCalls, sse.ToolCall{ID: p.ToolCall.ID, Type: "function",
-				Function: sse.FunctionCall{Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}})
+			out.ToolCalls = append(out.ToolCalls, openaiwire.ToolCall{ID: p.ToolCall.ID, Type: "function",
+				Function: openaiwire.FunctionCall{Name: p.ToolCall.Name, Arguments: p.ToolCall.Arguments}})
 		case p.ToolResult != nil:
 			out.ToolCallID = p.ToolResult.ToolCallID
 			text = append(text, p.ToolResult.Content)

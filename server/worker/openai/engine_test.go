@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/server/worker/openai"
 )
@@ -113,18 +114,18 @@ func newEngine(t *testing.T, u *fakeUpstream, cfg openai.Config) *openai.Engine 
 	return e
 }
 
-func request(parts ...worker.Part) worker.Request {
+func request(parts ...llm.Part) llm.Request {
 	if len(parts) == 0 {
-		parts = []worker.Part{{Text: "Say hello."}}
+		parts = []llm.Part{{Text: "Say hello."}}
 	}
-	return worker.Request{ID: "r1", Model: "llama-3-8b", MaxTokens: 16, Messages: []worker.ChatMessage{
-		{Role: "system", Parts: []worker.Part{{Text: "Be brief."}}},
+	return llm.Request{ID: "r1", Model: "llama-3-8b", MaxTokens: 16, Messages: []llm.ChatMessage{
+		{Role: "system", Parts: []llm.Part{{Text: "Be brief."}}},
 		{Role: "user", Parts: parts},
 	}}
 }
 
-func collect(text *strings.Builder) func(worker.Delta) error {
-	return func(d worker.Delta) error { text.WriteString(d.Text); return nil }
+func collect(text *strings.Builder) func(llm.Delta) error {
+	return func(d llm.Delta) error { text.WriteString(d.Text); return nil }
 }
 
 func TestDeltasAndUsage(t *testing.T) {
@@ -137,9 +138,9 @@ func TestDeltasAndUsage(t *testing.T) {
 	}
 	var text strings.Builder
 	res, err := e.Generate(context.Background(), request(
-		worker.Part{Text: "Describe this."},
-		worker.Part{Image: &worker.Image{Data: []byte("PNGDATA"), MimeType: "image/png"}},
-		worker.Part{Document: &worker.Document{Filename: "notes.txt", Text: "the notes"}},
+		llm.Part{Text: "Describe this."},
+		llm.Part{Image: &llm.Image{Data: []byte("PNGDATA"), MimeType: "image/png"}},
+		llm.Part{Document: &llm.Document{Filename: "notes.txt", Text: "the notes"}},
 	), collect(&text))
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestDeltasAndUsage(t *testing.T) {
 	if text.String() != "Hello, world" {
 		t.Errorf("text = %q", text.String())
 	}
-	want := worker.Result{FinishReason: worker.FinishLength, Usage: worker.Usage{PromptTokens: 42, CompletionTokens: 3, CachedTokens: 32}}
+	want := llm.Result{FinishReason: llm.FinishLength, Usage: llm.Usage{PromptTokens: 42, CompletionTokens: 3, CachedTokens: 32}}
 	if res != want {
 		t.Errorf("result = %+v, want %+v", res, want)
 	}
@@ -174,11 +175,11 @@ func TestNoUsageIsEstimated(t *testing.T) {
 		stream(w, delta("Hello"), delta(" there, friend"), finish("stop"), "[DONE]")
 	})
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-	res, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
+	res, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FinishReason != worker.FinishStop || !res.Usage.Estimated || res.Usage.PromptTokens < 5 || res.Usage.CompletionTokens != 4 {
+	if res.FinishReason != llm.FinishStop || !res.Usage.Estimated || res.Usage.PromptTokens < 5 || res.Usage.CompletionTokens != 4 {
 		t.Errorf("result = %+v, want stop with estimated usage (4 completion tokens)", res)
 	}
 }
@@ -189,12 +190,12 @@ func TestUpstreamRefusals(t *testing.T) {
 		body     string
 		sentinel error
 	}{
-		{400, `{"error":{"message":"max_tokens is too large","type":"invalid_request_error","code":400}}`, worker.ErrInvalidRequest},
-		{404, `{"error":{"message":"model not found","type":"not_found"}}`, worker.ErrUnknownModel},
-		{429, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`, worker.ErrOverloaded},
+		{400, `{"error":{"message":"max_tokens is too large","type":"invalid_request_error","code":400}}`, llm.ErrInvalidRequest},
+		{404, `{"error":{"message":"model not found","type":"not_found"}}`, llm.ErrUnknownModel},
+		{429, `{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`, llm.ErrOverloaded},
 		{500, `Internal Server Error`, nil},
 		// llama.cpp's answer to an image for a model without a vision projector.
-		{500, `{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}`, worker.ErrInvalidRequest},
+		{500, `{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}`, llm.ErrInvalidRequest},
 		{503, `{"error":{"message":"engine dead"}}`, nil},
 	}
 	for _, c := range cases {
@@ -205,7 +206,7 @@ func TestUpstreamRefusals(t *testing.T) {
 				fmt.Fprint(w, c.body)
 			})
 			e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-			_, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
+			_, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
 			var ue *worker.UpstreamError
 			want := c.status
 			if c.status >= 500 && c.sentinel != nil {
@@ -217,7 +218,7 @@ func TestUpstreamRefusals(t *testing.T) {
 			if c.sentinel != nil && !errors.Is(err, c.sentinel) {
 				t.Errorf("%v does not match %v", err, c.sentinel)
 			}
-			if c.sentinel == nil && (worker.CallerFault(err) || errors.Is(err, worker.ErrOverloaded)) {
+			if c.sentinel == nil && (llm.CallerFault(err) || errors.Is(err, llm.ErrOverloaded)) {
 				t.Errorf("%v taken for the caller's fault or overload", err)
 			}
 			if c.status == 429 && ue.RetryAfter != 7*time.Second {
@@ -237,8 +238,8 @@ func TestSlowUpstream(t *testing.T) {
 		})
 		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, FirstByteTimeout: 50 * time.Millisecond})
 		start := time.Now()
-		_, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
-		if !errors.Is(err, worker.ErrUpstreamTimeout) {
+		_, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
+		if !errors.Is(err, llm.ErrUpstreamTimeout) {
 			t.Fatalf("err = %v, want ErrUpstreamTimeout", err)
 		}
 		if d := time.Since(start); d > time.Second {
@@ -251,11 +252,11 @@ func TestSlowUpstream(t *testing.T) {
 			<-r.Context().Done()
 		})
 		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, IdleTimeout: 50 * time.Millisecond})
-		res, err := e.Generate(context.Background(), request(), func(worker.Delta) error { return nil })
+		res, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.FinishReason != worker.FinishError || !errors.Is(res.Err, worker.ErrUpstreamTimeout) || res.Usage.CompletionTokens != 1 {
+		if res.FinishReason != llm.FinishError || !errors.Is(res.Err, llm.ErrUpstreamTimeout) || res.Usage.CompletionTokens != 1 {
 			t.Errorf("result = %+v, want finish error by timeout with the usage so far", res)
 		}
 	})
@@ -271,9 +272,9 @@ func TestCancellationClosesUpstream(t *testing.T) {
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancelledAt := make(chan time.Time, 1)
-	resc := make(chan worker.Result, 1)
+	resc := make(chan llm.Result, 1)
 	go func() {
-		res, _ := e.Generate(ctx, request(), func(worker.Delta) error {
+		res, _ := e.Generate(ctx, request(), func(llm.Delta) error {
 			cancelledAt <- time.Now()
 			cancel()
 			return nil
@@ -288,12 +289,12 @@ func TestCancellationClosesUpstream(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the upstream request was not closed")
 	}
-	if res := <-resc; res.FinishReason != worker.FinishCancelled || res.Usage.CompletionTokens != 1 {
+	if res := <-resc; res.FinishReason != llm.FinishCancelled || res.Usage.CompletionTokens != 1 {
 		t.Errorf("result = %+v, want cancelled with the usage so far", res)
 	}
 
 	// An emit failure (the client went away) closes it too.
-	_, _ = e.Generate(context.Background(), request(), func(worker.Delta) error { return io.ErrClosedPipe })
+	_, _ = e.Generate(context.Background(), request(), func(llm.Delta) error { return io.ErrClosedPipe })
 	select {
 	case <-upstreamDone:
 	case <-time.After(time.Second):
@@ -347,7 +348,7 @@ func TestLoadWithoutMetricsCountsInFlight(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var once sync.Once
-			_, _ = e.Generate(context.Background(), request(), func(worker.Delta) error { once.Do(func() { started <- struct{}{} }); return nil })
+			_, _ = e.Generate(context.Background(), request(), func(llm.Delta) error { once.Do(func() { started <- struct{}{} }); return nil })
 		}()
 	}
 	<-started
@@ -365,7 +366,7 @@ func TestLoadWithoutMetricsCountsInFlight(t *testing.T) {
 func TestUnknownModel(t *testing.T) {
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-	if _, err := e.Generate(context.Background(), worker.Request{Model: "gpt-9", Messages: request().Messages}, nil); !errors.Is(err, worker.ErrUnknownModel) {
+	if _, err := e.Generate(context.Background(), llm.Request{Model: "gpt-9", Messages: request().Messages}, nil); !errors.Is(err, llm.ErrUnknownModel) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -426,13 +427,13 @@ func TestQueuedChunksCoalesceWithoutDelay(t *testing.T) {
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, MetricsURL: "-"})
 	var texts []string
 	tokens := 0
-	res, err := e.Generate(context.Background(), request(), func(d worker.Delta) error {
+	res, err := e.Generate(context.Background(), request(), func(d llm.Delta) error {
 		texts = append(texts, d.Text)
 		tokens += d.Tokens
 		emitted <- d.Text
 		return nil
 	})
-	if err != nil || res.FinishReason != worker.FinishStop {
+	if err != nil || res.FinishReason != llm.FinishStop {
 		t.Fatalf("res %+v, err %v", res, err)
 	}
 	if fmt.Sprint(texts) != "[Hello, world !]" || tokens != 4 {
@@ -473,7 +474,7 @@ func TestRetriedWhenAKeptAliveConnectionCloses(t *testing.T) {
 	for i := range 4 {
 		var text strings.Builder
 		res, err := e.Generate(context.Background(), request(), collect(&text))
-		if err != nil || res.FinishReason != worker.FinishStop || text.String() != "Hello" {
+		if err != nil || res.FinishReason != llm.FinishStop || text.String() != "Hello" {
 			t.Fatalf("request %d: %v, %+v, %q", i, err, res, text.String())
 		}
 	}
@@ -484,5 +485,60 @@ func TestRetriedWhenAKeptAliveConnectionCloses(t *testing.T) {
 	}
 	if len(u.bodies) != 5 {
 		t.Errorf("the upstream read %d chat requests, want 5: 4 and the one dropped", len(u.bodies))
+	}
+}
+
+// reasoningDelta is a chunk of reasoning under the key a server uses
+// (reasoning_content: SGLang, llama.cpp, older vLLM; reasoning: newer vLLM).
+func reasoningDelta(key, text string) string {
+	return fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","model":"llama-3-8b","choices":[{"index":0,"delta":{%q:%q},"finish_reason":null}]}`, key, text)
+}
+
+// An upstream's reasoning reaches the gateway as reasoning deltas, apart
+// from the answer and in order, under either key; a chunk with both
+// reasoning and text is split, reasoning first; the reasoning effort is
+// passed on as the upstream takes it.
+func TestReasoningDeltas(t *testing.T) {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		t.Run(key, func(t *testing.T) {
+			both := `{"id":"c1","object":"chat.completion.chunk","model":"llama-3-8b","choices":[{"index":0,"delta":{"` + key + `":" so, hi.","content":"Hi"},"finish_reason":null}]}`
+			u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				stream(w, reasoningDelta(key, "The user greets me"), reasoningDelta(key, ","), both, delta(" there."), finish("stop"), usageChunk, "[DONE]")
+			})
+			e := newEngine(t, u, openai.Config{})
+			var seq []string
+			req := request()
+			req.ReasoningEffort = "xhigh"
+			if _, err := e.Generate(context.Background(), req, func(d llm.Delta) error {
+				switch {
+				case d.Reasoning != "" && (d.Text != "" || len(d.ToolCalls) > 0):
+					t.Errorf("a delta with reasoning and text: %+v", d)
+				case d.Reasoning != "":
+					if len(seq) > 0 && strings.HasPrefix(seq[len(seq)-1], "R:") {
+						seq[len(seq)-1] += d.Reasoning // coalesced or not: the order is what counts
+					} else {
+						seq = append(seq, "R:"+d.Reasoning)
+					}
+				case d.Text != "":
+					if len(seq) > 0 && strings.HasPrefix(seq[len(seq)-1], "T:") {
+						seq[len(seq)-1] += d.Text
+					} else {
+						seq = append(seq, "T:"+d.Text)
+					}
+				}
+				if d.Tokens <= 0 && (d.Text != "" || d.Reasoning != "") {
+					t.Errorf("a delta of no tokens: %+v", d)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(seq, "|"); got != "R:The user greets me, so, hi.|T:Hi there." {
+				t.Errorf("deltas = %q", got)
+			}
+			if got := u.lastBody()["reasoning_effort"]; got != "high" {
+				t.Errorf("reasoning_effort sent upstream = %v, want high", got)
+			}
+		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker/openai"
 )
 
@@ -31,27 +31,27 @@ var vllmToolStream = []string{
 func TestToolCallsFromVLLM(t *testing.T) {
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { stream(w, vllmToolStream...) })
 	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
-	req := request(worker.Part{Text: "Weather and time in Paris?"})
+	req := request(llm.Part{Text: "Weather and time in Paris?"})
 	parallel := true
-	req.Tools = []worker.Tool{
+	req.Tools = []llm.Tool{
 		{Name: "get_weather", Description: "Weather", Parameters: []byte(`{"type":"object","properties":{"location":{"type":"string"}}}`)},
 		{Name: "get_time", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`), Strict: true},
 	}
-	req.ToolChoice = worker.ToolChoice{Mode: worker.ToolChoiceRequired}
+	req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceRequired}
 	req.ParallelToolCalls = &parallel
-	req.ResponseFormat = worker.ResponseFormat{Type: worker.FormatJSONSchema, Name: "x", Schema: []byte(`{"type":"object"}`)}
+	req.ResponseFormat = llm.ResponseFormat{Type: llm.FormatJSONSchema, Name: "x", Schema: []byte(`{"type":"object"}`)}
 	req.Messages = append(req.Messages,
-		worker.ChatMessage{Role: "assistant", Parts: []worker.Part{{ToolCall: &worker.ToolCall{ID: "c0", Name: "get_time", Arguments: `{}`}}}},
-		worker.ChatMessage{Role: "tool", Parts: []worker.Part{{ToolResult: &worker.ToolResult{ToolCallID: "c0", Content: "noon"}}}},
-		worker.ChatMessage{Role: "user", Parts: []worker.Part{{Text: "Again"}}})
+		llm.ChatMessage{Role: "assistant", Parts: []llm.Part{{ToolCall: &llm.ToolCall{ID: "c0", Name: "get_time", Arguments: `{}`}}}},
+		llm.ChatMessage{Role: "tool", Parts: []llm.Part{{ToolResult: &llm.ToolResult{ToolCallID: "c0", Content: "noon"}}}},
+		llm.ChatMessage{Role: "user", Parts: []llm.Part{{Text: "Again"}}})
 
-	var calls []worker.ToolCall
+	var calls []llm.ToolCall
 	pieces := 0
-	res, err := e.Generate(t.Context(), req, func(d worker.Delta) error {
+	res, err := e.Generate(t.Context(), req, func(d llm.Delta) error {
 		for _, c := range d.ToolCalls {
 			pieces++
 			for len(calls) <= c.Index {
-				calls = append(calls, worker.ToolCall{})
+				calls = append(calls, llm.ToolCall{})
 			}
 			if c.ID != "" {
 				calls[c.Index].ID, calls[c.Index].Name = c.ID, c.Name
@@ -63,14 +63,14 @@ func TestToolCallsFromVLLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []worker.ToolCall{
+	want := []llm.ToolCall{
 		{ID: "chatcmpl-tool-a1", Name: "get_weather", Arguments: `{"location": "Paris"}`},
 		{ID: "chatcmpl-tool-b2", Name: "get_time", Arguments: `{"city": "Paris"}`},
 	}
 	if !reflect.DeepEqual(calls, want) || pieces != 5 {
 		t.Fatalf("calls %+v in %d pieces, want %+v in 5", calls, pieces, want)
 	}
-	if res.FinishReason != worker.FinishToolCalls || res.Usage.PromptTokens != 310 || res.Usage.CompletionTokens != 28 || res.Usage.Estimated {
+	if res.FinishReason != llm.FinishToolCalls || res.Usage.PromptTokens != 310 || res.Usage.CompletionTokens != 28 || res.Usage.Estimated {
 		t.Fatalf("result %+v", res)
 	}
 
@@ -142,9 +142,9 @@ func TestSeveralChoicesAndLogprobsFromUpstream(t *testing.T) {
 	req := request()
 	req.N, req.Logprobs, req.TopLogprobs = 2, true, 1
 	texts := map[int]string{}
-	finishes := map[int]worker.FinishReason{}
+	finishes := map[int]llm.FinishReason{}
 	lps := 0
-	res, err := e.Generate(t.Context(), req, func(d worker.Delta) error {
+	res, err := e.Generate(t.Context(), req, func(d llm.Delta) error {
 		texts[d.Choice] += d.Text
 		lps += len(d.Logprobs)
 		if d.Finish != "" {
@@ -155,8 +155,8 @@ func TestSeveralChoicesAndLogprobsFromUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if texts[0] != "h" || texts[1] != "hi" || lps != 3 || finishes[0] != worker.FinishStop || finishes[1] != worker.FinishLength ||
-		res.FinishReason != worker.FinishStop || res.Usage.CompletionTokens != 3 {
+	if texts[0] != "h" || texts[1] != "hi" || lps != 3 || finishes[0] != llm.FinishStop || finishes[1] != llm.FinishLength ||
+		res.FinishReason != llm.FinishStop || res.Usage.CompletionTokens != 3 {
 		t.Fatalf("texts %v finishes %v logprobs %d result %+v", texts, finishes, lps, res)
 	}
 	body := u.lastBody()
@@ -177,7 +177,7 @@ func TestEmbeddingsFromUpstream(t *testing.T) {
 			{"object":"embedding","index":0,"embedding":"AACAPwAAAAA="}],"usage":{"prompt_tokens":7,"total_tokens":7}}`))
 	})
 	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
-	res, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "llama-3-8b", Inputs: []string{"a", "b"}, Dimensions: 2})
+	res, err := e.Embed(t.Context(), llm.EmbedRequest{Model: "llama-3-8b", Inputs: []string{"a", "b"}, Dimensions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestEmbeddingsFromUpstream(t *testing.T) {
 	if got["encoding_format"] != "base64" || got["dimensions"] != float64(2) || len(got["input"].([]any)) != 2 {
 		t.Fatalf("sent %v", got)
 	}
-	if _, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "nope", Inputs: []string{"a"}}); !errors.Is(err, worker.ErrUnknownModel) {
+	if _, err := e.Embed(t.Context(), llm.EmbedRequest{Model: "nope", Inputs: []string{"a"}}); !errors.Is(err, llm.ErrUnknownModel) {
 		t.Fatalf("unknown model: %v", err)
 	}
 }
@@ -199,8 +199,8 @@ func TestEmbeddingsUpstreamRefusal(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":{"message":"input too long","type":"invalid_request_error","code":400}}`))
 	})
 	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
-	_, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "llama-3-8b", Inputs: []string{"a"}})
-	if !errors.Is(err, worker.ErrInvalidRequest) || !strings.Contains(err.Error(), "input too long") {
+	_, err := e.Embed(t.Context(), llm.EmbedRequest{Model: "llama-3-8b", Inputs: []string{"a"}})
+	if !errors.Is(err, llm.ErrInvalidRequest) || !strings.Contains(err.Error(), "input too long") {
 		t.Fatalf("%v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // EmbeddingDimensions is the length of the simulated embedding models'
@@ -25,21 +25,21 @@ const EmbeddingDimensions = 512
 // nothing like a real model's understanding. Dimensions hashes into that
 // many components instead (so short vectors keep the property). The time
 // taken is the inputs' prefill at the simulated rate.
-func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.EmbedResult, error) {
+func (e *Engine) Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResult, error) {
 	if !slices.Contains(e.cfg.EmbedModels, req.Model) {
-		return worker.EmbedResult{}, fmt.Errorf("%w: %q does not embed here", worker.ErrUnknownModel, req.Model)
+		return llm.EmbedResult{}, fmt.Errorf("%w: %q does not embed here", llm.ErrUnknownModel, req.Model)
 	}
 	if len(req.Inputs) == 0 {
-		return worker.EmbedResult{}, fmt.Errorf("%w: inputs: none given", worker.ErrInvalidRequest)
+		return llm.EmbedResult{}, fmt.Errorf("%w: inputs: none given", llm.ErrInvalidRequest)
 	}
 	dims := req.Dimensions
 	if dims == 0 {
 		dims = EmbeddingDimensions
 	}
 	if dims < 0 || dims > EmbeddingDimensions {
-		return worker.EmbedResult{}, fmt.Errorf("%w: dimensions: must be 1 to %d", worker.ErrInvalidRequest, EmbeddingDimensions)
+		return llm.EmbedResult{}, fmt.Errorf("%w: dimensions: must be 1 to %d", llm.ErrInvalidRequest, EmbeddingDimensions)
 	}
-	out := worker.EmbedResult{Vectors: make([][]float32, len(req.Inputs))}
+	out := llm.EmbedResult{Vectors: make([][]float32, len(req.Inputs))}
 	for i, text := range req.Inputs {
 		out.Vectors[i] = embedText(text, dims)
 		out.Usage.PromptTokens += e.tok.Count(text)
@@ -48,7 +48,7 @@ func (e *Engine) Embed(ctx context.Context, req worker.EmbedRequest) (worker.Emb
 		select {
 		case <-e.cfg.Clock.After(d):
 		case <-ctx.Done():
-			return worker.EmbedResult{}, context.Cause(ctx)
+			return llm.EmbedResult{}, context.Cause(ctx)
 		}
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/worker"
 )
@@ -106,36 +107,44 @@ const MaxChoices = 8
 // choice's index; Temperature and TopP are accepted and ignored. Each of N
 // choices is its own sequence in the batch, as in a real engine, sharing the
 // prompt (the second one finds it in the prefix cache).
-func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.Emit) (worker.Result, error) {
+func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	if !slices.Contains(e.cfg.Models, req.Model) {
-		return worker.Result{}, fmt.Errorf("%w: %q", worker.ErrUnknownModel, req.Model)
+		return llm.Result{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
 	}
 	if len(req.Messages) == 0 {
-		return worker.Result{}, fmt.Errorf("%w: messages: none given", worker.ErrInvalidRequest)
+		return llm.Result{}, fmt.Errorf("%w: messages: none given", llm.ErrInvalidRequest)
 	}
 	if req.MaxTokens < 0 {
-		return worker.Result{}, fmt.Errorf("%w: max_tokens: %d is negative", worker.ErrInvalidRequest, req.MaxTokens)
+		return llm.Result{}, fmt.Errorf("%w: max_tokens: %d is negative", llm.ErrInvalidRequest, req.MaxTokens)
 	}
 	n := req.Choices()
 	if n > MaxChoices {
-		return worker.Result{}, fmt.Errorf("%w: n: %d is over %d", worker.ErrInvalidRequest, n, MaxChoices)
+		return llm.Result{}, fmt.Errorf("%w: n: %d is over %d", llm.ErrInvalidRequest, n, MaxChoices)
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = MaxOutputTokens
 	}
-	prompt := worker.RequestPromptIDs(e.tok, &req)
+	prompt := llm.RequestPromptIDs(e.tok, &req)
 	if len(prompt)+maxTokens > ContextWindow {
-		return worker.Result{}, fmt.Errorf("%w: messages: %d prompt tokens and max_tokens %d exceed the context window of %d",
-			worker.ErrInvalidRequest, len(prompt), maxTokens, ContextWindow)
+		return llm.Result{}, fmt.Errorf("%w: messages: %d prompt tokens and max_tokens %d exceed the context window of %d",
+			llm.ErrInvalidRequest, len(prompt), maxTokens, ContextWindow)
 	}
 	notify := make(chan struct{}, 1)
 	seqs := make([]*seq, n)
 	blocks := blockKeys(req.Model, prompt, e.cfg.BlockTokens)
+	// Making the answers (schema-guided values) is bounded in time for the
+	// whole request, whatever its N and its tools.
+	composeCtx, cancelCompose := context.WithTimeoutCause(ctx, schemaWall, fmt.Errorf("making the answers took over %v", schemaWall))
+	defer cancelCompose()
 	for i := range seqs {
-		ans, err := e.compose(req, e.rng(req, prompt, i))
+		ans, err := e.compose(composeCtx, req, e.rng(req, prompt, i))
+		if err != nil && ctx.Err() != nil {
+			// The client left while the answer was being made: nothing ran.
+			return llm.Result{FinishReason: llm.FinishCancelled, Usage: llm.Usage{PromptTokens: len(prompt)}, Err: context.Cause(ctx)}, nil
+		}
 		if err != nil {
-			return worker.Result{}, err
+			return llm.Result{}, err
 		}
 		p := makePlan(e.tok, ans.text, req.Stop, maxTokens)
 		if len(ans.calls) > 0 {
@@ -147,7 +156,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 		e.enqueue(s)
 	}
 
-	usage := worker.Usage{PromptTokens: len(prompt)}
+	usage := llm.Usage{PromptTokens: len(prompt)}
 	next := make([]int, n)     // each choice's next delta to emit
 	ended := make([]bool, n)   // each choice's end was reported
 	calls := make([]int, n)    // each choice's tool calls begun
@@ -175,7 +184,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 			case !ended[i]:
 				ended[i] = true
 				if n > 1 {
-					if err := emit(worker.Delta{Choice: i, Finish: s.plan.finish}); err != nil {
+					if err := emit(llm.Delta{Choice: i, Finish: s.plan.finish}); err != nil {
 						return e.cancel(seqs, usage, err), nil
 					}
 				}
@@ -183,7 +192,7 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 		}
 		if left == 0 {
 			usage.CachedTokens = e.cachedTokens(seqs[0])
-			return worker.Result{FinishReason: seqs[0].plan.finish, Usage: usage}, nil
+			return llm.Result{FinishReason: seqs[0].plan.finish, Usage: usage}, nil
 		}
 		select {
 		case <-notify:
@@ -193,9 +202,9 @@ func (e *Engine) Generate(ctx context.Context, req worker.Request, emit worker.E
 }
 
 // delta turns the plan's i-th delta of choice into the engine's form.
-func (e *Engine) delta(req *worker.Request, p plan, i, choice int, calls *int, lp *logprobs) worker.Delta {
+func (e *Engine) delta(req *llm.Request, p plan, i, choice int, calls *int, lp *logprobs) llm.Delta {
 	d := p.deltas[i]
-	out := worker.Delta{Choice: choice, Tokens: d.tokens}
+	out := llm.Delta{Choice: choice, Tokens: d.tokens}
 	switch {
 	case d.call < 0:
 		out.Text = d.text
@@ -204,9 +213,9 @@ func (e *Engine) delta(req *worker.Request, p plan, i, choice int, calls *int, l
 		}
 	case d.name != "":
 		*calls++
-		out.ToolCalls = []worker.ToolCallDelta{{Index: d.call, ID: d.id, Name: d.name, Arguments: d.text}}
+		out.ToolCalls = []llm.ToolCallDelta{{Index: d.call, ID: d.id, Name: d.name, Arguments: d.text}}
 	default:
-		out.ToolCalls = []worker.ToolCallDelta{{Index: d.call, Arguments: d.text}}
+		out.ToolCalls = []llm.ToolCallDelta{{Index: d.call, Arguments: d.text}}
 	}
 	return out
 }
@@ -222,7 +231,7 @@ func isClosed(ch <-chan struct{}) bool {
 
 // rng is the random source of one choice: deterministic in (seed, prompt,
 // model, choice).
-func (e *Engine) rng(req worker.Request, prompt []int, choice int) *rand.Rand {
+func (e *Engine) rng(req llm.Request, prompt []int, choice int) *rand.Rand {
 	var seed int64
 	if req.Seed != nil {
 		seed = *req.Seed
@@ -236,7 +245,7 @@ func (e *Engine) rng(req worker.Request, prompt []int, choice int) *rand.Rand {
 
 // cancel takes seqs out of the queue or the batch and reports how the
 // generation ended.
-func (e *Engine) cancel(seqs []*seq, usage worker.Usage, cause error) worker.Result {
+func (e *Engine) cancel(seqs []*seq, usage llm.Usage, cause error) llm.Result {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, s := range seqs {
@@ -248,7 +257,7 @@ func (e *Engine) cancel(seqs []*seq, usage worker.Usage, cause error) worker.Res
 		s.cancelled = true
 	}
 	usage.CachedTokens = seqs[0].cached
-	return worker.Result{FinishReason: worker.FinishCancelled, Usage: usage, Err: cause}
+	return llm.Result{FinishReason: llm.FinishCancelled, Usage: usage, Err: cause}
 }
 
 func (e *Engine) cachedTokens(s *seq) int {

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/worker"
 )
 
 // outcome is what one Generate call returned, with the deltas it emitted.
 type outcome struct {
-	res    worker.Result
+	res    llm.Result
 	err    error
 	deltas []string
 	tokens int
@@ -24,11 +25,11 @@ type outcome struct {
 func (o outcome) text() string { return strings.Join(o.deltas, "") }
 
 // start runs Generate in the background; the channel yields its outcome.
-func start(ctx context.Context, e *Engine, req worker.Request) <-chan outcome {
+func start(ctx context.Context, e *Engine, req llm.Request) <-chan outcome {
 	ch := make(chan outcome, 1)
 	go func() {
 		var o outcome
-		o.res, o.err = e.Generate(ctx, req, func(d worker.Delta) error {
+		o.res, o.err = e.Generate(ctx, req, func(d llm.Delta) error {
 			text, tokens := d.Text, d.Tokens
 			o.deltas = append(o.deltas, text)
 			o.tokens += tokens
@@ -41,7 +42,7 @@ func start(ctx context.Context, e *Engine, req worker.Request) <-chan outcome {
 
 // generate runs one request to the end, playing the fake clock (if any) and
 // returning the waits the engine asked for.
-func generate(t *testing.T, e *Engine, clk *fakeClock, req worker.Request) (outcome, []time.Duration) {
+func generate(t *testing.T, e *Engine, clk *fakeClock, req llm.Request) (outcome, []time.Duration) {
 	t.Helper()
 	done := start(t.Context(), e, req)
 	var waits []time.Duration
@@ -98,10 +99,10 @@ func waitLoad(t *testing.T, e *Engine, ok func(worker.LoadReport) bool) worker.L
 	}
 }
 
-func userRequest(model, text string, seed int64) worker.Request {
-	return worker.Request{
+func userRequest(model, text string, seed int64) llm.Request {
+	return llm.Request{
 		Model:    model,
-		Messages: []worker.ChatMessage{{Role: "user", Parts: []worker.Part{{Text: text}}}},
+		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: text}}}},
 		Seed:     &seed,
 	}
 }
@@ -120,15 +121,15 @@ func TestModelsAreSimulated(t *testing.T) {
 
 func TestGenerateRejects(t *testing.T) {
 	e := New(Config{})
-	emit := func(worker.Delta) error { return nil }
+	emit := func(llm.Delta) error { return nil }
 	tests := []struct {
-		req  worker.Request
+		req  llm.Request
 		want error
 	}{
-		{userRequest("gpt-4o", "hi", 1), worker.ErrUnknownModel},
-		{worker.Request{Model: "sim-small"}, worker.ErrInvalidRequest},
-		{worker.Request{Model: "sim-small", MaxTokens: -1, Messages: userRequest("", "hi", 0).Messages}, worker.ErrInvalidRequest},
-		{userRequest("sim-small", strings.Repeat("word ", ContextWindow), 1), worker.ErrInvalidRequest},
+		{userRequest("gpt-4o", "hi", 1), llm.ErrUnknownModel},
+		{llm.Request{Model: "sim-small"}, llm.ErrInvalidRequest},
+		{llm.Request{Model: "sim-small", MaxTokens: -1, Messages: userRequest("", "hi", 0).Messages}, llm.ErrInvalidRequest},
+		{userRequest("sim-small", strings.Repeat("word ", ContextWindow), 1), llm.ErrInvalidRequest},
 	}
 	for _, tt := range tests {
 		if _, err := e.Generate(t.Context(), tt.req, emit); !errors.Is(err, tt.want) {
@@ -145,7 +146,7 @@ func TestDeterministicText(t *testing.T) {
 	d, _ := generate(t, e, nil, userRequest("sim-large", "Tell me a story.", 7))
 	f, _ := generate(t, e, nil, userRequest("sim-small", "Tell me another.", 7))
 	for _, o := range []outcome{a, b, c, d, f} {
-		if o.err != nil || o.res.FinishReason != worker.FinishStop {
+		if o.err != nil || o.res.FinishReason != llm.FinishStop {
 			t.Fatalf("outcome %+v", o)
 		}
 	}
@@ -166,7 +167,7 @@ func TestTextIsTokensAndUsageExact(t *testing.T) {
 	for seed := range int64(20) {
 		o, _ := generate(t, e, nil, userRequest("sim-small", "Hello there", seed))
 		text := o.text()
-		if o.res.FinishReason != worker.FinishStop || !endsSentence(text) {
+		if o.res.FinishReason != llm.FinishStop || !endsSentence(text) {
 			t.Fatalf("seed %d: finish %q, text ends %q", seed, o.res.FinishReason, text[max(0, len(text)-10):])
 		}
 		if got, want := o.res.Usage.CompletionTokens, tok.Count(text); got != want || o.tokens != want {
@@ -193,7 +194,7 @@ func TestMaxTokensAndStop(t *testing.T) {
 
 	req.MaxTokens = 5
 	short, _ := generate(t, e, nil, req)
-	if short.res.FinishReason != worker.FinishLength || short.res.Usage.CompletionTokens != 5 {
+	if short.res.FinishReason != llm.FinishLength || short.res.Usage.CompletionTokens != 5 {
 		t.Fatalf("max_tokens 5: %+v", short.res)
 	}
 	if !strings.HasPrefix(full.text(), short.text()) {
@@ -206,7 +207,7 @@ func TestMaxTokensAndStop(t *testing.T) {
 	req.Stop = []string{"no such text", stop}
 	stopped, _ := generate(t, e, nil, req)
 	want := full.text()[:strings.Index(full.text(), stop)]
-	if stopped.res.FinishReason != worker.FinishStop || stopped.text() != want {
+	if stopped.res.FinishReason != llm.FinishStop || stopped.text() != want {
 		t.Fatalf("stop %q: %q (%s), want %q", stop, stopped.text(), stopped.res.FinishReason, want)
 	}
 }
@@ -215,13 +216,13 @@ func TestEmitErrorCancels(t *testing.T) {
 	e := New(Config{})
 	boom := errors.New("client went away")
 	n := 0
-	res, err := e.Generate(t.Context(), userRequest("sim-small", "Hi", 1), func(worker.Delta) error {
+	res, err := e.Generate(t.Context(), userRequest("sim-small", "Hi", 1), func(llm.Delta) error {
 		if n++; n == 3 {
 			return boom
 		}
 		return nil
 	})
-	if err != nil || res.FinishReason != worker.FinishCancelled || !errors.Is(res.Err, boom) || res.Usage.CompletionTokens != 2 {
+	if err != nil || res.FinishReason != llm.FinishCancelled || !errors.Is(res.Err, boom) || res.Usage.CompletionTokens != 2 {
 		t.Fatalf("Generate = %+v, %v", res, err)
 	}
 	drain(t, e, newFakeClock())
@@ -234,7 +235,7 @@ func TestTimeScaleZeroIsFast(t *testing.T) {
 	for i := range 64 {
 		wg.Go(func() {
 			o, _ := generate(t, e, nil, userRequest("sim-small", fmt.Sprint("question ", i), int64(i)))
-			if o.err != nil || o.res.FinishReason != worker.FinishStop {
+			if o.err != nil || o.res.FinishReason != llm.FinishStop {
 				t.Errorf("request %d: %+v", i, o)
 			}
 		})

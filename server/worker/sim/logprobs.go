@@ -3,8 +3,8 @@ package sim
 import (
 	"strings"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // logprobs makes the simulated log probabilities of output tokens: each
@@ -19,18 +19,18 @@ type logprobs struct {
 
 // of returns the log probabilities of text's tokens, with top alternatives
 // each (the token itself first).
-func (l *logprobs) of(text string, top int) []worker.TokenLogprob {
+func (l *logprobs) of(text string, top int) []llm.TokenLogprob {
 	ids := l.tok.Encode(text)
-	out := make([]worker.TokenLogprob, 0, len(ids))
+	out := make([]llm.TokenLogprob, 0, len(ids))
 	for _, id := range ids {
 		l.pos++
 		h := fnvUint64(fnvUint64(fnvOffset, uint64(id)), uint64(l.pos))
 		lp := -float64(h%4000) / 1000 * float64(h%7) / 6 // in [-4, 0]
 		t := l.tok.Token(id)
-		p := worker.TokenLogprob{Token: validText(t), Logprob: lp, Bytes: []byte(t)}
+		p := llm.TokenLogprob{Token: validText(t), Logprob: lp, Bytes: []byte(t)}
 		for k := range top {
 			if k == 0 {
-				p.Top = append(p.Top, worker.TopLogprob{Token: p.Token, Logprob: lp, Bytes: p.Bytes})
+				p.Top = append(p.Top, llm.TopLogprob{Token: p.Token, Logprob: lp, Bytes: p.Bytes})
 				continue
 			}
 			alt := int((h >> (8 * k)) % 50000)
@@ -38,7 +38,7 @@ func (l *logprobs) of(text string, top int) []worker.TokenLogprob {
 				alt++
 			}
 			at := l.tok.Token(alt)
-			p.Top = append(p.Top, worker.TopLogprob{
+			p.Top = append(p.Top, llm.TopLogprob{
 				Token: validText(at), Logprob: lp - 0.5*float64(k) - float64((h>>(4*k))%1000)/1000, Bytes: []byte(at)})
 		}
 		out = append(out, p)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -23,7 +24,7 @@ func TestStepCost(t *testing.T) {
 
 	req := userRequest("sim-small", "Hi", 1)
 	start(ctx, e, req)
-	prompt := len(worker.PromptIDs(e.tok, req.Messages))
+	prompt := len(llm.PromptIDs(e.tok, req.Messages))
 	if d, want := clk.step(t), prefillCost(prompt)+15*time.Millisecond+200*time.Microsecond; d != want {
 		t.Fatalf("first step %v, want prefill + step = %v", d, want)
 	}
@@ -88,9 +89,9 @@ func TestPrefixCache(t *testing.T) {
 	// The next turn of the conversation shares the prefix up to where it diverges.
 	next := first
 	next.Messages = append(next.Messages[:1:1],
-		worker.ChatMessage{Role: "assistant", Parts: []worker.Part{{Text: o1.text()}}},
-		worker.ChatMessage{Role: "user", Parts: []worker.Part{{Text: "Go on."}}})
-	a, b := worker.PromptIDs(e.tok, first.Messages), worker.PromptIDs(e.tok, next.Messages)
+		llm.ChatMessage{Role: "assistant", Parts: []llm.Part{{Text: o1.text()}}},
+		llm.ChatMessage{Role: "user", Parts: []llm.Part{{Text: "Go on."}}})
+	a, b := llm.PromptIDs(e.tok, first.Messages), llm.PromptIDs(e.tok, next.Messages)
 	common := 0
 	for common < len(a) && common < len(b) && a[common] == b[common] {
 		common++
@@ -143,7 +144,7 @@ func TestQueueAndCancellation(t *testing.T) {
 	// at the next step.
 	ctxs[0]()
 	o := <-outs[0]
-	if o.res.FinishReason != worker.FinishCancelled || o.res.Usage.CompletionTokens != o.tokens || !errors.Is(o.res.Err, context.Canceled) {
+	if o.res.FinishReason != llm.FinishCancelled || o.res.Usage.CompletionTokens != o.tokens || !errors.Is(o.res.Err, context.Canceled) {
 		t.Fatalf("cancelled request: %+v", o.res)
 	}
 	clk.step(t)
@@ -163,7 +164,7 @@ func TestQueueAndCancellation(t *testing.T) {
 	outB := start(ctxB, e2, userRequest("sim-small", "b", 1))
 	waitLoad(t, e2, func(l worker.LoadReport) bool { return l.Waiting == 1 })
 	cancelB()
-	if o := <-outB; o.res.FinishReason != worker.FinishCancelled || o.res.Usage.PromptTokens == 0 {
+	if o := <-outB; o.res.FinishReason != llm.FinishCancelled || o.res.Usage.PromptTokens == 0 {
 		t.Fatalf("cancelled while waiting: %+v", o.res)
 	}
 	waitLoad(t, e2, func(l worker.LoadReport) bool { return l.Waiting == 0 })

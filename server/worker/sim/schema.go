@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -51,7 +53,20 @@ const (
 	// which the generator takes the shortest options, as when deep: it keeps a
 	// recursive schema's value to a readable size.
 	schemaSoftNodes = 80
+	// schemaMaxText bounds one string's length, in code points: a minLength
+	// over it is refused before any text is made.
+	schemaMaxText = 1 << 20
+	// schemaWall bounds the time making one value takes, all tries together.
+	schemaWall = 250 * time.Millisecond
 )
+
+// errSchemaTooBig is a schema whose value is over the generator's budget, or
+// a generation stopped (its context ended, its time ran out): final, never
+// retried.
+type errSchemaTooBig struct{ err error }
+
+func (e *errSchemaTooBig) Error() string { return e.err.Error() }
+func (e *errSchemaTooBig) Unwrap() error { return e.err }
 
 // compiledSchema is a compiled schema with its source, which keeps what the
 // compiled form does not: the order of properties and of type lists, and the
@@ -331,6 +346,17 @@ func oneLine(s string) string {
 // a real validator before it is returned; an error if the schema cannot be
 // compiled or no valid value could be made.
 func SchemaValue(schema []byte, rng *rand.Rand, words func(n int) string) (string, error) {
+	return SchemaValueContext(context.Background(), schema, rng, words)
+}
+
+// SchemaValueContext is SchemaValue that stops when ctx ends, and after
+// schemaWall in any case. A size keyword over the generator's budget (more
+// items, properties or values than it makes for one value, a string over
+// schemaMaxText) is refused before anything is allocated for it, and is not
+// retried.
+func SchemaValueContext(ctx context.Context, schema []byte, rng *rand.Rand, words func(n int) string) (string, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, schemaWall, fmt.Errorf("making a value took over %v", schemaWall))
+	defer cancel()
 	cs, err := compileSchema(schema)
 	if err != nil {
 		return "", err
@@ -339,9 +365,14 @@ func SchemaValue(schema []byte, rng *rand.Rand, words func(n int) string) (strin
 		words = fallbackWords(rng)
 	}
 	var lastErr error
+	patterns := map[string]*syntax.Regexp{} // parsed once for all tries
 	for try := 0; try < schemaTries; try++ {
-		g := &schemaGen{cs: cs, rng: rng, words: words, minimal: try >= schemaTries-3, budget: schemaBudget}
+		g := &schemaGen{cs: cs, rng: rng, words: words, minimal: try >= schemaTries-3, budget: schemaBudget, ctx: ctx, patterns: patterns}
 		v, err := g.gen([]*jsonschema.Schema{cs.sch}, nil, "", 0)
+		var final *errSchemaTooBig
+		if errors.As(err, &final) {
+			return "", err
+		}
 		if err != nil {
 			lastErr = err
 			continue
@@ -381,6 +412,23 @@ type schemaGen struct {
 	minimal bool
 	budget  int
 	nodes   int // values made so far
+	// ctx ends the generation (the client left, or schemaWall passed).
+	ctx context.Context
+	// patterns are the patterns parsed for fromRegex, by source.
+	patterns map[string]*syntax.Regexp
+}
+
+// stopped is the final error for a generation whose context ended.
+func (g *schemaGen) stopped(path string) error {
+	if g.ctx == nil || g.ctx.Err() == nil {
+		return nil
+	}
+	return &errSchemaTooBig{genError(nil, path, "stopped: %v", context.Cause(g.ctx))}
+}
+
+// tooBig is the final error for a size keyword over the generator's budget.
+func tooBig(s *jsonschema.Schema, path, format string, args ...any) error {
+	return &errSchemaTooBig{genError(s, path, format, args...)}
 }
 
 // short reports whether to take the shortest options at this depth.
@@ -469,6 +517,11 @@ func (g *schemaGen) gen(parts []*jsonschema.Schema, done map[choiceKey]bool, pat
 	if g.budget < 0 {
 		return nil, genError(nil, path, "the schema is too complex to generate a value for")
 	}
+	if g.budget%64 == 0 {
+		if err := g.stopped(path); err != nil {
+			return nil, err
+		}
+	}
 	if depth > schemaMaxDepth {
 		var s *jsonschema.Schema
 		if len(parts) > 0 {
@@ -508,6 +561,10 @@ func (g *schemaGen) choose(flat []*jsonschema.Schema, owner *jsonschema.Schema, 
 	for _, bi := range g.branchOrder(branches, path, depth) {
 		b := branches[bi]
 		v, err := g.gen(append(slices.Clip(flat), b), done2, path, depth)
+		var final *errSchemaTooBig
+		if errors.As(err, &final) {
+			return nil, err
+		}
 		if err != nil {
 			lastErr = err
 			continue
@@ -910,6 +967,9 @@ func (g *schemaGen) object(flat []*jsonschema.Schema, path string, depth int) (a
 	if len(names) == 0 && !deep && extraAllowed(flat) && mapLike(flat) {
 		extra = 1 + g.rng.IntN(2)
 	}
+	if minProps-len(obj.keys) > schemaBudget {
+		return nil, tooBig(flat[0], path, "minProperties %d is over the %d values the generator makes for one value", minProps, schemaBudget)
+	}
 	extra = max(extra, minProps-len(obj.keys))
 	if maxProps >= 0 {
 		extra = min(extra, maxProps-len(obj.keys))
@@ -1123,8 +1183,11 @@ func (g *schemaGen) array(flat []*jsonschema.Schema, path string, depth int) (an
 	if maxItems >= 0 && n > maxItems {
 		n = maxItems
 	}
+	if n > schemaBudget {
+		return nil, tooBig(flat[0], path, "%d items are over the %d values the generator makes for one value", n, schemaBudget)
+	}
 
-	out := make([]any, 0, n)
+	out := make([]any, 0, min(n, 64))
 	seen := make(map[string]bool)
 	for i := 0; i < n; i++ {
 		schemas := itemSchemas(flat, i)
@@ -1223,6 +1286,9 @@ func (g *schemaGen) str(flat []*jsonschema.Schema, path string, deep bool) (any,
 			}
 		}
 	}
+	if minLen > schemaMaxText {
+		return nil, tooBig(flat[0], path, "minLength %d is over the generator's %d code points for one string", minLen, schemaMaxText)
+	}
 	fits := func(s string) bool {
 		n := utf8.RuneCountInString(s)
 		if n < minLen || (maxLen >= 0 && n > maxLen) {
@@ -1243,7 +1309,7 @@ func (g *schemaGen) str(flat []*jsonschema.Schema, path string, deep bool) (any,
 		}
 	}
 	if len(patterns) == 0 {
-		return g.text(minLen, maxLen, deep), nil
+		return g.text(minLen, maxLen, deep, path)
 	}
 	// A few natural candidates, then strings made from the pattern itself.
 	for try := 0; try < 6; try++ {
@@ -1266,13 +1332,14 @@ func (g *schemaGen) str(flat []*jsonschema.Schema, path string, deep bool) (any,
 		}
 	}
 	// Give up on the pattern: the final check reports it.
-	return g.text(minLen, maxLen, deep), nil
+	return g.text(minLen, maxLen, deep, path)
 }
 
-// text is words fitted to the length bounds (in code points).
-func (g *schemaGen) text(minLen, maxLen int, deep bool) string {
+// text is words fitted to the length bounds (in code points), made in time
+// linear in minLen and stopped when the generation is.
+func (g *schemaGen) text(minLen, maxLen int, deep bool, path string) (string, error) {
 	if maxLen == 0 {
-		return ""
+		return "", nil
 	}
 	n := 1 + g.rng.IntN(3)
 	if deep {
@@ -1282,21 +1349,33 @@ func (g *schemaGen) text(minLen, maxLen int, deep bool) string {
 	// Under a maximum length, look for words that fit whole.
 	for try := 0; maxLen >= 0 && try < 8; try++ {
 		if c := utf8.RuneCountInString(s); c <= maxLen && c >= minLen {
-			return s
+			return s, nil
 		}
 		n = max(1, n-1)
 		s = strings.ToValidUTF8(g.words(n), "")
 	}
-	for i := 0; utf8.RuneCountInString(s) < minLen; i++ {
-		w := strings.ToValidUTF8(g.words(4), "")
-		if w == "" || i > 10000 {
-			w = "lorem ipsum"
+	if count := utf8.RuneCountInString(s); count < minLen {
+		var b strings.Builder
+		b.Grow(min(minLen, schemaMaxText) + 64)
+		b.WriteString(s)
+		for i := 0; count < minLen; i++ {
+			if i%256 == 255 {
+				if err := g.stopped(path); err != nil {
+					return "", err
+				}
+			}
+			w := strings.ToValidUTF8(g.words(4), "")
+			if w == "" || i > 10000 {
+				w = "lorem ipsum"
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+				count++
+			}
+			b.WriteString(w)
+			count += utf8.RuneCountInString(w)
 		}
-		if s == "" {
-			s = w
-		} else {
-			s += " " + w
-		}
+		s = b.String()
 	}
 	if maxLen >= 0 && utf8.RuneCountInString(s) > maxLen {
 		r := []rune(s)[:maxLen]
@@ -1305,7 +1384,7 @@ func (g *schemaGen) text(minLen, maxLen int, deep bool) string {
 			s = t
 		}
 	}
-	return s
+	return s, nil
 }
 
 func titleCase(s string) string {
@@ -1396,8 +1475,17 @@ func (g *schemaGen) formatValue(format string) (string, bool) {
 // compiled it) should match, by walking its parse tree. It is not a matcher;
 // the caller checks the result.
 func (g *schemaGen) fromRegex(pattern string) (string, bool) {
-	re, err := syntax.Parse(pattern, syntax.Perl)
-	if err != nil {
+	re, ok := g.patterns[pattern]
+	if !ok {
+		var err error
+		if re, err = syntax.Parse(pattern, syntax.Perl); err != nil {
+			re = nil
+		}
+		if g.patterns != nil {
+			g.patterns[pattern] = re
+		}
+	}
+	if re == nil {
 		return "", false
 	}
 	var b strings.Builder

@@ -7,8 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // chain is an order-2 word Markov chain over the corpus: readable English that
@@ -79,7 +79,7 @@ func endsSentence(w string) bool {
 // and how many decode steps it takes.
 type plan struct {
 	deltas []delta
-	finish worker.FinishReason
+	finish llm.FinishReason
 	steps  int
 }
 
@@ -108,10 +108,10 @@ func makePlan(tok *tokenize.Tokenizer, text string, stop []string, maxTokens int
 		}
 	}
 	ids := tok.Encode(text[:cut])
-	p := plan{finish: worker.FinishStop, steps: len(ids) + 1}
+	p := plan{finish: llm.FinishStop, steps: len(ids) + 1}
 	if len(ids) > maxTokens {
 		ids = ids[:maxTokens]
-		p.finish, p.steps = worker.FinishLength, maxTokens
+		p.finish, p.steps = llm.FinishLength, maxTokens
 	}
 	p.deltas = splitDeltas(tok, ids)
 	return p
@@ -139,13 +139,13 @@ func splitDeltas(tok *tokenize.Tokenizer, ids []int) []delta {
 // delta, which carries the id and name) and then its arguments token by
 // token, bounded by maxTokens (a cut call ends in FinishLength with its
 // arguments incomplete, as a real model's would).
-func makeCallPlan(tok *tokenize.Tokenizer, calls []worker.ToolCall, maxTokens int) plan {
-	p := plan{finish: worker.FinishToolCalls}
+func makeCallPlan(tok *tokenize.Tokenizer, calls []llm.ToolCall, maxTokens int) plan {
+	p := plan{finish: llm.FinishToolCalls}
 	used := 0
 	for i, c := range calls {
 		nameTokens := max(tok.Count(c.Name), 1)
 		if used+nameTokens > maxTokens {
-			p.finish = worker.FinishLength
+			p.finish = llm.FinishLength
 			break
 		}
 		used += nameTokens
@@ -153,18 +153,18 @@ func makeCallPlan(tok *tokenize.Tokenizer, calls []worker.ToolCall, maxTokens in
 		args := splitDeltas(tok, tok.Encode(c.Arguments))
 		for _, d := range args {
 			if used+d.tokens > maxTokens {
-				p.finish = worker.FinishLength
+				p.finish = llm.FinishLength
 				break
 			}
 			used += d.tokens
 			p.deltas = append(p.deltas, delta{text: d.text, tokens: d.tokens, end: used, call: i})
 		}
-		if p.finish == worker.FinishLength {
+		if p.finish == llm.FinishLength {
 			break
 		}
 	}
 	p.steps = used + 1
-	if p.finish == worker.FinishLength {
+	if p.finish == llm.FinishLength {
 		p.steps = used
 	}
 	return p
@@ -172,7 +172,7 @@ func makeCallPlan(tok *tokenize.Tokenizer, calls []worker.ToolCall, maxTokens in
 
 // tokens returns the completion tokens the plan produces (streamed or not).
 func (p plan) tokens() int {
-	if p.finish == worker.FinishLength {
+	if p.finish == llm.FinishLength {
 		return p.steps
 	}
 	return p.steps - 1

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/tokenize"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 func TestSplitDeltasKeepsCharactersWhole(t *testing.T) {
@@ -48,11 +48,11 @@ func TestMakePlan(t *testing.T) {
 	tok := tokenize.Default()
 	text := "Down, down, down. Would the fall never come to an end?"
 	p := makePlan(tok, text, nil, 100)
-	if p.finish != worker.FinishStop || p.tokens() != tok.Count(text) || p.steps != p.tokens()+1 {
+	if p.finish != llm.FinishStop || p.tokens() != tok.Count(text) || p.steps != p.tokens()+1 {
 		t.Fatalf("plan %+v", p)
 	}
 	p = makePlan(tok, text, []string{"never", "fall"}, 100)
-	if p.finish != worker.FinishStop || joined(p) != "Down, down, down. Would the " {
+	if p.finish != llm.FinishStop || joined(p) != "Down, down, down. Would the " {
 		t.Fatalf("stop: %q", joined(p))
 	}
 	p = makePlan(tok, text, []string{"Down"}, 100)
@@ -60,7 +60,7 @@ func TestMakePlan(t *testing.T) {
 		t.Fatalf("stop at the start: %+v", p)
 	}
 	p = makePlan(tok, text, nil, 3)
-	if p.finish != worker.FinishLength || p.steps != 3 || joined(p) != "Down, down" {
+	if p.finish != llm.FinishLength || p.steps != 3 || joined(p) != "Down, down" {
 		t.Fatalf("length: %q %+v", joined(p), p)
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -8,13 +9,15 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
 // This file is the simulated model's behaviour with tools and structured
 // output. It is deterministic and honest about being a simulation: it calls a
 // tool when told to (tool_choice required or a named function) or, in auto
-// mode, when the last user message names the tool; it answers a tool's result
+// mode, when the last user message names the tool — with the arguments
+// written after the name as a JSON object ("Read {"file_path": "/a.txt"}"),
+// else arguments generated from the tool's schema; it answers a tool's result
 // by quoting it; and its JSON is generated from the schema and checked
 // against it by a real validator.
 
@@ -22,12 +25,12 @@ import (
 // calls.
 type answer struct {
 	text  string
-	calls []worker.ToolCall
+	calls []llm.ToolCall
 }
 
-// compose decides choice's answer to req.
-func (e *Engine) compose(req worker.Request, rng *rand.Rand) (answer, error) {
-	if calls, err := e.toolCalls(req, rng); err != nil || len(calls) > 0 {
+// compose decides choice's answer to req; it stops when ctx ends.
+func (e *Engine) compose(ctx context.Context, req llm.Request, rng *rand.Rand) (answer, error) {
+	if calls, err := e.toolCalls(ctx, req, rng); err != nil || len(calls) > 0 {
 		return answer{calls: calls}, err
 	}
 	var b strings.Builder
@@ -42,13 +45,13 @@ func (e *Engine) compose(req worker.Request, rng *rand.Rand) (answer, error) {
 	}
 	prose := b.String()
 	switch req.ResponseFormat.Type {
-	case worker.FormatJSONObject:
+	case llm.FormatJSONObject:
 		doc, _ := json.Marshal(map[string]string{"answer": prose})
 		return answer{text: string(doc)}, nil
-	case worker.FormatJSONSchema:
-		doc, err := SchemaValue(req.ResponseFormat.Schema, rng, wordsFrom(rng))
+	case llm.FormatJSONSchema:
+		doc, err := SchemaValueContext(ctx, req.ResponseFormat.Schema, rng, wordsFrom(rng))
 		if err != nil {
-			return answer{}, fmt.Errorf("%w: response_format.json_schema.schema: %v", worker.ErrInvalidRequest, err)
+			return answer{}, fmt.Errorf("%w: response_format.json_schema.schema: %v", llm.ErrInvalidRequest, err)
 		}
 		return answer{text: doc}, nil
 	}
@@ -56,27 +59,27 @@ func (e *Engine) compose(req worker.Request, rng *rand.Rand) (answer, error) {
 }
 
 // toolCalls returns the calls the simulated model makes, if any.
-func (e *Engine) toolCalls(req worker.Request, rng *rand.Rand) ([]worker.ToolCall, error) {
-	if len(req.Tools) == 0 || req.ToolChoice.Mode == worker.ToolChoiceNone {
+func (e *Engine) toolCalls(ctx context.Context, req llm.Request, rng *rand.Rand) ([]llm.ToolCall, error) {
+	if len(req.Tools) == 0 || req.ToolChoice.Mode == llm.ToolChoiceNone {
 		return nil, nil
 	}
-	var chosen []worker.Tool
+	var chosen []llm.Tool
 	switch req.ToolChoice.Mode {
-	case worker.ToolChoiceFunction:
+	case llm.ToolChoiceFunction:
 		for _, t := range req.Tools {
 			if t.Name == req.ToolChoice.Function {
 				chosen = append(chosen, t)
 			}
 		}
 		if len(chosen) == 0 {
-			return nil, fmt.Errorf("%w: tool_choice: no tool is named %q", worker.ErrInvalidRequest, req.ToolChoice.Function)
+			return nil, fmt.Errorf("%w: tool_choice: no tool is named %q", llm.ErrInvalidRequest, req.ToolChoice.Function)
 		}
-	case worker.ToolChoiceRequired:
+	case llm.ToolChoiceRequired:
 		if chosen = namedTools(req); len(chosen) == 0 {
 			chosen = req.Tools[:1]
 		}
 	default:
-		if last := req.Messages[len(req.Messages)-1]; last.Role != "user" {
+		if last := lastTurn(req.Messages); last < 0 || req.Messages[last].Role != "user" {
 			return nil, nil // after tool results: answer them
 		}
 		chosen = namedTools(req)
@@ -84,20 +87,24 @@ func (e *Engine) toolCalls(req worker.Request, rng *rand.Rand) ([]worker.ToolCal
 	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(chosen) > 1 {
 		chosen = chosen[:1]
 	}
-	calls := make([]worker.ToolCall, 0, len(chosen))
+	calls := make([]llm.ToolCall, 0, len(chosen))
+	said := lastUserText(req)
 	for _, t := range chosen {
-		args, err := SchemaValue(t.Parameters, rng, wordsFrom(rng))
-		if err != nil {
-			return nil, fmt.Errorf("%w: tools[%s].parameters: %v", worker.ErrInvalidRequest, t.Name, err)
+		if args := argsAfter(said, t.Name); args != "" {
+			calls = append(calls, llm.ToolCall{ID: callID(rng), Name: t.Name, Arguments: args})
+			continue
 		}
-		calls = append(calls, worker.ToolCall{ID: callID(rng), Name: t.Name, Arguments: args})
+		args, err := SchemaValueContext(ctx, t.Parameters, rng, wordsFrom(rng))
+		if err != nil {
+			return nil, fmt.Errorf("%w: tools[%s].parameters: %v", llm.ErrInvalidRequest, t.Name, err)
+		}
+		calls = append(calls, llm.ToolCall{ID: callID(rng), Name: t.Name, Arguments: args})
 	}
 	return calls, nil
 }
 
-// namedTools are the tools whose names the last user message mentions, in
-// the order of the request's tools.
-func namedTools(req worker.Request) []worker.Tool {
+// lastUserText is the text of the last user message.
+func lastUserText(req llm.Request) string {
 	var text strings.Builder
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if m := req.Messages[i]; m.Role == "user" {
@@ -108,8 +115,40 @@ func namedTools(req worker.Request) []worker.Tool {
 			break
 		}
 	}
-	said := text.String()
-	var out []worker.Tool
+	return text.String()
+}
+
+// argsAfter returns the JSON object written right after the first mention
+// of name in said (spaces between), compacted, or "" when there is none.
+func argsAfter(said, name string) string {
+	for rest := said; ; {
+		i := strings.Index(rest, name)
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i+len(name):]
+		after := strings.TrimLeft(rest, " \t")
+		if !strings.HasPrefix(after, "{") {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		dec := json.NewDecoder(strings.NewReader(after))
+		if dec.Decode(&obj) != nil {
+			continue
+		}
+		out, err := json.Marshal(obj)
+		if err != nil {
+			return ""
+		}
+		return string(out)
+	}
+}
+
+// namedTools are the tools whose names the last user message mentions, in
+// the order of the request's tools.
+func namedTools(req llm.Request) []llm.Tool {
+	said := lastUserText(req)
+	var out []llm.Tool
 	for _, t := range req.Tools {
 		if t.Name != "" && strings.Contains(said, t.Name) {
 			out = append(out, t)
@@ -121,9 +160,21 @@ func namedTools(req worker.Request) []worker.Tool {
 // result is a tool's answer to one call.
 type result struct{ name, content string }
 
+// lastTurn is the index of the last message that is not a system message
+// (system messages, such as an environment Claude Code sends after the
+// user's, are context, not a turn), or -1.
+func lastTurn(msgs []llm.ChatMessage) int {
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role == "system" {
+		i--
+	}
+	return i
+}
+
 // trailingResults are the tool results after the last assistant message,
 // with the names of the calls they answer.
-func trailingResults(msgs []worker.ChatMessage) []result {
+func trailingResults(msgs []llm.ChatMessage) []result {
+	msgs = msgs[:lastTurn(msgs)+1]
 	start := len(msgs)
 	for start > 0 && msgs[start-1].Role == "tool" {
 		start--

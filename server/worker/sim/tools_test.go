@@ -5,31 +5,31 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/llm"
 )
 
-var weather = worker.Tool{Name: "get_weather", Description: "Current weather in a city", Parameters: []byte(`{
+var weather = llm.Tool{Name: "get_weather", Description: "Current weather in a city", Parameters: []byte(`{
 	"type": "object",
 	"properties": {"location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
 	"required": ["location", "unit"], "additionalProperties": false}`)}
 
-var clock = worker.Tool{Name: "get_time", Description: "Local time in a city", Parameters: []byte(`{
+var clock = llm.Tool{Name: "get_time", Description: "Local time in a city", Parameters: []byte(`{
 	"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`)}
 
 // collected is one choice put back together from deltas.
 type collected struct {
 	text   strings.Builder
-	calls  []worker.ToolCall
+	calls  []llm.ToolCall
 	tokens int
-	finish worker.FinishReason
-	lps    []worker.TokenLogprob
+	finish llm.FinishReason
+	lps    []llm.TokenLogprob
 }
 
-func run(t *testing.T, req worker.Request) (worker.Result, []*collected) {
+func run(t *testing.T, req llm.Request) (llm.Result, []*collected) {
 	t.Helper()
 	e := New(Config{TimeScale: 0})
 	var choices []*collected
-	res, err := e.Generate(t.Context(), req, func(d worker.Delta) error {
+	res, err := e.Generate(t.Context(), req, func(d llm.Delta) error {
 		for len(choices) <= d.Choice {
 			choices = append(choices, &collected{})
 		}
@@ -42,7 +42,7 @@ func run(t *testing.T, req worker.Request) (worker.Result, []*collected) {
 		}
 		for _, tc := range d.ToolCalls {
 			for len(c.calls) <= tc.Index {
-				c.calls = append(c.calls, worker.ToolCall{})
+				c.calls = append(c.calls, llm.ToolCall{})
 			}
 			call := &c.calls[tc.Index]
 			if tc.ID != "" {
@@ -58,7 +58,7 @@ func run(t *testing.T, req worker.Request) (worker.Result, []*collected) {
 	return res, choices
 }
 
-func ask(text string, tools ...worker.Tool) worker.Request {
+func ask(text string, tools ...llm.Tool) llm.Request {
 	r := userRequest("sim-small", text, 1)
 	r.Tools = tools
 	return r
@@ -67,30 +67,30 @@ func ask(text string, tools ...worker.Tool) worker.Request {
 func TestToolCallsFollowTheChoiceAndTheSchema(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		req   worker.Request
+		req   llm.Request
 		calls []string
 	}{
-		{"required calls the first tool", func() worker.Request {
+		{"required calls the first tool", func() llm.Request {
 			r := ask("Hello there", weather, clock)
-			r.ToolChoice.Mode = worker.ToolChoiceRequired
+			r.ToolChoice.Mode = llm.ToolChoiceRequired
 			return r
 		}(), []string{"get_weather"}},
-		{"a named function", func() worker.Request {
+		{"a named function", func() llm.Request {
 			r := ask("Hello there", weather, clock)
-			r.ToolChoice = worker.ToolChoice{Mode: worker.ToolChoiceFunction, Function: "get_time"}
+			r.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceFunction, Function: "get_time"}
 			return r
 		}(), []string{"get_time"}},
 		{"auto calls the tools the user names, in parallel", ask("Use get_time and get_weather for Paris", weather, clock), []string{"get_weather", "get_time"}},
 		{"auto with no tool named answers", ask("Tell me a story", weather, clock), nil},
-		{"parallel off makes one call", func() worker.Request {
+		{"parallel off makes one call", func() llm.Request {
 			r := ask("Use get_time and get_weather", weather, clock)
 			off := false
 			r.ParallelToolCalls = &off
 			return r
 		}(), []string{"get_weather"}},
-		{"none never calls", func() worker.Request {
+		{"none never calls", func() llm.Request {
 			r := ask("Use get_weather", weather)
-			r.ToolChoice.Mode = worker.ToolChoiceNone
+			r.ToolChoice.Mode = llm.ToolChoiceNone
 			return r
 		}(), nil},
 	} {
@@ -98,16 +98,16 @@ func TestToolCallsFollowTheChoiceAndTheSchema(t *testing.T) {
 			res, choices := run(t, tc.req)
 			c := choices[0]
 			if len(tc.calls) == 0 {
-				if res.FinishReason != worker.FinishStop || c.text.Len() == 0 || len(c.calls) != 0 {
+				if res.FinishReason != llm.FinishStop || c.text.Len() == 0 || len(c.calls) != 0 {
 					t.Fatalf("finish %s, text %q, calls %v: want a text answer", res.FinishReason, c.text.String(), c.calls)
 				}
 				return
 			}
-			if res.FinishReason != worker.FinishToolCalls || c.text.Len() != 0 || len(c.calls) != len(tc.calls) {
+			if res.FinishReason != llm.FinishToolCalls || c.text.Len() != 0 || len(c.calls) != len(tc.calls) {
 				t.Fatalf("finish %s, text %q, calls %+v: want calls %v", res.FinishReason, c.text.String(), c.calls, tc.calls)
 			}
 			for i, call := range c.calls {
-				tool := map[string]worker.Tool{"get_weather": weather, "get_time": clock}[call.Name]
+				tool := map[string]llm.Tool{"get_weather": weather, "get_time": clock}[call.Name]
 				if call.Name != tc.calls[i] || !strings.HasPrefix(call.ID, "call_") {
 					t.Fatalf("call %d is %+v, want %s", i, call, tc.calls[i])
 				}
@@ -127,11 +127,11 @@ func TestToolResultsAreAnsweredInText(t *testing.T) {
 	_, first := run(t, r)
 	call := first[0].calls[0]
 	r.Messages = append(r.Messages,
-		worker.ChatMessage{Role: "assistant", Parts: []worker.Part{{ToolCall: &call}}},
-		worker.ChatMessage{Role: "tool", Parts: []worker.Part{{ToolResult: &worker.ToolResult{ToolCallID: call.ID, Content: `{"temp": 21}`}}}})
+		llm.ChatMessage{Role: "assistant", Parts: []llm.Part{{ToolCall: &call}}},
+		llm.ChatMessage{Role: "tool", Parts: []llm.Part{{ToolResult: &llm.ToolResult{ToolCallID: call.ID, Content: `{"temp": 21}`}}}})
 	res, second := run(t, r)
 	text := second[0].text.String()
-	if res.FinishReason != worker.FinishStop || !strings.Contains(text, `The get_weather tool returned: {"temp": 21}`) {
+	if res.FinishReason != llm.FinishStop || !strings.Contains(text, `The get_weather tool returned: {"temp": 21}`) {
 		t.Fatalf("finish %s, text %q: want an answer quoting the result", res.FinishReason, text)
 	}
 	// Tool definitions and the call and result are part of the prompt.
@@ -145,15 +145,15 @@ func TestStructuredOutputValidates(t *testing.T) {
 	schema := []byte(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},
 		"tags":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["name","age","tags"],"additionalProperties":false}`)
 	r := userRequest("sim-small", "Describe a person", 3)
-	r.ResponseFormat = worker.ResponseFormat{Type: worker.FormatJSONSchema, Name: "person", Schema: schema, Strict: true}
+	r.ResponseFormat = llm.ResponseFormat{Type: llm.FormatJSONSchema, Name: "person", Schema: schema, Strict: true}
 	res, c := run(t, r)
-	if res.FinishReason != worker.FinishStop {
+	if res.FinishReason != llm.FinishStop {
 		t.Fatalf("finish %s", res.FinishReason)
 	}
 	if err := ValidateJSON(schema, c[0].text.String()); err != nil {
 		t.Fatalf("%s: %v", c[0].text.String(), err)
 	}
-	r.ResponseFormat = worker.ResponseFormat{Type: worker.FormatJSONObject}
+	r.ResponseFormat = llm.ResponseFormat{Type: llm.FormatJSONObject}
 	_, c = run(t, r)
 	var obj map[string]any
 	if err := json.Unmarshal([]byte(c[0].text.String()), &obj); err != nil || len(obj) == 0 {
@@ -171,7 +171,7 @@ func TestSeveralChoices(t *testing.T) {
 	}
 	total := 0
 	for i, ch := range c {
-		if ch.finish != worker.FinishStop || ch.text.Len() == 0 {
+		if ch.finish != llm.FinishStop || ch.text.Len() == 0 {
 			t.Fatalf("choice %d: finish %q text %q", i, ch.finish, ch.text.String())
 		}
 		total += ch.tokens
@@ -183,7 +183,7 @@ func TestSeveralChoices(t *testing.T) {
 		t.Fatalf("usage %+v: want the prompt once (%d) and every choice's output (%d)", res.Usage, one.Usage.PromptTokens, total)
 	}
 	r.N = MaxChoices + 1
-	if _, err := New(Config{}).Generate(t.Context(), r, func(worker.Delta) error { return nil }); err == nil {
+	if _, err := New(Config{}).Generate(t.Context(), r, func(llm.Delta) error { return nil }); err == nil {
 		t.Fatal("n over the bound was accepted")
 	}
 }
@@ -219,7 +219,7 @@ func cosine(a, b []float32) float64 {
 
 func TestEmbeddingsShareWords(t *testing.T) {
 	e := New(Config{})
-	res, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "sim-embed", Inputs: []string{
+	res, err := e.Embed(t.Context(), llm.EmbedRequest{Model: "sim-embed", Inputs: []string{
 		"The white rabbit ran down the hole", "A white rabbit with a pocket watch", "Quarterly revenue grew four percent",
 		"The white rabbit ran down the hole",
 	}})
@@ -237,16 +237,30 @@ func TestEmbeddingsShareWords(t *testing.T) {
 	if near <= far+0.2 || cosine(v[0], v[3]) < 0.999 {
 		t.Fatalf("shared words %.3f, none %.3f, same text %.3f", near, far, cosine(v[0], v[3]))
 	}
-	short, err := e.Embed(t.Context(), worker.EmbedRequest{Model: "sim-embed", Inputs: []string{"white rabbit"}, Dimensions: 64})
+	short, err := e.Embed(t.Context(), llm.EmbedRequest{Model: "sim-embed", Inputs: []string{"white rabbit"}, Dimensions: 64})
 	if err != nil || len(short.Vectors[0]) != 64 {
 		t.Fatalf("dimensions 64: %v %d", err, len(short.Vectors[0]))
 	}
 	if n := cosine(short.Vectors[0], short.Vectors[0]); n < 0.999 || n > 1.001 {
 		t.Fatalf("shortened vector not renormalized: %v", n)
 	}
-	for _, bad := range []worker.EmbedRequest{{Model: "sim-small", Inputs: []string{"x"}}, {Model: "sim-embed"}, {Model: "sim-embed", Inputs: []string{"x"}, Dimensions: 9999}} {
+	for _, bad := range []llm.EmbedRequest{{Model: "sim-small", Inputs: []string{"x"}}, {Model: "sim-embed"}, {Model: "sim-embed", Inputs: []string{"x"}, Dimensions: 9999}} {
 		if _, err := e.Embed(t.Context(), bad); err == nil {
 			t.Fatalf("%+v was accepted", bad)
+		}
+	}
+}
+
+func TestArgumentsWrittenAfterTheToolsName(t *testing.T) {
+	for said, want := range map[string]string{
+		`Please Read {"file_path": "/tmp/a.txt"} now`: `{"file_path":"/tmp/a.txt"}`,
+		`Read the file, then Read {"file_path":"/b"}`: `{"file_path":"/b"}`,
+		`Read {not json} and nothing else`:            ``,
+		`Read`:                                        ``,
+		`ReadMe {"x": 1}`:                             ``, // another word
+	} {
+		if got := argsAfter(said, "Read"); got != want {
+			t.Errorf("argsAfter(%q) = %q, want %q", said, got, want)
 		}
 	}
 }

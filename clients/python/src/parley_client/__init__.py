@@ -20,7 +20,7 @@ from connectrpc.protocol import ProtocolType
 
 from parley.v1 import (
     api_key_connect, attachment_connect, auth_connect, billing_connect, chat_connect,
-    common_pb2, conversation_connect, errors_pb2, model_connect,
+    common_pb2, conversation_connect, errors_pb2, file_connect, model_connect,
 )
 from parley.v1.chat_pb2 import CompleteStreamRequest
 from parley.v1.common_pb2 import GenerationEvent, Message, Part, Role, ToolCall, ToolResult
@@ -111,6 +111,7 @@ class Parley:
         self.chat = _Headers(chat_connect.ChatServiceClientSync(base_url, **kw), h)
         self.conversations = _Headers(conversation_connect.ConversationServiceClientSync(base_url, **kw), h)
         self.attachments = _Headers(attachment_connect.AttachmentServiceClientSync(base_url, **kw), h)
+        self.files = _Headers(file_connect.FileServiceClientSync(base_url, **kw), h)
         self.billing = _Headers(billing_connect.BillingServiceClientSync(base_url, **kw), h)
 
     def complete_stream(self, request: CompleteStreamRequest) -> Iterator[GenerationEvent]:
@@ -143,6 +144,7 @@ class AsyncParley:
         self.chat = _Headers(chat_connect.ChatServiceClient(base_url, **kw), h)
         self.conversations = _Headers(conversation_connect.ConversationServiceClient(base_url, **kw), h)
         self.attachments = _Headers(attachment_connect.AttachmentServiceClient(base_url, **kw), h)
+        self.files = _Headers(file_connect.FileServiceClient(base_url, **kw), h)
         self.billing = _Headers(billing_connect.BillingServiceClient(base_url, **kw), h)
 
     async def complete_stream(self, request: CompleteStreamRequest) -> AsyncIterator[GenerationEvent]:

@@ -56,6 +56,15 @@ const (
 	// AdminServiceListAuditEventsProcedure is the fully-qualified name of the AdminService's
 	// ListAuditEvents RPC.
 	AdminServiceListAuditEventsProcedure = "/parley.v1.AdminService/ListAuditEvents"
+	// AdminServiceCreateInvitationProcedure is the fully-qualified name of the AdminService's
+	// CreateInvitation RPC.
+	AdminServiceCreateInvitationProcedure = "/parley.v1.AdminService/CreateInvitation"
+	// AdminServiceListInvitationsProcedure is the fully-qualified name of the AdminService's
+	// ListInvitations RPC.
+	AdminServiceListInvitationsProcedure = "/parley.v1.AdminService/ListInvitations"
+	// AdminServiceRevokeInvitationProcedure is the fully-qualified name of the AdminService's
+	// RevokeInvitation RPC.
+	AdminServiceRevokeInvitationProcedure = "/parley.v1.AdminService/RevokeInvitation"
 )
 
 // AdminServiceClient is a client for the parley.v1.AdminService service.
@@ -91,6 +100,21 @@ type AdminServiceClient interface {
 	// logins, keys, tier, admin flag and balance changes.
 	// Errors: invalid_argument (user_id, page_size, page_token).
 	ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error)
+	// CreateInvitation issues a sign-up invitation: a code that lets max_uses people
+	// sign up (AuthService.SignUp's invitation_code) while the server's sign-up policy
+	// is invite, until it expires or is revoked. The code is returned once and stored
+	// only as a hash. It is audited under the calling admin.
+	// Errors: invalid_argument (max_uses, ttl, note).
+	CreateInvitation(context.Context, *connect.Request[v1.CreateInvitationRequest]) (*connect.Response[v1.CreateInvitationResponse], error)
+	// ListInvitations pages through every invitation, newest first, used, expired
+	// and revoked ones included (never their codes).
+	// Errors: invalid_argument (page_size, page_token).
+	ListInvitations(context.Context, *connect.Request[v1.ListInvitationsRequest]) (*connect.Response[v1.ListInvitationsResponse], error)
+	// RevokeInvitation revokes an invitation: no further sign-up may use it; the
+	// accounts it already made stay. Revoking a revoked invitation succeeds and keeps
+	// the first revoked_at. It is audited under the calling admin.
+	// Errors: invalid_argument (invitation_id), not_found (invitation).
+	RevokeInvitation(context.Context, *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the parley.v1.AdminService service. By default, it
@@ -152,6 +176,24 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListAuditEvents")),
 			connect.WithClientOptions(opts...),
 		),
+		createInvitation: connect.NewClient[v1.CreateInvitationRequest, v1.CreateInvitationResponse](
+			httpClient,
+			baseURL+AdminServiceCreateInvitationProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("CreateInvitation")),
+			connect.WithClientOptions(opts...),
+		),
+		listInvitations: connect.NewClient[v1.ListInvitationsRequest, v1.ListInvitationsResponse](
+			httpClient,
+			baseURL+AdminServiceListInvitationsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListInvitations")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeInvitation: connect.NewClient[v1.RevokeInvitationRequest, v1.RevokeInvitationResponse](
+			httpClient,
+			baseURL+AdminServiceRevokeInvitationProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RevokeInvitation")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -165,6 +207,9 @@ type adminServiceClient struct {
 	searchUsers      *connect.Client[v1.SearchUsersRequest, v1.SearchUsersResponse]
 	setUserAdmin     *connect.Client[v1.SetUserAdminRequest, v1.SetUserAdminResponse]
 	listAuditEvents  *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
+	createInvitation *connect.Client[v1.CreateInvitationRequest, v1.CreateInvitationResponse]
+	listInvitations  *connect.Client[v1.ListInvitationsRequest, v1.ListInvitationsResponse]
+	revokeInvitation *connect.Client[v1.RevokeInvitationRequest, v1.RevokeInvitationResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -207,6 +252,21 @@ func (c *adminServiceClient) ListAuditEvents(ctx context.Context, req *connect.R
 	return c.listAuditEvents.CallUnary(ctx, req)
 }
 
+// CreateInvitation calls parley.v1.AdminService.CreateInvitation.
+func (c *adminServiceClient) CreateInvitation(ctx context.Context, req *connect.Request[v1.CreateInvitationRequest]) (*connect.Response[v1.CreateInvitationResponse], error) {
+	return c.createInvitation.CallUnary(ctx, req)
+}
+
+// ListInvitations calls parley.v1.AdminService.ListInvitations.
+func (c *adminServiceClient) ListInvitations(ctx context.Context, req *connect.Request[v1.ListInvitationsRequest]) (*connect.Response[v1.ListInvitationsResponse], error) {
+	return c.listInvitations.CallUnary(ctx, req)
+}
+
+// RevokeInvitation calls parley.v1.AdminService.RevokeInvitation.
+func (c *adminServiceClient) RevokeInvitation(ctx context.Context, req *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error) {
+	return c.revokeInvitation.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the parley.v1.AdminService service.
 type AdminServiceHandler interface {
 	// SetUserTier changes a user's tier; new limits apply to the next request.
@@ -240,6 +300,21 @@ type AdminServiceHandler interface {
 	// logins, keys, tier, admin flag and balance changes.
 	// Errors: invalid_argument (user_id, page_size, page_token).
 	ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error)
+	// CreateInvitation issues a sign-up invitation: a code that lets max_uses people
+	// sign up (AuthService.SignUp's invitation_code) while the server's sign-up policy
+	// is invite, until it expires or is revoked. The code is returned once and stored
+	// only as a hash. It is audited under the calling admin.
+	// Errors: invalid_argument (max_uses, ttl, note).
+	CreateInvitation(context.Context, *connect.Request[v1.CreateInvitationRequest]) (*connect.Response[v1.CreateInvitationResponse], error)
+	// ListInvitations pages through every invitation, newest first, used, expired
+	// and revoked ones included (never their codes).
+	// Errors: invalid_argument (page_size, page_token).
+	ListInvitations(context.Context, *connect.Request[v1.ListInvitationsRequest]) (*connect.Response[v1.ListInvitationsResponse], error)
+	// RevokeInvitation revokes an invitation: no further sign-up may use it; the
+	// accounts it already made stay. Revoking a revoked invitation succeeds and keeps
+	// the first revoked_at. It is audited under the calling admin.
+	// Errors: invalid_argument (invitation_id), not_found (invitation).
+	RevokeInvitation(context.Context, *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -297,6 +372,24 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListAuditEvents")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceCreateInvitationHandler := connect.NewUnaryHandler(
+		AdminServiceCreateInvitationProcedure,
+		svc.CreateInvitation,
+		connect.WithSchema(adminServiceMethods.ByName("CreateInvitation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListInvitationsHandler := connect.NewUnaryHandler(
+		AdminServiceListInvitationsProcedure,
+		svc.ListInvitations,
+		connect.WithSchema(adminServiceMethods.ByName("ListInvitations")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceRevokeInvitationHandler := connect.NewUnaryHandler(
+		AdminServiceRevokeInvitationProcedure,
+		svc.RevokeInvitation,
+		connect.WithSchema(adminServiceMethods.ByName("RevokeInvitation")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceSetUserTierProcedure:
@@ -315,6 +408,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceSetUserAdminHandler.ServeHTTP(w, r)
 		case AdminServiceListAuditEventsProcedure:
 			adminServiceListAuditEventsHandler.ServeHTTP(w, r)
+		case AdminServiceCreateInvitationProcedure:
+			adminServiceCreateInvitationHandler.ServeHTTP(w, r)
+		case AdminServiceListInvitationsProcedure:
+			adminServiceListInvitationsHandler.ServeHTTP(w, r)
+		case AdminServiceRevokeInvitationProcedure:
+			adminServiceRevokeInvitationHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -354,4 +453,16 @@ func (UnimplementedAdminServiceHandler) SetUserAdmin(context.Context, *connect.R
 
 func (UnimplementedAdminServiceHandler) ListAuditEvents(context.Context, *connect.Request[v1.ListAuditEventsRequest]) (*connect.Response[v1.ListAuditEventsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListAuditEvents is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) CreateInvitation(context.Context, *connect.Request[v1.CreateInvitationRequest]) (*connect.Response[v1.CreateInvitationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.CreateInvitation is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListInvitations(context.Context, *connect.Request[v1.ListInvitationsRequest]) (*connect.Response[v1.ListInvitationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListInvitations is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RevokeInvitation(context.Context, *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.RevokeInvitation is not implemented"))
 }

@@ -35,6 +35,9 @@ const (
 const (
 	// AuthServiceSignUpProcedure is the fully-qualified name of the AuthService's SignUp RPC.
 	AuthServiceSignUpProcedure = "/parley.v1.AuthService/SignUp"
+	// AuthServiceGetSignUpPolicyProcedure is the fully-qualified name of the AuthService's
+	// GetSignUpPolicy RPC.
+	AuthServiceGetSignUpPolicyProcedure = "/parley.v1.AuthService/GetSignUpPolicy"
 	// AuthServiceLoginProcedure is the fully-qualified name of the AuthService's Login RPC.
 	AuthServiceLoginProcedure = "/parley.v1.AuthService/Login"
 	// AuthServiceLogoutProcedure is the fully-qualified name of the AuthService's Logout RPC.
@@ -45,10 +48,22 @@ const (
 
 // AuthServiceClient is a client for the parley.v1.AuthService service.
 type AuthServiceClient interface {
-	// SignUp creates a user on the free tier and starts a session for it.
-	// Errors: invalid_argument (email, password, display_name), already_exists (email
-	// taken), resource_exhausted (throttled; with retry-after).
+	// SignUp creates a user on the free tier and starts a session for it, if the
+	// server's sign-up policy (GetSignUpPolicy) lets it: under closed every sign-up is
+	// refused; under invite it needs invitation_code, an unused code from
+	// AdminService.CreateInvitation, of which it takes one use in the transaction that
+	// creates the user. A refused sign-up creates nothing.
+	// Errors: invalid_argument (email, password, display_name, invitation_code),
+	// permission_denied (the policy: closed, or invite without a usable
+	// invitation_code; the message names the policy and, for a code, a FieldViolation
+	// names invitation_code and says why: no such invitation, used up, revoked,
+	// expired), already_exists (email taken), resource_exhausted (throttled per
+	// address, per email or server-wide; with retry-after).
 	SignUp(context.Context, *connect.Request[v1.SignUpRequest]) (*connect.Response[v1.SignUpResponse], error)
+	// GetSignUpPolicy says who may sign up on this server, so a sign-up form can ask
+	// for an invitation code, or say sign-up is closed, before it is submitted. It
+	// needs no credentials.
+	GetSignUpPolicy(context.Context, *connect.Request[v1.GetSignUpPolicyRequest]) (*connect.Response[v1.GetSignUpPolicyResponse], error)
 	// Login starts a session for an existing user.
 	// Errors: unauthenticated (unknown email or wrong password: the two are
 	// indistinguishable), resource_exhausted (throttled; with retry-after).
@@ -77,6 +92,12 @@ func NewAuthServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(authServiceMethods.ByName("SignUp")),
 			connect.WithClientOptions(opts...),
 		),
+		getSignUpPolicy: connect.NewClient[v1.GetSignUpPolicyRequest, v1.GetSignUpPolicyResponse](
+			httpClient,
+			baseURL+AuthServiceGetSignUpPolicyProcedure,
+			connect.WithSchema(authServiceMethods.ByName("GetSignUpPolicy")),
+			connect.WithClientOptions(opts...),
+		),
 		login: connect.NewClient[v1.LoginRequest, v1.LoginResponse](
 			httpClient,
 			baseURL+AuthServiceLoginProcedure,
@@ -100,15 +121,21 @@ func NewAuthServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 
 // authServiceClient implements AuthServiceClient.
 type authServiceClient struct {
-	signUp *connect.Client[v1.SignUpRequest, v1.SignUpResponse]
-	login  *connect.Client[v1.LoginRequest, v1.LoginResponse]
-	logout *connect.Client[v1.LogoutRequest, v1.LogoutResponse]
-	getMe  *connect.Client[v1.GetMeRequest, v1.GetMeResponse]
+	signUp          *connect.Client[v1.SignUpRequest, v1.SignUpResponse]
+	getSignUpPolicy *connect.Client[v1.GetSignUpPolicyRequest, v1.GetSignUpPolicyResponse]
+	login           *connect.Client[v1.LoginRequest, v1.LoginResponse]
+	logout          *connect.Client[v1.LogoutRequest, v1.LogoutResponse]
+	getMe           *connect.Client[v1.GetMeRequest, v1.GetMeResponse]
 }
 
 // SignUp calls parley.v1.AuthService.SignUp.
 func (c *authServiceClient) SignUp(ctx context.Context, req *connect.Request[v1.SignUpRequest]) (*connect.Response[v1.SignUpResponse], error) {
 	return c.signUp.CallUnary(ctx, req)
+}
+
+// GetSignUpPolicy calls parley.v1.AuthService.GetSignUpPolicy.
+func (c *authServiceClient) GetSignUpPolicy(ctx context.Context, req *connect.Request[v1.GetSignUpPolicyRequest]) (*connect.Response[v1.GetSignUpPolicyResponse], error) {
+	return c.getSignUpPolicy.CallUnary(ctx, req)
 }
 
 // Login calls parley.v1.AuthService.Login.
@@ -128,10 +155,22 @@ func (c *authServiceClient) GetMe(ctx context.Context, req *connect.Request[v1.G
 
 // AuthServiceHandler is an implementation of the parley.v1.AuthService service.
 type AuthServiceHandler interface {
-	// SignUp creates a user on the free tier and starts a session for it.
-	// Errors: invalid_argument (email, password, display_name), already_exists (email
-	// taken), resource_exhausted (throttled; with retry-after).
+	// SignUp creates a user on the free tier and starts a session for it, if the
+	// server's sign-up policy (GetSignUpPolicy) lets it: under closed every sign-up is
+	// refused; under invite it needs invitation_code, an unused code from
+	// AdminService.CreateInvitation, of which it takes one use in the transaction that
+	// creates the user. A refused sign-up creates nothing.
+	// Errors: invalid_argument (email, password, display_name, invitation_code),
+	// permission_denied (the policy: closed, or invite without a usable
+	// invitation_code; the message names the policy and, for a code, a FieldViolation
+	// names invitation_code and says why: no such invitation, used up, revoked,
+	// expired), already_exists (email taken), resource_exhausted (throttled per
+	// address, per email or server-wide; with retry-after).
 	SignUp(context.Context, *connect.Request[v1.SignUpRequest]) (*connect.Response[v1.SignUpResponse], error)
+	// GetSignUpPolicy says who may sign up on this server, so a sign-up form can ask
+	// for an invitation code, or say sign-up is closed, before it is submitted. It
+	// needs no credentials.
+	GetSignUpPolicy(context.Context, *connect.Request[v1.GetSignUpPolicyRequest]) (*connect.Response[v1.GetSignUpPolicyResponse], error)
 	// Login starts a session for an existing user.
 	// Errors: unauthenticated (unknown email or wrong password: the two are
 	// indistinguishable), resource_exhausted (throttled; with retry-after).
@@ -156,6 +195,12 @@ func NewAuthServiceHandler(svc AuthServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(authServiceMethods.ByName("SignUp")),
 		connect.WithHandlerOptions(opts...),
 	)
+	authServiceGetSignUpPolicyHandler := connect.NewUnaryHandler(
+		AuthServiceGetSignUpPolicyProcedure,
+		svc.GetSignUpPolicy,
+		connect.WithSchema(authServiceMethods.ByName("GetSignUpPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
 	authServiceLoginHandler := connect.NewUnaryHandler(
 		AuthServiceLoginProcedure,
 		svc.Login,
@@ -178,6 +223,8 @@ func NewAuthServiceHandler(svc AuthServiceHandler, opts ...connect.HandlerOption
 		switch r.URL.Path {
 		case AuthServiceSignUpProcedure:
 			authServiceSignUpHandler.ServeHTTP(w, r)
+		case AuthServiceGetSignUpPolicyProcedure:
+			authServiceGetSignUpPolicyHandler.ServeHTTP(w, r)
 		case AuthServiceLoginProcedure:
 			authServiceLoginHandler.ServeHTTP(w, r)
 		case AuthServiceLogoutProcedure:
@@ -195,6 +242,10 @@ type UnimplementedAuthServiceHandler struct{}
 
 func (UnimplementedAuthServiceHandler) SignUp(context.Context, *connect.Request[v1.SignUpRequest]) (*connect.Response[v1.SignUpResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AuthService.SignUp is not implemented"))
+}
+
+func (UnimplementedAuthServiceHandler) GetSignUpPolicy(context.Context, *connect.Request[v1.GetSignUpPolicyRequest]) (*connect.Response[v1.GetSignUpPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AuthService.GetSignUpPolicy is not implemented"))
 }
 
 func (UnimplementedAuthServiceHandler) Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error) {

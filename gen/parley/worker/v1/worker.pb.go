@@ -303,9 +303,12 @@ type GenerateRequest struct {
 	// Optional. Return each token's log probability, with top_logprobs alternatives.
 	Logprobs bool `protobuf:"varint,16,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
 	// Optional. Alternatives per position, 0–20.
-	TopLogprobs   int32 `protobuf:"varint,17,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TopLogprobs int32 `protobuf:"varint,17,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	// Optional. For models that reason: "none", "minimal", "low", "medium", "high" or
+	// "xhigh"; "" is the model's default. Engines pass it on to models that reason.
+	ReasoningEffort string `protobuf:"bytes,18,opt,name=reasoning_effort,json=reasoningEffort,proto3" json:"reasoning_effort,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GenerateRequest) Reset() {
@@ -455,6 +458,13 @@ func (x *GenerateRequest) GetTopLogprobs() int32 {
 		return x.TopLogprobs
 	}
 	return 0
+}
+
+func (x *GenerateRequest) GetReasoningEffort() string {
+	if x != nil {
+		return x.ReasoningEffort
+	}
+	return ""
 }
 
 // Tool is a function the model may call.
@@ -1135,7 +1145,9 @@ type Delta struct {
 	// Log probabilities of the delta's tokens.
 	Logprobs []*TokenLogprob `protobuf:"bytes,5,rep,name=logprobs,proto3" json:"logprobs,omitempty"`
 	// Set on a choice's last delta when n > 1: why it ended.
-	Finish        FinishReason `protobuf:"varint,6,opt,name=finish,proto3,enum=parley.worker.v1.FinishReason" json:"finish,omitempty"`
+	Finish FinishReason `protobuf:"varint,6,opt,name=finish,proto3,enum=parley.worker.v1.FinishReason" json:"finish,omitempty"`
+	// More of the model's reasoning (models that reason); not part of the answer.
+	Reasoning     string `protobuf:"bytes,7,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1210,6 +1222,13 @@ func (x *Delta) GetFinish() FinishReason {
 		return x.Finish
 	}
 	return FinishReason_FINISH_REASON_UNSPECIFIED
+}
+
+func (x *Delta) GetReasoning() string {
+	if x != nil {
+		return x.Reasoning
+	}
+	return ""
 }
 
 // ToolCallDelta is a piece of a streamed tool call.
@@ -1979,7 +1998,7 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\avectors\x18\x01 \x03(\v2\x18.parley.worker.v1.VectorR\avectors\x12-\n" +
 	"\x05usage\x18\x02 \x01(\v2\x17.parley.worker.v1.UsageR\x05usage\" \n" +
 	"\x06Vector\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\x02R\x06values\"\xba\x05\n" +
+	"\x06values\x18\x01 \x03(\x02R\x06values\"\xe5\x05\n" +
 	"\x0fGenerateRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2001,7 +2020,8 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\x0fresponse_format\x18\x0e \x01(\v2 .parley.worker.v1.ResponseFormatR\x0eresponseFormat\x12\f\n" +
 	"\x01n\x18\x0f \x01(\x05R\x01n\x12\x1a\n" +
 	"\blogprobs\x18\x10 \x01(\bR\blogprobs\x12!\n" +
-	"\ftop_logprobs\x18\x11 \x01(\x05R\vtopLogprobsB\x0e\n" +
+	"\ftop_logprobs\x18\x11 \x01(\x05R\vtopLogprobs\x12)\n" +
+	"\x10reasoning_effort\x18\x12 \x01(\tR\x0freasoningEffortB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
 	"\x05_seedB\x16\n" +
@@ -2048,7 +2068,7 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\x10GenerateResponse\x12/\n" +
 	"\x05delta\x18\x01 \x01(\v2\x17.parley.worker.v1.DeltaH\x00R\x05delta\x128\n" +
 	"\bfinished\x18\x02 \x01(\v2\x1a.parley.worker.v1.FinishedH\x00R\bfinishedB\x06\n" +
-	"\x04kind\"\xff\x01\n" +
+	"\x04kind\"\x9d\x02\n" +
 	"\x05Delta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\x05R\x06tokens\x12\x16\n" +
@@ -2056,7 +2076,8 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
 	"tool_calls\x18\x04 \x03(\v2\x1f.parley.worker.v1.ToolCallDeltaR\ttoolCalls\x12:\n" +
 	"\blogprobs\x18\x05 \x03(\v2\x1e.parley.worker.v1.TokenLogprobR\blogprobs\x126\n" +
-	"\x06finish\x18\x06 \x01(\x0e2\x1e.parley.worker.v1.FinishReasonR\x06finish\"g\n" +
+	"\x06finish\x18\x06 \x01(\x0e2\x1e.parley.worker.v1.FinishReasonR\x06finish\x12\x1c\n" +
+	"\treasoning\x18\a \x01(\tR\treasoning\"g\n" +
 	"\rToolCallDelta\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +

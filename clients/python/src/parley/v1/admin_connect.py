@@ -41,6 +41,15 @@ class AdminService(Protocol):
     async def list_audit_events(self, request: parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def create_invitation(self, request: parley_dot_v1_dot_admin__pb2.CreateInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.CreateInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def list_invitations(self, request: parley_dot_v1_dot_admin__pb2.ListInvitationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListInvitationsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def revoke_invitation(self, request: parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
     def __init__(self, service: AdminService | AsyncGenerator[AdminService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -126,6 +135,36 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_audit_events,
+                ),
+                "/parley.v1.AdminService/CreateInvitation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CreateInvitation",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.CreateInvitationRequest,
+                        output=parley_dot_v1_dot_admin__pb2.CreateInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.create_invitation,
+                ),
+                "/parley.v1.AdminService/ListInvitations": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListInvitations",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListInvitationsRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListInvitationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_invitations,
+                ),
+                "/parley.v1.AdminService/RevokeInvitation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RevokeInvitation",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
+                        output=parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.revoke_invitation,
                 ),
             },
             interceptors=interceptors,
@@ -300,6 +339,66 @@ class AdminServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def create_invitation(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.CreateInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.CreateInvitationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateInvitation",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.CreateInvitationRequest,
+                output=parley_dot_v1_dot_admin__pb2.CreateInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def list_invitations(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListInvitationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListInvitationsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListInvitations",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListInvitationsRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListInvitationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def revoke_invitation(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeInvitation",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
+                output=parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class AdminServiceSync(Protocol):
     def set_user_tier(self, request: parley_dot_v1_dot_admin__pb2.SetUserTierRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserTierResponse:
@@ -317,6 +416,12 @@ class AdminServiceSync(Protocol):
     def set_user_admin(self, request: parley_dot_v1_dot_admin__pb2.SetUserAdminRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserAdminResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_audit_events(self, request: parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def create_invitation(self, request: parley_dot_v1_dot_admin__pb2.CreateInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.CreateInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_invitations(self, request: parley_dot_v1_dot_admin__pb2.ListInvitationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListInvitationsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def revoke_invitation(self, request: parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -403,6 +508,36 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_audit_events,
+                ),
+                "/parley.v1.AdminService/CreateInvitation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CreateInvitation",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.CreateInvitationRequest,
+                        output=parley_dot_v1_dot_admin__pb2.CreateInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.create_invitation,
+                ),
+                "/parley.v1.AdminService/ListInvitations": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListInvitations",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListInvitationsRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListInvitationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_invitations,
+                ),
+                "/parley.v1.AdminService/RevokeInvitation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RevokeInvitation",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
+                        output=parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.revoke_invitation,
                 ),
             },
             interceptors=interceptors,
@@ -571,6 +706,66 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.ListAuditEventsRequest,
                 output=parley_dot_v1_dot_admin__pb2.ListAuditEventsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def create_invitation(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.CreateInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.CreateInvitationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateInvitation",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.CreateInvitationRequest,
+                output=parley_dot_v1_dot_admin__pb2.CreateInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_invitations(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListInvitationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListInvitationsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListInvitations",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListInvitationsRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListInvitationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def revoke_invitation(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeInvitation",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
+                output=parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -22,13 +22,14 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from parley.v1 import auth_pb2 as parley_dot_v1_dot_auth__pb2
 from parley.v1 import billing_pb2 as parley_dot_v1_dot_billing__pb2
 from parley.v1 import common_pb2 as parley_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\x80\x02\n\x06Worker\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0e\n\x06models\x18\x02 \x03(\t\x12%\n\x05state\x18\x03 \x01(\x0e\x32\x16.parley.v1.WorkerState\x12#\n\x04load\x18\x04 \x01(\x0b\x32\x15.parley.v1.WorkerLoad\x12\x31\n\rejected_until\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1c\n\x14\x63onsecutive_failures\x18\x06 \x01(\x05\x12\x11\n\tworker_id\x18\x07 \x01(\t\x12\x0c\n\x04pool\x18\x08 \x01(\t\x12\x17\n\x0f\x61\x64mission_limit\x18\t \x01(\x05\"u\n\nWorkerLoad\x12\x0f\n\x07running\x18\x01 \x01(\x05\x12\x0f\n\x07waiting\x18\x02 \x01(\x05\x12\x11\n\tmax_batch\x18\x03 \x01(\x05\x12\x16\n\x0ekv_used_tokens\x18\x04 \x01(\x03\x12\x1a\n\x12kv_capacity_tokens\x18\x05 \x01(\x03\"S\n\x12SetUserTierRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x1d\n\x04tier\x18\x03 \x01(\x0e\x32\x0f.parley.v1.Tier\"4\n\x13SetUserTierResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\"[\n\x14\x41\x64justBalanceRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65lta_nanos\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\".\n\x15\x41\x64justBalanceResponse\x12\x15\n\rbalance_nanos\x18\x01 \x01(\x03\"\x14\n\x12ListWorkersRequest\"9\n\x13ListWorkersResponse\x12\"\n\x07workers\x18\x01 \x03(\x0b\x32\x11.parley.v1.Worker\"\x19\n\x17ListServedModelsRequest\"B\n\x18ListServedModelsResponse\x12&\n\x06models\x18\x01 \x03(\x0b\x32\x16.parley.v1.ServedModel\"\x8b\x01\n\x0bServedModel\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x1b.parley.v1.ServedModelState\x12\x15\n\rdefault_price\x18\x03 \x01(\x08\x12-\n\x07workers\x18\x04 \x03(\x0b\x32\x1c.parley.v1.ServedModelWorker\"Y\n\x11ServedModelWorker\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12%\n\x05state\x18\x03 \x01(\x0e\x32\x16.parley.v1.WorkerState\"h\n\x1c\x41\x64minServiceListUsageRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x10\n\x08\x65nd_user\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xe9\x01\n\x1d\x41\x64minServiceListUsageResponse\x12-\n\rusage_records\x18\x01 \x03(\x0b\x32\x16.parley.v1.UsageRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12M\n\x0buser_emails\x18\x03 \x03(\x0b\x32\x38.parley.v1.AdminServiceListUsageResponse.UserEmailsEntry\x1a\x31\n\x0fUserEmailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"Q\n\x12SearchUsersRequest\x12\x14\n\x0c\x65mail_prefix\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"S\n\x13SearchUsersResponse\x12#\n\x05users\x18\x01 \x03(\x0b\x32\x14.parley.v1.AdminUser\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"Y\n\tAdminUser\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\x15\n\rbalance_nanos\x18\x02 \x01(\x03\x12\x16\n\x0ereserved_nanos\x18\x03 \x01(\x03\"D\n\x13SetUserAdminRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\"5\n\x14SetUserAdminResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\"P\n\x16ListAuditEventsRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x17ListAuditEventsResponse\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.parley.v1.AuditEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x95\x01\n\nAuditEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\n\n\x02ip\x18\x04 \x01(\t\x12\x12\n\nuser_agent\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12&\n\x02\x61t\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*\x95\x01\n\x0bWorkerState\x12\x1c\n\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12WORKER_STATE_READY\x10\x01\x12\x18\n\x14WORKER_STATE_EJECTED\x10\x02\x12\x1b\n\x17WORKER_STATE_CONNECTING\x10\x03\x12\x19\n\x15WORKER_STATE_DRAINING\x10\x04*\x9c\x01\n\x10ServedModelState\x12\"\n\x1eSERVED_MODEL_STATE_UNSPECIFIED\x10\x00\x12 \n\x1cSERVED_MODEL_STATE_AVAILABLE\x10\x01\x12\"\n\x1eSERVED_MODEL_STATE_UNAVAILABLE\x10\x02\x12\x1e\n\x1aSERVED_MODEL_STATE_REFUSED\x10\x03\x32\xb4\x05\n\x0c\x41\x64minService\x12L\n\x0bSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n\x0bListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponse\x12^\n\tListUsage\x12\'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12[\n\x10ListServedModels\x12\".parley.v1.ListServedModelsRequest\x1a#.parley.v1.ListServedModelsResponse\x12L\n\x0bSearchUsers\x12\x1d.parley.v1.SearchUsersRequest\x1a\x1e.parley.v1.SearchUsersResponse\x12O\n\x0cSetUserAdmin\x12\x1e.parley.v1.SetUserAdminRequest\x1a\x1f.parley.v1.SetUserAdminResponse\x12X\n\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\x80\x02\n\x06Worker\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0e\n\x06models\x18\x02 \x03(\t\x12%\n\x05state\x18\x03 \x01(\x0e\x32\x16.parley.v1.WorkerState\x12#\n\x04load\x18\x04 \x01(\x0b\x32\x15.parley.v1.WorkerLoad\x12\x31\n\rejected_until\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1c\n\x14\x63onsecutive_failures\x18\x06 \x01(\x05\x12\x11\n\tworker_id\x18\x07 \x01(\t\x12\x0c\n\x04pool\x18\x08 \x01(\t\x12\x17\n\x0f\x61\x64mission_limit\x18\t \x01(\x05\"u\n\nWorkerLoad\x12\x0f\n\x07running\x18\x01 \x01(\x05\x12\x0f\n\x07waiting\x18\x02 \x01(\x05\x12\x11\n\tmax_batch\x18\x03 \x01(\x05\x12\x16\n\x0ekv_used_tokens\x18\x04 \x01(\x03\x12\x1a\n\x12kv_capacity_tokens\x18\x05 \x01(\x03\"S\n\x12SetUserTierRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x1d\n\x04tier\x18\x03 \x01(\x0e\x32\x0f.parley.v1.Tier\"4\n\x13SetUserTierResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\"[\n\x14\x41\x64justBalanceRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65lta_nanos\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\".\n\x15\x41\x64justBalanceResponse\x12\x15\n\rbalance_nanos\x18\x01 \x01(\x03\"\x14\n\x12ListWorkersRequest\"9\n\x13ListWorkersResponse\x12\"\n\x07workers\x18\x01 \x03(\x0b\x32\x11.parley.v1.Worker\"\x19\n\x17ListServedModelsRequest\"B\n\x18ListServedModelsResponse\x12&\n\x06models\x18\x01 \x03(\x0b\x32\x16.parley.v1.ServedModel\"\x8b\x01\n\x0bServedModel\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x1b.parley.v1.ServedModelState\x12\x15\n\rdefault_price\x18\x03 \x01(\x08\x12-\n\x07workers\x18\x04 \x03(\x0b\x32\x1c.parley.v1.ServedModelWorker\"Y\n\x11ServedModelWorker\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12%\n\x05state\x18\x03 \x01(\x0e\x32\x16.parley.v1.WorkerState\"h\n\x1c\x41\x64minServiceListUsageRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x10\n\x08\x65nd_user\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xe9\x01\n\x1d\x41\x64minServiceListUsageResponse\x12-\n\rusage_records\x18\x01 \x03(\x0b\x32\x16.parley.v1.UsageRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12M\n\x0buser_emails\x18\x03 \x03(\x0b\x32\x38.parley.v1.AdminServiceListUsageResponse.UserEmailsEntry\x1a\x31\n\x0fUserEmailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"Q\n\x12SearchUsersRequest\x12\x14\n\x0c\x65mail_prefix\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"S\n\x13SearchUsersResponse\x12#\n\x05users\x18\x01 \x03(\x0b\x32\x14.parley.v1.AdminUser\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"Y\n\tAdminUser\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\x15\n\rbalance_nanos\x18\x02 \x01(\x03\x12\x16\n\x0ereserved_nanos\x18\x03 \x01(\x03\"D\n\x13SetUserAdminRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\"5\n\x14SetUserAdminResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\"P\n\x16ListAuditEventsRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"Y\n\x17ListAuditEventsResponse\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.parley.v1.AuditEvent\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x95\x01\n\nAuditEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\n\n\x02ip\x18\x04 \x01(\t\x12\x12\n\nuser_agent\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\x12&\n\x02\x61t\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb7\x02\n\nInvitation\x12\x15\n\rinvitation_id\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\t\x12\x0c\n\x04note\x18\x03 \x01(\t\x12\x12\n\ncreated_by\x18\x04 \x01(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08max_uses\x18\x07 \x01(\x03\x12\x0c\n\x04uses\x18\x08 \x01(\x03\x12\x30\n\x0clast_used_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrevoked_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"a\n\x17\x43reateInvitationRequest\x12\x10\n\x08max_uses\x18\x01 \x01(\x03\x12&\n\x03ttl\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x0c\n\x04note\x18\x03 \x01(\t\"S\n\x18\x43reateInvitationResponse\x12)\n\ninvitation\x18\x01 \x01(\x0b\x32\x15.parley.v1.Invitation\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\"?\n\x16ListInvitationsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"^\n\x17ListInvitationsResponse\x12*\n\x0binvitations\x18\x01 \x03(\x0b\x32\x15.parley.v1.Invitation\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"0\n\x17RevokeInvitationRequest\x12\x15\n\rinvitation_id\x18\x01 \x01(\t\"E\n\x18RevokeInvitationResponse\x12)\n\ninvitation\x18\x01 \x01(\x0b\x32\x15.parley.v1.Invitation*\x95\x01\n\x0bWorkerState\x12\x1c\n\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12WORKER_STATE_READY\x10\x01\x12\x18\n\x14WORKER_STATE_EJECTED\x10\x02\x12\x1b\n\x17WORKER_STATE_CONNECTING\x10\x03\x12\x19\n\x15WORKER_STATE_DRAINING\x10\x04*\x9c\x01\n\x10ServedModelState\x12\"\n\x1eSERVED_MODEL_STATE_UNSPECIFIED\x10\x00\x12 \n\x1cSERVED_MODEL_STATE_AVAILABLE\x10\x01\x12\"\n\x1eSERVED_MODEL_STATE_UNAVAILABLE\x10\x02\x12\x1e\n\x1aSERVED_MODEL_STATE_REFUSED\x10\x03\x32\xc8\x07\n\x0c\x41\x64minService\x12L\n\x0bSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n\x0bListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponse\x12^\n\tListUsage\x12\'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12[\n\x10ListServedModels\x12\".parley.v1.ListServedModelsRequest\x1a#.parley.v1.ListServedModelsResponse\x12L\n\x0bSearchUsers\x12\x1d.parley.v1.SearchUsersRequest\x1a\x1e.parley.v1.SearchUsersResponse\x12O\n\x0cSetUserAdmin\x12\x1e.parley.v1.SetUserAdminRequest\x1a\x1f.parley.v1.SetUserAdminResponse\x12X\n\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponse\x12[\n\x10\x43reateInvitation\x12\".parley.v1.CreateInvitationRequest\x1a#.parley.v1.CreateInvitationResponse\x12X\n\x0fListInvitations\x12!.parley.v1.ListInvitationsRequest\x1a\".parley.v1.ListInvitationsResponse\x12[\n\x10RevokeInvitation\x12\".parley.v1.RevokeInvitationRequest\x1a#.parley.v1.RevokeInvitationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,56 +39,70 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
   _globals['_ADMINSERVICELISTUSAGERESPONSE_USEREMAILSENTRY']._loaded_options = None
   _globals['_ADMINSERVICELISTUSAGERESPONSE_USEREMAILSENTRY']._serialized_options = b'8\001'
-  _globals['_WORKERSTATE']._serialized_start=2259
-  _globals['_WORKERSTATE']._serialized_end=2408
-  _globals['_SERVEDMODELSTATE']._serialized_start=2411
-  _globals['_SERVEDMODELSTATE']._serialized_end=2567
-  _globals['_WORKER']._serialized_start=141
-  _globals['_WORKER']._serialized_end=397
-  _globals['_WORKERLOAD']._serialized_start=399
-  _globals['_WORKERLOAD']._serialized_end=516
-  _globals['_SETUSERTIERREQUEST']._serialized_start=518
-  _globals['_SETUSERTIERREQUEST']._serialized_end=601
-  _globals['_SETUSERTIERRESPONSE']._serialized_start=603
-  _globals['_SETUSERTIERRESPONSE']._serialized_end=655
-  _globals['_ADJUSTBALANCEREQUEST']._serialized_start=657
-  _globals['_ADJUSTBALANCEREQUEST']._serialized_end=748
-  _globals['_ADJUSTBALANCERESPONSE']._serialized_start=750
-  _globals['_ADJUSTBALANCERESPONSE']._serialized_end=796
-  _globals['_LISTWORKERSREQUEST']._serialized_start=798
-  _globals['_LISTWORKERSREQUEST']._serialized_end=818
-  _globals['_LISTWORKERSRESPONSE']._serialized_start=820
-  _globals['_LISTWORKERSRESPONSE']._serialized_end=877
-  _globals['_LISTSERVEDMODELSREQUEST']._serialized_start=879
-  _globals['_LISTSERVEDMODELSREQUEST']._serialized_end=904
-  _globals['_LISTSERVEDMODELSRESPONSE']._serialized_start=906
-  _globals['_LISTSERVEDMODELSRESPONSE']._serialized_end=972
-  _globals['_SERVEDMODEL']._serialized_start=975
-  _globals['_SERVEDMODEL']._serialized_end=1114
-  _globals['_SERVEDMODELWORKER']._serialized_start=1116
-  _globals['_SERVEDMODELWORKER']._serialized_end=1205
-  _globals['_ADMINSERVICELISTUSAGEREQUEST']._serialized_start=1207
-  _globals['_ADMINSERVICELISTUSAGEREQUEST']._serialized_end=1311
-  _globals['_ADMINSERVICELISTUSAGERESPONSE']._serialized_start=1314
-  _globals['_ADMINSERVICELISTUSAGERESPONSE']._serialized_end=1547
-  _globals['_ADMINSERVICELISTUSAGERESPONSE_USEREMAILSENTRY']._serialized_start=1498
-  _globals['_ADMINSERVICELISTUSAGERESPONSE_USEREMAILSENTRY']._serialized_end=1547
-  _globals['_SEARCHUSERSREQUEST']._serialized_start=1549
-  _globals['_SEARCHUSERSREQUEST']._serialized_end=1630
-  _globals['_SEARCHUSERSRESPONSE']._serialized_start=1632
-  _globals['_SEARCHUSERSRESPONSE']._serialized_end=1715
-  _globals['_ADMINUSER']._serialized_start=1717
-  _globals['_ADMINUSER']._serialized_end=1806
-  _globals['_SETUSERADMINREQUEST']._serialized_start=1808
-  _globals['_SETUSERADMINREQUEST']._serialized_end=1876
-  _globals['_SETUSERADMINRESPONSE']._serialized_start=1878
-  _globals['_SETUSERADMINRESPONSE']._serialized_end=1931
-  _globals['_LISTAUDITEVENTSREQUEST']._serialized_start=1933
-  _globals['_LISTAUDITEVENTSREQUEST']._serialized_end=2013
-  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_start=2015
-  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_end=2104
-  _globals['_AUDITEVENT']._serialized_start=2107
-  _globals['_AUDITEVENT']._serialized_end=2256
-  _globals['_ADMINSERVICE']._serialized_start=2570
-  _globals['_ADMINSERVICE']._serialized_end=3262
+  _globals['_WORKERSTATE']._serialized_start=3071
+  _globals['_WORKERSTATE']._serialized_end=3220
+  _globals['_SERVEDMODELSTATE']._serialized_start=3223
+  _globals['_SERVEDMODELSTATE']._serialized_end=3379
+  _globals['_WORKER']._serialized_start=173
+  _globals['_WORKER']._serialized_end=429
+  _globals['_WORKERLOAD']._serialized_start=431
+  _globals['_WORKERLOAD']._serialized_end=548
+  _globals['_SETUSERTIERREQUEST']._serialized_start=550
+  _globals['_SETUSERTIERREQUEST']._serialized_end=633
+  _globals['_SETUSERTIERRESPONSE']._serialized_start=635
+  _globals['_SETUSERTIERRESPONSE']._serialized_end=687
+  _globals['_ADJUSTBALANCEREQUEST']._serialized_start=689
+  _globals['_ADJUSTBALANCEREQUEST']._serialized_end=780
+  _globals['_ADJUSTBALANCERESPONSE']._serialized_start=782
+  _globals['_ADJUSTBALANCERESPONSE']._serialized_end=828
+  _globals['_LISTWORKERSREQUEST']._serialized_start=830
+  _globals['_LISTWORKERSREQUEST']._serialized_end=850
+  _globals['_LISTWORKERSRESPONSE']._serialized_start=852
+  _globals['_LISTWORKERSRESPONSE']._serialized_end=909
+  _globals['_LISTSERVEDMODELSREQUEST']._serialized_start=911
+  _globals['_LISTSERVEDMODELSREQUEST']._serialized_end=936
+  _globals['_LISTSERVEDMODELSRESPONSE']._serialized_start=938
+  _globals['_LISTSERVEDMODELSRESPONSE']._serialized_end=1004
+  _globals['_SERVEDMODEL']._serialized_start=1007
+  _globals['_SERVEDMODEL']._serialized_end=1146
+  _globals['_SERVEDMODELWORKER']._serialized_start=1148
+  _globals['_SERVEDMODELWORKER']._serialized_end=1237
+  _globals['_ADMINSERVICELISTUSAGEREQUEST']._serialized_start=1239
+  _globals['_ADMINSERVICELISTUSAGEREQUEST']._serialized_end=1343
+  _globals['_ADMINSERVICELISTUSAGERESPONSE']._serialized_start=1346
+  _globals['_ADMINSERVICELISTUSAGERESPONSE']._serialized_end=1579
+  _globals['_ADMINSERVICELISTUSAGERESPONSE_USEREMAILSENTRY']._serialized_start=1530
+  _globals['_ADMINSERVICELISTUSAGERESPONSE_USEREMAILSENTRY']._serialized_end=1579
+  _globals['_SEARCHUSERSREQUEST']._serialized_start=1581
+  _globals['_SEARCHUSERSREQUEST']._serialized_end=1662
+  _globals['_SEARCHUSERSRESPONSE']._serialized_start=1664
+  _globals['_SEARCHUSERSRESPONSE']._serialized_end=1747
+  _globals['_ADMINUSER']._serialized_start=1749
+  _globals['_ADMINUSER']._serialized_end=1838
+  _globals['_SETUSERADMINREQUEST']._serialized_start=1840
+  _globals['_SETUSERADMINREQUEST']._serialized_end=1908
+  _globals['_SETUSERADMINRESPONSE']._serialized_start=1910
+  _globals['_SETUSERADMINRESPONSE']._serialized_end=1963
+  _globals['_LISTAUDITEVENTSREQUEST']._serialized_start=1965
+  _globals['_LISTAUDITEVENTSREQUEST']._serialized_end=2045
+  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_start=2047
+  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_end=2136
+  _globals['_AUDITEVENT']._serialized_start=2139
+  _globals['_AUDITEVENT']._serialized_end=2288
+  _globals['_INVITATION']._serialized_start=2291
+  _globals['_INVITATION']._serialized_end=2602
+  _globals['_CREATEINVITATIONREQUEST']._serialized_start=2604
+  _globals['_CREATEINVITATIONREQUEST']._serialized_end=2701
+  _globals['_CREATEINVITATIONRESPONSE']._serialized_start=2703
+  _globals['_CREATEINVITATIONRESPONSE']._serialized_end=2786
+  _globals['_LISTINVITATIONSREQUEST']._serialized_start=2788
+  _globals['_LISTINVITATIONSREQUEST']._serialized_end=2851
+  _globals['_LISTINVITATIONSRESPONSE']._serialized_start=2853
+  _globals['_LISTINVITATIONSRESPONSE']._serialized_end=2947
+  _globals['_REVOKEINVITATIONREQUEST']._serialized_start=2949
+  _globals['_REVOKEINVITATIONREQUEST']._serialized_end=2997
+  _globals['_REVOKEINVITATIONRESPONSE']._serialized_start=2999
+  _globals['_REVOKEINVITATIONRESPONSE']._serialized_end=3068
+  _globals['_ADMINSERVICE']._serialized_start=3382
+  _globals['_ADMINSERVICE']._serialized_end=4350
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from parley.v1 import auth_pb2 as _auth_pb2
 from parley.v1 import billing_pb2 as _billing_pb2
@@ -257,3 +258,73 @@ class AuditEvent(_message.Message):
     detail: str
     at: _timestamp_pb2.Timestamp
     def __init__(self, event_id: _Optional[str] = ..., user_id: _Optional[str] = ..., kind: _Optional[str] = ..., ip: _Optional[str] = ..., user_agent: _Optional[str] = ..., detail: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Invitation(_message.Message):
+    __slots__ = ("invitation_id", "prefix", "note", "created_by", "created_at", "expires_at", "max_uses", "uses", "last_used_at", "revoked_at")
+    INVITATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    MAX_USES_FIELD_NUMBER: _ClassVar[int]
+    USES_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    invitation_id: str
+    prefix: str
+    note: str
+    created_by: str
+    created_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    max_uses: int
+    uses: int
+    last_used_at: _timestamp_pb2.Timestamp
+    revoked_at: _timestamp_pb2.Timestamp
+    def __init__(self, invitation_id: _Optional[str] = ..., prefix: _Optional[str] = ..., note: _Optional[str] = ..., created_by: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_uses: _Optional[int] = ..., uses: _Optional[int] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateInvitationRequest(_message.Message):
+    __slots__ = ("max_uses", "ttl", "note")
+    MAX_USES_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    max_uses: int
+    ttl: _duration_pb2.Duration
+    note: str
+    def __init__(self, max_uses: _Optional[int] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., note: _Optional[str] = ...) -> None: ...
+
+class CreateInvitationResponse(_message.Message):
+    __slots__ = ("invitation", "code")
+    INVITATION_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    invitation: Invitation
+    code: str
+    def __init__(self, invitation: _Optional[_Union[Invitation, _Mapping]] = ..., code: _Optional[str] = ...) -> None: ...
+
+class ListInvitationsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListInvitationsResponse(_message.Message):
+    __slots__ = ("invitations", "next_page_token")
+    INVITATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    invitations: _containers.RepeatedCompositeFieldContainer[Invitation]
+    next_page_token: str
+    def __init__(self, invitations: _Optional[_Iterable[_Union[Invitation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RevokeInvitationRequest(_message.Message):
+    __slots__ = ("invitation_id",)
+    INVITATION_ID_FIELD_NUMBER: _ClassVar[int]
+    invitation_id: str
+    def __init__(self, invitation_id: _Optional[str] = ...) -> None: ...
+
+class RevokeInvitationResponse(_message.Message):
+    __slots__ = ("invitation",)
+    INVITATION_FIELD_NUMBER: _ClassVar[int]
+    invitation: Invitation
+    def __init__(self, invitation: _Optional[_Union[Invitation, _Mapping]] = ...) -> None: ...

@@ -20,6 +20,9 @@ class AuthService(Protocol):
     async def sign_up(self, request: parley_dot_v1_dot_auth__pb2.SignUpRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.SignUpResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def get_sign_up_policy(self, request: parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
     async def login(self, request: parley_dot_v1_dot_auth__pb2.LoginRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.LoginResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
@@ -44,6 +47,16 @@ class AuthServiceASGIApplication(ConnectASGIApplication[AuthService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.sign_up,
+                ),
+                "/parley.v1.AuthService/GetSignUpPolicy": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetSignUpPolicy",
+                        service_name="parley.v1.AuthService",
+                        input=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest,
+                        output=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_sign_up_policy,
                 ),
                 "/parley.v1.AuthService/Login": Endpoint.unary(
                     method=MethodInfo(
@@ -102,6 +115,26 @@ class AuthServiceClient(ConnectClient):
                 service_name="parley.v1.AuthService",
                 input=parley_dot_v1_dot_auth__pb2.SignUpRequest,
                 output=parley_dot_v1_dot_auth__pb2.SignUpResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_sign_up_policy(
+        self,
+        request: parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetSignUpPolicy",
+                service_name="parley.v1.AuthService",
+                input=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest,
+                output=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,
@@ -172,6 +205,8 @@ class AuthServiceClient(ConnectClient):
 class AuthServiceSync(Protocol):
     def sign_up(self, request: parley_dot_v1_dot_auth__pb2.SignUpRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.SignUpResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_sign_up_policy(self, request: parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def login(self, request: parley_dot_v1_dot_auth__pb2.LoginRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.LoginResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def logout(self, request: parley_dot_v1_dot_auth__pb2.LogoutRequest, ctx: RequestContext) -> parley_dot_v1_dot_auth__pb2.LogoutResponse:
@@ -193,6 +228,16 @@ class AuthServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.sign_up,
+                ),
+                "/parley.v1.AuthService/GetSignUpPolicy": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetSignUpPolicy",
+                        service_name="parley.v1.AuthService",
+                        input=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest,
+                        output=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_sign_up_policy,
                 ),
                 "/parley.v1.AuthService/Login": EndpointSync.unary(
                     method=MethodInfo(
@@ -251,6 +296,26 @@ class AuthServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AuthService",
                 input=parley_dot_v1_dot_auth__pb2.SignUpRequest,
                 output=parley_dot_v1_dot_auth__pb2.SignUpResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_sign_up_policy(
+        self,
+        request: parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetSignUpPolicy",
+                service_name="parley.v1.AuthService",
+                input=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyRequest,
+                output=parley_dot_v1_dot_auth__pb2.GetSignUpPolicyResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

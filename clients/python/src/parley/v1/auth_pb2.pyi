@@ -2,12 +2,24 @@ import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from parley.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class SignUpPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SIGN_UP_POLICY_UNSPECIFIED: _ClassVar[SignUpPolicy]
+    SIGN_UP_POLICY_OPEN: _ClassVar[SignUpPolicy]
+    SIGN_UP_POLICY_INVITE: _ClassVar[SignUpPolicy]
+    SIGN_UP_POLICY_CLOSED: _ClassVar[SignUpPolicy]
+SIGN_UP_POLICY_UNSPECIFIED: SignUpPolicy
+SIGN_UP_POLICY_OPEN: SignUpPolicy
+SIGN_UP_POLICY_INVITE: SignUpPolicy
+SIGN_UP_POLICY_CLOSED: SignUpPolicy
 
 class User(_message.Message):
     __slots__ = ("user_id", "email", "display_name", "tier", "admin", "created_at")
@@ -26,14 +38,26 @@ class User(_message.Message):
     def __init__(self, user_id: _Optional[str] = ..., email: _Optional[str] = ..., display_name: _Optional[str] = ..., tier: _Optional[_Union[_common_pb2.Tier, str]] = ..., admin: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SignUpRequest(_message.Message):
-    __slots__ = ("email", "password", "display_name")
+    __slots__ = ("email", "password", "display_name", "invitation_code")
     EMAIL_FIELD_NUMBER: _ClassVar[int]
     PASSWORD_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    INVITATION_CODE_FIELD_NUMBER: _ClassVar[int]
     email: str
     password: str
     display_name: str
-    def __init__(self, email: _Optional[str] = ..., password: _Optional[str] = ..., display_name: _Optional[str] = ...) -> None: ...
+    invitation_code: str
+    def __init__(self, email: _Optional[str] = ..., password: _Optional[str] = ..., display_name: _Optional[str] = ..., invitation_code: _Optional[str] = ...) -> None: ...
+
+class GetSignUpPolicyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetSignUpPolicyResponse(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: SignUpPolicy
+    def __init__(self, policy: _Optional[_Union[SignUpPolicy, str]] = ...) -> None: ...
 
 class SignUpResponse(_message.Message):
     __slots__ = ("user", "session_expires_at")

@@ -257,16 +257,18 @@ class GenerationStarted(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., user_message_id: _Optional[str] = ..., prompt_tokens: _Optional[int] = ...) -> None: ...
 
 class GenerationDelta(_message.Message):
-    __slots__ = ("text", "choice", "tool_calls", "logprobs")
+    __slots__ = ("text", "choice", "tool_calls", "logprobs", "reasoning")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     CHOICE_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    REASONING_FIELD_NUMBER: _ClassVar[int]
     text: str
     choice: int
     tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCallDelta]
     logprobs: _containers.RepeatedCompositeFieldContainer[TokenLogprob]
-    def __init__(self, text: _Optional[str] = ..., choice: _Optional[int] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallDelta, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ...) -> None: ...
+    reasoning: str
+    def __init__(self, text: _Optional[str] = ..., choice: _Optional[int] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallDelta, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ..., reasoning: _Optional[str] = ...) -> None: ...
 
 class GenerationFinished(_message.Message):
     __slots__ = ("finish_reason", "usage", "cost_nanos", "error_message", "choices")

@@ -23,6 +23,13 @@ class ModelKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MODEL_KIND_UNSPECIFIED: _ClassVar[ModelKind]
     MODEL_KIND_CHAT: _ClassVar[ModelKind]
     MODEL_KIND_EMBEDDING: _ClassVar[ModelKind]
+
+class Capability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CAPABILITY_UNSPECIFIED: _ClassVar[Capability]
+    CAPABILITY_TOOLS: _ClassVar[Capability]
+    CAPABILITY_STRUCTURED_OUTPUT: _ClassVar[Capability]
+    CAPABILITY_REASONING: _ClassVar[Capability]
 MODALITY_UNSPECIFIED: Modality
 MODALITY_TEXT: Modality
 MODALITY_IMAGE: Modality
@@ -30,9 +37,13 @@ MODALITY_DOCUMENT: Modality
 MODEL_KIND_UNSPECIFIED: ModelKind
 MODEL_KIND_CHAT: ModelKind
 MODEL_KIND_EMBEDDING: ModelKind
+CAPABILITY_UNSPECIFIED: Capability
+CAPABILITY_TOOLS: Capability
+CAPABILITY_STRUCTURED_OUTPUT: Capability
+CAPABILITY_REASONING: Capability
 
 class Model(_message.Message):
-    __slots__ = ("id", "display_name", "description", "context_window", "max_output_tokens", "input_price_nanos_per_million", "output_price_nanos_per_million", "modalities", "simulated", "tier_limits", "kind", "embedding_dimensions")
+    __slots__ = ("id", "display_name", "description", "context_window", "max_output_tokens", "input_price_nanos_per_million", "output_price_nanos_per_million", "modalities", "simulated", "tier_limits", "kind", "embedding_dimensions", "capabilities")
     ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +56,7 @@ class Model(_message.Message):
     TIER_LIMITS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     id: str
     display_name: str
     description: str
@@ -57,7 +69,8 @@ class Model(_message.Message):
     tier_limits: _containers.RepeatedCompositeFieldContainer[TierLimit]
     kind: ModelKind
     embedding_dimensions: int
-    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., input_price_nanos_per_million: _Optional[int] = ..., output_price_nanos_per_million: _Optional[int] = ..., modalities: _Optional[_Iterable[_Union[Modality, str]]] = ..., simulated: _Optional[bool] = ..., tier_limits: _Optional[_Iterable[_Union[TierLimit, _Mapping]]] = ..., kind: _Optional[_Union[ModelKind, str]] = ..., embedding_dimensions: _Optional[int] = ...) -> None: ...
+    capabilities: _containers.RepeatedScalarFieldContainer[Capability]
+    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., input_price_nanos_per_million: _Optional[int] = ..., output_price_nanos_per_million: _Optional[int] = ..., modalities: _Optional[_Iterable[_Union[Modality, str]]] = ..., simulated: _Optional[bool] = ..., tier_limits: _Optional[_Iterable[_Union[TierLimit, _Mapping]]] = ..., kind: _Optional[_Union[ModelKind, str]] = ..., embedding_dimensions: _Optional[int] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ...) -> None: ...
 
 class TierLimit(_message.Message):
     __slots__ = ("tier", "requests_per_window", "input_tokens_per_window", "output_tokens_per_window", "window")

@@ -4,8 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { User } from "./auth_pb.js";
 import { file_parley_v1_auth } from "./auth_pb.js";
 import type { UsageRecord } from "./billing_pb.js";
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/admin.proto.
  */
 export const file_parley_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSKAAgoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkSDAoEcG9vbBgIIAEoCRIXCg9hZG1pc3Npb25fbGltaXQYCSABKAUidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiGQoXTGlzdFNlcnZlZE1vZGVsc1JlcXVlc3QiQgoYTGlzdFNlcnZlZE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBhcmxleS52MS5TZXJ2ZWRNb2RlbCKLAQoLU2VydmVkTW9kZWwSCgoCaWQYASABKAkSKgoFc3RhdGUYAiABKA4yGy5wYXJsZXkudjEuU2VydmVkTW9kZWxTdGF0ZRIVCg1kZWZhdWx0X3ByaWNlGAMgASgIEi0KB3dvcmtlcnMYBCADKAsyHC5wYXJsZXkudjEuU2VydmVkTW9kZWxXb3JrZXIiWQoRU2VydmVkTW9kZWxXb3JrZXISDwoHYWRkcmVzcxgBIAEoCRIMCgRwb29sGAIgASgJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlImgKHEFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIQCghlbmRfdXNlchgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSLpAQodQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USLQoNdXNhZ2VfcmVjb3JkcxgBIAMoCzIWLnBhcmxleS52MS5Vc2FnZVJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSTQoLdXNlcl9lbWFpbHMYAyADKAsyOC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2UuVXNlckVtYWlsc0VudHJ5GjEKD1VzZXJFbWFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKElNlYXJjaFVzZXJzUmVxdWVzdBIUCgxlbWFpbF9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUwoTU2VhcmNoVXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULnBhcmxleS52MS5BZG1pblVzZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKCUFkbWluVXNlchIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISFQoNYmFsYW5jZV9uYW5vcxgCIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgDIAEoAyJEChNTZXRVc2VyQWRtaW5SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFYWRtaW4YAyABKAgiNQoUU2V0VXNlckFkbWluUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyIlAKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5wYXJsZXkudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilQEKCkF1ZGl0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRraW5kGAMgASgJEgoKAmlwGAQgASgJEhIKCnVzZXJfYWdlbnQYBSABKAkSDgoGZGV0YWlsGAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqVAQoLV29ya2VyU3RhdGUSHAoYV09SS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSV09SS0VSX1NUQVRFX1JFQURZEAESGAoUV09SS0VSX1NUQVRFX0VKRUNURUQQAhIbChdXT1JLRVJfU1RBVEVfQ09OTkVDVElORxADEhkKFVdPUktFUl9TVEFURV9EUkFJTklORxAEKpwBChBTZXJ2ZWRNb2RlbFN0YXRlEiIKHlNFUlZFRF9NT0RFTF9TVEFURV9VTlNQRUNJRklFRBAAEiAKHFNFUlZFRF9NT0RFTF9TVEFURV9BVkFJTEFCTEUQARIiCh5TRVJWRURfTU9ERUxfU1RBVEVfVU5BVkFJTEFCTEUQAhIeChpTRVJWRURfTU9ERUxfU1RBVEVfUkVGVVNFRBADMrQFCgxBZG1pblNlcnZpY2USTAoLU2V0VXNlclRpZXISHS5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXF1ZXN0Gh4ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVzcG9uc2USUgoNQWRqdXN0QmFsYW5jZRIfLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVxdWVzdBogLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVzcG9uc2USTAoLTGlzdFdvcmtlcnMSHS5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USXgoJTGlzdFVzYWdlEicucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QaKC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USWwoQTGlzdFNlcnZlZE1vZGVscxIiLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVxdWVzdBojLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVzcG9uc2USTAoLU2VhcmNoVXNlcnMSHS5wYXJsZXkudjEuU2VhcmNoVXNlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVzcG9uc2USTwoMU2V0VXNlckFkbWluEh4ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlcXVlc3QaHy5wYXJsZXkudjEuU2V0VXNlckFkbWluUmVzcG9uc2USWAoPTGlzdEF1ZGl0RXZlbnRzEiEucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSKAAgoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkSDAoEcG9vbBgIIAEoCRIXCg9hZG1pc3Npb25fbGltaXQYCSABKAUidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiGQoXTGlzdFNlcnZlZE1vZGVsc1JlcXVlc3QiQgoYTGlzdFNlcnZlZE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBhcmxleS52MS5TZXJ2ZWRNb2RlbCKLAQoLU2VydmVkTW9kZWwSCgoCaWQYASABKAkSKgoFc3RhdGUYAiABKA4yGy5wYXJsZXkudjEuU2VydmVkTW9kZWxTdGF0ZRIVCg1kZWZhdWx0X3ByaWNlGAMgASgIEi0KB3dvcmtlcnMYBCADKAsyHC5wYXJsZXkudjEuU2VydmVkTW9kZWxXb3JrZXIiWQoRU2VydmVkTW9kZWxXb3JrZXISDwoHYWRkcmVzcxgBIAEoCRIMCgRwb29sGAIgASgJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlImgKHEFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIQCghlbmRfdXNlchgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSLpAQodQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USLQoNdXNhZ2VfcmVjb3JkcxgBIAMoCzIWLnBhcmxleS52MS5Vc2FnZVJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSTQoLdXNlcl9lbWFpbHMYAyADKAsyOC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2UuVXNlckVtYWlsc0VudHJ5GjEKD1VzZXJFbWFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKElNlYXJjaFVzZXJzUmVxdWVzdBIUCgxlbWFpbF9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUwoTU2VhcmNoVXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULnBhcmxleS52MS5BZG1pblVzZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKCUFkbWluVXNlchIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISFQoNYmFsYW5jZV9uYW5vcxgCIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgDIAEoAyJEChNTZXRVc2VyQWRtaW5SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFYWRtaW4YAyABKAgiNQoUU2V0VXNlckFkbWluUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyIlAKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5wYXJsZXkudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilQEKCkF1ZGl0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRraW5kGAMgASgJEgoKAmlwGAQgASgJEhIKCnVzZXJfYWdlbnQYBSABKAkSDgoGZGV0YWlsGAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK3AgoKSW52aXRhdGlvbhIVCg1pbnZpdGF0aW9uX2lkGAEgASgJEg4KBnByZWZpeBgCIAEoCRIMCgRub3RlGAMgASgJEhIKCmNyZWF0ZWRfYnkYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbWF4X3VzZXMYByABKAMSDAoEdXNlcxgIIAEoAxIwCgxsYXN0X3VzZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImEKF0NyZWF0ZUludml0YXRpb25SZXF1ZXN0EhAKCG1heF91c2VzGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIMCgRub3RlGAMgASgJIlMKGENyZWF0ZUludml0YXRpb25SZXNwb25zZRIpCgppbnZpdGF0aW9uGAEgASgLMhUucGFybGV5LnYxLkludml0YXRpb24SDAoEY29kZRgCIAEoCSI/ChZMaXN0SW52aXRhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIl4KF0xpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEioKC2ludml0YXRpb25zGAEgAygLMhUucGFybGV5LnYxLkludml0YXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjAKF1Jldm9rZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiRQoYUmV2b2tlSW52aXRhdGlvblJlc3BvbnNlEikKCmludml0YXRpb24YASABKAsyFS5wYXJsZXkudjEuSW52aXRhdGlvbiqVAQoLV29ya2VyU3RhdGUSHAoYV09SS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSV09SS0VSX1NUQVRFX1JFQURZEAESGAoUV09SS0VSX1NUQVRFX0VKRUNURUQQAhIbChdXT1JLRVJfU1RBVEVfQ09OTkVDVElORxADEhkKFVdPUktFUl9TVEFURV9EUkFJTklORxAEKpwBChBTZXJ2ZWRNb2RlbFN0YXRlEiIKHlNFUlZFRF9NT0RFTF9TVEFURV9VTlNQRUNJRklFRBAAEiAKHFNFUlZFRF9NT0RFTF9TVEFURV9BVkFJTEFCTEUQARIiCh5TRVJWRURfTU9ERUxfU1RBVEVfVU5BVkFJTEFCTEUQAhIeChpTRVJWRURfTU9ERUxfU1RBVEVfUkVGVVNFRBADMsgHCgxBZG1pblNlcnZpY2USTAoLU2V0VXNlclRpZXISHS5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXF1ZXN0Gh4ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVzcG9uc2USUgoNQWRqdXN0QmFsYW5jZRIfLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVxdWVzdBogLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVzcG9uc2USTAoLTGlzdFdvcmtlcnMSHS5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USXgoJTGlzdFVzYWdlEicucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QaKC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USWwoQTGlzdFNlcnZlZE1vZGVscxIiLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVxdWVzdBojLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVzcG9uc2USTAoLU2VhcmNoVXNlcnMSHS5wYXJsZXkudjEuU2VhcmNoVXNlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVzcG9uc2USTwoMU2V0VXNlckFkbWluEh4ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlcXVlc3QaHy5wYXJsZXkudjEuU2V0VXNlckFkbWluUmVzcG9uc2USWAoPTGlzdEF1ZGl0RXZlbnRzEiEucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USWwoQQ3JlYXRlSW52aXRhdGlvbhIiLnBhcmxleS52MS5DcmVhdGVJbnZpdGF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DcmVhdGVJbnZpdGF0aW9uUmVzcG9uc2USWAoPTGlzdEludml0YXRpb25zEiEucGFybGV5LnYxLkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEludml0YXRpb25zUmVzcG9uc2USWwoQUmV2b2tlSW52aXRhdGlvbhIiLnBhcmxleS52MS5SZXZva2VJbnZpdGF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5SZXZva2VJbnZpdGF0aW9uUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
 
 /**
  * Worker is a GPU worker as one gateway sees it.
@@ -787,6 +787,252 @@ export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
   messageDesc(file_parley_v1_admin, 21);
 
 /**
+ * Invitation is a sign-up invitation as an operator sees it; its code is shown only
+ * by CreateInvitation.
+ *
+ * @generated from message parley.v1.Invitation
+ */
+export type Invitation = Message<"parley.v1.Invitation"> & {
+  /**
+   * The invitation's id.
+   *
+   * @generated from field: string invitation_id = 1;
+   */
+  invitationId: string;
+
+  /**
+   * The first characters of the code (inv_ and 8 more), to recognise it by.
+   *
+   * @generated from field: string prefix = 2;
+   */
+  prefix: string;
+
+  /**
+   * The issuer's label, e.g. whom it is for; may be empty.
+   *
+   * @generated from field: string note = 3;
+   */
+  note: string;
+
+  /**
+   * Who issued it: an admin's user id, or "cli" for `parley admin create-invite`.
+   *
+   * @generated from field: string created_by = 4;
+   */
+  createdBy: string;
+
+  /**
+   * When it was issued.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * When it stops working.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * How many accounts it may create.
+   *
+   * @generated from field: int64 max_uses = 7;
+   */
+  maxUses: bigint;
+
+  /**
+   * How many it has created.
+   *
+   * @generated from field: int64 uses = 8;
+   */
+  uses: bigint;
+
+  /**
+   * When it last created one; unset if never.
+   *
+   * @generated from field: google.protobuf.Timestamp last_used_at = 9;
+   */
+  lastUsedAt?: Timestamp | undefined;
+
+  /**
+   * When it was revoked; unset if it was not.
+   *
+   * @generated from field: google.protobuf.Timestamp revoked_at = 10;
+   */
+  revokedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.Invitation.
+ * Use `create(InvitationSchema)` to create a new message.
+ */
+export const InvitationSchema: GenMessage<Invitation> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 22);
+
+/**
+ * CreateInvitationRequest is the request of AdminService.CreateInvitation.
+ *
+ * @generated from message parley.v1.CreateInvitationRequest
+ */
+export type CreateInvitationRequest = Message<"parley.v1.CreateInvitationRequest"> & {
+  /**
+   * Optional. How many accounts the code may create: default 1, at most 10000.
+   *
+   * @generated from field: int64 max_uses = 1;
+   */
+  maxUses: bigint;
+
+  /**
+   * Optional. How long the code lives: default 7 days, at most 365 days.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 2;
+   */
+  ttl?: Duration | undefined;
+
+  /**
+   * Optional. A label, e.g. whom it is for; at most 200 characters.
+   *
+   * @generated from field: string note = 3;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message parley.v1.CreateInvitationRequest.
+ * Use `create(CreateInvitationRequestSchema)` to create a new message.
+ */
+export const CreateInvitationRequestSchema: GenMessage<CreateInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 23);
+
+/**
+ * CreateInvitationResponse is the response of AdminService.CreateInvitation.
+ *
+ * @generated from message parley.v1.CreateInvitationResponse
+ */
+export type CreateInvitationResponse = Message<"parley.v1.CreateInvitationResponse"> & {
+  /**
+   * The invitation.
+   *
+   * @generated from field: parley.v1.Invitation invitation = 1;
+   */
+  invitation?: Invitation | undefined;
+
+  /**
+   * The code (inv_…) to hand to the invitee; shown this once.
+   *
+   * @generated from field: string code = 2;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message parley.v1.CreateInvitationResponse.
+ * Use `create(CreateInvitationResponseSchema)` to create a new message.
+ */
+export const CreateInvitationResponseSchema: GenMessage<CreateInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 24);
+
+/**
+ * ListInvitationsRequest is the request of AdminService.ListInvitations.
+ *
+ * @generated from message parley.v1.ListInvitationsRequest
+ */
+export type ListInvitationsRequest = Message<"parley.v1.ListInvitationsRequest"> & {
+  /**
+   * Optional. The most invitations to return: default 50, at most 200.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * Optional. The next_page_token of the previous page; empty for the first page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.ListInvitationsRequest.
+ * Use `create(ListInvitationsRequestSchema)` to create a new message.
+ */
+export const ListInvitationsRequestSchema: GenMessage<ListInvitationsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 25);
+
+/**
+ * ListInvitationsResponse is the response of AdminService.ListInvitations.
+ *
+ * @generated from message parley.v1.ListInvitationsResponse
+ */
+export type ListInvitationsResponse = Message<"parley.v1.ListInvitationsResponse"> & {
+  /**
+   * The invitations, newest first.
+   *
+   * @generated from field: repeated parley.v1.Invitation invitations = 1;
+   */
+  invitations: Invitation[];
+
+  /**
+   * The token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.ListInvitationsResponse.
+ * Use `create(ListInvitationsResponseSchema)` to create a new message.
+ */
+export const ListInvitationsResponseSchema: GenMessage<ListInvitationsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 26);
+
+/**
+ * RevokeInvitationRequest is the request of AdminService.RevokeInvitation.
+ *
+ * @generated from message parley.v1.RevokeInvitationRequest
+ */
+export type RevokeInvitationRequest = Message<"parley.v1.RevokeInvitationRequest"> & {
+  /**
+   * Required. The invitation's id.
+   *
+   * @generated from field: string invitation_id = 1;
+   */
+  invitationId: string;
+};
+
+/**
+ * Describes the message parley.v1.RevokeInvitationRequest.
+ * Use `create(RevokeInvitationRequestSchema)` to create a new message.
+ */
+export const RevokeInvitationRequestSchema: GenMessage<RevokeInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 27);
+
+/**
+ * RevokeInvitationResponse is the response of AdminService.RevokeInvitation.
+ *
+ * @generated from message parley.v1.RevokeInvitationResponse
+ */
+export type RevokeInvitationResponse = Message<"parley.v1.RevokeInvitationResponse"> & {
+  /**
+   * The invitation as revoked.
+   *
+   * @generated from field: parley.v1.Invitation invitation = 1;
+   */
+  invitation?: Invitation | undefined;
+};
+
+/**
+ * Describes the message parley.v1.RevokeInvitationResponse.
+ * Use `create(RevokeInvitationResponseSchema)` to create a new message.
+ */
+export const RevokeInvitationResponseSchema: GenMessage<RevokeInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 28);
+
+/**
  * WorkerState is the gateway's view of a worker.
  *
  * @generated from enum parley.v1.WorkerState
@@ -977,6 +1223,45 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ListAuditEventsRequestSchema;
     output: typeof ListAuditEventsResponseSchema;
+  },
+  /**
+   * CreateInvitation issues a sign-up invitation: a code that lets max_uses people
+   * sign up (AuthService.SignUp's invitation_code) while the server's sign-up policy
+   * is invite, until it expires or is revoked. The code is returned once and stored
+   * only as a hash. It is audited under the calling admin.
+   * Errors: invalid_argument (max_uses, ttl, note).
+   *
+   * @generated from rpc parley.v1.AdminService.CreateInvitation
+   */
+  createInvitation: {
+    methodKind: "unary";
+    input: typeof CreateInvitationRequestSchema;
+    output: typeof CreateInvitationResponseSchema;
+  },
+  /**
+   * ListInvitations pages through every invitation, newest first, used, expired
+   * and revoked ones included (never their codes).
+   * Errors: invalid_argument (page_size, page_token).
+   *
+   * @generated from rpc parley.v1.AdminService.ListInvitations
+   */
+  listInvitations: {
+    methodKind: "unary";
+    input: typeof ListInvitationsRequestSchema;
+    output: typeof ListInvitationsResponseSchema;
+  },
+  /**
+   * RevokeInvitation revokes an invitation: no further sign-up may use it; the
+   * accounts it already made stay. Revoking a revoked invitation succeeds and keeps
+   * the first revoked_at. It is audited under the calling admin.
+   * Errors: invalid_argument (invitation_id), not_found (invitation).
+   *
+   * @generated from rpc parley.v1.AdminService.RevokeInvitation
+   */
+  revokeInvitation: {
+    methodKind: "unary";
+    input: typeof RevokeInvitationRequestSchema;
+    output: typeof RevokeInvitationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_admin, 0);

@@ -2,8 +2,8 @@
 // @generated from file parley/v1/auth.proto (package parley.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { AuthChannel, Tier } from "./common_pb.js";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/auth.proto.
  */
 export const file_parley_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChRwYXJsZXkvdjEvYXV0aC5wcm90bxIJcGFybGV5LnYxIpoBCgRVc2VyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEh0KBHRpZXIYBCABKA4yDy5wYXJsZXkudjEuVGllchINCgVhZG1pbhgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJGCg1TaWduVXBSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCSJnCg5TaWduVXBSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISNgoSc2Vzc2lvbl9leHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIvCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiZgoNTG9naW5SZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISNgoSc2Vzc2lvbl9leHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIPCg1Mb2dvdXRSZXF1ZXN0IhAKDkxvZ291dFJlc3BvbnNlIg4KDEdldE1lUmVxdWVzdCJrCg1HZXRNZVJlc3BvbnNlEh0KBHVzZXIYASABKAsyDy5wYXJsZXkudjEuVXNlchInCgdjaGFubmVsGAIgASgOMhYucGFybGV5LnYxLkF1dGhDaGFubmVsEhIKCmFwaV9rZXlfaWQYAyABKAkygwIKC0F1dGhTZXJ2aWNlEj0KBlNpZ25VcBIYLnBhcmxleS52MS5TaWduVXBSZXF1ZXN0GhkucGFybGV5LnYxLlNpZ25VcFJlc3BvbnNlEjoKBUxvZ2luEhcucGFybGV5LnYxLkxvZ2luUmVxdWVzdBoYLnBhcmxleS52MS5Mb2dpblJlc3BvbnNlEj0KBkxvZ291dBIYLnBhcmxleS52MS5Mb2dvdXRSZXF1ZXN0GhkucGFybGV5LnYxLkxvZ291dFJlc3BvbnNlEjoKBUdldE1lEhcucGFybGV5LnYxLkdldE1lUmVxdWVzdBoYLnBhcmxleS52MS5HZXRNZVJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChRwYXJsZXkvdjEvYXV0aC5wcm90bxIJcGFybGV5LnYxIpoBCgRVc2VyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEh0KBHRpZXIYBCABKA4yDy5wYXJsZXkudjEuVGllchINCgVhZG1pbhgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJfCg1TaWduVXBSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRIXCg9pbnZpdGF0aW9uX2NvZGUYBCABKAkiGAoWR2V0U2lnblVwUG9saWN5UmVxdWVzdCJCChdHZXRTaWduVXBQb2xpY3lSZXNwb25zZRInCgZwb2xpY3kYASABKA4yFy5wYXJsZXkudjEuU2lnblVwUG9saWN5ImcKDlNpZ25VcFJlc3BvbnNlEh0KBHVzZXIYASABKAsyDy5wYXJsZXkudjEuVXNlchI2ChJzZXNzaW9uX2V4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDExvZ2luUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSJmCg1Mb2dpblJlc3BvbnNlEh0KBHVzZXIYASABKAsyDy5wYXJsZXkudjEuVXNlchI2ChJzZXNzaW9uX2V4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIg8KDUxvZ291dFJlcXVlc3QiEAoOTG9nb3V0UmVzcG9uc2UiDgoMR2V0TWVSZXF1ZXN0ImsKDUdldE1lUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyEicKB2NoYW5uZWwYAiABKA4yFi5wYXJsZXkudjEuQXV0aENoYW5uZWwSEgoKYXBpX2tleV9pZBgDIAEoCSp9CgxTaWduVXBQb2xpY3kSHgoaU0lHTl9VUF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNTSUdOX1VQX1BPTElDWV9PUEVOEAESGQoVU0lHTl9VUF9QT0xJQ1lfSU5WSVRFEAISGQoVU0lHTl9VUF9QT0xJQ1lfQ0xPU0VEEAMy3QIKC0F1dGhTZXJ2aWNlEj0KBlNpZ25VcBIYLnBhcmxleS52MS5TaWduVXBSZXF1ZXN0GhkucGFybGV5LnYxLlNpZ25VcFJlc3BvbnNlElgKD0dldFNpZ25VcFBvbGljeRIhLnBhcmxleS52MS5HZXRTaWduVXBQb2xpY3lSZXF1ZXN0GiIucGFybGV5LnYxLkdldFNpZ25VcFBvbGljeVJlc3BvbnNlEjoKBUxvZ2luEhcucGFybGV5LnYxLkxvZ2luUmVxdWVzdBoYLnBhcmxleS52MS5Mb2dpblJlc3BvbnNlEj0KBkxvZ291dBIYLnBhcmxleS52MS5Mb2dvdXRSZXF1ZXN0GhkucGFybGV5LnYxLkxvZ291dFJlc3BvbnNlEjoKBUdldE1lEhcucGFybGV5LnYxLkdldE1lUmVxdWVzdBoYLnBhcmxleS52MS5HZXRNZVJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_parley_v1_common]);
 
 /**
  * User is an account.
@@ -98,6 +98,14 @@ export type SignUpRequest = Message<"parley.v1.SignUpRequest"> & {
    * @generated from field: string display_name = 3;
    */
   displayName: string;
+
+  /**
+   * The invitation code (inv_…) an admin issued: required when the sign-up policy
+   * is invite, ignored otherwise. At most 128 bytes; surrounding spaces are ignored.
+   *
+   * @generated from field: string invitation_code = 4;
+   */
+  invitationCode: string;
 };
 
 /**
@@ -106,6 +114,43 @@ export type SignUpRequest = Message<"parley.v1.SignUpRequest"> & {
  */
 export const SignUpRequestSchema: GenMessage<SignUpRequest> = /*@__PURE__*/
   messageDesc(file_parley_v1_auth, 1);
+
+/**
+ * GetSignUpPolicyRequest is the request of AuthService.GetSignUpPolicy. It has no
+ * fields.
+ *
+ * @generated from message parley.v1.GetSignUpPolicyRequest
+ */
+export type GetSignUpPolicyRequest = Message<"parley.v1.GetSignUpPolicyRequest"> & {
+};
+
+/**
+ * Describes the message parley.v1.GetSignUpPolicyRequest.
+ * Use `create(GetSignUpPolicyRequestSchema)` to create a new message.
+ */
+export const GetSignUpPolicyRequestSchema: GenMessage<GetSignUpPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_auth, 2);
+
+/**
+ * GetSignUpPolicyResponse is the response of AuthService.GetSignUpPolicy.
+ *
+ * @generated from message parley.v1.GetSignUpPolicyResponse
+ */
+export type GetSignUpPolicyResponse = Message<"parley.v1.GetSignUpPolicyResponse"> & {
+  /**
+   * The server's policy (its --signup).
+   *
+   * @generated from field: parley.v1.SignUpPolicy policy = 1;
+   */
+  policy: SignUpPolicy;
+};
+
+/**
+ * Describes the message parley.v1.GetSignUpPolicyResponse.
+ * Use `create(GetSignUpPolicyResponseSchema)` to create a new message.
+ */
+export const GetSignUpPolicyResponseSchema: GenMessage<GetSignUpPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_auth, 3);
 
 /**
  * SignUpResponse is the response of AuthService.SignUp. The `Session_id` cookie is set
@@ -134,7 +179,7 @@ export type SignUpResponse = Message<"parley.v1.SignUpResponse"> & {
  * Use `create(SignUpResponseSchema)` to create a new message.
  */
 export const SignUpResponseSchema: GenMessage<SignUpResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 2);
+  messageDesc(file_parley_v1_auth, 4);
 
 /**
  * LoginRequest is the request of AuthService.Login.
@@ -162,7 +207,7 @@ export type LoginRequest = Message<"parley.v1.LoginRequest"> & {
  * Use `create(LoginRequestSchema)` to create a new message.
  */
 export const LoginRequestSchema: GenMessage<LoginRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 3);
+  messageDesc(file_parley_v1_auth, 5);
 
 /**
  * LoginResponse is the response of AuthService.Login. The `Session_id` cookie is set
@@ -191,7 +236,7 @@ export type LoginResponse = Message<"parley.v1.LoginResponse"> & {
  * Use `create(LoginResponseSchema)` to create a new message.
  */
 export const LoginResponseSchema: GenMessage<LoginResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 4);
+  messageDesc(file_parley_v1_auth, 6);
 
 /**
  * LogoutRequest is the request of AuthService.Logout. It has no fields.
@@ -206,7 +251,7 @@ export type LogoutRequest = Message<"parley.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 5);
+  messageDesc(file_parley_v1_auth, 7);
 
 /**
  * LogoutResponse is the response of AuthService.Logout. It has no fields; the cookie
@@ -222,7 +267,7 @@ export type LogoutResponse = Message<"parley.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 6);
+  messageDesc(file_parley_v1_auth, 8);
 
 /**
  * GetMeRequest is the request of AuthService.GetMe. It has no fields.
@@ -237,7 +282,7 @@ export type GetMeRequest = Message<"parley.v1.GetMeRequest"> & {
  * Use `create(GetMeRequestSchema)` to create a new message.
  */
 export const GetMeRequestSchema: GenMessage<GetMeRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 7);
+  messageDesc(file_parley_v1_auth, 9);
 
 /**
  * GetMeResponse is the response of AuthService.GetMe.
@@ -272,7 +317,48 @@ export type GetMeResponse = Message<"parley.v1.GetMeResponse"> & {
  * Use `create(GetMeResponseSchema)` to create a new message.
  */
 export const GetMeResponseSchema: GenMessage<GetMeResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_auth, 8);
+  messageDesc(file_parley_v1_auth, 10);
+
+/**
+ * SignUpPolicy is who may create an account with AuthService.SignUp.
+ *
+ * @generated from enum parley.v1.SignUpPolicy
+ */
+export enum SignUpPolicy {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: SIGN_UP_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Anyone may sign up (throttled per address and server-wide).
+   *
+   * @generated from enum value: SIGN_UP_POLICY_OPEN = 1;
+   */
+  OPEN = 1,
+
+  /**
+   * Only holders of an unused invitation code may sign up.
+   *
+   * @generated from enum value: SIGN_UP_POLICY_INVITE = 2;
+   */
+  INVITE = 2,
+
+  /**
+   * No one may sign up; an operator creates accounts.
+   *
+   * @generated from enum value: SIGN_UP_POLICY_CLOSED = 3;
+   */
+  CLOSED = 3,
+}
+
+/**
+ * Describes the enum parley.v1.SignUpPolicy.
+ */
+export const SignUpPolicySchema: GenEnum<SignUpPolicy> = /*@__PURE__*/
+  enumDesc(file_parley_v1_auth, 0);
 
 /**
  * AuthService signs people up and in. SignUp and Login need no credentials and are
@@ -284,9 +370,17 @@ export const GetMeResponseSchema: GenMessage<GetMeResponse> = /*@__PURE__*/
  */
 export const AuthService: GenService<{
   /**
-   * SignUp creates a user on the free tier and starts a session for it.
-   * Errors: invalid_argument (email, password, display_name), already_exists (email
-   * taken), resource_exhausted (throttled; with retry-after).
+   * SignUp creates a user on the free tier and starts a session for it, if the
+   * server's sign-up policy (GetSignUpPolicy) lets it: under closed every sign-up is
+   * refused; under invite it needs invitation_code, an unused code from
+   * AdminService.CreateInvitation, of which it takes one use in the transaction that
+   * creates the user. A refused sign-up creates nothing.
+   * Errors: invalid_argument (email, password, display_name, invitation_code),
+   * permission_denied (the policy: closed, or invite without a usable
+   * invitation_code; the message names the policy and, for a code, a FieldViolation
+   * names invitation_code and says why: no such invitation, used up, revoked,
+   * expired), already_exists (email taken), resource_exhausted (throttled per
+   * address, per email or server-wide; with retry-after).
    *
    * @generated from rpc parley.v1.AuthService.SignUp
    */
@@ -294,6 +388,18 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof SignUpRequestSchema;
     output: typeof SignUpResponseSchema;
+  },
+  /**
+   * GetSignUpPolicy says who may sign up on this server, so a sign-up form can ask
+   * for an invitation code, or say sign-up is closed, before it is submitted. It
+   * needs no credentials.
+   *
+   * @generated from rpc parley.v1.AuthService.GetSignUpPolicy
+   */
+  getSignUpPolicy: {
+    methodKind: "unary";
+    input: typeof GetSignUpPolicyRequestSchema;
+    output: typeof GetSignUpPolicyResponseSchema;
   },
   /**
    * Login starts a session for an existing user.

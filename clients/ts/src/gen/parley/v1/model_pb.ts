@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/model.proto.
  */
 export const file_parley_v1_model: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvbW9kZWwucHJvdG8SCXBhcmxleS52MSLpAgoFTW9kZWwSCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhYKDmNvbnRleHRfd2luZG93GAQgASgDEhkKEW1heF9vdXRwdXRfdG9rZW5zGAUgASgDEiUKHWlucHV0X3ByaWNlX25hbm9zX3Blcl9taWxsaW9uGAYgASgDEiYKHm91dHB1dF9wcmljZV9uYW5vc19wZXJfbWlsbGlvbhgHIAEoAxInCgptb2RhbGl0aWVzGAggAygOMhMucGFybGV5LnYxLk1vZGFsaXR5EhEKCXNpbXVsYXRlZBgJIAEoCBIpCgt0aWVyX2xpbWl0cxgKIAMoCzIULnBhcmxleS52MS5UaWVyTGltaXQSIgoEa2luZBgLIAEoDjIULnBhcmxleS52MS5Nb2RlbEtpbmQSHAoUZW1iZWRkaW5nX2RpbWVuc2lvbnMYDCABKAUitQEKCVRpZXJMaW1pdBIdCgR0aWVyGAEgASgOMg8ucGFybGV5LnYxLlRpZXISGwoTcmVxdWVzdHNfcGVyX3dpbmRvdxgCIAEoAxIfChdpbnB1dF90b2tlbnNfcGVyX3dpbmRvdxgDIAEoAxIgChhvdXRwdXRfdG9rZW5zX3Blcl93aW5kb3cYBCABKAMSKQoGd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIhMKEUxpc3RNb2RlbHNSZXF1ZXN0IjYKEkxpc3RNb2RlbHNSZXNwb25zZRIgCgZtb2RlbHMYASADKAsyEC5wYXJsZXkudjEuTW9kZWwqYgoITW9kYWxpdHkSGAoUTU9EQUxJVFlfVU5TUEVDSUZJRUQQABIRCg1NT0RBTElUWV9URVhUEAESEgoOTU9EQUxJVFlfSU1BR0UQAhIVChFNT0RBTElUWV9ET0NVTUVOVBADKlYKCU1vZGVsS2luZBIaChZNT0RFTF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPTU9ERUxfS0lORF9DSEFUEAESGAoUTU9ERUxfS0lORF9FTUJFRERJTkcQAjJZCgxNb2RlbFNlcnZpY2USSQoKTGlzdE1vZGVscxIcLnBhcmxleS52MS5MaXN0TW9kZWxzUmVxdWVzdBodLnBhcmxleS52MS5MaXN0TW9kZWxzUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_duration, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvbW9kZWwucHJvdG8SCXBhcmxleS52MSKWAwoFTW9kZWwSCgoCaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhYKDmNvbnRleHRfd2luZG93GAQgASgDEhkKEW1heF9vdXRwdXRfdG9rZW5zGAUgASgDEiUKHWlucHV0X3ByaWNlX25hbm9zX3Blcl9taWxsaW9uGAYgASgDEiYKHm91dHB1dF9wcmljZV9uYW5vc19wZXJfbWlsbGlvbhgHIAEoAxInCgptb2RhbGl0aWVzGAggAygOMhMucGFybGV5LnYxLk1vZGFsaXR5EhEKCXNpbXVsYXRlZBgJIAEoCBIpCgt0aWVyX2xpbWl0cxgKIAMoCzIULnBhcmxleS52MS5UaWVyTGltaXQSIgoEa2luZBgLIAEoDjIULnBhcmxleS52MS5Nb2RlbEtpbmQSHAoUZW1iZWRkaW5nX2RpbWVuc2lvbnMYDCABKAUSKwoMY2FwYWJpbGl0aWVzGA0gAygOMhUucGFybGV5LnYxLkNhcGFiaWxpdHkitQEKCVRpZXJMaW1pdBIdCgR0aWVyGAEgASgOMg8ucGFybGV5LnYxLlRpZXISGwoTcmVxdWVzdHNfcGVyX3dpbmRvdxgCIAEoAxIfChdpbnB1dF90b2tlbnNfcGVyX3dpbmRvdxgDIAEoAxIgChhvdXRwdXRfdG9rZW5zX3Blcl93aW5kb3cYBCABKAMSKQoGd2luZG93GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIhMKEUxpc3RNb2RlbHNSZXF1ZXN0IjYKEkxpc3RNb2RlbHNSZXNwb25zZRIgCgZtb2RlbHMYASADKAsyEC5wYXJsZXkudjEuTW9kZWwqYgoITW9kYWxpdHkSGAoUTU9EQUxJVFlfVU5TUEVDSUZJRUQQABIRCg1NT0RBTElUWV9URVhUEAESEgoOTU9EQUxJVFlfSU1BR0UQAhIVChFNT0RBTElUWV9ET0NVTUVOVBADKlYKCU1vZGVsS2luZBIaChZNT0RFTF9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPTU9ERUxfS0lORF9DSEFUEAESGAoUTU9ERUxfS0lORF9FTUJFRERJTkcQAip6CgpDYXBhYmlsaXR5EhoKFkNBUEFCSUxJVFlfVU5TUEVDSUZJRUQQABIUChBDQVBBQklMSVRZX1RPT0xTEAESIAocQ0FQQUJJTElUWV9TVFJVQ1RVUkVEX09VVFBVVBACEhgKFENBUEFCSUxJVFlfUkVBU09OSU5HEAMyWQoMTW9kZWxTZXJ2aWNlEkkKCkxpc3RNb2RlbHMSHC5wYXJsZXkudjEuTGlzdE1vZGVsc1JlcXVlc3QaHS5wYXJsZXkudjEuTGlzdE1vZGVsc1Jlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_duration, file_parley_v1_common]);
 
 /**
  * Model describes a model and its prices and limits.
@@ -106,6 +106,14 @@ export type Model = Message<"parley.v1.Model"> & {
    * @generated from field: int32 embedding_dimensions = 12;
    */
   embeddingDimensions: number;
+
+  /**
+   * What a chat model can do beyond answering text, sorted; empty for embedding
+   * models. Images and documents are in modalities.
+   *
+   * @generated from field: repeated parley.v1.Capability capabilities = 13;
+   */
+  capabilities: Capability[];
 };
 
 /**
@@ -275,6 +283,52 @@ export enum ModelKind {
  */
 export const ModelKindSchema: GenEnum<ModelKind> = /*@__PURE__*/
   enumDesc(file_parley_v1_model, 1);
+
+/**
+ * Capability is something a chat model can do beyond answering text.
+ *
+ * @generated from enum parley.v1.Capability
+ */
+export enum Capability {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: CAPABILITY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Calls the functions a request offers (tools); requests with tools are refused
+   * for a model without it.
+   *
+   * @generated from enum value: CAPABILITY_TOOLS = 1;
+   */
+  TOOLS = 1,
+
+  /**
+   * Answers in JSON, or in JSON valid against a schema (a response format); such
+   * requests are refused for a model without it.
+   *
+   * @generated from enum value: CAPABILITY_STRUCTURED_OUTPUT = 2;
+   */
+  STRUCTURED_OUTPUT = 2,
+
+  /**
+   * Reasons before answering: its reasoning streams as GenerationDelta.reasoning
+   * (Anthropic thinking blocks, Responses reasoning items, chat completions'
+   * reasoning_content), and a request's reasoning effort is passed on to it. Requests
+   * for reasoning to a model without it are accepted and answered without any.
+   *
+   * @generated from enum value: CAPABILITY_REASONING = 3;
+   */
+  REASONING = 3,
+}
+
+/**
+ * Describes the enum parley.v1.Capability.
+ */
+export const CapabilitySchema: GenEnum<Capability> = /*@__PURE__*/
+  enumDesc(file_parley_v1_model, 2);
 
 /**
  * ModelService lists the models Parley serves. Any authenticated caller may use it.

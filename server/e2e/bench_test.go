@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parley bench against a gateway with its default request-rate limits (a
+// burst of 20) refuses to report figures from the refusals: it exits
+// non-zero, prints the refusals by kind first and says what refused them;
+// with --max-error-rate 1 the same run passes, its figures each saying how
+// many successes they come from.
+func TestBenchFailsOnRefusals(t *testing.T) {
+	s := startServer(t, append([]string{"--rate-limits="}, fastAuth...)...)
+	a := s.newAccount(t, "bench@example.com")
+	s.topup(t, a, "10")
+	bench := func(extra ...string) (string, string, int) {
+		t.Helper()
+		ctx := ctxTimeout(t, 60*time.Second)
+		cmd := exec.CommandContext(ctx, parleyBin, append([]string{"bench", "--url", s.BaseURL, "--api-key", a.Key,
+			"--protocol", "connect", "--concurrency", "10", "--requests", "60", "--max-tokens", "5", "--quiet"}, extra...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errOut, code := bench()
+	if code == 0 {
+		t.Fatalf("bench exited 0 with requests refused:\n%s%s", out, errOut)
+	}
+	if !strings.Contains(errOut, "rpc resource_exhausted") || !strings.Contains(errOut, "--rate-limits") {
+		t.Errorf("stderr does not say why:\n%s", errOut)
+	}
+	kinds, figures := strings.Index(out, "errors: "), strings.Index(out, "TTFT")
+	if kinds < 0 || !regexp.MustCompile(`\d+\s+rpc resource_exhausted`).MatchString(out) || figures >= 0 && figures < kinds {
+		t.Errorf("the error kinds do not come first:\n%s", out)
+	}
+	m := regexp.MustCompile(`requests 60  ok (\d+)  errors (\d+)`).FindStringSubmatch(out)
+	if m == nil || m[2] == "0" {
+		t.Fatalf("no count of successes and errors:\n%s", out)
+	}
+	if figures >= 0 && !strings.Contains(out, "TTFT  p50") || !strings.Contains(out, "("+m[1]+" ok)") {
+		t.Errorf("latencies without their count of successes (%s):\n%s", m[1], out)
+	}
+	if out, errOut, code := bench("--max-error-rate", "1"); code != 0 {
+		t.Errorf("--max-error-rate 1: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// parley bench relay, on the default configuration of the gateways it
+// starts, completes with no error (it turns their request rates off, and
+// says so).
+func TestBenchRelayNoErrors(t *testing.T) {
+	ctx := ctxTimeout(t, 120*time.Second)
+	cmd := exec.CommandContext(ctx, parleyBin, "bench", "relay", "--tokens", "5", "--token-delay", "1ms",
+		"--streams", "8", "--answers", "60", "--trials", "1", "--hold", "30", "--hold-delay", "50ms", "--hold-for", "500ms", "--quiet")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench relay: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--rate-limits off", "0 failed", "relay  30      0"} {
+		if !strings.Contains(string(out), want) && !(want == "relay  30      0" && regexp.MustCompile(`relay\s+30\s+0\s`).Match(out)) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`relay\s+60\s+0\s`).Match(out) {
+		t.Errorf("the load run's relay row is not 60 ok, 0 errors:\n%s", out)
+	}
+}
