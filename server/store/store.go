@@ -132,4 +132,7 @@ type Store struct {
 	Search ConversationSearch
 	// Shares holds conversations' public share links.
 	Shares Shares
+	// VectorStores holds vector stores and their files' ingestion state;
+	// nil where the backend keeps none.
+	VectorStores VectorStores
 }

@@ -135,6 +135,9 @@ type VectorStores interface {
 	// RemoveVectorStoreFile removes a file from the owner's store; the
 	// caller then deletes its chunks from the index.
 	RemoveVectorStoreFile(ctx context.Context, userID, storeID, fileID string) error
+	// VectorStoresOfFile lists the IDs of the owner's stores that hold the
+	// file, so that deleting the file can take it out of each.
+	VectorStoresOfFile(ctx context.Context, userID, fileID string) ([]string, error)
 	// CancelVectorStoreFiles marks the batch's files still in progress
 	// FileCancelled and says how many.
 	CancelVectorStoreFiles(ctx context.Context, userID, storeID, batchID string) (int, error)

@@ -134,6 +134,7 @@ func (db *DB) Store() store.Store {
 		Audit:         audit{db},
 		Search:        search{db},
 		Shares:        shares{db},
+		VectorStores:  vectorStores{db},
 	}
 }
 

@@ -40,6 +40,7 @@ func TestLedgerOutbox(t *testing.T)  { t.Parallel(); storetest.TestLedger(t, new
 func TestUsageOutbox(t *testing.T)   { t.Parallel(); storetest.TestUsageOutbox(t, newOutboxStore) }
 func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
 func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
+func TestVectorStores(t *testing.T)  { t.Parallel(); storetest.TestVectorStores(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
