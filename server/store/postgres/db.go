@@ -208,6 +208,7 @@ func (db *DB) Store() store.Store {
 		Audit:         audit{db},
 		Search:        search{db},
 		Shares:        shares{db},
+		VectorStores:  vectorStores{db},
 	}
 }
 

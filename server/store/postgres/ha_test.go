@@ -159,6 +159,7 @@ func TestPgBouncer(t *testing.T) {
 		"Attachments":   func(t *testing.T) { storetest.TestAttachments(t, newStore) },
 		"Audit":         func(t *testing.T) { storetest.TestAudit(t, newStore) },
 		"Invitations":   func(t *testing.T) { storetest.TestInvitations(t, newStore) },
+		"VectorStores":  func(t *testing.T) { storetest.TestVectorStores(t, newStore) },
 	} {
 		t.Run(name, func(t *testing.T) { t.Parallel(); suite(t) })
 	}

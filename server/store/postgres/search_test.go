@@ -8,5 +8,6 @@ import (
 
 func TestSearch(t *testing.T)        { t.Parallel(); storetest.TestSearch(t, newStore) }
 func TestShares(t *testing.T)        { t.Parallel(); storetest.TestShares(t, newStore) }
+func TestVectorStores(t *testing.T)  { t.Parallel(); storetest.TestVectorStores(t, newStore) }
 func TestUsageSummary(t *testing.T)  { t.Parallel(); storetest.TestUsageSummary(t, newStore) }
 func TestUserDirectory(t *testing.T) { t.Parallel(); storetest.TestUserDirectory(t, newStore) }
