@@ -228,5 +228,8 @@ func (s *Service) DeleteFile(ctx context.Context, userID, id string) error {
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return apierr.NotFound("file")
 	}
+	if err == nil && s.OnFileDeleted != nil {
+		s.OnFileDeleted(ctx, userID, id)
+	}
 	return err
 }

@@ -54,6 +54,10 @@ type Service struct {
 	SweepLimit int
 	// Metrics, when set, counts what the sweeps delete.
 	Metrics *Metrics
+	// OnFileDeleted, when set, is told of each file (an attachment with a
+	// purpose) deleted by its owner or by the sweep, once its record is
+	// gone: the vector stores take it out of their indexes.
+	OnFileDeleted func(ctx context.Context, userID, fileID string)
 }
 
 // Owner is who stores an upload: the user, their tier (which sets the

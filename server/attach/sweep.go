@@ -142,6 +142,9 @@ func (s *Service) deleteClaimed(ctx context.Context, limit int, claim func(n int
 			if err := s.Store.Purge(ctx, a.ID); err != nil {
 				return deleted, bytes, err
 			}
+			if a.Purpose != "" && s.OnFileDeleted != nil {
+				s.OnFileDeleted(ctx, a.UserID, a.ID)
+			}
 			deleted++
 			bytes += a.SizeBytes
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/knowledge"
 	"github.com/parleyhq/parley/server/limits"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/obs"
@@ -84,6 +85,8 @@ type Serve struct {
 	Core    chat.Config
 	// Attach bounds attachments and their signed URLs.
 	Attach attach.Config
+	// Knowledge is the vector stores' ingestion.
+	Knowledge knowledge.Config
 	// Cache is the response cache.
 	Cache respcache.Settings
 
@@ -146,6 +149,7 @@ const (
 	GroupWorkers       = "workers and models"
 	GroupLimits        = "limits and billing"
 	GroupAttachments   = "attachments"
+	GroupKnowledge     = "vector stores"
 	GroupCache         = "cache"
 	GroupRegions       = "regions"
 	GroupObservability = "observability"
@@ -181,6 +185,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	})
 	g.Add(fs, GroupLimits, false, c.Auth.RegisterFlags, c.Billing.RegisterFlags, c.Limits.RegisterFlags, c.Core.RegisterFlags)
 	g.Add(fs, GroupAttachments, false, c.Attach.RegisterFlags)
+	g.Add(fs, GroupKnowledge, false, c.Knowledge.RegisterFlags)
 	g.Add(fs, GroupCache, false, c.Cache.RegisterFlags)
 	g.Add(fs, GroupObservability, false, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")

@@ -209,6 +209,21 @@ func (s *Service) RemoveFile(ctx context.Context, userID, storeID, fileID string
 	return err
 }
 
+// FileDeleted takes a deleted file out of every store of its owner's that
+// holds it, rows and chunks (attach.Service.OnFileDeleted).
+func (s *Service) FileDeleted(ctx context.Context, userID, fileID string) {
+	ids, err := s.Stores.VectorStoresOfFile(ctx, userID, fileID)
+	if err != nil {
+		s.logger().ErrorContext(ctx, "finding the vector stores of a deleted file", "file", fileID, "err", err)
+		return
+	}
+	for _, id := range ids {
+		if err := s.RemoveFile(ctx, userID, id, fileID); err != nil && connect.CodeOf(err) != connect.CodeNotFound {
+			s.logger().ErrorContext(ctx, "taking a deleted file out of a vector store", "store", id, "file", fileID, "err", err)
+		}
+	}
+}
+
 // SetAttributes replaces a file's attributes in the caller's store, and its
 // chunks' (a file still being ingested gets them when its chunks are put).
 func (s *Service) SetAttributes(ctx context.Context, userID, storeID, fileID string, attrs map[string]any) (store.VectorStoreFile, error) {

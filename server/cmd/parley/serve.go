@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/server/compat"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
+	"github.com/parleyhq/parley/server/knowledge"
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/obs/tracing"
 	"github.com/parleyhq/parley/server/tokenize"
@@ -34,6 +35,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		return err
 	}
 	if err := cfg.RequestLog.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.Knowledge.Validate(); err != nil {
 		return err
 	}
 	logger := obs.NewLogger(logOut, cfg.LogLevel)
@@ -168,12 +172,23 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	// The SSE form of every server-streaming RPC, over the same handlers.
 	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: cfg.PingInterval}))
 
+	// Vector stores: files cut, embedded and indexed by whichever gateway
+	// claims them first, searched by /v1/vector_stores and file_search.
+	var knowledgeSvc *knowledge.Service
+	if stores.VectorStores != nil && stores.Vectors != nil {
+		knowledgeSvc = &knowledge.Service{Stores: stores.VectorStores, Index: stores.Vectors, Files: attachments, Embed: core,
+			Catalog: catalog, Tokens: core.Tokens, Config: cfg.Knowledge, Logger: logger, Now: time.Now}
+		knowledgeSvc.Start()
+		life.Go("sweeps", knowledgeSvc.Run)
+		attachments.OnFileDeleted = knowledgeSvc.FileDeleted
+	}
+
 	// The compatible surfaces (OpenAI, Anthropic), over the same core.
 	unsupported, err := compat.ParseUnsupported(cfg.OpenAIUnsupported)
 	if err != nil {
 		return err
 	}
-	mux.Handle("/v1/", compat.New(compat.Config{Core: core, Catalog: catalog, PingInterval: cfg.PingInterval, Outage: outage,
+	mux.Handle("/v1/", compat.New(compat.Config{Core: core, Catalog: catalog, Knowledge: knowledgeSvc, PingInterval: cfg.PingInterval, Outage: outage,
 		Unsupported: unsupported, DroppedParams: compat.NewDroppedParams(metrics.Registry), Auth: authn,
 		MaxElements: cfg.MaxRequestElements, Fault: fault, Observe: metrics.HTTP}))
 
