@@ -550,9 +550,9 @@ type responseStream struct {
 // streamItem is one output item as it streams: the message's text, or a
 // call.
 type streamItem struct {
-	index     int
-	id        string
-	text      strings.Builder
+	index      int
+	id         string
+	text       strings.Builder
 	call       *llm.ToolCall
 	reasoning  bool // text is reasoning
 	fileSearch bool // the file_search call, done before the generation

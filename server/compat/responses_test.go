@@ -134,7 +134,7 @@ func TestParseResponsesRequest(t *testing.T) {
 		`{"model":"m","input":"hi","background":true}`:                                    "background",
 		`{"model":"m","input":"hi","truncation":"auto"}`:                                  "truncation",
 		`{"model":"m","input":"hi","text":{"verbosity":"loud"}}`:                          "text.verbosity",
-		`{"model":"m","input":"hi","include":["message.input_image.image_url"]}`:         "include",
+		`{"model":"m","input":"hi","include":["message.input_image.image_url"]}`:          "include",
 		`{"model":"m","input":"hi","tools":[{"type":"file_search"}]}`:                     "tools[0].type",
 		`{"model":"m","input":"hi","tool_choice":{"type":"web_search"}}`:                  "tool_choice",
 		`{"model":"m","input":"hi","text":{"format":{"type":"xml"}}}`:                     "text.format.type",
