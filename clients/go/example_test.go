@@ -6,6 +6,7 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -49,6 +50,46 @@ func ExampleClient_files() {
 		panic(err)
 	}
 	// Output: ATTACHMENT_STATUS_READY true true
+}
+
+// Vector stores: index a file, wait for its ingestion, and search it
+// (hybrid: vector similarity and BM25, fused).
+func ExampleClient_vectorStores() {
+	ctx := context.Background()
+	c := parley.New(os.Getenv("PARLEY_URL"), parley.WithAPIKey(os.Getenv("PARLEY_API_KEY")))
+	f, err := c.Files.CreateFile(ctx, connect.NewRequest(&parleyv1.CreateFileRequest{
+		Filename: "handbook.md", Purpose: "assistants", Content: []byte("# Leave\nEvery employee gets 27 days of paid leave a year.\n"),
+	}))
+	if err != nil {
+		panic(err)
+	}
+	vs, err := c.VectorStores.CreateVectorStore(ctx, connect.NewRequest(&parleyv1.CreateVectorStoreRequest{
+		Name: "handbook", FileIds: []string{f.Msg.GetFile().GetFileId()},
+	}))
+	if err != nil {
+		panic(err)
+	}
+	store := vs.Msg.GetVectorStore()
+	for store.GetStatus() == parleyv1.VectorStoreStatus_VECTOR_STORE_STATUS_IN_PROGRESS {
+		time.Sleep(100 * time.Millisecond)
+		got, err := c.VectorStores.GetVectorStore(ctx, connect.NewRequest(&parleyv1.GetVectorStoreRequest{VectorStoreId: store.GetVectorStoreId()}))
+		if err != nil {
+			panic(err)
+		}
+		store = got.Msg.GetVectorStore()
+	}
+	found, err := c.VectorStores.SearchVectorStores(ctx, connect.NewRequest(&parleyv1.SearchVectorStoresRequest{
+		VectorStoreIds: []string{store.GetVectorStoreId()}, Query: "how many days of leave?", MaxNumResults: 3,
+	}))
+	if err != nil {
+		panic(err)
+	}
+	top := found.Msg.GetResults()[0]
+	fmt.Println(store.GetFileCounts().GetCompleted(), top.GetFilename(), strings.Contains(top.GetText(), "27 days"))
+	if _, err := c.VectorStores.DeleteVectorStore(ctx, connect.NewRequest(&parleyv1.DeleteVectorStoreRequest{VectorStoreId: store.GetVectorStoreId()})); err != nil {
+		panic(err)
+	}
+	// Output: 1 handbook.md true
 }
 
 // A tool loop: the model calls get_weather, the program runs it and sends

@@ -80,6 +80,8 @@ type Client struct {
 	Conversations parleyv1connect.ConversationServiceClient
 	Attachments   parleyv1connect.AttachmentServiceClient
 	Files         parleyv1connect.FileServiceClient
+	VectorStores  parleyv1connect.VectorStoreServiceClient
+	Projects      parleyv1connect.ProjectServiceClient
 	Billing       parleyv1connect.BillingServiceClient
 	Admin         parleyv1connect.AdminServiceClient
 }
@@ -124,6 +126,8 @@ func New(baseURL string, opts ...Option) *Client {
 		Conversations: parleyv1connect.NewConversationServiceClient(hc, baseURL, copts...),
 		Attachments:   parleyv1connect.NewAttachmentServiceClient(hc, baseURL, copts...),
 		Files:         parleyv1connect.NewFileServiceClient(hc, baseURL, copts...),
+		VectorStores:  parleyv1connect.NewVectorStoreServiceClient(hc, baseURL, copts...),
+		Projects:      parleyv1connect.NewProjectServiceClient(hc, baseURL, copts...),
 		Billing:       parleyv1connect.NewBillingServiceClient(hc, baseURL, copts...),
 		Admin:         parleyv1connect.NewAdminServiceClient(hc, baseURL, copts...),
 	}

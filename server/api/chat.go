@@ -26,6 +26,10 @@ func (h *ChatHandler) Complete(ctx context.Context, req *connect.Request[parleyv
 	if err != nil {
 		return nil, err
 	}
+	found, err := h.fileSearch(ctx, &r, m.GetFileSearch())
+	if err != nil {
+		return nil, err
+	}
 	var all chat.Collector
 	out, err := h.Core.Complete(ctx, r, all.Emit)
 	if err != nil {
@@ -44,6 +48,11 @@ func (h *ChatHandler) Complete(ctx context.Context, req *connect.Request[parleyv
 			Index: int32(i), Message: ch.Message(), FinishReason: chat.FinishReasonToProto(reason), Logprobs: ch.Logprobs})
 	}
 	res.Message = all.Choice(0).Message()
+	if found != nil {
+		// The cited passages follow the text of the answer (choice 0).
+		parts, _ := citationParts(all.Choice(0).Text.String(), found)
+		res.Message.Parts = append(res.Message.Parts, parts...)
+	}
 	return connect.NewResponse(res), nil
 }
 
@@ -55,9 +64,13 @@ func (h *ChatHandler) CompleteStream(ctx context.Context, req *connect.Request[p
 	if err != nil {
 		return err
 	}
-	_, err = h.Core.Complete(ctx, r, func(ev *parleyv1.GenerationEvent) error {
+	found, err := h.fileSearch(ctx, &r, m.GetFileSearch())
+	if err != nil {
+		return err
+	}
+	_, err = h.Core.Complete(ctx, r, citingStream(found, func(ev *parleyv1.GenerationEvent) error {
 		return stream.Send(&parleyv1.CompleteStreamResponse{Event: ev})
-	})
+	}))
 	return err
 }
 

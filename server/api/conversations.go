@@ -51,8 +51,19 @@ func (h *ConversationHandler) CreateConversation(ctx context.Context, req *conne
 	} else if _, ok := h.Core.Models.Lookup(model); !ok {
 		return nil, apierr.UnknownModel("model", model)
 	}
+	if id := req.Msg.GetProjectId(); id != "" {
+		if h.Core.Projects == nil {
+			return nil, apierr.FailedPrecondition("projects are not available on this server")
+		}
+		if _, err := h.Core.Projects.Get(ctx, p.UserID, id); errors.Is(err, store.ErrNotFound) {
+			return nil, apierr.InvalidArgument("project_id", "no such project")
+		} else if err != nil {
+			return nil, apierr.Internal()
+		}
+	}
 	now := h.Core.Now()
-	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, SystemPrompt: prompt, CreatedAt: now, UpdatedAt: now}
+	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, SystemPrompt: prompt,
+		ProjectID: req.Msg.GetProjectId(), CreatedAt: now, UpdatedAt: now}
 	if err := h.Core.Conversations.Create(ctx, c); err != nil {
 		return nil, apierr.Internal()
 	}
@@ -66,7 +77,7 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 	if err != nil {
 		return nil, err
 	}
-	filter := store.ConversationFilter{}
+	filter := store.ConversationFilter{ProjectID: req.Msg.GetProjectId()}
 	list := "conversations:" + req.Msg.GetArchived().String()
 	switch req.Msg.GetArchived() {
 	case parleyv1.ArchivedFilter_ARCHIVED_FILTER_UNSPECIFIED, parleyv1.ArchivedFilter_ARCHIVED_FILTER_ACTIVE:
@@ -78,6 +89,9 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 		filter.Archived = store.ArchiveAll
 	default:
 		return nil, apierr.InvalidArgument("archived", "unknown filter")
+	}
+	if filter.ProjectID != "" {
+		list += ":project:" + filter.ProjectID
 	}
 	cursor, err := h.Pages.Open(p.UserID, list, req.Msg.GetPageToken())
 	if err != nil {
@@ -202,6 +216,8 @@ func messageToProto(m store.Message) *parleyv1.ConversationMessage {
 		case part.ToolResult != nil:
 			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_ToolResult{ToolResult: &parleyv1.ToolResult{
 				ToolCallId: part.ToolResult.ToolCallID, Content: part.ToolResult.Content}}})
+		case part.Citation != nil:
+			pm.Parts = append(pm.Parts, &parleyv1.Part{Kind: &parleyv1.Part_Citation{Citation: chat.CitationToProto(*part.Citation)}})
 		case part.Meta != "", part.Reasoning != "":
 			// A surface's own record, not content (the Responses API's),
 			// and a model's reasoning (kept by the Responses API).
@@ -253,14 +269,22 @@ func (h *ConversationHandler) DeleteConversation(ctx context.Context, req *conne
 	if err != nil {
 		return nil, err
 	}
-	_, _ = h.Core.Cancel(ctx, c.ID)
-	if err := h.Core.Conversations.Delete(ctx, c.UserID, c.ID); err != nil {
-		return nil, apierr.Internal()
-	}
-	if err := h.Core.Messages.DeleteConversation(ctx, c.ID); err != nil {
-		return nil, apierr.Internal()
+	if err := h.deleteConversation(ctx, c); err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&parleyv1.DeleteConversationResponse{}), nil
+}
+
+// deleteConversation stops c's generation and deletes it with its messages.
+func (h *ConversationHandler) deleteConversation(ctx context.Context, c store.Conversation) error {
+	_, _ = h.Core.Cancel(ctx, c.ID)
+	if err := h.Core.Conversations.Delete(ctx, c.UserID, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return apierr.Internal()
+	}
+	if err := h.Core.Messages.DeleteConversation(ctx, c.ID); err != nil {
+		return apierr.Internal()
+	}
+	return nil
 }
 
 // SendMessage adds the caller's message and streams the answer. The answer
@@ -280,7 +304,7 @@ func (h *ConversationHandler) SendMessage(ctx context.Context, req *connect.Requ
 	}
 	convID, err := h.Core.Send(ctx, chat.SendRequest{
 		ConversationID: req.Msg.GetConversationId(), Model: req.Msg.GetModel(), Parts: parts, MaxOutputTokens: req.Msg.GetMaxOutputTokens(),
-		ParentID: req.Msg.ParentMessageId,
+		ParentID: req.Msg.ParentMessageId, ProjectID: req.Msg.GetProjectId(),
 	})
 	if err != nil {
 		return err
@@ -374,6 +398,7 @@ func (h *ConversationHandler) toProto(ctx context.Context, c store.Conversation)
 		ConversationId: c.ID, Title: c.Title, Model: c.Model, Archived: c.Archived,
 		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt),
 		Generating: h.Core.Generating(ctx, c.ID), SystemPrompt: c.SystemPrompt, CurrentMessageId: c.LeafID,
+		ProjectId: c.ProjectID,
 	}
 }
 

@@ -3,6 +3,7 @@ package chat
 import (
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/llm"
+	"github.com/parleyhq/parley/server/store"
 )
 
 // FinishReasonToProto maps an engine finish reason to the API's.
@@ -44,4 +45,9 @@ func DeltaToProto(d llm.Delta) *parleyv1.GenerationDelta {
 		out.Logprobs = append(out.Logprobs, p)
 	}
 	return out
+}
+
+// CitationToProto is a cited passage on the wire.
+func CitationToProto(c store.Citation) *parleyv1.Citation {
+	return &parleyv1.Citation{Number: int32(c.Number), FileId: c.FileID, Filename: c.Filename, Quote: c.Quote, Score: c.Score}
 }

@@ -67,6 +67,10 @@ type Core struct {
 	Limits        *limits.Limits
 	Conversations store.Conversations
 	Messages      store.Messages
+	// Projects holds the web chat's projects, and Retriever searches their
+	// files (nil: no projects).
+	Projects  store.Projects
+	Retriever Retriever
 	// Generations is the shared log of web generations in progress.
 	Generations store.Generations
 	// Attachments resolves parts that name an uploaded attachment and
@@ -478,6 +482,9 @@ type events struct {
 	sent    bool
 	// choices records each choice's end as the engine reports it.
 	choices []llm.FinishReason
+	// citations are the passages the answer cites (file search), sent with
+	// the finished event.
+	citations []*parleyv1.Citation
 }
 
 func (e *events) send(ev *parleyv1.GenerationEvent) error {
@@ -521,6 +528,7 @@ func (e *events) finish(out *Outcome) error {
 		FinishReason: FinishReasonToProto(out.FinishReason),
 		Usage:        UsageToProto(out.Usage),
 		CostNanos:    out.CostNanos,
+		Citations:    e.citations,
 	}
 	if out.FinishReason == llm.FinishError {
 		fin.ErrorMessage = "the generation failed on the worker"

@@ -9,7 +9,9 @@ import (
 
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/llm"
+	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/store"
 )
 
@@ -35,6 +37,10 @@ type EmbedRequest struct {
 	// Unbilled runs it without a hold, a charge or a usage record: a vector
 	// store search's query, free by default.
 	Unbilled bool
+	// Web counts it against the caller's tier limits on the model (the
+	// principal's Tier) instead of charging the balance, with a usage
+	// record on the web channel: a web chat project's files.
+	Web bool
 }
 
 // EmbedOutcome is an embeddings request's result and what it cost.
@@ -130,6 +136,9 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 		}
 		return &EmbedOutcome{RequestID: requestID, Model: m.ID, Vectors: res.Vectors, Usage: res.Usage}, nil
 	}
+	if req.Web {
+		return c.embedWeb(ctx, p, m, req, requestID, priority, exact, tokens, count)
+	}
 	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(tokens), 0))
 	if err != nil {
 		return nil, err
@@ -158,4 +167,37 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 		out.CostNanos = s.ChargedNanos
 	}
 	return out, nil
+}
+
+// embedWeb runs an embedding counted against the tier's limits: the inputs'
+// exact tokens are taken before it runs (all or nothing) and kept.
+func (c *Core) embedWeb(ctx context.Context, p auth.Principal, m *models.Model, req EmbedRequest, requestID string, priority int, exact bool, tokens int, count func() (int, error)) (*EmbedOutcome, error) {
+	if !exact {
+		var err error
+		if tokens, err = count(); err != nil {
+			return nil, err
+		}
+	}
+	if c.Limits == nil {
+		return nil, apierr.FailedPrecondition("tier limits are not available on this server")
+	}
+	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, int64(tokens), 0)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Router.Embed(ctx, llm.EmbedRequest{ID: requestID, Model: m.ID, Inputs: req.Inputs, Dimensions: req.Dimensions}, priority)
+	if err != nil {
+		c.Limits.Release(ctx, grant)
+		if llm.CallerFault(err) {
+			return nil, apierr.InvalidArgument("inputs", "the model's server refused the inputs as too large or malformed")
+		}
+		return nil, err
+	}
+	c.Limits.Settle(ctx, grant, 0)
+	_, _ = c.Billing.Settle(ctx, billing.Hold{}, 0, &store.UsageRecord{
+		RequestID: requestID, UserID: p.UserID, Channel: "web", Model: m.ID,
+		PromptTokens: int64(res.Usage.PromptTokens), Estimated: res.Usage.Estimated,
+		FinishReason: string(llm.FinishStop), CreatedAt: c.Now(),
+	})
+	return &EmbedOutcome{RequestID: requestID, Model: m.ID, Vectors: res.Vectors, Usage: res.Usage}, nil
 }

@@ -40,6 +40,8 @@ type SendRequest struct {
 	// branch's leaf, "" for a new root (an edit of the first question), else
 	// an assistant message of the conversation.
 	ParentID *string
+	// ProjectID starts a new conversation in one of the user's projects.
+	ProjectID string
 }
 
 // RegenerateRequest asks for a new version of an assistant message.
@@ -94,11 +96,24 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 		if req.ParentID != nil && *req.ParentID != "" {
 			return "", apierr.InvalidArgument("parent_message_id", "no such message in the conversation")
 		}
+		if req.ProjectID != "" {
+			if c.Projects == nil {
+				return "", apierr.FailedPrecondition("projects are not available on this server")
+			}
+			if _, err := c.Projects.Get(ctx, p.UserID, req.ProjectID); errors.Is(err, store.ErrNotFound) {
+				return "", apierr.InvalidArgument("project_id", "no such project")
+			} else if err != nil {
+				return "", apierr.Internal()
+			}
+			conv.ProjectID = req.ProjectID
+		}
 	} else if conv, err = c.Conversations.Get(ctx, p.UserID, req.ConversationID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", apierr.InvalidArgument("conversation_id", "no such conversation")
 		}
 		return "", apierr.Internal()
+	} else if req.ProjectID != "" && req.ProjectID != conv.ProjectID {
+		return "", apierr.InvalidArgument("project_id", "only starts a new conversation; this one's project cannot change")
 	}
 	m, maxOut, err := c.webModel(req.Model, conv, req.MaxOutputTokens)
 	if err != nil {
@@ -230,6 +245,9 @@ type webGen struct {
 	isNew    bool
 	title    string
 	question string
+	// found are the passages the project's file search gave the model
+	// (cited by the answer's markers).
+	found []Passage
 	// context returns the stored messages the answer follows, oldest first,
 	// ending with the question, from the conversation's tree (read under
 	// the generation's claim).
@@ -289,12 +307,23 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	if err != nil {
 		return refuse(err)
 	}
-	system, err := c.systemMessage(ctx, p.UserID, conv)
+	project, err := c.project(ctx, p.UserID, conv)
+	if err != nil {
+		return refuse(err)
+	}
+	system, err := c.systemMessage(ctx, p.UserID, conv, project)
 	if err != nil {
 		return refuse(err)
 	}
 	if system != nil {
 		stored = append([]store.Message{*system}, stored...)
+	}
+	if project != nil {
+		// A project's chat answers from its files: the question's passages
+		// follow it as a file_search call's result.
+		if stored, g.found, err = c.searchProject(ctx, *project, stored); err != nil {
+			return refuse(err)
+		}
 	}
 	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, g.maxOut, stored)
 	if err != nil {
@@ -358,21 +387,25 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()
-		c.runWeb(genCtx, p, conv, m, job, answer, grant, ev)
+		c.runWeb(genCtx, p, conv, m, job, answer, grant, ev, g.found)
 	}()
 	return nil
 }
 
 // systemMessage is the context's first message: the user's custom
-// instructions, then the conversation's system prompt; nil when neither is
-// set.
-func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conversation) (*store.Message, error) {
+// instructions, then the project's, then the conversation's system prompt;
+// nil when none is set.
+func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conversation, project *store.Project) (*store.Message, error) {
 	instructions, err := c.Conversations.Instructions(ctx, userID)
 	if err != nil {
 		return nil, apierr.Internal()
 	}
 	var texts []string
-	for _, t := range []string{instructions, conv.SystemPrompt} {
+	projectInstructions := ""
+	if project != nil {
+		projectInstructions = project.Instructions
+	}
+	for _, t := range []string{instructions, projectInstructions, conv.SystemPrompt} {
 		if t = strings.TrimSpace(t); t != "" {
 			texts = append(texts, t)
 		}
@@ -459,7 +492,7 @@ func (c *Core) Branch(ctx context.Context, conv store.Conversation, messageID, f
 // as it grows (every persistEvery or persistDeltas deltas, one write), then
 // stores it — whole, or partial with its finish reason when cancelled or
 // failed — and settles the limits.
-func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job llm.Job, msg store.Message, grant limits.Grant, ev *events) {
+func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversation, m *models.Model, job llm.Job, msg store.Message, grant limits.Grant, ev *events, found []Passage) {
 	// Renew the conversation's claim while the generation runs, however
 	// long it waits for a worker: if this gateway dies the claim lapses
 	// soon, and the answer reads as interrupted.
@@ -520,6 +553,10 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	}
 	now := c.Now()
 	msg.Parts, msg.Tokens, msg.FinishReason, msg.Status = []store.Part{{Text: answer.String()}}, int64(out.Usage.CompletionTokens), string(out.FinishReason), store.MessageComplete
+	for _, cite := range Citations(answer.String(), found) {
+		msg.Parts = append(msg.Parts, store.Part{Citation: &cite})
+		ev.citations = append(ev.citations, CitationToProto(cite))
+	}
 	if err := c.Messages.Put(done, msg); err != nil {
 		c.Logger.ErrorContext(done, "storing the answer", "conversation", conv.ID, "err", err)
 	}

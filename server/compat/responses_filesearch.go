@@ -2,15 +2,14 @@ package compat
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/knowledge"
-	"github.com/parleyhq/parley/server/llm"
 )
 
 // The file_search tool of /v1/responses: the gateway searches the caller's
@@ -81,9 +80,6 @@ func renameField(err error, field string) error {
 	return err
 }
 
-// maxPassageBytes bounds each passage given to the model.
-const maxPassageBytes = 4000
-
 // runFileSearch searches for the last user message and adds the call and
 // its result to the prompt.
 func (h *openAIHandler) runFileSearch(r *http.Request, p *responsePlan) error {
@@ -113,33 +109,9 @@ func (h *openAIHandler) runFileSearch(r *http.Request, p *responsePlan) error {
 	if fs.found, err = h.Knowledge.Search(r.Context(), q); err != nil {
 		return renameField(err, "tools.file_search")
 	}
-	var b strings.Builder
-	if len(fs.found) == 0 {
-		b.WriteString("No passage of the files matches.")
-	} else {
-		b.WriteString("Passages from the user's files; cite one by its number in brackets, like [1].\n")
-	}
-	for i, res := range fs.found {
-		text := res.Text
-		if len(text) > maxPassageBytes {
-			text = text[:runeStartBefore(text, maxPassageBytes)]
-		}
-		fmt.Fprintf(&b, "[%d] %s: %s\n", i+1, res.Filename, text)
-	}
-	args, _ := json.Marshal(map[string]string{"query": fs.query})
-	callID := "fs_" + hexID(p.outID)
-	p.chat.Messages = append(p.chat.Messages,
-		llm.ChatMessage{Role: "assistant", Parts: []llm.Part{{ToolCall: &llm.ToolCall{ID: callID, Name: "file_search", Arguments: string(args)}}}},
-		llm.ChatMessage{Role: "tool", Parts: []llm.Part{{ToolResult: &llm.ToolResult{ToolCallID: callID, Content: b.String()}}}})
+	p.chat.Messages = append(p.chat.Messages, chat.FileSearchMessages("fs_"+hexID(p.outID), fs.query, knowledge.Passages(fs.found))...)
 	p.origins = append(p.origins, "tools.file_search", "tools.file_search")
 	return nil
-}
-
-func runeStartBefore(s string, i int) int {
-	for i > 0 && i < len(s) && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return i
 }
 
 // fileSearchCall is the file_search_call output item.
@@ -187,20 +159,9 @@ type fileCitation struct {
 // citations are the annotations of text: each [n] naming a passage found.
 func (fs *fileSearchTool) citations(text string) []any {
 	out := []any{}
-	for i := 0; i < len(text); i++ {
-		if text[i] != '[' {
-			continue
-		}
-		j := i + 1
-		n := 0
-		for j < len(text) && j-i <= 3 && text[j] >= '0' && text[j] <= '9' {
-			n = n*10 + int(text[j]-'0')
-			j++
-		}
-		if j < len(text) && text[j] == ']' && j > i+1 && n >= 1 && n <= len(fs.found) {
-			res := fs.found[n-1]
-			out = append(out, fileCitation{Type: "file_citation", Index: j + 1, FileID: res.FileID, Filename: res.Filename})
-		}
+	for _, c := range chat.Cites(text, len(fs.found)) {
+		res := fs.found[c.Number-1]
+		out = append(out, fileCitation{Type: "file_citation", Index: c.End, FileID: res.FileID, Filename: res.Filename})
 	}
 	return out
 }

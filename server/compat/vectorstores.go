@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/knowledge"
@@ -85,17 +83,11 @@ func toFileCounts(c store.VectorStoreFileCounts) fileCountsObject {
 
 func toVectorStore(v store.VectorStore, now time.Time) vectorStoreObject {
 	o := vectorStoreObject{ID: v.ID, Object: "vector_store", CreatedAt: v.CreatedAt.Unix(), Name: v.Name, UsageBytes: v.UsageBytes,
-		FileCounts: toFileCounts(v.Counts), Status: "completed", LastActiveAt: v.LastActiveAt.Unix(), Metadata: v.Metadata}
-	if v.Counts.InProgress > 0 {
-		o.Status = "in_progress"
-	}
+		FileCounts: toFileCounts(v.Counts), Status: knowledge.StoreStatus(v, now), LastActiveAt: v.LastActiveAt.Unix(), Metadata: v.Metadata}
 	if v.ExpiresAfter > 0 {
 		o.ExpiresAfter = &expiresAfter{Anchor: "last_active_at", Days: int64(v.ExpiresAfter / (24 * time.Hour))}
 		at := v.ExpiresAt().Unix()
 		o.ExpiresAt = &at
-		if !now.Before(v.ExpiresAt()) {
-			o.Status = "expired"
-		}
 	}
 	if o.Metadata == nil {
 		o.Metadata = map[string]string{}
@@ -186,25 +178,11 @@ func expiryFrom(raw json.RawMessage) (*time.Duration, error) {
 	if e.Anchor != "last_active_at" {
 		return nil, apierr.InvalidArgument("expires_after.anchor", "must be last_active_at")
 	}
-	if e.Days < 1 || e.Days > 365 {
-		return nil, apierr.InvalidArgument("expires_after.days", "must be 1 to 365")
+	d, err := knowledge.ExpiryDays("expires_after.days", e.Days)
+	if err != nil {
+		return nil, err
 	}
-	d := time.Duration(e.Days) * 24 * time.Hour
 	return &d, nil
-}
-
-// metadataFrom checks metadata: at most 16 pairs, keys of 64 and values of
-// 512 bytes.
-func metadataFrom(m map[string]string) error {
-	if len(m) > maxMetadataPairs {
-		return apierr.InvalidArgument("metadata", fmt.Sprintf("%d pairs; at most %d", len(m), maxMetadataPairs))
-	}
-	for k, v := range m {
-		if len(k) > maxMetadataKey || len(v) > 512 {
-			return apierr.InvalidArgument("metadata", fmt.Sprintf("key %q: keys are at most %d bytes and values 512", k, maxMetadataKey))
-		}
-	}
-	return nil
 }
 
 var vectorStoreParams = map[string]bool{"name": true, "file_ids": true, "expires_after": true, "chunking_strategy": true, "metadata": true}
@@ -233,7 +211,7 @@ func (h *openAIHandler) CreateVectorStore(w http.ResponseWriter, r *http.Request
 	}
 	chunking, err := chunkingFrom(req.ChunkingStrategy)
 	if err == nil {
-		err = metadataFrom(req.Metadata)
+		err = knowledge.CheckMetadata(req.Metadata)
 	}
 	var exp *time.Duration
 	if err == nil {
@@ -405,7 +383,7 @@ func (h *openAIHandler) ModifyVectorStore(w http.ResponseWriter, r *http.Request
 	}
 	exp, err := expiryFrom(req.ExpiresAfter)
 	if err == nil {
-		err = metadataFrom(req.Metadata)
+		err = knowledge.CheckMetadata(req.Metadata)
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -629,23 +607,17 @@ func (h *openAIHandler) CreateFileBatch(w http.ResponseWriter, r *http.Request) 
 		h.fail(w, r, err)
 		return
 	}
-	batchID := uuid.Must(uuid.NewV7()).String()
 	var files []knowledge.NewFile
 	var err error
-	switch {
-	case len(req.FileIDs) > 0 && len(req.Files) > 0:
+	if len(req.FileIDs) > 0 && len(req.Files) > 0 {
 		err = apierr.InvalidArgument("files", "give file_ids or files, not both")
-	case len(req.FileIDs)+len(req.Files) == 0:
-		err = apierr.InvalidArgument("file_ids", "must name at least one file")
-	case len(req.FileIDs)+len(req.Files) > 500:
-		err = apierr.InvalidArgument("file_ids", "at most 500 files per batch")
 	}
 	for _, id := range req.FileIDs {
 		if err != nil {
 			break
 		}
 		var f knowledge.NewFile
-		f, err = h.newFile(id, req.Attributes, req.ChunkingStrategy, batchID)
+		f, err = h.newFile(id, req.Attributes, req.ChunkingStrategy, "")
 		files = append(files, f)
 	}
 	for _, it := range req.Files {
@@ -653,63 +625,23 @@ func (h *openAIHandler) CreateFileBatch(w http.ResponseWriter, r *http.Request) 
 			break
 		}
 		var f knowledge.NewFile
-		f, err = h.newFile(it.FileID, it.Attributes, it.ChunkingStrategy, batchID)
+		f, err = h.newFile(it.FileID, it.Attributes, it.ChunkingStrategy, "")
 		files = append(files, f)
 	}
+	var b knowledge.FileBatch
 	if err == nil {
-		_, err = h.Knowledge.AddFiles(r.Context(), userID, r.PathValue("id"), files)
+		b, _, err = h.Knowledge.AddBatch(r.Context(), userID, r.PathValue("id"), files)
 	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.writeBatch(w, r, userID, batchID)
+	writeJSON(w, toFileBatch(b))
 }
 
-// writeBatch answers a batch: its files' counts, its status from them
-// (in_progress while any is, cancelled when any was, else completed), its
-// creation time from its UUIDv7.
-func (h *openAIHandler) writeBatch(w http.ResponseWriter, r *http.Request, userID, batchID string) {
-	storeID := r.PathValue("id")
-	id, err := uuid.Parse(batchID)
-	if err != nil || id.Version() != 7 {
-		h.fail(w, r, apierr.NotFound("file batch"))
-		return
-	}
-	var counts store.VectorStoreFileCounts
-	_, _, err = pageOf(listPage{limit: maxListScan}, func(f store.VectorStoreFile) string { return f.FileID }, func(pr store.PageRequest) ([]store.VectorStoreFile, string, error) {
-		items, next, err := h.Knowledge.Stores.ListVectorStoreFiles(r.Context(), userID, storeID, store.VectorStoreFilter{BatchID: batchID}, pr)
-		for _, f := range items {
-			switch f.Status {
-			case store.FileInProgress:
-				counts.InProgress++
-			case store.FileCompleted:
-				counts.Completed++
-			case store.FileFailed:
-				counts.Failed++
-			case store.FileCancelled:
-				counts.Cancelled++
-			}
-		}
-		return nil, next, err
-	})
-	if err == nil && counts.Total() == 0 {
-		err = apierr.NotFound("file batch")
-	}
-	if err != nil {
-		h.fail(w, r, vectorStoreErr(err))
-		return
-	}
-	sec, _ := id.Time().UnixTime()
-	b := fileBatchObject{ID: batchID, Object: "vector_store.files_batch", CreatedAt: sec, VectorStoreID: storeID,
-		Status: "completed", FileCounts: toFileCounts(counts)}
-	switch {
-	case counts.InProgress > 0:
-		b.Status = "in_progress"
-	case counts.Cancelled > 0:
-		b.Status = "cancelled"
-	}
-	writeJSON(w, b)
+func toFileBatch(b knowledge.FileBatch) fileBatchObject {
+	return fileBatchObject{ID: b.ID, Object: "vector_store.files_batch", CreatedAt: b.CreatedAt.Unix(), VectorStoreID: b.StoreID,
+		Status: b.Status, FileCounts: toFileCounts(b.Counts)}
 }
 
 // GetFileBatch serves GET /v1/vector_stores/{id}/file_batches/{batch_id}.
@@ -718,7 +650,12 @@ func (h *openAIHandler) GetFileBatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h.writeBatch(w, r, userID, r.PathValue("batch_id"))
+	b, err := h.Knowledge.Batch(r.Context(), userID, r.PathValue("id"), r.PathValue("batch_id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, toFileBatch(b))
 }
 
 // CancelFileBatch serves POST /v1/vector_stores/{id}/file_batches/{batch_id}/cancel:
@@ -728,11 +665,12 @@ func (h *openAIHandler) CancelFileBatch(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
-	if _, err := h.Knowledge.Stores.CancelVectorStoreFiles(r.Context(), userID, r.PathValue("id"), r.PathValue("batch_id")); err != nil {
-		h.fail(w, r, vectorStoreErr(err))
+	b, err := h.Knowledge.CancelBatch(r.Context(), userID, r.PathValue("id"), r.PathValue("batch_id"))
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
-	h.writeBatch(w, r, userID, r.PathValue("batch_id"))
+	writeJSON(w, toFileBatch(b))
 }
 
 // searchRequest is a vector store search's body; also the file_search
@@ -744,6 +682,10 @@ type searchRequest struct {
 	RankingOptions *struct {
 		Ranker         string   `json:"ranker"`
 		ScoreThreshold *float64 `json:"score_threshold"`
+		HybridSearch   *struct {
+			EmbeddingWeight *float64 `json:"embedding_weight"`
+			TextWeight      *float64 `json:"text_weight"`
+		} `json:"hybrid_search"`
 	} `json:"ranking_options"`
 }
 
@@ -802,6 +744,15 @@ func (sr *searchRequest) query(storeIDs []string) (knowledge.Query, []string, er
 		}
 		if ro.ScoreThreshold != nil {
 			q.MinScore = *ro.ScoreThreshold
+		}
+		if hs := ro.HybridSearch; hs != nil {
+			switch {
+			case hs.EmbeddingWeight == nil:
+				return q, nil, apierr.InvalidArgument("ranking_options.hybrid_search.embedding_weight", "required")
+			case hs.TextWeight == nil:
+				return q, nil, apierr.InvalidArgument("ranking_options.hybrid_search.text_weight", "required")
+			}
+			q.Weights = &knowledge.Weights{EmbeddingWeight: *hs.EmbeddingWeight, TextWeight: *hs.TextWeight}
 		}
 	}
 	return q, texts, nil

@@ -189,13 +189,16 @@ protocol bgp edge {
 			t.Errorf("checker metrics lack %q", want)
 		}
 	}
-	// Announced; weakened and restored twice (one step or two each way);
-	// announced again: 6 to 10 changes, no flapping.
+	// Announced; weakened and restored twice (one to three prepend steps
+	// each way, as the raise and lower rules allow); announced again: 6 to
+	// 14 changes. More would be flapping.
 	m := regexp.MustCompile(`parley_region_route_changes_total\{action="announce"\} (\d+)`).FindSubmatch(body)
 	if m == nil {
 		t.Errorf("checker metrics lack parley_region_route_changes_total{action=\"announce\"}")
-	} else if n, _ := strconv.Atoi(string(m[1])); n < 6 || n > 10 {
-		t.Errorf("announce changes %d, want 6 to 10", n)
+	} else if n, _ := strconv.Atoi(string(m[1])); n < 6 || n > 14 {
+		t.Errorf("announce changes %d, want 6 to 14 (checker log above)", n)
+	} else {
+		t.Logf("%d announce changes", n)
 	}
 	if res, err := http.Get(checker.BaseURL + "/healthz"); err != nil || res.StatusCode != 200 {
 		t.Errorf("checker healthz: %v %v", res, err)

@@ -34,10 +34,15 @@ type Embedder interface {
 
 // Service keeps vector stores and searches them.
 type Service struct {
-	Stores  store.VectorStores
-	Index   store.VectorIndex
-	Files   Files
-	Embed   Embedder
+	Stores store.VectorStores
+	Index  store.VectorIndex
+	Files  Files
+	Embed  Embedder
+	// Users gives a web project's owner's tier, which its ingestion counts
+	// against (nil: every store's ingestion is charged to the balance).
+	Users interface {
+		GetUser(ctx context.Context, id string) (store.User, error)
+	}
 	Catalog *models.Catalog
 	Tokens  *tokenize.Tokenizer
 	Config  Config
@@ -373,37 +378,86 @@ func (s *Service) ingest(ctx context.Context, claim store.IngestionClaim) (int, 
 	if len(spans) > cfg.MaxFileChunks {
 		return 0, 0, fmt.Errorf("the file's text makes %d chunks, over the limit of %d", len(spans), cfg.MaxFileChunks)
 	}
-	// What an earlier, interrupted run left is replaced chunk by chunk (the
-	// IDs are the same); a shorter cut leaves none behind.
-	if _, err := s.Index.DeleteFileChunks(ctx, f.StoreID, f.FileID); err != nil {
+	var total int64
+	for _, sp := range spans {
+		total += int64(sp.End - sp.Start)
+	}
+	// A run that a crash or a lapsed claim interrupted left chunks that are
+	// the same as this run's (the same text, cut and IDs), put a batch at a
+	// time in order: ingestion resumes after the whole batches indexed, so
+	// they are not embedded, nor charged, again. Should the chunks found
+	// not be that prefix (a batch size changed between the runs, or a put
+	// failed part-way), the file is indexed again from its start.
+	have, err := s.Index.CountChunks(ctx, f.StoreID, f.FileID)
+	if err != nil {
 		return 0, 0, err
 	}
-	// The owner pays for the embeddings, on the API channel, below
-	// interactive traffic.
-	owner := auth.WithPrincipal(ctx, auth.Principal{UserID: f.UserID, Channel: auth.ChannelAPIKey})
-	var total int64
-	for lo := 0; lo < len(spans); lo += cfg.BatchInputs {
+	start := have / cfg.BatchInputs * cfg.BatchInputs
+	if have > len(spans) {
+		start = 0
+	}
+	for {
+		if start == 0 && have > 0 {
+			if _, err := s.Index.DeleteFileChunks(ctx, f.StoreID, f.FileID); err != nil {
+				return 0, 0, err
+			}
+		}
+		if err := s.embedSpans(ctx, claim, v, text, spans, start); err != nil {
+			return 0, 0, err
+		}
+		n, err := s.Index.CountChunks(ctx, f.StoreID, f.FileID)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n == len(spans) {
+			return len(spans), total, nil
+		}
+		if start == 0 {
+			return 0, 0, fmt.Errorf("indexed %d chunks of the file's %d", n, len(spans))
+		}
+		s.logger().WarnContext(ctx, "a resumed ingestion found other chunks than it left; indexing the file again", "store", f.StoreID, "file", f.FileID, "chunks", n, "want", len(spans))
+		start, have = 0, n
+	}
+}
+
+// embedSpans embeds and indexes spans[from:] of text, a batch at a time,
+// below interactive traffic: the owner pays for the embeddings on the API
+// channel, or (a web project's store) they count against the owner's tier.
+func (s *Service) embedSpans(ctx context.Context, claim store.IngestionClaim, v store.VectorStore, text string, spans []Span, from int) error {
+	cfg := s.cfg()
+	f := claim.File
+	model := v.EmbeddingModel
+	who := auth.Principal{UserID: f.UserID, Channel: auth.ChannelAPIKey}
+	web := v.Web && s.Users != nil
+	if web {
+		u, err := s.Users.GetUser(ctx, f.UserID)
+		if err != nil {
+			return err
+		}
+		who = auth.Principal{UserID: f.UserID, Tier: u.Tier, Channel: auth.ChannelSession}
+	}
+	owner := auth.WithPrincipal(ctx, who)
+	for lo := from; lo < len(spans); lo += cfg.BatchInputs {
 		batch := spans[lo:min(lo+cfg.BatchInputs, len(spans))]
 		inputs := make([]string, len(batch))
 		for i, sp := range batch {
 			inputs[i] = text[sp.Start:sp.End]
 		}
-		out, err := s.Embed.Embed(owner, chat.EmbedRequest{Model: v.EmbeddingModel, Inputs: inputs, Background: true})
+		out, err := s.Embed.Embed(owner, chat.EmbedRequest{Model: model, Inputs: inputs, Background: true, Web: web})
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		chunks := make([]store.Chunk, len(batch))
 		for i := range batch {
 			ord := lo + i
 			chunks[i] = store.Chunk{ID: ChunkID(f.StoreID, f.FileID, ord), StoreID: f.StoreID, FileID: f.FileID, Ordinal: ord,
 				Text: inputs[i], Vector: out.Vectors[i], Attributes: f.Attributes}
-			total += int64(len(inputs[i]))
 		}
 		if err := s.Index.PutChunks(ctx, chunks); err != nil {
-			return 0, 0, err
+			return err
 		}
 	}
-	return len(spans), total, nil
+	return nil
 }
 
 // chunkSpace names chunk IDs (UUIDv5 of store, file and place).

@@ -49,7 +49,8 @@ type Model struct {
 	// every model Parley's engines serve can be made to do both; set it to
 	// [] for a model that can do neither. Embedding models have none.
 	Capabilities []string `yaml:"capabilities"`
-	// TierLimits are the web channel's allowances per tier.
+	// TierLimits are the web channel's allowances per tier (on an
+	// embedding model: for indexing web projects' files).
 	TierLimits map[store.Tier]TierLimit `yaml:"tier_limits"`
 	// Kind is KindChat (the default) or KindEmbedding.
 	Kind string `yaml:"kind"`
@@ -238,8 +239,10 @@ func New(models []*Model) (*Catalog, error) {
 		switch {
 		case m.Kind != "" && m.Kind != KindChat && m.Kind != KindEmbedding:
 			return nil, fmt.Errorf("%s: kind must be chat or embedding", where)
-		case m.Kind == KindEmbedding && (m.ContextWindow <= 0 || m.EmbeddingDimensions <= 0 || len(m.TierLimits) > 0):
-			return nil, fmt.Errorf("%s: an embedding model needs context_window and embedding_dimensions, and has no tier_limits", where)
+		case m.Kind == KindEmbedding && (m.ContextWindow <= 0 || m.EmbeddingDimensions <= 0):
+			// (Its tier_limits, if any, bound the indexing of web projects'
+			// files; no web chat runs on it.)
+			return nil, fmt.Errorf("%s: an embedding model needs context_window and embedding_dimensions", where)
 		case m.Kind != KindEmbedding && (m.ContextWindow <= 0 || m.MaxOutputTokens <= 0 || m.MaxOutputTokens >= m.ContextWindow):
 			return nil, fmt.Errorf("%s: need 0 < max_output_tokens < context_window", where)
 		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0 || m.CacheHitPriceNanosPerMillion < 0:
@@ -386,6 +389,8 @@ func Defaults() []*Model {
 			Simulated: true, Kind: KindEmbedding, EmbeddingDimensions: 512,
 			ContextWindow:             8192,
 			InputPriceNanosPerMillion: 20_000_000,
+			// Indexing a web project's files counts here.
+			TierLimits: limits(10),
 		},
 	}
 }

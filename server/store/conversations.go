@@ -27,6 +27,9 @@ type Conversation struct {
 	// LeafID is the last message of the active branch; empty until set
 	// (then the newest message is).
 	LeafID string
+	// ProjectID is the project the conversation belongs to; empty for
+	// none. It is set at Create and never changes.
+	ProjectID string
 }
 
 // ArchiveFilter selects conversations by their Archived flag.
@@ -46,6 +49,8 @@ type ConversationFilter struct {
 	// Archived selects by the archived flag; the zero value lists active
 	// conversations.
 	Archived ArchiveFilter
+	// ProjectID, when set, lists only that project's conversations.
+	ProjectID string
 }
 
 // ConversationPatch lists the fields Update changes; nil fields are kept.

@@ -31,6 +31,22 @@ type Part struct {
 	// the model never sees it (the Responses API keeps a response's
 	// settings and its place in a chain here).
 	Meta string `json:"meta,omitempty"`
+	// Citation is a passage of a file an answer cites, in an assistant
+	// message (after its text): the model never sees it.
+	Citation *Citation `json:"citation,omitempty"`
+}
+
+// Citation is one passage an answer cites, found by file search.
+type Citation struct {
+	// Number is the marker the text cites it by ([1] is 1).
+	Number int `json:"number"`
+	// FileID and Filename name the file (an attachment).
+	FileID   string `json:"file_id"`
+	Filename string `json:"filename"`
+	// Quote is the passage (a chunk's text, cut to a bound).
+	Quote string `json:"quote"`
+	// Score is the search's relevance score, 0 to 1.
+	Score float64 `json:"score"`
 }
 
 // Image is an image kept inline in a message.

@@ -135,4 +135,7 @@ type Store struct {
 	// VectorStores holds vector stores and their files' ingestion state;
 	// nil where the backend keeps none.
 	VectorStores VectorStores
+	// Projects holds the web chat's projects; nil where the backend keeps
+	// none.
+	Projects Projects
 }

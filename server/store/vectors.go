@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
+	"unicode"
 )
 
 // Chunk is one indexed passage of a file in a vector store: its text, its
@@ -80,6 +82,74 @@ type VectorIndex interface {
 	// SearchChunks returns the matches of q, highest score first (ties by
 	// chunk ID), at most q.Limit.
 	SearchChunks(ctx context.Context, q VectorQuery) ([]ChunkMatch, error)
+	// SearchChunksText is the lexical search: the chunks holding any of
+	// q's terms (QueryTerms), ranked by BM25 over each chunk's text, best
+	// first (ties by chunk ID), at most q.Limit. Score is the BM25 score
+	// (higher is better; comparable only within one search). Vector is
+	// not filled.
+	SearchChunksText(ctx context.Context, q TextQuery) ([]ChunkMatch, error)
+}
+
+// TextQuery is a lexical search over one or more vector stores.
+type TextQuery struct {
+	StoreIDs []string
+	// Text is what to look for; its terms are QueryTerms(Text).
+	Text string
+	// Limit is the most matches returned (1 to MaxVectorResults).
+	Limit int
+	// Filter, as in VectorQuery, is applied before the best are chosen.
+	Filter *AttributeFilter
+}
+
+// MaxQueryTerms bounds the terms of one lexical search.
+const MaxQueryTerms = 32
+
+// QueryTerms splits text into the terms a lexical search looks for: runs of
+// letters and digits, lower-cased, each once, in order, at most
+// MaxQueryTerms. Indexes tokenise chunk text the same way.
+func QueryTerms(text string) []string {
+	var terms []string
+	seen := map[string]bool{}
+	for _, w := range words(text) {
+		if !seen[w] {
+			seen[w] = true
+			terms = append(terms, w)
+			if len(terms) == MaxQueryTerms {
+				break
+			}
+		}
+	}
+	return terms
+}
+
+// TermCounts is how often each term (as QueryTerms splits them) occurs in
+// text, and how many terms text has in all: what a lexical index keeps of a
+// chunk.
+func TermCounts(text string) (map[string]int, int) {
+	ws := words(text)
+	tf := make(map[string]int, len(ws))
+	for _, w := range ws {
+		tf[w]++
+	}
+	return tf, len(ws)
+}
+
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// ValidateTextQuery checks q before a store runs it.
+func ValidateTextQuery(q TextQuery) error {
+	if len(q.StoreIDs) == 0 {
+		return fmt.Errorf("%w: vector_store_ids: at least one", ErrInvalidArgument)
+	}
+	if q.Limit < 1 || q.Limit > MaxVectorResults {
+		return fmt.Errorf("%w: max_num_results: %d is outside 1 to %d", ErrInvalidArgument, q.Limit, MaxVectorResults)
+	}
+	if q.Filter != nil {
+		return q.Filter.Validate("filters")
+	}
+	return nil
 }
 
 // AttributeFilter is a search filter on chunk attributes: a comparison (Op

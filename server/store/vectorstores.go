@@ -28,6 +28,10 @@ type VectorStore struct {
 	UsageBytes int64
 	// Counts are its files by status (filled by reads).
 	Counts VectorStoreFileCounts
+	// Web marks a web chat project's store: embedding its files counts
+	// against the owner's tier limits instead of charging the balance.
+	// Set at creation, never changed.
+	Web bool
 }
 
 // ExpiresAt is when the store expires (zero when it does not).

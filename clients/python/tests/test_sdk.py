@@ -18,11 +18,12 @@ README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
 def test_readme_examples(parley_server):
     blocks = re.findall(r"```python\n(.*?)```", open(README).read(), re.S)
-    assert len(blocks) == 3  # streaming, files, tools
+    assert len(blocks) == 4  # streaming, files, vector stores, tools
     env = {**os.environ, "PARLEY_URL": parley_server["url"], "PARLEY_API_KEY": parley_server["key"]}
     for code in blocks:
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-        assert len(out.strip()) > 20, out
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert len(run.stdout.strip()) > 20, run.stdout
 
 
 @pytest.mark.parametrize("protocol", ["connect", "grpc"])

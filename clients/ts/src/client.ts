@@ -8,6 +8,8 @@ import { ChatService, type CompleteStreamRequest } from "./gen/parley/v1/chat_pb
 import { ConversationService } from "./gen/parley/v1/conversation_pb.js";
 import { AttachmentService } from "./gen/parley/v1/attachment_pb.js";
 import { FileService } from "./gen/parley/v1/file_pb.js";
+import { VectorStoreService } from "./gen/parley/v1/vector_store_pb.js";
+import { ProjectService } from "./gen/parley/v1/project_pb.js";
 import { BillingService, type LimitStatus } from "./gen/parley/v1/billing_pb.js";
 import { AdminService } from "./gen/parley/v1/admin_pb.js";
 import { FieldViolationSchema, InsufficientBalanceSchema, LimitExceededSchema, RetryInfoSchema, type FieldViolation, type InsufficientBalance } from "./gen/parley/v1/errors_pb.js";
@@ -108,6 +110,8 @@ export interface ParleyClient {
   conversations: Client<typeof ConversationService>;
   attachments: Client<typeof AttachmentService>;
   files: Client<typeof FileService>;
+  vectorStores: Client<typeof VectorStoreService>;
+  projects: Client<typeof ProjectService>;
   billing: Client<typeof BillingService>;
   admin: Client<typeof AdminService>;
 }
@@ -121,6 +125,8 @@ export function clientsFor(transport: Transport): ParleyClient {
     conversations: typed(createClient(ConversationService, transport)),
     attachments: typed(createClient(AttachmentService, transport)),
     files: typed(createClient(FileService, transport)),
+    vectorStores: typed(createClient(VectorStoreService, transport)),
+    projects: typed(createClient(ProjectService, transport)),
     billing: typed(createClient(BillingService, transport)),
     admin: typed(createClient(AdminService, transport)),
   };

@@ -62,7 +62,11 @@ type CompleteRequest struct {
 	Logprobs bool `protobuf:"varint,14,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
 	// Optional. With logprobs, also return this many most likely tokens at each
 	// position, 0–20.
-	TopLogprobs   int32 `protobuf:"varint,15,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	TopLogprobs int32 `protobuf:"varint,15,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	// Optional. Search these of the caller's vector stores for the last user
+	// message's text before generating: the passages found are given to the model
+	// to cite as [n], and the answer carries citation parts for the ones it cites.
+	FileSearch    *FileSearch `protobuf:"bytes,16,opt,name=file_search,json=fileSearch,proto3" json:"file_search,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -200,6 +204,13 @@ func (x *CompleteRequest) GetTopLogprobs() int32 {
 		return x.TopLogprobs
 	}
 	return 0
+}
+
+func (x *CompleteRequest) GetFileSearch() *FileSearch {
+	if x != nil {
+		return x.FileSearch
+	}
+	return nil
 }
 
 // CompleteResponse is the response of ChatService.Complete.
@@ -419,7 +430,11 @@ type CompleteStreamRequest struct {
 	Logprobs bool `protobuf:"varint,14,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
 	// Optional. With logprobs, also return this many most likely tokens at each
 	// position, 0–20.
-	TopLogprobs   int32 `protobuf:"varint,15,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	TopLogprobs int32 `protobuf:"varint,15,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	// Optional. Search these of the caller's vector stores for the last user
+	// message's text before generating: the passages found are given to the model
+	// to cite as [n], and the answer carries citation parts for the ones it cites.
+	FileSearch    *FileSearch `protobuf:"bytes,16,opt,name=file_search,json=fileSearch,proto3" json:"file_search,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +574,13 @@ func (x *CompleteStreamRequest) GetTopLogprobs() int32 {
 	return 0
 }
 
+func (x *CompleteStreamRequest) GetFileSearch() *FileSearch {
+	if x != nil {
+		return x.FileSearch
+	}
+	return nil
+}
+
 // CompleteStreamResponse is one message of ChatService.CompleteStream's stream.
 type CompleteStreamResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -605,11 +627,85 @@ func (x *CompleteStreamResponse) GetEvent() *GenerationEvent {
 	return nil
 }
 
+// FileSearch is the file search run before a ChatService generation (the
+// file_search tool of the Responses API, run by the gateway).
+type FileSearch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. One to ten of the caller's vector stores, embedded with one model.
+	VectorStoreIds []string `protobuf:"bytes,1,rep,name=vector_store_ids,json=vectorStoreIds,proto3" json:"vector_store_ids,omitempty"`
+	// Optional. At most this many passages, 1 to 50 (default 10).
+	MaxNumResults int32 `protobuf:"varint,2,opt,name=max_num_results,json=maxNumResults,proto3" json:"max_num_results,omitempty"`
+	// Optional. Keeps only the chunks whose attributes match.
+	Filter *AttributeFilter `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Optional. Drops passages scored below it, 0 to 1.
+	ScoreThreshold float64 `protobuf:"fixed64,4,opt,name=score_threshold,json=scoreThreshold,proto3" json:"score_threshold,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FileSearch) Reset() {
+	*x = FileSearch{}
+	mi := &file_parley_v1_chat_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileSearch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileSearch) ProtoMessage() {}
+
+func (x *FileSearch) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileSearch.ProtoReflect.Descriptor instead.
+func (*FileSearch) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FileSearch) GetVectorStoreIds() []string {
+	if x != nil {
+		return x.VectorStoreIds
+	}
+	return nil
+}
+
+func (x *FileSearch) GetMaxNumResults() int32 {
+	if x != nil {
+		return x.MaxNumResults
+	}
+	return 0
+}
+
+func (x *FileSearch) GetFilter() *AttributeFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *FileSearch) GetScoreThreshold() float64 {
+	if x != nil {
+		return x.ScoreThreshold
+	}
+	return 0
+}
+
 var File_parley_v1_chat_proto protoreflect.FileDescriptor
 
 const file_parley_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\"\xe5\x04\n" +
+	"\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\x1a\x1cparley/v1/vector_store.proto\"\x9d\x05\n" +
 	"\x0fCompleteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.parley.v1.MessageR\bmessages\x12*\n" +
@@ -627,7 +723,9 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\x0fresponse_format\x18\f \x01(\v2\x19.parley.v1.ResponseFormatR\x0eresponseFormat\x12\f\n" +
 	"\x01n\x18\r \x01(\x05R\x01n\x12\x1a\n" +
 	"\blogprobs\x18\x0e \x01(\bR\blogprobs\x12!\n" +
-	"\ftop_logprobs\x18\x0f \x01(\x05R\vtopLogprobsB\x0e\n" +
+	"\ftop_logprobs\x18\x0f \x01(\x05R\vtopLogprobs\x126\n" +
+	"\vfile_search\x18\x10 \x01(\v2\x15.parley.v1.FileSearchR\n" +
+	"fileSearchB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
 	"\x05_seedB\x16\n" +
@@ -646,7 +744,7 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12,\n" +
 	"\amessage\x18\x02 \x01(\v2\x12.parley.v1.MessageR\amessage\x12<\n" +
 	"\rfinish_reason\x18\x03 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x123\n" +
-	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\"\xeb\x04\n" +
+	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\"\xa3\x05\n" +
 	"\x15CompleteStreamRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.parley.v1.MessageR\bmessages\x12*\n" +
@@ -664,13 +762,21 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\x0fresponse_format\x18\f \x01(\v2\x19.parley.v1.ResponseFormatR\x0eresponseFormat\x12\f\n" +
 	"\x01n\x18\r \x01(\x05R\x01n\x12\x1a\n" +
 	"\blogprobs\x18\x0e \x01(\bR\blogprobs\x12!\n" +
-	"\ftop_logprobs\x18\x0f \x01(\x05R\vtopLogprobsB\x0e\n" +
+	"\ftop_logprobs\x18\x0f \x01(\x05R\vtopLogprobs\x126\n" +
+	"\vfile_search\x18\x10 \x01(\v2\x15.parley.v1.FileSearchR\n" +
+	"fileSearchB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
 	"\x05_seedB\x16\n" +
 	"\x14_parallel_tool_calls\"J\n" +
 	"\x16CompleteStreamResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event2\xab\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\xbb\x01\n" +
+	"\n" +
+	"FileSearch\x12(\n" +
+	"\x10vector_store_ids\x18\x01 \x03(\tR\x0evectorStoreIds\x12&\n" +
+	"\x0fmax_num_results\x18\x02 \x01(\x05R\rmaxNumResults\x122\n" +
+	"\x06filter\x18\x03 \x01(\v2\x1a.parley.v1.AttributeFilterR\x06filter\x12'\n" +
+	"\x0fscore_threshold\x18\x04 \x01(\x01R\x0escoreThreshold2\xab\x01\n" +
 	"\vChatService\x12C\n" +
 	"\bComplete\x12\x1a.parley.v1.CompleteRequest\x1a\x1b.parley.v1.CompleteResponse\x12W\n" +
 	"\x0eCompleteStream\x12 .parley.v1.CompleteStreamRequest\x1a!.parley.v1.CompleteStreamResponse0\x01B3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
@@ -687,48 +793,53 @@ func file_parley_v1_chat_proto_rawDescGZIP() []byte {
 	return file_parley_v1_chat_proto_rawDescData
 }
 
-var file_parley_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_parley_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_parley_v1_chat_proto_goTypes = []any{
 	(*CompleteRequest)(nil),        // 0: parley.v1.CompleteRequest
 	(*CompleteResponse)(nil),       // 1: parley.v1.CompleteResponse
 	(*Choice)(nil),                 // 2: parley.v1.Choice
 	(*CompleteStreamRequest)(nil),  // 3: parley.v1.CompleteStreamRequest
 	(*CompleteStreamResponse)(nil), // 4: parley.v1.CompleteStreamResponse
-	(*Message)(nil),                // 5: parley.v1.Message
-	(*Tool)(nil),                   // 6: parley.v1.Tool
-	(*ToolChoice)(nil),             // 7: parley.v1.ToolChoice
-	(*ResponseFormat)(nil),         // 8: parley.v1.ResponseFormat
-	(FinishReason)(0),              // 9: parley.v1.FinishReason
-	(*Usage)(nil),                  // 10: parley.v1.Usage
-	(*TokenLogprob)(nil),           // 11: parley.v1.TokenLogprob
-	(*GenerationEvent)(nil),        // 12: parley.v1.GenerationEvent
+	(*FileSearch)(nil),             // 5: parley.v1.FileSearch
+	(*Message)(nil),                // 6: parley.v1.Message
+	(*Tool)(nil),                   // 7: parley.v1.Tool
+	(*ToolChoice)(nil),             // 8: parley.v1.ToolChoice
+	(*ResponseFormat)(nil),         // 9: parley.v1.ResponseFormat
+	(FinishReason)(0),              // 10: parley.v1.FinishReason
+	(*Usage)(nil),                  // 11: parley.v1.Usage
+	(*TokenLogprob)(nil),           // 12: parley.v1.TokenLogprob
+	(*GenerationEvent)(nil),        // 13: parley.v1.GenerationEvent
+	(*AttributeFilter)(nil),        // 14: parley.v1.AttributeFilter
 }
 var file_parley_v1_chat_proto_depIdxs = []int32{
-	5,  // 0: parley.v1.CompleteRequest.messages:type_name -> parley.v1.Message
-	6,  // 1: parley.v1.CompleteRequest.tools:type_name -> parley.v1.Tool
-	7,  // 2: parley.v1.CompleteRequest.tool_choice:type_name -> parley.v1.ToolChoice
-	8,  // 3: parley.v1.CompleteRequest.response_format:type_name -> parley.v1.ResponseFormat
-	5,  // 4: parley.v1.CompleteResponse.message:type_name -> parley.v1.Message
-	9,  // 5: parley.v1.CompleteResponse.finish_reason:type_name -> parley.v1.FinishReason
-	10, // 6: parley.v1.CompleteResponse.usage:type_name -> parley.v1.Usage
-	2,  // 7: parley.v1.CompleteResponse.choices:type_name -> parley.v1.Choice
-	5,  // 8: parley.v1.Choice.message:type_name -> parley.v1.Message
-	9,  // 9: parley.v1.Choice.finish_reason:type_name -> parley.v1.FinishReason
-	11, // 10: parley.v1.Choice.logprobs:type_name -> parley.v1.TokenLogprob
-	5,  // 11: parley.v1.CompleteStreamRequest.messages:type_name -> parley.v1.Message
-	6,  // 12: parley.v1.CompleteStreamRequest.tools:type_name -> parley.v1.Tool
-	7,  // 13: parley.v1.CompleteStreamRequest.tool_choice:type_name -> parley.v1.ToolChoice
-	8,  // 14: parley.v1.CompleteStreamRequest.response_format:type_name -> parley.v1.ResponseFormat
-	12, // 15: parley.v1.CompleteStreamResponse.event:type_name -> parley.v1.GenerationEvent
-	0,  // 16: parley.v1.ChatService.Complete:input_type -> parley.v1.CompleteRequest
-	3,  // 17: parley.v1.ChatService.CompleteStream:input_type -> parley.v1.CompleteStreamRequest
-	1,  // 18: parley.v1.ChatService.Complete:output_type -> parley.v1.CompleteResponse
-	4,  // 19: parley.v1.ChatService.CompleteStream:output_type -> parley.v1.CompleteStreamResponse
-	18, // [18:20] is the sub-list for method output_type
-	16, // [16:18] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	6,  // 0: parley.v1.CompleteRequest.messages:type_name -> parley.v1.Message
+	7,  // 1: parley.v1.CompleteRequest.tools:type_name -> parley.v1.Tool
+	8,  // 2: parley.v1.CompleteRequest.tool_choice:type_name -> parley.v1.ToolChoice
+	9,  // 3: parley.v1.CompleteRequest.response_format:type_name -> parley.v1.ResponseFormat
+	5,  // 4: parley.v1.CompleteRequest.file_search:type_name -> parley.v1.FileSearch
+	6,  // 5: parley.v1.CompleteResponse.message:type_name -> parley.v1.Message
+	10, // 6: parley.v1.CompleteResponse.finish_reason:type_name -> parley.v1.FinishReason
+	11, // 7: parley.v1.CompleteResponse.usage:type_name -> parley.v1.Usage
+	2,  // 8: parley.v1.CompleteResponse.choices:type_name -> parley.v1.Choice
+	6,  // 9: parley.v1.Choice.message:type_name -> parley.v1.Message
+	10, // 10: parley.v1.Choice.finish_reason:type_name -> parley.v1.FinishReason
+	12, // 11: parley.v1.Choice.logprobs:type_name -> parley.v1.TokenLogprob
+	6,  // 12: parley.v1.CompleteStreamRequest.messages:type_name -> parley.v1.Message
+	7,  // 13: parley.v1.CompleteStreamRequest.tools:type_name -> parley.v1.Tool
+	8,  // 14: parley.v1.CompleteStreamRequest.tool_choice:type_name -> parley.v1.ToolChoice
+	9,  // 15: parley.v1.CompleteStreamRequest.response_format:type_name -> parley.v1.ResponseFormat
+	5,  // 16: parley.v1.CompleteStreamRequest.file_search:type_name -> parley.v1.FileSearch
+	13, // 17: parley.v1.CompleteStreamResponse.event:type_name -> parley.v1.GenerationEvent
+	14, // 18: parley.v1.FileSearch.filter:type_name -> parley.v1.AttributeFilter
+	0,  // 19: parley.v1.ChatService.Complete:input_type -> parley.v1.CompleteRequest
+	3,  // 20: parley.v1.ChatService.CompleteStream:input_type -> parley.v1.CompleteStreamRequest
+	1,  // 21: parley.v1.ChatService.Complete:output_type -> parley.v1.CompleteResponse
+	4,  // 22: parley.v1.ChatService.CompleteStream:output_type -> parley.v1.CompleteStreamResponse
+	21, // [21:23] is the sub-list for method output_type
+	19, // [19:21] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_chat_proto_init() }
@@ -737,6 +848,7 @@ func file_parley_v1_chat_proto_init() {
 		return
 	}
 	file_parley_v1_common_proto_init()
+	file_parley_v1_vector_store_proto_init()
 	file_parley_v1_chat_proto_msgTypes[0].OneofWrappers = []any{}
 	file_parley_v1_chat_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
@@ -745,7 +857,7 @@ func file_parley_v1_chat_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_chat_proto_rawDesc), len(file_parley_v1_chat_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -546,6 +546,7 @@ type Part struct {
 	//	*Part_Document
 	//	*Part_ToolCall
 	//	*Part_ToolResult
+	//	*Part_Citation
 	Kind          isPart_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -642,6 +643,15 @@ func (x *Part) GetToolResult() *ToolResult {
 	return nil
 }
 
+func (x *Part) GetCitation() *Citation {
+	if x != nil {
+		if x, ok := x.Kind.(*Part_Citation); ok {
+			return x.Citation
+		}
+	}
+	return nil
+}
+
 type isPart_Kind interface {
 	isPart_Kind()
 }
@@ -677,6 +687,13 @@ type Part_ToolResult struct {
 	ToolResult *ToolResult `protobuf:"bytes,6,opt,name=tool_result,json=toolResult,proto3,oneof"`
 }
 
+type Part_Citation struct {
+	// A passage of a file the answer cites, after its text; only in assistant
+	// messages answered with file search (a project's chat, or file_search on
+	// ChatService), never sent by a caller.
+	Citation *Citation `protobuf:"bytes,7,opt,name=citation,proto3,oneof"`
+}
+
 func (*Part_Text) isPart_Kind() {}
 
 func (*Part_AttachmentId) isPart_Kind() {}
@@ -688,6 +705,91 @@ func (*Part_Document) isPart_Kind() {}
 func (*Part_ToolCall) isPart_Kind() {}
 
 func (*Part_ToolResult) isPart_Kind() {}
+
+func (*Part_Citation) isPart_Kind() {}
+
+// Citation is a passage of one of the caller's files that an answer cites. The
+// answer's text cites it as [number].
+type Citation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The marker's number: [1] cites the citation whose number is 1.
+	Number int32 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
+	// The file (FileService) the passage is from.
+	FileId string `protobuf:"bytes,2,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
+	// That file's name.
+	Filename string `protobuf:"bytes,3,opt,name=filename,proto3" json:"filename,omitempty"`
+	// The passage, as the model read it (at most 4000 bytes).
+	Quote string `protobuf:"bytes,4,opt,name=quote,proto3" json:"quote,omitempty"`
+	// The search's relevance score, 0 to 1.
+	Score         float64 `protobuf:"fixed64,5,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Citation) Reset() {
+	*x = Citation{}
+	mi := &file_parley_v1_common_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Citation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Citation) ProtoMessage() {}
+
+func (x *Citation) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_common_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Citation.ProtoReflect.Descriptor instead.
+func (*Citation) Descriptor() ([]byte, []int) {
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Citation) GetNumber() int32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Citation) GetFileId() string {
+	if x != nil {
+		return x.FileId
+	}
+	return ""
+}
+
+func (x *Citation) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *Citation) GetQuote() string {
+	if x != nil {
+		return x.Quote
+	}
+	return ""
+}
+
+func (x *Citation) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
 
 // ToolCall is a call of a function the request offered in `tools`.
 type ToolCall struct {
@@ -705,7 +807,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_parley_v1_common_proto_msgTypes[3]
+	mi := &file_parley_v1_common_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +819,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[3]
+	mi := &file_parley_v1_common_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +832,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ToolCall) GetId() string {
@@ -767,7 +869,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_parley_v1_common_proto_msgTypes[4]
+	mi := &file_parley_v1_common_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +881,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[4]
+	mi := &file_parley_v1_common_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +894,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ToolResult) GetToolCallId() string {
@@ -827,7 +929,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_parley_v1_common_proto_msgTypes[5]
+	mi := &file_parley_v1_common_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +941,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[5]
+	mi := &file_parley_v1_common_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +954,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Tool) GetName() string {
@@ -896,7 +998,7 @@ type ToolChoice struct {
 
 func (x *ToolChoice) Reset() {
 	*x = ToolChoice{}
-	mi := &file_parley_v1_common_proto_msgTypes[6]
+	mi := &file_parley_v1_common_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1010,7 @@ func (x *ToolChoice) String() string {
 func (*ToolChoice) ProtoMessage() {}
 
 func (x *ToolChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[6]
+	mi := &file_parley_v1_common_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1023,7 @@ func (x *ToolChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolChoice.ProtoReflect.Descriptor instead.
 func (*ToolChoice) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToolChoice) GetMode() ToolChoiceMode {
@@ -955,7 +1057,7 @@ type ResponseFormat struct {
 
 func (x *ResponseFormat) Reset() {
 	*x = ResponseFormat{}
-	mi := &file_parley_v1_common_proto_msgTypes[7]
+	mi := &file_parley_v1_common_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1069,7 @@ func (x *ResponseFormat) String() string {
 func (*ResponseFormat) ProtoMessage() {}
 
 func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[7]
+	mi := &file_parley_v1_common_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1082,7 @@ func (x *ResponseFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResponseFormat.ProtoReflect.Descriptor instead.
 func (*ResponseFormat) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResponseFormat) GetType() ResponseFormatType {
@@ -1030,7 +1132,7 @@ type TokenLogprob struct {
 
 func (x *TokenLogprob) Reset() {
 	*x = TokenLogprob{}
-	mi := &file_parley_v1_common_proto_msgTypes[8]
+	mi := &file_parley_v1_common_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1144,7 @@ func (x *TokenLogprob) String() string {
 func (*TokenLogprob) ProtoMessage() {}
 
 func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[8]
+	mi := &file_parley_v1_common_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1157,7 @@ func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
 func (*TokenLogprob) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TokenLogprob) GetToken() string {
@@ -1101,7 +1203,7 @@ type TopLogprob struct {
 
 func (x *TopLogprob) Reset() {
 	*x = TopLogprob{}
-	mi := &file_parley_v1_common_proto_msgTypes[9]
+	mi := &file_parley_v1_common_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1215,7 @@ func (x *TopLogprob) String() string {
 func (*TopLogprob) ProtoMessage() {}
 
 func (x *TopLogprob) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[9]
+	mi := &file_parley_v1_common_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1228,7 @@ func (x *TopLogprob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
 func (*TopLogprob) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{9}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TopLogprob) GetToken() string {
@@ -1169,7 +1271,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_parley_v1_common_proto_msgTypes[10]
+	mi := &file_parley_v1_common_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1283,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[10]
+	mi := &file_parley_v1_common_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1296,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{10}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1238,7 +1340,7 @@ type ChoiceFinish struct {
 
 func (x *ChoiceFinish) Reset() {
 	*x = ChoiceFinish{}
-	mi := &file_parley_v1_common_proto_msgTypes[11]
+	mi := &file_parley_v1_common_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1352,7 @@ func (x *ChoiceFinish) String() string {
 func (*ChoiceFinish) ProtoMessage() {}
 
 func (x *ChoiceFinish) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[11]
+	mi := &file_parley_v1_common_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1365,7 @@ func (x *ChoiceFinish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChoiceFinish.ProtoReflect.Descriptor instead.
 func (*ChoiceFinish) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{11}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ChoiceFinish) GetIndex() int32 {
@@ -1294,7 +1396,7 @@ type InlineImage struct {
 
 func (x *InlineImage) Reset() {
 	*x = InlineImage{}
-	mi := &file_parley_v1_common_proto_msgTypes[12]
+	mi := &file_parley_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1408,7 @@ func (x *InlineImage) String() string {
 func (*InlineImage) ProtoMessage() {}
 
 func (x *InlineImage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[12]
+	mi := &file_parley_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1421,7 @@ func (x *InlineImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineImage.ProtoReflect.Descriptor instead.
 func (*InlineImage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{12}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InlineImage) GetData() []byte {
@@ -1353,7 +1455,7 @@ type InlineDocument struct {
 
 func (x *InlineDocument) Reset() {
 	*x = InlineDocument{}
-	mi := &file_parley_v1_common_proto_msgTypes[13]
+	mi := &file_parley_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1467,7 @@ func (x *InlineDocument) String() string {
 func (*InlineDocument) ProtoMessage() {}
 
 func (x *InlineDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[13]
+	mi := &file_parley_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1480,7 @@ func (x *InlineDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InlineDocument.ProtoReflect.Descriptor instead.
 func (*InlineDocument) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InlineDocument) GetData() []byte {
@@ -1423,7 +1525,7 @@ type GenerationEvent struct {
 
 func (x *GenerationEvent) Reset() {
 	*x = GenerationEvent{}
-	mi := &file_parley_v1_common_proto_msgTypes[14]
+	mi := &file_parley_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1537,7 @@ func (x *GenerationEvent) String() string {
 func (*GenerationEvent) ProtoMessage() {}
 
 func (x *GenerationEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[14]
+	mi := &file_parley_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1550,7 @@ func (x *GenerationEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationEvent.ProtoReflect.Descriptor instead.
 func (*GenerationEvent) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GenerationEvent) GetSeq() uint64 {
@@ -1541,7 +1643,7 @@ type GenerationStarted struct {
 
 func (x *GenerationStarted) Reset() {
 	*x = GenerationStarted{}
-	mi := &file_parley_v1_common_proto_msgTypes[15]
+	mi := &file_parley_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1655,7 @@ func (x *GenerationStarted) String() string {
 func (*GenerationStarted) ProtoMessage() {}
 
 func (x *GenerationStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[15]
+	mi := &file_parley_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1668,7 @@ func (x *GenerationStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationStarted.ProtoReflect.Descriptor instead.
 func (*GenerationStarted) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GenerationStarted) GetRequestId() string {
@@ -1634,7 +1736,7 @@ type GenerationDelta struct {
 
 func (x *GenerationDelta) Reset() {
 	*x = GenerationDelta{}
-	mi := &file_parley_v1_common_proto_msgTypes[16]
+	mi := &file_parley_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1748,7 @@ func (x *GenerationDelta) String() string {
 func (*GenerationDelta) ProtoMessage() {}
 
 func (x *GenerationDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[16]
+	mi := &file_parley_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1761,7 @@ func (x *GenerationDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationDelta.ProtoReflect.Descriptor instead.
 func (*GenerationDelta) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{16}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GenerationDelta) GetText() string {
@@ -1712,14 +1814,17 @@ type GenerationFinished struct {
 	ErrorMessage string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	// How each choice ended, by index (one entry per choice; finish_reason is choice
 	// 0's unless the generation as a whole was cancelled or failed).
-	Choices       []*ChoiceFinish `protobuf:"bytes,5,rep,name=choices,proto3" json:"choices,omitempty"`
+	Choices []*ChoiceFinish `protobuf:"bytes,5,rep,name=choices,proto3" json:"choices,omitempty"`
+	// The passages of files the answer cites, by number (answers made with file
+	// search); the stored message has them as citation parts.
+	Citations     []*Citation `protobuf:"bytes,6,rep,name=citations,proto3" json:"citations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GenerationFinished) Reset() {
 	*x = GenerationFinished{}
-	mi := &file_parley_v1_common_proto_msgTypes[17]
+	mi := &file_parley_v1_common_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1836,7 @@ func (x *GenerationFinished) String() string {
 func (*GenerationFinished) ProtoMessage() {}
 
 func (x *GenerationFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_common_proto_msgTypes[17]
+	mi := &file_parley_v1_common_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1849,7 @@ func (x *GenerationFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationFinished.ProtoReflect.Descriptor instead.
 func (*GenerationFinished) Descriptor() ([]byte, []int) {
-	return file_parley_v1_common_proto_rawDescGZIP(), []int{17}
+	return file_parley_v1_common_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GenerationFinished) GetFinishReason() FinishReason {
@@ -1782,6 +1887,13 @@ func (x *GenerationFinished) GetChoices() []*ChoiceFinish {
 	return nil
 }
 
+func (x *GenerationFinished) GetCitations() []*Citation {
+	if x != nil {
+		return x.Citations
+	}
+	return nil
+}
+
 var File_parley_v1_common_proto protoreflect.FileDescriptor
 
 const file_parley_v1_common_proto_rawDesc = "" +
@@ -1794,7 +1906,7 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\testimated\x18\x04 \x01(\bR\testimated\"U\n" +
 	"\aMessage\x12#\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x0f.parley.v1.RoleR\x04role\x12%\n" +
-	"\x05parts\x18\x02 \x03(\v2\x0f.parley.v1.PartR\x05parts\"\xa2\x02\n" +
+	"\x05parts\x18\x02 \x03(\v2\x0f.parley.v1.PartR\x05parts\"\xd5\x02\n" +
 	"\x04Part\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12%\n" +
 	"\rattachment_id\x18\x02 \x01(\tH\x00R\fattachmentId\x12.\n" +
@@ -1802,8 +1914,15 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\bdocument\x18\x04 \x01(\v2\x19.parley.v1.InlineDocumentH\x00R\bdocument\x122\n" +
 	"\ttool_call\x18\x05 \x01(\v2\x13.parley.v1.ToolCallH\x00R\btoolCall\x128\n" +
 	"\vtool_result\x18\x06 \x01(\v2\x15.parley.v1.ToolResultH\x00R\n" +
-	"toolResultB\x06\n" +
-	"\x04kind\"L\n" +
+	"toolResult\x121\n" +
+	"\bcitation\x18\a \x01(\v2\x13.parley.v1.CitationH\x00R\bcitationB\x06\n" +
+	"\x04kind\"\x83\x01\n" +
+	"\bCitation\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\x05R\x06number\x12\x17\n" +
+	"\afile_id\x18\x02 \x01(\tR\x06fileId\x12\x1a\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\x12\x14\n" +
+	"\x05quote\x18\x04 \x01(\tR\x05quote\x12\x14\n" +
+	"\x05score\x18\x05 \x01(\x01R\x05score\"L\n" +
 	"\bToolCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1875,14 +1994,15 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"tool_calls\x18\x03 \x03(\v2\x18.parley.v1.ToolCallDeltaR\ttoolCalls\x123\n" +
 	"\blogprobs\x18\x04 \x03(\v2\x17.parley.v1.TokenLogprobR\blogprobs\x12\x1c\n" +
-	"\treasoning\x18\x05 \x01(\tR\treasoning\"\xf1\x01\n" +
+	"\treasoning\x18\x05 \x01(\tR\treasoning\"\xa4\x02\n" +
 	"\x12GenerationFinished\x12<\n" +
 	"\rfinish_reason\x18\x01 \x01(\x0e2\x17.parley.v1.FinishReasonR\ffinishReason\x12&\n" +
 	"\x05usage\x18\x02 \x01(\v2\x10.parley.v1.UsageR\x05usage\x12\x1d\n" +
 	"\n" +
 	"cost_nanos\x18\x03 \x01(\x03R\tcostNanos\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x121\n" +
-	"\achoices\x18\x05 \x03(\v2\x17.parley.v1.ChoiceFinishR\achoices*V\n" +
+	"\achoices\x18\x05 \x03(\v2\x17.parley.v1.ChoiceFinishR\achoices\x121\n" +
+	"\tcitations\x18\x06 \x03(\v2\x13.parley.v1.CitationR\tcitations*V\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tTIER_FREE\x10\x01\x12\r\n" +
@@ -1931,7 +2051,7 @@ func file_parley_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_parley_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_parley_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_parley_v1_common_proto_goTypes = []any{
 	(Tier)(0),                  // 0: parley.v1.Tier
 	(FinishReason)(0),          // 1: parley.v1.FinishReason
@@ -1942,49 +2062,52 @@ var file_parley_v1_common_proto_goTypes = []any{
 	(*Usage)(nil),              // 6: parley.v1.Usage
 	(*Message)(nil),            // 7: parley.v1.Message
 	(*Part)(nil),               // 8: parley.v1.Part
-	(*ToolCall)(nil),           // 9: parley.v1.ToolCall
-	(*ToolResult)(nil),         // 10: parley.v1.ToolResult
-	(*Tool)(nil),               // 11: parley.v1.Tool
-	(*ToolChoice)(nil),         // 12: parley.v1.ToolChoice
-	(*ResponseFormat)(nil),     // 13: parley.v1.ResponseFormat
-	(*TokenLogprob)(nil),       // 14: parley.v1.TokenLogprob
-	(*TopLogprob)(nil),         // 15: parley.v1.TopLogprob
-	(*ToolCallDelta)(nil),      // 16: parley.v1.ToolCallDelta
-	(*ChoiceFinish)(nil),       // 17: parley.v1.ChoiceFinish
-	(*InlineImage)(nil),        // 18: parley.v1.InlineImage
-	(*InlineDocument)(nil),     // 19: parley.v1.InlineDocument
-	(*GenerationEvent)(nil),    // 20: parley.v1.GenerationEvent
-	(*GenerationStarted)(nil),  // 21: parley.v1.GenerationStarted
-	(*GenerationDelta)(nil),    // 22: parley.v1.GenerationDelta
-	(*GenerationFinished)(nil), // 23: parley.v1.GenerationFinished
-	(*structpb.Struct)(nil),    // 24: google.protobuf.Struct
+	(*Citation)(nil),           // 9: parley.v1.Citation
+	(*ToolCall)(nil),           // 10: parley.v1.ToolCall
+	(*ToolResult)(nil),         // 11: parley.v1.ToolResult
+	(*Tool)(nil),               // 12: parley.v1.Tool
+	(*ToolChoice)(nil),         // 13: parley.v1.ToolChoice
+	(*ResponseFormat)(nil),     // 14: parley.v1.ResponseFormat
+	(*TokenLogprob)(nil),       // 15: parley.v1.TokenLogprob
+	(*TopLogprob)(nil),         // 16: parley.v1.TopLogprob
+	(*ToolCallDelta)(nil),      // 17: parley.v1.ToolCallDelta
+	(*ChoiceFinish)(nil),       // 18: parley.v1.ChoiceFinish
+	(*InlineImage)(nil),        // 19: parley.v1.InlineImage
+	(*InlineDocument)(nil),     // 20: parley.v1.InlineDocument
+	(*GenerationEvent)(nil),    // 21: parley.v1.GenerationEvent
+	(*GenerationStarted)(nil),  // 22: parley.v1.GenerationStarted
+	(*GenerationDelta)(nil),    // 23: parley.v1.GenerationDelta
+	(*GenerationFinished)(nil), // 24: parley.v1.GenerationFinished
+	(*structpb.Struct)(nil),    // 25: google.protobuf.Struct
 }
 var file_parley_v1_common_proto_depIdxs = []int32{
 	2,  // 0: parley.v1.Message.role:type_name -> parley.v1.Role
 	8,  // 1: parley.v1.Message.parts:type_name -> parley.v1.Part
-	18, // 2: parley.v1.Part.image:type_name -> parley.v1.InlineImage
-	19, // 3: parley.v1.Part.document:type_name -> parley.v1.InlineDocument
-	9,  // 4: parley.v1.Part.tool_call:type_name -> parley.v1.ToolCall
-	10, // 5: parley.v1.Part.tool_result:type_name -> parley.v1.ToolResult
-	24, // 6: parley.v1.Tool.parameters:type_name -> google.protobuf.Struct
-	4,  // 7: parley.v1.ToolChoice.mode:type_name -> parley.v1.ToolChoiceMode
-	5,  // 8: parley.v1.ResponseFormat.type:type_name -> parley.v1.ResponseFormatType
-	24, // 9: parley.v1.ResponseFormat.schema:type_name -> google.protobuf.Struct
-	15, // 10: parley.v1.TokenLogprob.top_logprobs:type_name -> parley.v1.TopLogprob
-	1,  // 11: parley.v1.ChoiceFinish.finish_reason:type_name -> parley.v1.FinishReason
-	21, // 12: parley.v1.GenerationEvent.started:type_name -> parley.v1.GenerationStarted
-	22, // 13: parley.v1.GenerationEvent.delta:type_name -> parley.v1.GenerationDelta
-	23, // 14: parley.v1.GenerationEvent.finished:type_name -> parley.v1.GenerationFinished
-	16, // 15: parley.v1.GenerationDelta.tool_calls:type_name -> parley.v1.ToolCallDelta
-	14, // 16: parley.v1.GenerationDelta.logprobs:type_name -> parley.v1.TokenLogprob
-	1,  // 17: parley.v1.GenerationFinished.finish_reason:type_name -> parley.v1.FinishReason
-	6,  // 18: parley.v1.GenerationFinished.usage:type_name -> parley.v1.Usage
-	17, // 19: parley.v1.GenerationFinished.choices:type_name -> parley.v1.ChoiceFinish
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	19, // 2: parley.v1.Part.image:type_name -> parley.v1.InlineImage
+	20, // 3: parley.v1.Part.document:type_name -> parley.v1.InlineDocument
+	10, // 4: parley.v1.Part.tool_call:type_name -> parley.v1.ToolCall
+	11, // 5: parley.v1.Part.tool_result:type_name -> parley.v1.ToolResult
+	9,  // 6: parley.v1.Part.citation:type_name -> parley.v1.Citation
+	25, // 7: parley.v1.Tool.parameters:type_name -> google.protobuf.Struct
+	4,  // 8: parley.v1.ToolChoice.mode:type_name -> parley.v1.ToolChoiceMode
+	5,  // 9: parley.v1.ResponseFormat.type:type_name -> parley.v1.ResponseFormatType
+	25, // 10: parley.v1.ResponseFormat.schema:type_name -> google.protobuf.Struct
+	16, // 11: parley.v1.TokenLogprob.top_logprobs:type_name -> parley.v1.TopLogprob
+	1,  // 12: parley.v1.ChoiceFinish.finish_reason:type_name -> parley.v1.FinishReason
+	22, // 13: parley.v1.GenerationEvent.started:type_name -> parley.v1.GenerationStarted
+	23, // 14: parley.v1.GenerationEvent.delta:type_name -> parley.v1.GenerationDelta
+	24, // 15: parley.v1.GenerationEvent.finished:type_name -> parley.v1.GenerationFinished
+	17, // 16: parley.v1.GenerationDelta.tool_calls:type_name -> parley.v1.ToolCallDelta
+	15, // 17: parley.v1.GenerationDelta.logprobs:type_name -> parley.v1.TokenLogprob
+	1,  // 18: parley.v1.GenerationFinished.finish_reason:type_name -> parley.v1.FinishReason
+	6,  // 19: parley.v1.GenerationFinished.usage:type_name -> parley.v1.Usage
+	18, // 20: parley.v1.GenerationFinished.choices:type_name -> parley.v1.ChoiceFinish
+	9,  // 21: parley.v1.GenerationFinished.citations:type_name -> parley.v1.Citation
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_common_proto_init() }
@@ -1999,8 +2122,9 @@ func file_parley_v1_common_proto_init() {
 		(*Part_Document)(nil),
 		(*Part_ToolCall)(nil),
 		(*Part_ToolResult)(nil),
+		(*Part_Citation)(nil),
 	}
-	file_parley_v1_common_proto_msgTypes[14].OneofWrappers = []any{
+	file_parley_v1_common_proto_msgTypes[15].OneofWrappers = []any{
 		(*GenerationEvent_Started)(nil),
 		(*GenerationEvent_Delta)(nil),
 		(*GenerationEvent_Finished)(nil),
@@ -2011,7 +2135,7 @@ func file_parley_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_common_proto_rawDesc), len(file_parley_v1_common_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

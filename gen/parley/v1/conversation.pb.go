@@ -217,8 +217,11 @@ type Conversation struct {
 	// one whose messages all predate branches (its newest message is the leaf);
 	// ListMessagesResponse.leaf_message_id always has it.
 	CurrentMessageId string `protobuf:"bytes,9,opt,name=current_message_id,json=currentMessageId,proto3" json:"current_message_id,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The project the conversation belongs to (ProjectService); empty for none. Set
+	// when the conversation is made, it never changes.
+	ProjectId     string `protobuf:"bytes,10,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Conversation) Reset() {
@@ -310,6 +313,13 @@ func (x *Conversation) GetSystemPrompt() string {
 func (x *Conversation) GetCurrentMessageId() string {
 	if x != nil {
 		return x.CurrentMessageId
+	}
+	return ""
+}
+
+func (x *Conversation) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
 	}
 	return ""
 }
@@ -484,7 +494,10 @@ type CreateConversationRequest struct {
 	// default model.
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
 	// Optional. The conversation's system prompt: at most 8000 characters.
-	SystemPrompt  string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	SystemPrompt string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// Optional. One of the caller's projects: the conversation is one of its chats,
+	// answered from its instructions and files.
+	ProjectId     string `protobuf:"bytes,4,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -536,6 +549,13 @@ func (x *CreateConversationRequest) GetModel() string {
 func (x *CreateConversationRequest) GetSystemPrompt() string {
 	if x != nil {
 		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *CreateConversationRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
 	}
 	return ""
 }
@@ -594,7 +614,10 @@ type ListConversationsRequest struct {
 	// Optional. The next_page_token of the previous page; empty for the first page.
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. Which conversations to list; unset means the active (unarchived) ones.
-	Archived      ArchivedFilter `protobuf:"varint,3,opt,name=archived,proto3,enum=parley.v1.ArchivedFilter" json:"archived,omitempty"`
+	Archived ArchivedFilter `protobuf:"varint,3,opt,name=archived,proto3,enum=parley.v1.ArchivedFilter" json:"archived,omitempty"`
+	// Optional. Only this project's conversations; empty lists every conversation,
+	// project chats included.
+	ProjectId     string `protobuf:"bytes,4,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +671,13 @@ func (x *ListConversationsRequest) GetArchived() ArchivedFilter {
 		return x.Archived
 	}
 	return ArchivedFilter_ARCHIVED_FILTER_UNSPECIFIED
+}
+
+func (x *ListConversationsRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
 }
 
 // ListConversationsResponse is the response of ConversationService.ListConversations.
@@ -1171,8 +1201,11 @@ type SendMessageRequest struct {
 	// send the new text with the edited message's parent_message_id (it becomes a
 	// sibling of the edited message).
 	ParentMessageId *string `protobuf:"bytes,5,opt,name=parent_message_id,json=parentMessageId,proto3,oneof" json:"parent_message_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Optional, only when conversation_id is empty: start the new conversation in
+	// this project of the caller's.
+	ProjectId     string `protobuf:"bytes,6,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SendMessageRequest) Reset() {
@@ -1236,6 +1269,13 @@ func (x *SendMessageRequest) GetMaxOutputTokens() int64 {
 func (x *SendMessageRequest) GetParentMessageId() string {
 	if x != nil && x.ParentMessageId != nil {
 		return *x.ParentMessageId
+	}
+	return ""
+}
+
+func (x *SendMessageRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
 	}
 	return ""
 }
@@ -2681,7 +2721,7 @@ var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xe8\x02\n" +
+	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x87\x03\n" +
 	"\fConversation\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -2695,7 +2735,10 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"generating\x18\a \x01(\bR\n" +
 	"generating\x12#\n" +
 	"\rsystem_prompt\x18\b \x01(\tR\fsystemPrompt\x12,\n" +
-	"\x12current_message_id\x18\t \x01(\tR\x10currentMessageId\"\xa8\x04\n" +
+	"\x12current_message_id\x18\t \x01(\tR\x10currentMessageId\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\n" +
+	" \x01(\tR\tprojectId\"\xa8\x04\n" +
 	"\x13ConversationMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12'\n" +
@@ -2712,18 +2755,22 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	" \x01(\x05R\fsiblingIndex\x12#\n" +
 	"\rsibling_count\x18\v \x01(\x05R\fsiblingCount\x12.\n" +
 	"\x13sibling_message_ids\x18\f \x03(\tR\x11siblingMessageIds\x120\n" +
-	"\x06status\x18\r \x01(\x0e2\x18.parley.v1.MessageStatusR\x06status\"l\n" +
+	"\x06status\x18\r \x01(\x0e2\x18.parley.v1.MessageStatusR\x06status\"\x8b\x01\n" +
 	"\x19CreateConversationRequest\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
-	"\rsystem_prompt\x18\x03 \x01(\tR\fsystemPrompt\"Y\n" +
+	"\rsystem_prompt\x18\x03 \x01(\tR\fsystemPrompt\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x04 \x01(\tR\tprojectId\"Y\n" +
 	"\x1aCreateConversationResponse\x12;\n" +
-	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"\x8d\x01\n" +
+	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"\xac\x01\n" +
 	"\x18ListConversationsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x125\n" +
-	"\barchived\x18\x03 \x01(\x0e2\x19.parley.v1.ArchivedFilterR\barchived\"\x82\x01\n" +
+	"\barchived\x18\x03 \x01(\x0e2\x19.parley.v1.ArchivedFilterR\barchived\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x04 \x01(\tR\tprojectId\"\x82\x01\n" +
 	"\x19ListConversationsResponse\x12=\n" +
 	"\rconversations\x18\x01 \x03(\v2\x17.parley.v1.ConversationR\rconversations\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +
@@ -2754,13 +2801,15 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"D\n" +
 	"\x19DeleteConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"\x1c\n" +
-	"\x1aDeleteConversationResponse\"\xed\x01\n" +
+	"\x1aDeleteConversationResponse\"\x8c\x02\n" +
 	"\x12SendMessageRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12%\n" +
 	"\x05parts\x18\x03 \x03(\v2\x0f.parley.v1.PartR\x05parts\x12*\n" +
 	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12/\n" +
-	"\x11parent_message_id\x18\x05 \x01(\tH\x00R\x0fparentMessageId\x88\x01\x01B\x14\n" +
+	"\x11parent_message_id\x18\x05 \x01(\tH\x00R\x0fparentMessageId\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x06 \x01(\tR\tprojectIdB\x14\n" +
 	"\x12_parent_message_id\"G\n" +
 	"\x13SendMessageResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"_\n" +

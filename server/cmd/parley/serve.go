@@ -152,6 +152,21 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	conversations := &api.ConversationHandler{
 		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments,
 	}
+
+	// Vector stores: files cut, embedded and indexed by whichever gateway
+	// claims them first, searched by /v1/vector_stores and file_search.
+	var knowledgeSvc *knowledge.Service
+	if stores.VectorStores != nil && stores.Vectors != nil {
+		knowledgeSvc = &knowledge.Service{Stores: stores.VectorStores, Index: stores.Vectors, Files: attachments, Embed: core,
+			Users: stores.Accounts, Catalog: catalog, Tokens: core.Tokens, Config: cfg.Knowledge, Logger: logger, Now: time.Now}
+		knowledgeSvc.Start()
+		life.Go("sweeps", knowledgeSvc.Run)
+		attachments.OnFileDeleted = knowledgeSvc.FileDeleted
+		// ChatService's file_search, and web projects (their chats answer
+		// from their files).
+		core.Retriever, core.Projects = knowledgeSvc, stores.Projects
+	}
+
 	health := mountServices(mux, handlerOpts, publicOpts, services{
 		auth:          &api.AuthHandler{Auth: authn},
 		apiKeys:       &api.ApiKeyHandler{Auth: authn, Pages: pages},
@@ -161,6 +176,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		conversations: conversations,
 		attachments:   &api.AttachmentHandler{Attachments: attachments},
 		files:         &api.FileHandler{Attachments: attachments, Pages: pages},
+		vectorStores:  &api.VectorStoreHandler{Knowledge: knowledgeSvc, Pages: pages, Now: time.Now},
+		projects: &api.ProjectHandler{Projects: core.Projects, Knowledge: knowledgeSvc, Conversations: conversations,
+			Pages: pages, Now: time.Now},
 		billing: &api.BillingHandler{
 			Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 		},
@@ -171,17 +189,6 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 
 	// The SSE form of every server-streaming RPC, over the same handlers.
 	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: cfg.PingInterval}))
-
-	// Vector stores: files cut, embedded and indexed by whichever gateway
-	// claims them first, searched by /v1/vector_stores and file_search.
-	var knowledgeSvc *knowledge.Service
-	if stores.VectorStores != nil && stores.Vectors != nil {
-		knowledgeSvc = &knowledge.Service{Stores: stores.VectorStores, Index: stores.Vectors, Files: attachments, Embed: core,
-			Catalog: catalog, Tokens: core.Tokens, Config: cfg.Knowledge, Logger: logger, Now: time.Now}
-		knowledgeSvc.Start()
-		life.Go("sweeps", knowledgeSvc.Run)
-		attachments.OnFileDeleted = knowledgeSvc.FileDeleted
-	}
 
 	// The compatible surfaces (OpenAI, Anthropic), over the same core.
 	unsupported, err := compat.ParseUnsupported(cfg.OpenAIUnsupported)

@@ -171,6 +171,8 @@ type services struct {
 	conversations parleyv1connect.ConversationServiceHandler
 	attachments   parleyv1connect.AttachmentServiceHandler
 	files         parleyv1connect.FileServiceHandler
+	vectorStores  parleyv1connect.VectorStoreServiceHandler
+	projects      parleyv1connect.ProjectServiceHandler
 	billing       parleyv1connect.BillingServiceHandler
 	admin         parleyv1connect.AdminServiceHandler
 }
@@ -185,6 +187,8 @@ var serviceNames = []string{
 	parleyv1connect.ConversationServiceName,
 	parleyv1connect.AttachmentServiceName,
 	parleyv1connect.FileServiceName,
+	parleyv1connect.VectorStoreServiceName,
+	parleyv1connect.ProjectServiceName,
 	parleyv1connect.BillingServiceName,
 	parleyv1connect.AdminServiceName,
 }
@@ -203,6 +207,8 @@ func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption,
 	mux.Handle(parleyv1connect.ConversationServiceGetSharedConversationProcedure, shared)
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(s.attachments, opts...))
 	mux.Handle(parleyv1connect.NewFileServiceHandler(s.files, opts...))
+	mux.Handle(parleyv1connect.NewVectorStoreServiceHandler(s.vectorStores, opts...))
+	mux.Handle(parleyv1connect.NewProjectServiceHandler(s.projects, opts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(s.billing, opts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(s.admin, opts...))
 

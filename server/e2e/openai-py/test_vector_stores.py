@@ -53,6 +53,17 @@ def test_vector_store_flow(client):
     page = client.vector_stores.search(vs.id, query="marketing budget finance", max_num_results=3)
     assert page.data[0].filename == "budget.md" and page.data[0].file_id == budget.id
     assert "forty thousand euros" in page.data[0].content[0].text and 0 < page.data[0].score <= 1
+    # The ranking is hybrid (vector and BM25, fused); hybrid_search weighs
+    # them, and lexical alone finds only the passages with the words.
+    lexical = client.vector_stores.search(vs.id, query="Lisbon", ranking_options={
+        "hybrid_search": {"embedding_weight": 0, "text_weight": 1}})
+    assert sorted(r.filename for r in lexical.data) == ["launch-copy.md", "launch.md"] and lexical.data[0].score == 1
+    vector = client.vector_stores.search(vs.id, query="Lisbon", ranking_options={
+        "hybrid_search": {"embedding_weight": 1, "text_weight": 0}})
+    assert len(vector.data) == 4 and all(-1 <= r.score <= 1 for r in vector.data)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.vector_stores.search(vs.id, query="x", ranking_options={"hybrid_search": {"embedding_weight": 0, "text_weight": 0}})
+    assert e.value.body["param"] == "ranking_options.hybrid_search"
     only = client.vector_stores.search(vs.id, query="launch in Lisbon",
                                        filters={"type": "eq", "key": "dept", "value": "finance"})
     assert [r.file_id for r in only.data] == [budget.id]

@@ -178,7 +178,23 @@ func addColumns(ctx context.Context, admin gocqlx.Session, keyspace, table strin
 			return err // (another process adding it at the same time is fine)
 		}
 	}
-	return nil
+	// A column another process is adding can be listed before the nodes
+	// serve it: wait (at most 10 s) until a read of the columns is taken.
+	if err := admin.AwaitSchemaAgreement(ctx); err != nil {
+		return err
+	}
+	names := strings.Join(slices.Sorted(maps.Keys(cols)), ", ")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := admin.ContextQuery(ctx, `SELECT `+names+` FROM `+keyspace+`.`+table+` LIMIT 1`, nil).ExecRelease()
+		if err == nil || !strings.Contains(err.Error(), "Undefined column") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // DropKeyspace drops a keyspace (tests).

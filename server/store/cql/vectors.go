@@ -24,6 +24,10 @@ import (
 //     length: the chunks of stores of length N live in vector_chunks_dN
 //     (made on first use), one partition per vector store, clustered by
 //     chunk ID, with an SAI vector index (cosine) and one on file_id.
+//   - vector_terms is the lexical index (SearchChunksText), an inverted
+//     index kept here, since Cassandra 5.0's SAI has no analysed text
+//     index: one partition per store and term, a row per chunk holding it
+//     with its count there and the chunk's length, scored by BM25.
 //   - An unfiltered search is the index's approximate nearest-neighbour
 //     query within the store's partition, asking for 4× the matches wanted
 //     and re-ranking them by exact cosine; a filtered one reads the
@@ -40,8 +44,11 @@ func (db *DB) Vectors() store.VectorIndex { return &vectors{db: db, made: map[in
 type vectors struct {
 	db   *DB
 	mu   sync.Mutex
-	dir  bool         // vector_store_dims made
+	dir  bool         // vector_store_dims and vector_terms made
 	made map[int]bool // vector_chunks_dN made
+
+	countMu sync.Mutex
+	counts  map[string]chunkCount // each searched store's chunk count, for BM25
 }
 
 // MaxVectorDims bounds a vector's length on CQL.
@@ -78,11 +85,14 @@ func (v *vectors) ensure(ctx context.Context, dims int) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.dir {
-		err := store.CreateSchema(ctx, schemaRetryable, func() error {
-			return v.db.s.ContextQuery(ctx, `CREATE TABLE IF NOT EXISTS vector_store_dims (store_id text PRIMARY KEY, dims int)`, nil).ExecRelease()
-		})
-		if err != nil {
-			return fmt.Errorf("cql: vector_store_dims: %w", err)
+		for _, stmt := range []string{
+			`CREATE TABLE IF NOT EXISTS vector_store_dims (store_id text PRIMARY KEY, dims int)`,
+			termsTable,
+		} {
+			err := store.CreateSchema(ctx, schemaRetryable, func() error { return v.db.s.ContextQuery(ctx, stmt, nil).ExecRelease() })
+			if err != nil {
+				return fmt.Errorf("cql: vector index schema: %w", err)
+			}
 		}
 		v.dir = true
 	}
@@ -160,6 +170,9 @@ func (v *vectors) PutChunks(ctx context.Context, chunks []store.Chunk) error {
 			}
 		}
 	}
+	if err := v.putTerms(ctx, chunks); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for _, c := range chunks {
@@ -189,8 +202,8 @@ func (v *vectors) DeleteFileChunks(ctx context.Context, storeID, fileID string) 
 	if err := v.ensure(ctx, d); err != nil {
 		return 0, err
 	}
-	var ids []string
-	if err := v.db.s.ContextQuery(ctx, `SELECT id FROM `+table(d)+` WHERE store_id = ? AND file_id = ?`, nil).Bind(storeID, fileID).SelectRelease(&ids); err != nil {
+	ids, err := v.dropTerms(ctx, storeID, d, fileID)
+	if err != nil {
 		return 0, fmt.Errorf("cql: delete file chunks: %w", err)
 	}
 	for start := 0; start < len(ids); start += 100 {
@@ -234,10 +247,14 @@ func (v *vectors) DeleteStoreChunks(ctx context.Context, storeID string) (int, e
 	if err != nil || d == 0 {
 		return 0, err
 	}
-	n, err := v.CountChunks(ctx, storeID, "")
-	if err != nil {
+	if err := v.ensure(ctx, d); err != nil {
 		return 0, err
 	}
+	ids, err := v.dropTerms(ctx, storeID, d, "")
+	if err != nil {
+		return 0, fmt.Errorf("cql: delete store chunks: %w", err)
+	}
+	n := len(ids)
 	if err := v.db.s.ContextQuery(ctx, `DELETE FROM `+table(d)+` WHERE store_id = ?`, nil).Bind(storeID).ExecRelease(); err != nil {
 		return 0, fmt.Errorf("cql: delete store chunks: %w", err)
 	}

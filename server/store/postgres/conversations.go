@@ -13,7 +13,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id`
 
 type convScan struct {
 	c                store.Conversation
@@ -21,7 +21,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -31,8 +31,8 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID)
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID)
 	return err
 }
 
@@ -58,13 +58,16 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 	default:
 		return nil, "", fmt.Errorf("%w: unknown archive filter %d", store.ErrInvalidArgument, f.Archived)
 	}
+	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
+	if f.ProjectID != "" {
+		q += ` AND project_id = ` + arg(f.ProjectID)
+	}
 	if p.Cursor != "" {
 		at, id, err := store.DecodeCursor(p.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		q += ` AND (updated_at, id) < ($2, $3)`
-		args = append(args, at, id)
+		q += ` AND (updated_at, id) < (` + arg(at) + `, ` + arg(id) + `)`
 	}
 	q += fmt.Sprintf(` ORDER BY updated_at DESC, id DESC LIMIT %d`, limit+1)
 	out, err := readRows(ctx, c.db, q, args, func(r pgx.Rows) (store.Conversation, error) {

@@ -160,6 +160,7 @@ func TestPgBouncer(t *testing.T) {
 		"Audit":         func(t *testing.T) { storetest.TestAudit(t, newStore) },
 		"Invitations":   func(t *testing.T) { storetest.TestInvitations(t, newStore) },
 		"VectorStores":  func(t *testing.T) { storetest.TestVectorStores(t, newStore) },
+		"Projects":      func(t *testing.T) { storetest.TestProjects(t, newStore) },
 	} {
 		t.Run(name, func(t *testing.T) { t.Parallel(); suite(t) })
 	}

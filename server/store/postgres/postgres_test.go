@@ -58,6 +58,7 @@ func TestLedgerOutbox(t *testing.T)  { t.Parallel(); storetest.TestLedger(t, new
 func TestUsageOutbox(t *testing.T)   { t.Parallel(); storetest.TestUsageOutbox(t, newOutboxStore) }
 func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
 func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
+func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
@@ -145,6 +146,49 @@ func TestAuditPartitionedByMonth(t *testing.T) {
 	evs, _, err := s.Audit.List(ctx, "u", store.PageRequest{})
 	if err != nil || len(evs) != 2 || evs[0].ID != "e-now" {
 		t.Fatalf("List: %v %+v", err, evs)
+	}
+}
+
+// TestMigrationAddsProjects takes a schema back to before projects (0015),
+// with a conversation stored then, and migrates again: the conversation
+// belongs to no project, and projects can be made.
+func TestMigrationAddsProjects(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	ctx := t.Context()
+	s := db.Store()
+	u := store.User{ID: uuid.Must(uuid.NewV7()).String(), Email: "old@example.com", PasswordHash: "x", Tier: store.TierFree, CreatedAt: time.Now()}
+	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: u.ID, Title: "old", Model: "sim-small", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := s.Accounts.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Conversations.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`ALTER TABLE conversations DROP COLUMN project_id`, `DROP TABLE projects`,
+		`DELETE FROM schema_migrations WHERE version = 15`,
+	} {
+		if err := db.ExecRaw(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	got, err := s.Conversations.Get(ctx, u.ID, c.ID)
+	if err != nil || got.ProjectID != "" || got.Title != "old" {
+		t.Fatalf("the old conversation after migrating: %+v, %v", got, err)
+	}
+	p := store.Project{ID: uuid.Must(uuid.NewV7()).String(), UserID: u.ID, Name: "new", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := s.Projects.Create(ctx, p, 1); err != nil {
+		t.Fatalf("Create project after migrating: %v", err)
+	}
+	if l, _, err := s.Conversations.List(ctx, u.ID, store.ConversationFilter{ProjectID: p.ID}, store.PageRequest{}); err != nil || len(l) != 0 {
+		t.Fatalf("the new project's conversations: %+v, %v", l, err)
+	}
+	if l, _, err := s.Conversations.List(ctx, u.ID, store.ConversationFilter{}, store.PageRequest{}); err != nil || len(l) != 1 || l[0].ID != c.ID {
+		t.Fatalf("every conversation: %+v, %v", l, err)
 	}
 }
 

@@ -17,7 +17,7 @@ type vectorStores struct{ db *DB }
 
 // storeColumns reads a store with its file counts and usage, computed from
 // its file rows.
-const storeColumns = `v.id, v.user_id, v.name, v.metadata, v.embedding_model, v.expires_after, v.created_at, v.last_active_at,
+const storeColumns = `v.id, v.user_id, v.name, v.metadata, v.embedding_model, v.expires_after, v.created_at, v.last_active_at, v.web,
 	(SELECT count(*) FILTER (WHERE f.status = 'in_progress') FROM vector_store_files f WHERE f.store_id = v.id),
 	(SELECT count(*) FILTER (WHERE f.status = 'completed') FROM vector_store_files f WHERE f.store_id = v.id),
 	(SELECT count(*) FILTER (WHERE f.status = 'failed') FROM vector_store_files f WHERE f.store_id = v.id),
@@ -29,7 +29,7 @@ func scanStore(row pgx.Row) (store.VectorStore, error) {
 	var meta string
 	var exp, created, active int64
 	c := &v.Counts
-	if err := row.Scan(&v.ID, &v.UserID, &v.Name, &meta, &v.EmbeddingModel, &exp, &created, &active,
+	if err := row.Scan(&v.ID, &v.UserID, &v.Name, &meta, &v.EmbeddingModel, &exp, &created, &active, &v.Web,
 		&c.InProgress, &c.Completed, &c.Failed, &c.Cancelled, &v.UsageBytes); err != nil {
 		return v, err
 	}
@@ -65,9 +65,9 @@ func (s vectorStores) CreateVectorStore(ctx context.Context, v store.VectorStore
 		return err
 	}
 	return mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO vector_stores (id, user_id, name, metadata, embedding_model, expires_after, created_at, last_active_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			v.ID, v.UserID, v.Name, meta, v.EmbeddingModel, int64(v.ExpiresAfter), ts(v.CreatedAt), ts(v.LastActiveAt), expiresAt(v.ExpiresAfter, v.LastActiveAt)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO vector_stores (id, user_id, name, metadata, embedding_model, expires_after, created_at, last_active_at, expires_at, web)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			v.ID, v.UserID, v.Name, meta, v.EmbeddingModel, int64(v.ExpiresAfter), ts(v.CreatedAt), ts(v.LastActiveAt), expiresAt(v.ExpiresAfter, v.LastActiveAt), v.Web); err != nil {
 			return err
 		}
 		for _, f := range files {

@@ -12,7 +12,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id`
 
 type convScan struct {
 	c                store.Conversation
@@ -20,7 +20,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -30,8 +30,8 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID)
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID)
 	return err
 }
 
@@ -56,6 +56,10 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 	case store.ArchiveAll:
 	default:
 		return nil, "", fmt.Errorf("%w: unknown archive filter %d", store.ErrInvalidArgument, f.Archived)
+	}
+	if f.ProjectID != "" {
+		q += ` AND project_id = ?`
+		args = append(args, f.ProjectID)
 	}
 	if p.Cursor != "" {
 		at, id, err := store.DecodeCursor(p.Cursor)

@@ -135,6 +135,7 @@ func (db *DB) Store() store.Store {
 		Search:        search{db},
 		Shares:        shares{db},
 		VectorStores:  vectorStores{db},
+		Projects:      projects{db},
 	}
 }
 

@@ -398,3 +398,59 @@ func pushTop(h *matchHeap, m store.ChunkMatch, k int) {
 		heap.Fix(h, 0)
 	}
 }
+
+// SearchChunksText ranks the chunks of q's stores that hold any of its
+// terms by FTS5's BM25 (the store column weighted 0), the filter applied to
+// each match in rank order until q.Limit pass.
+func (v vectors) SearchChunksText(ctx context.Context, q store.TextQuery) ([]store.ChunkMatch, error) {
+	if err := store.ValidateTextQuery(q); err != nil {
+		return nil, err
+	}
+	terms := store.QueryTerms(q.Text)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	phrase := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+	stores := dedupe(q.StoreIDs)
+	for i, id := range stores {
+		stores[i] = phrase(id)
+	}
+	for i, t := range terms {
+		terms[i] = phrase(t)
+	}
+	match := "store : (" + strings.Join(stores, " OR ") + ") AND text : (" + strings.Join(terms, " OR ") + ")"
+	query := `SELECT r.chunk_id, -bm25(vector_chunk_text, 0.0, 1.0) AS score, c.store_id, c.file_id, c.ordinal, c.text, c.attributes
+		FROM vector_chunk_text JOIN vector_chunk_rows r ON r.id = vector_chunk_text.rowid JOIN vector_chunks c ON c.id = r.chunk_id
+		WHERE vector_chunk_text MATCH ? ORDER BY score DESC, r.chunk_id`
+	args := []any{match}
+	if q.Filter == nil {
+		query += ` LIMIT ?`
+		args = append(args, q.Limit)
+	}
+	rows, err := v.db.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: text search: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ChunkMatch
+	for rows.Next() && len(out) < q.Limit {
+		var m store.ChunkMatch
+		var attrs string
+		if err := rows.Scan(&m.ID, &m.Score, &m.StoreID, &m.FileID, &m.Ordinal, &m.Text, &attrs); err != nil {
+			return nil, fmt.Errorf("sqlite: text search: %w", err)
+		}
+		if attrs != "{}" {
+			if err := json.Unmarshal([]byte(attrs), &m.Attributes); err != nil {
+				return nil, fmt.Errorf("sqlite: chunk %s attributes: %w", m.ID, err)
+			}
+		}
+		if q.Filter != nil && !q.Filter.Match(m.Attributes) {
+			continue
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: text search: %w", err)
+	}
+	return out, nil
+}

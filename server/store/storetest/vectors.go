@@ -314,6 +314,110 @@ func TestVectorIndexRecall(t *testing.T, newIndex NewVectorIndex, minRecall floa
 		}
 	})
 
+	t.Run("TextSearch", func(t *testing.T) {
+		ix := newIndex(t)
+		texts := []struct {
+			store, file, text, team string
+		}{
+			{"vs_a", "f0", "The KX-4410 router resets itself when a firmware update fails halfway.", "net"},
+			{"vs_a", "f1", "Battery care for the KX-4410: charge it fully before the first use.", "hw"},
+			{"vs_a", "f1", "Lodging is reimbursed up to 180 euros per night in every city.", "hr"},
+			{"vs_a", "f2", "The canteen serves lentil soup on Mondays and Thursdays.", "hr"},
+			{"vs_a", "f2", "Firmware notes: firmware 3.2 fixes the firmware updater.", "net"},
+			{"vs_b", "f9", "The KX-4410 also appears in another store.", "net"},
+		}
+		vs := randomVectors(11, len(texts), 8)
+		var chunks []store.Chunk
+		for i, x := range texts {
+			c := chunkOf(x.store, x.file, i, vs[i], map[string]any{"team": x.team})
+			c.Text = x.text
+			chunks = append(chunks, c)
+		}
+		noErr(t, ix.PutChunks(t.Context(), chunks), "PutChunks")
+		text := func(q store.TextQuery) []string {
+			t.Helper()
+			ms, err := ix.SearchChunksText(t.Context(), q)
+			noErr(t, err, "SearchChunksText")
+			for i, m := range ms {
+				if i > 0 && (m.Score > ms[i-1].Score || m.Score == ms[i-1].Score && m.ID < ms[i-1].ID) {
+					t.Fatalf("text matches out of order at %d: %v then %v", i, ms[i-1].Score, m.Score)
+				}
+				c := chunks[m.Ordinal]
+				if m.ID != c.ID || m.Text != c.Text || m.FileID != c.FileID || m.StoreID != c.StoreID || m.Attributes["team"] != c.Attributes["team"] {
+					t.Fatalf("text match %s carries %+v, want the chunk as put", m.ID, m.Chunk)
+				}
+			}
+			return matchIDs(ms)
+		}
+		a := []string{"vs_a"}
+		// A rare term outranks a common one said three times.
+		if got := text(store.TextQuery{StoreIDs: a, Text: "router firmware", Limit: 10}); !slices.Equal(got, []string{chunks[0].ID, chunks[4].ID}) {
+			t.Fatalf("router firmware: got %v, want %s then %s", got, chunks[0].ID, chunks[4].ID)
+		}
+		got := text(store.TextQuery{StoreIDs: a, Text: "kx 4410 firmware", Limit: 10})
+		if want := []string{chunks[0].ID, chunks[1].ID, chunks[4].ID}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Fatalf("kx 4410 firmware: got %v, want the chunks holding any of the terms, %v", got, want)
+		}
+		if again := text(store.TextQuery{StoreIDs: a, Text: "  Firmware, KX-4410!? ", Limit: 10}); !slices.Equal(again, got) {
+			t.Fatalf("the same terms in another case and punctuation: got %v, want %v", again, got)
+		}
+		if got := text(store.TextQuery{StoreIDs: a, Text: "router firmware", Limit: 1}); !slices.Equal(got, []string{chunks[0].ID}) {
+			t.Fatalf("limit 1: got %v", got)
+		}
+		hw := &store.AttributeFilter{Op: "eq", Key: "team", Value: "hw"}
+		if got := text(store.TextQuery{StoreIDs: a, Text: "kx 4410 firmware", Limit: 1, Filter: hw}); !slices.Equal(got, []string{chunks[1].ID}) {
+			t.Fatalf("filtered before the limit: got %v, want %s", got, chunks[1].ID)
+		}
+		if got := text(store.TextQuery{StoreIDs: []string{"vs_a", "vs_b"}, Text: "4410", Limit: 10}); len(got) != 3 {
+			t.Fatalf("two stores: got %v, want the 3 chunks naming 4410", got)
+		}
+		if got := text(store.TextQuery{StoreIDs: []string{"vs_b"}, Text: "lentil", Limit: 10}); len(got) != 0 {
+			t.Fatalf("another store's words: got %v", got)
+		}
+		for _, q := range []string{"zeppelin", "?!", ""} {
+			if got := text(store.TextQuery{StoreIDs: a, Text: q, Limit: 10}); len(got) != 0 {
+				t.Fatalf("%q: got %v, want nothing", q, got)
+			}
+		}
+		// Changes reach the text index: attributes, a replaced chunk, deletes.
+		_, err := ix.SetFileAttributes(t.Context(), "vs_a", "f0", map[string]any{"team": "hw"})
+		noErr(t, err, "SetFileAttributes")
+		chunks[0].Attributes = map[string]any{"team": "hw"}
+		if got := text(store.TextQuery{StoreIDs: a, Text: "router", Limit: 10, Filter: hw}); !slices.Equal(got, []string{chunks[0].ID}) {
+			t.Fatalf("after SetFileAttributes: got %v", got)
+		}
+		chunks[3].Text = "The canteen now serves barley stew."
+		noErr(t, ix.PutChunks(t.Context(), []store.Chunk{chunks[3]}), "PutChunks")
+		if got := text(store.TextQuery{StoreIDs: a, Text: "lentil", Limit: 10}); len(got) != 0 {
+			t.Fatalf("a replaced chunk's old words: got %v", got)
+		}
+		if got := text(store.TextQuery{StoreIDs: a, Text: "barley", Limit: 10}); !slices.Equal(got, []string{chunks[3].ID}) {
+			t.Fatalf("a replaced chunk's new words: got %v", got)
+		}
+		_, err = ix.DeleteFileChunks(t.Context(), "vs_a", "f1")
+		noErr(t, err, "DeleteFileChunks")
+		if got := text(store.TextQuery{StoreIDs: a, Text: "battery lodging", Limit: 10}); len(got) != 0 {
+			t.Fatalf("a deleted file's words: got %v", got)
+		}
+		_, err = ix.DeleteStoreChunks(t.Context(), "vs_a")
+		noErr(t, err, "DeleteStoreChunks")
+		if got := text(store.TextQuery{StoreIDs: a, Text: "kx 4410 firmware barley", Limit: 10}); len(got) != 0 {
+			t.Fatalf("a deleted store's words: got %v", got)
+		}
+		if got := text(store.TextQuery{StoreIDs: []string{"vs_b"}, Text: "4410", Limit: 10}); len(got) != 1 {
+			t.Fatalf("the other store after a delete: got %v", got)
+		}
+		for name, q := range map[string]store.TextQuery{
+			"no store":   {Text: "x", Limit: 1},
+			"limit 0":    {StoreIDs: a, Text: "x"},
+			"limit 51":   {StoreIDs: a, Text: "x", Limit: store.MaxVectorResults + 1},
+			"bad filter": {StoreIDs: a, Text: "x", Limit: 1, Filter: &store.AttributeFilter{Op: "like"}},
+		} {
+			_, err := ix.SearchChunksText(t.Context(), q)
+			wantErr(t, err, store.ErrInvalidArgument, name)
+		}
+	})
+
 	t.Run("BadQueriesAndChunks", func(t *testing.T) {
 		ix := newIndex(t)
 		noErr(t, ix.PutChunks(t.Context(), []store.Chunk{chunkOf("vs_a", "f", 0, []float32{1, 2, 3}, nil)}), "PutChunks")

@@ -40,10 +40,15 @@ func testVectorStoreCreate(t *testing.T, newStore NewStore) {
 
 	got, err := s.VectorStores.GetVectorStore(ctx, alice.ID, v.ID)
 	noErr(t, err, "GetVectorStore")
-	if got.Name != "docs" || got.Metadata["team"] != "a" || got.EmbeddingModel != "embed-1" || got.UserID != alice.ID {
+	if got.Name != "docs" || got.Metadata["team"] != "a" || got.EmbeddingModel != "embed-1" || got.UserID != alice.ID || got.Web {
 		t.Fatalf("store read back as %+v", got)
 	}
 	sameTime(t, got.CreatedAt, t0, "created_at")
+	web := store.VectorStore{ID: newID(), UserID: alice.ID, EmbeddingModel: "embed-1", CreatedAt: t0, LastActiveAt: t0, Web: true}
+	noErr(t, s.VectorStores.CreateVectorStore(ctx, web, nil), "CreateVectorStore (web)")
+	if got, err := s.VectorStores.GetVectorStore(ctx, alice.ID, web.ID); err != nil || !got.Web {
+		t.Fatalf("a project's store read back as %+v, %v; want Web", got, err)
+	}
 	if got.Counts != (store.VectorStoreFileCounts{InProgress: 3}) || got.UsageBytes != 0 {
 		t.Fatalf("a new store's counts %+v and usage %d, want 3 in progress and 0", got.Counts, got.UsageBytes)
 	}

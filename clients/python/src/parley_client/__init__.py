@@ -20,7 +20,7 @@ from connectrpc.protocol import ProtocolType
 
 from parley.v1 import (
     api_key_connect, attachment_connect, auth_connect, billing_connect, chat_connect,
-    common_pb2, conversation_connect, errors_pb2, file_connect, model_connect,
+    common_pb2, conversation_connect, errors_pb2, file_connect, model_connect, project_connect, vector_store_connect,
 )
 from parley.v1.chat_pb2 import CompleteStreamRequest
 from parley.v1.common_pb2 import GenerationEvent, Message, Part, Role, ToolCall, ToolResult
@@ -112,6 +112,8 @@ class Parley:
         self.conversations = _Headers(conversation_connect.ConversationServiceClientSync(base_url, **kw), h)
         self.attachments = _Headers(attachment_connect.AttachmentServiceClientSync(base_url, **kw), h)
         self.files = _Headers(file_connect.FileServiceClientSync(base_url, **kw), h)
+        self.vector_stores = _Headers(vector_store_connect.VectorStoreServiceClientSync(base_url, **kw), h)
+        self.projects = _Headers(project_connect.ProjectServiceClientSync(base_url, **kw), h)
         self.billing = _Headers(billing_connect.BillingServiceClientSync(base_url, **kw), h)
 
     def complete_stream(self, request: CompleteStreamRequest) -> Iterator[GenerationEvent]:
@@ -145,6 +147,8 @@ class AsyncParley:
         self.conversations = _Headers(conversation_connect.ConversationServiceClient(base_url, **kw), h)
         self.attachments = _Headers(attachment_connect.AttachmentServiceClient(base_url, **kw), h)
         self.files = _Headers(file_connect.FileServiceClient(base_url, **kw), h)
+        self.vector_stores = _Headers(vector_store_connect.VectorStoreServiceClient(base_url, **kw), h)
+        self.projects = _Headers(project_connect.ProjectServiceClient(base_url, **kw), h)
         self.billing = _Headers(billing_connect.BillingServiceClient(base_url, **kw), h)
 
     async def complete_stream(self, request: CompleteStreamRequest) -> AsyncIterator[GenerationEvent]:

@@ -1,4 +1,5 @@
 from parley.v1 import common_pb2 as _common_pb2
+from parley.v1 import vector_store_pb2 as _vector_store_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -8,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CompleteRequest(_message.Message):
-    __slots__ = ("model", "messages", "max_output_tokens", "temperature", "top_p", "stop", "seed", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format", "n", "logprobs", "top_logprobs")
+    __slots__ = ("model", "messages", "max_output_tokens", "temperature", "top_p", "stop", "seed", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format", "n", "logprobs", "top_logprobs", "file_search")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +25,7 @@ class CompleteRequest(_message.Message):
     N_FIELD_NUMBER: _ClassVar[int]
     LOGPROBS_FIELD_NUMBER: _ClassVar[int]
     TOP_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    FILE_SEARCH_FIELD_NUMBER: _ClassVar[int]
     model: str
     messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
     max_output_tokens: int
@@ -39,7 +41,8 @@ class CompleteRequest(_message.Message):
     n: int
     logprobs: bool
     top_logprobs: int
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_common_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_common_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., n: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ...) -> None: ...
+    file_search: FileSearch
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_common_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_common_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., n: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., file_search: _Optional[_Union[FileSearch, _Mapping]] = ...) -> None: ...
 
 class CompleteResponse(_message.Message):
     __slots__ = ("request_id", "model", "message", "finish_reason", "usage", "cost_nanos", "choices")
@@ -72,7 +75,7 @@ class Choice(_message.Message):
     def __init__(self, index: _Optional[int] = ..., message: _Optional[_Union[_common_pb2.Message, _Mapping]] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., logprobs: _Optional[_Iterable[_Union[_common_pb2.TokenLogprob, _Mapping]]] = ...) -> None: ...
 
 class CompleteStreamRequest(_message.Message):
-    __slots__ = ("model", "messages", "max_output_tokens", "temperature", "top_p", "stop", "seed", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format", "n", "logprobs", "top_logprobs")
+    __slots__ = ("model", "messages", "max_output_tokens", "temperature", "top_p", "stop", "seed", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format", "n", "logprobs", "top_logprobs", "file_search")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -88,6 +91,7 @@ class CompleteStreamRequest(_message.Message):
     N_FIELD_NUMBER: _ClassVar[int]
     LOGPROBS_FIELD_NUMBER: _ClassVar[int]
     TOP_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    FILE_SEARCH_FIELD_NUMBER: _ClassVar[int]
     model: str
     messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
     max_output_tokens: int
@@ -103,10 +107,23 @@ class CompleteStreamRequest(_message.Message):
     n: int
     logprobs: bool
     top_logprobs: int
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_common_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_common_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., n: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ...) -> None: ...
+    file_search: FileSearch
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., stop: _Optional[_Iterable[str]] = ..., seed: _Optional[int] = ..., user: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_common_pb2.Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[_common_pb2.ToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., n: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., file_search: _Optional[_Union[FileSearch, _Mapping]] = ...) -> None: ...
 
 class CompleteStreamResponse(_message.Message):
     __slots__ = ("event",)
     EVENT_FIELD_NUMBER: _ClassVar[int]
     event: _common_pb2.GenerationEvent
     def __init__(self, event: _Optional[_Union[_common_pb2.GenerationEvent, _Mapping]] = ...) -> None: ...
+
+class FileSearch(_message.Message):
+    __slots__ = ("vector_store_ids", "max_num_results", "filter", "score_threshold")
+    VECTOR_STORE_IDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NUM_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    vector_store_ids: _containers.RepeatedScalarFieldContainer[str]
+    max_num_results: int
+    filter: _vector_store_pb2.AttributeFilter
+    score_threshold: float
+    def __init__(self, vector_store_ids: _Optional[_Iterable[str]] = ..., max_num_results: _Optional[int] = ..., filter: _Optional[_Union[_vector_store_pb2.AttributeFilter, _Mapping]] = ..., score_threshold: _Optional[float] = ...) -> None: ...

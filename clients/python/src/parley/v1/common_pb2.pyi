@@ -103,20 +103,36 @@ class Message(_message.Message):
     def __init__(self, role: _Optional[_Union[Role, str]] = ..., parts: _Optional[_Iterable[_Union[Part, _Mapping]]] = ...) -> None: ...
 
 class Part(_message.Message):
-    __slots__ = ("text", "attachment_id", "image", "document", "tool_call", "tool_result")
+    __slots__ = ("text", "attachment_id", "image", "document", "tool_call", "tool_result", "citation")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     ATTACHMENT_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     TOOL_RESULT_FIELD_NUMBER: _ClassVar[int]
+    CITATION_FIELD_NUMBER: _ClassVar[int]
     text: str
     attachment_id: str
     image: InlineImage
     document: InlineDocument
     tool_call: ToolCall
     tool_result: ToolResult
-    def __init__(self, text: _Optional[str] = ..., attachment_id: _Optional[str] = ..., image: _Optional[_Union[InlineImage, _Mapping]] = ..., document: _Optional[_Union[InlineDocument, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ...) -> None: ...
+    citation: Citation
+    def __init__(self, text: _Optional[str] = ..., attachment_id: _Optional[str] = ..., image: _Optional[_Union[InlineImage, _Mapping]] = ..., document: _Optional[_Union[InlineDocument, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCall, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResult, _Mapping]] = ..., citation: _Optional[_Union[Citation, _Mapping]] = ...) -> None: ...
+
+class Citation(_message.Message):
+    __slots__ = ("number", "file_id", "filename", "quote", "score")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    FILE_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    QUOTE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    file_id: str
+    filename: str
+    quote: str
+    score: float
+    def __init__(self, number: _Optional[int] = ..., file_id: _Optional[str] = ..., filename: _Optional[str] = ..., quote: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
 class ToolCall(_message.Message):
     __slots__ = ("id", "name", "arguments")
@@ -271,15 +287,17 @@ class GenerationDelta(_message.Message):
     def __init__(self, text: _Optional[str] = ..., choice: _Optional[int] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallDelta, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ..., reasoning: _Optional[str] = ...) -> None: ...
 
 class GenerationFinished(_message.Message):
-    __slots__ = ("finish_reason", "usage", "cost_nanos", "error_message", "choices")
+    __slots__ = ("finish_reason", "usage", "cost_nanos", "error_message", "choices", "citations")
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     COST_NANOS_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     CHOICES_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
     finish_reason: FinishReason
     usage: Usage
     cost_nanos: int
     error_message: str
     choices: _containers.RepeatedCompositeFieldContainer[ChoiceFinish]
-    def __init__(self, finish_reason: _Optional[_Union[FinishReason, str]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., error_message: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChoiceFinish, _Mapping]]] = ...) -> None: ...
+    citations: _containers.RepeatedCompositeFieldContainer[Citation]
+    def __init__(self, finish_reason: _Optional[_Union[FinishReason, str]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., error_message: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChoiceFinish, _Mapping]]] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ...) -> None: ...

@@ -43,7 +43,7 @@ EXPORT_FORMAT_MARKDOWN: ExportFormat
 EXPORT_FORMAT_JSON: ExportFormat
 
 class Conversation(_message.Message):
-    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id")
+    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id", "project_id")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +53,7 @@ class Conversation(_message.Message):
     GENERATING_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     CURRENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     title: str
     model: str
@@ -62,7 +63,8 @@ class Conversation(_message.Message):
     generating: bool
     system_prompt: str
     current_message_id: str
-    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ...) -> None: ...
+    project_id: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
 
 class ConversationMessage(_message.Message):
     __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at", "parent_message_id", "sibling_index", "sibling_count", "sibling_message_ids", "status")
@@ -95,14 +97,16 @@ class ConversationMessage(_message.Message):
     def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., role: _Optional[_Union[_common_pb2.Role, str]] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., model: _Optional[str] = ..., tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_message_id: _Optional[str] = ..., sibling_index: _Optional[int] = ..., sibling_count: _Optional[int] = ..., sibling_message_ids: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[MessageStatus, str]] = ...) -> None: ...
 
 class CreateConversationRequest(_message.Message):
-    __slots__ = ("title", "model", "system_prompt")
+    __slots__ = ("title", "model", "system_prompt", "project_id")
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     title: str
     model: str
     system_prompt: str
-    def __init__(self, title: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ...) -> None: ...
+    project_id: str
+    def __init__(self, title: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
 
 class CreateConversationResponse(_message.Message):
     __slots__ = ("conversation",)
@@ -111,14 +115,16 @@ class CreateConversationResponse(_message.Message):
     def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ...) -> None: ...
 
 class ListConversationsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "archived")
+    __slots__ = ("page_size", "page_token", "archived", "project_id")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     archived: ArchivedFilter
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., archived: _Optional[_Union[ArchivedFilter, str]] = ...) -> None: ...
+    project_id: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., archived: _Optional[_Union[ArchivedFilter, str]] = ..., project_id: _Optional[str] = ...) -> None: ...
 
 class ListConversationsResponse(_message.Message):
     __slots__ = ("conversations", "next_page_token")
@@ -193,18 +199,20 @@ class DeleteConversationResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SendMessageRequest(_message.Message):
-    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens", "parent_message_id")
+    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens", "parent_message_id", "project_id")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PARENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     model: str
     parts: _containers.RepeatedCompositeFieldContainer[_common_pb2.Part]
     max_output_tokens: int
     parent_message_id: str
-    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., parent_message_id: _Optional[str] = ...) -> None: ...
+    project_id: str
+    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., parent_message_id: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
 
 class SendMessageResponse(_message.Message):
     __slots__ = ("event",)

@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FinishReason, GenerationEvent, Message as Message$1, ResponseFormat, TokenLogprob, Tool, ToolChoice, Usage } from "./common_pb.js";
 import { file_parley_v1_common } from "./common_pb.js";
+import type { AttributeFilter } from "./vector_store_pb.js";
+import { file_parley_v1_vector_store } from "./vector_store_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file parley/v1/chat.proto.
  */
 export const file_parley_v1_chat: GenFile = /*@__PURE__*/
-  fileDesc("ChRwYXJsZXkvdjEvY2hhdC5wcm90bxIJcGFybGV5LnYxIs4DCg9Db21wbGV0ZVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIuMBChBDb21wbGV0ZVJlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSIwoHbWVzc2FnZRgDIAEoCzISLnBhcmxleS52MS5NZXNzYWdlEi4KDWZpbmlzaF9yZWFzb24YBCABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAUgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYBiABKAMSIgoHY2hvaWNlcxgHIAMoCzIRLnBhcmxleS52MS5DaG9pY2UilwEKBkNob2ljZRINCgVpbmRleBgBIAEoBRIjCgdtZXNzYWdlGAIgASgLMhIucGFybGV5LnYxLk1lc3NhZ2USLgoNZmluaXNoX3JlYXNvbhgDIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SKQoIbG9ncHJvYnMYBCADKAsyFy5wYXJsZXkudjEuVG9rZW5Mb2dwcm9iItQDChVDb21wbGV0ZVN0cmVhbVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIkMKFkNvbXBsZXRlU3RyZWFtUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50MqsBCgtDaGF0U2VydmljZRJDCghDb21wbGV0ZRIaLnBhcmxleS52MS5Db21wbGV0ZVJlcXVlc3QaGy5wYXJsZXkudjEuQ29tcGxldGVSZXNwb25zZRJXCg5Db21wbGV0ZVN0cmVhbRIgLnBhcmxleS52MS5Db21wbGV0ZVN0cmVhbVJlcXVlc3QaIS5wYXJsZXkudjEuQ29tcGxldGVTdHJlYW1SZXNwb25zZTABQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_parley_v1_common]);
+  fileDesc("ChRwYXJsZXkvdjEvY2hhdC5wcm90bxIJcGFybGV5LnYxIvoDCg9Db21wbGV0ZVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBRIqCgtmaWxlX3NlYXJjaBgQIAEoCzIVLnBhcmxleS52MS5GaWxlU2VhcmNoQg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCBwoFX3NlZWRCFgoUX3BhcmFsbGVsX3Rvb2xfY2FsbHMi4wEKEENvbXBsZXRlUmVzcG9uc2USEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIjCgdtZXNzYWdlGAMgASgLMhIucGFybGV5LnYxLk1lc3NhZ2USLgoNZmluaXNoX3JlYXNvbhgEIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYBSABKAsyEC5wYXJsZXkudjEuVXNhZ2USEgoKY29zdF9uYW5vcxgGIAEoAxIiCgdjaG9pY2VzGAcgAygLMhEucGFybGV5LnYxLkNob2ljZSKXAQoGQ2hvaWNlEg0KBWluZGV4GAEgASgFEiMKB21lc3NhZ2UYAiABKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIuCg1maW5pc2hfcmVhc29uGAMgASgOMhcucGFybGV5LnYxLkZpbmlzaFJlYXNvbhIpCghsb2dwcm9icxgEIAMoCzIXLnBhcmxleS52MS5Ub2tlbkxvZ3Byb2IigAQKFUNvbXBsZXRlU3RyZWFtUmVxdWVzdBINCgVtb2RlbBgBIAEoCRIkCghtZXNzYWdlcxgCIAMoCzISLnBhcmxleS52MS5NZXNzYWdlEhkKEW1heF9vdXRwdXRfdG9rZW5zGAMgASgDEhgKC3RlbXBlcmF0dXJlGAQgASgBSACIAQESEgoFdG9wX3AYBSABKAFIAYgBARIMCgRzdG9wGAYgAygJEhEKBHNlZWQYByABKANIAogBARIMCgR1c2VyGAggASgJEh4KBXRvb2xzGAkgAygLMg8ucGFybGV5LnYxLlRvb2wSKgoLdG9vbF9jaG9pY2UYCiABKAsyFS5wYXJsZXkudjEuVG9vbENob2ljZRIgChNwYXJhbGxlbF90b29sX2NhbGxzGAsgASgISAOIAQESMgoPcmVzcG9uc2VfZm9ybWF0GAwgASgLMhkucGFybGV5LnYxLlJlc3BvbnNlRm9ybWF0EgkKAW4YDSABKAUSEAoIbG9ncHJvYnMYDiABKAgSFAoMdG9wX2xvZ3Byb2JzGA8gASgFEioKC2ZpbGVfc2VhcmNoGBAgASgLMhUucGFybGV5LnYxLkZpbGVTZWFyY2hCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIHCgVfc2VlZEIWChRfcGFyYWxsZWxfdG9vbF9jYWxscyJDChZDb21wbGV0ZVN0cmVhbVJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCKEAQoKRmlsZVNlYXJjaBIYChB2ZWN0b3Jfc3RvcmVfaWRzGAEgAygJEhcKD21heF9udW1fcmVzdWx0cxgCIAEoBRIqCgZmaWx0ZXIYAyABKAsyGi5wYXJsZXkudjEuQXR0cmlidXRlRmlsdGVyEhcKD3Njb3JlX3RocmVzaG9sZBgEIAEoATKrAQoLQ2hhdFNlcnZpY2USQwoIQ29tcGxldGUSGi5wYXJsZXkudjEuQ29tcGxldGVSZXF1ZXN0GhsucGFybGV5LnYxLkNvbXBsZXRlUmVzcG9uc2USVwoOQ29tcGxldGVTdHJlYW0SIC5wYXJsZXkudjEuQ29tcGxldGVTdHJlYW1SZXF1ZXN0GiEucGFybGV5LnYxLkNvbXBsZXRlU3RyZWFtUmVzcG9uc2UwAUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_parley_v1_common, file_parley_v1_vector_store]);
 
 /**
  * CompleteRequest is the request of ChatService.Complete.
@@ -133,6 +135,15 @@ export type CompleteRequest = Message<"parley.v1.CompleteRequest"> & {
    * @generated from field: int32 top_logprobs = 15;
    */
   topLogprobs: number;
+
+  /**
+   * Optional. Search these of the caller's vector stores for the last user
+   * message's text before generating: the passages found are given to the model
+   * to cite as [n], and the answer carries citation parts for the ones it cites.
+   *
+   * @generated from field: parley.v1.FileSearch file_search = 16;
+   */
+  fileSearch?: FileSearch | undefined;
 };
 
 /**
@@ -369,6 +380,15 @@ export type CompleteStreamRequest = Message<"parley.v1.CompleteStreamRequest"> &
    * @generated from field: int32 top_logprobs = 15;
    */
   topLogprobs: number;
+
+  /**
+   * Optional. Search these of the caller's vector stores for the last user
+   * message's text before generating: the passages found are given to the model
+   * to cite as [n], and the answer carries citation parts for the ones it cites.
+   *
+   * @generated from field: parley.v1.FileSearch file_search = 16;
+   */
+  fileSearch?: FileSearch | undefined;
 };
 
 /**
@@ -398,6 +418,49 @@ export type CompleteStreamResponse = Message<"parley.v1.CompleteStreamResponse">
  */
 export const CompleteStreamResponseSchema: GenMessage<CompleteStreamResponse> = /*@__PURE__*/
   messageDesc(file_parley_v1_chat, 4);
+
+/**
+ * FileSearch is the file search run before a ChatService generation (the
+ * file_search tool of the Responses API, run by the gateway).
+ *
+ * @generated from message parley.v1.FileSearch
+ */
+export type FileSearch = Message<"parley.v1.FileSearch"> & {
+  /**
+   * Required. One to ten of the caller's vector stores, embedded with one model.
+   *
+   * @generated from field: repeated string vector_store_ids = 1;
+   */
+  vectorStoreIds: string[];
+
+  /**
+   * Optional. At most this many passages, 1 to 50 (default 10).
+   *
+   * @generated from field: int32 max_num_results = 2;
+   */
+  maxNumResults: number;
+
+  /**
+   * Optional. Keeps only the chunks whose attributes match.
+   *
+   * @generated from field: parley.v1.AttributeFilter filter = 3;
+   */
+  filter?: AttributeFilter | undefined;
+
+  /**
+   * Optional. Drops passages scored below it, 0 to 1.
+   *
+   * @generated from field: double score_threshold = 4;
+   */
+  scoreThreshold: number;
+};
+
+/**
+ * Describes the message parley.v1.FileSearch.
+ * Use `create(FileSearchSchema)` to create a new message.
+ */
+export const FileSearchSchema: GenMessage<FileSearch> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 5);
 
 /**
  * ChatService is the stateless API channel: the caller sends the whole context and

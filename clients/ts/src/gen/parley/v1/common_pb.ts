@@ -31,7 +31,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file parley/v1/common.proto.
  */
 export const file_parley_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChZwYXJsZXkvdjEvY29tbW9uLnByb3RvEglwYXJsZXkudjEiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCJICgdNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIeCgVwYXJ0cxgCIAMoCzIPLnBhcmxleS52MS5QYXJ0IucBCgRQYXJ0Eg4KBHRleHQYASABKAlIABIXCg1hdHRhY2htZW50X2lkGAIgASgJSAASJwoFaW1hZ2UYAyABKAsyFi5wYXJsZXkudjEuSW5saW5lSW1hZ2VIABItCghkb2N1bWVudBgEIAEoCzIZLnBhcmxleS52MS5JbmxpbmVEb2N1bWVudEgAEigKCXRvb2xfY2FsbBgFIAEoCzITLnBhcmxleS52MS5Ub29sQ2FsbEgAEiwKC3Rvb2xfcmVzdWx0GAYgASgLMhUucGFybGV5LnYxLlRvb2xSZXN1bHRIAEIGCgRraW5kIjcKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJYXJndW1lbnRzGAMgASgJIjMKClRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiZgoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnN0cmljdBgEIAEoCCJMCgpUb29sQ2hvaWNlEicKBG1vZGUYASABKA4yGS5wYXJsZXkudjEuVG9vbENob2ljZU1vZGUSFQoNZnVuY3Rpb25fbmFtZRgCIAEoCSKEAQoOUmVzcG9uc2VGb3JtYXQSKwoEdHlwZRgBIAEoDjIdLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdFR5cGUSDAoEbmFtZRgCIAEoCRInCgZzY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnN0cmljdBgEIAEoCCJqCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARINCgVieXRlcxgDIAEoDBIrCgx0b3BfbG9ncHJvYnMYBCADKAsyFS5wYXJsZXkudjEuVG9wTG9ncHJvYiI7CgpUb3BMb2dwcm9iEg0KBXRva2VuGAEgASgJEg8KB2xvZ3Byb2IYAiABKAESDQoFYnl0ZXMYAyABKAwiSwoNVG9vbENhbGxEZWx0YRINCgVpbmRleBgBIAEoBRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCSJNCgxDaG9pY2VGaW5pc2gSDQoFaW5kZXgYASABKAUSLgoNZmluaXNoX3JlYXNvbhgCIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24iLgoLSW5saW5lSW1hZ2USDAoEZGF0YRgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkiQwoOSW5saW5lRG9jdW1lbnQSDAoEZGF0YRgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkSEAoIZmlsZW5hbWUYAyABKAkitwEKD0dlbmVyYXRpb25FdmVudBILCgNzZXEYASABKAQSLwoHc3RhcnRlZBgCIAEoCzIcLnBhcmxleS52MS5HZW5lcmF0aW9uU3RhcnRlZEgAEisKBWRlbHRhGAMgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25EZWx0YUgAEjEKCGZpbmlzaGVkGAQgASgLMh0ucGFybGV5LnYxLkdlbmVyYXRpb25GaW5pc2hlZEgAQgYKBGtpbmQikwEKEUdlbmVyYXRpb25TdGFydGVkEhIKCnJlcXVlc3RfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEhIKCm1lc3NhZ2VfaWQYAyABKAkSDQoFbW9kZWwYBCABKAkSFwoPdXNlcl9tZXNzYWdlX2lkGAUgASgJEhUKDXByb21wdF90b2tlbnMYBiABKAMimwEKD0dlbmVyYXRpb25EZWx0YRIMCgR0ZXh0GAEgASgJEg4KBmNob2ljZRgCIAEoBRIsCgp0b29sX2NhbGxzGAMgAygLMhgucGFybGV5LnYxLlRvb2xDYWxsRGVsdGESKQoIbG9ncHJvYnMYBCADKAsyFy5wYXJsZXkudjEuVG9rZW5Mb2dwcm9iEhEKCXJlYXNvbmluZxgFIAEoCSK6AQoSR2VuZXJhdGlvbkZpbmlzaGVkEi4KDWZpbmlzaF9yZWFzb24YASABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAIgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYAyABKAMSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCRIoCgdjaG9pY2VzGAUgAygLMhcucGFybGV5LnYxLkNob2ljZUZpbmlzaCpWCgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQABINCglUSUVSX0ZSRUUQARINCglUSUVSX1BMVVMQAhIMCghUSUVSX1BSTxADEgwKCFRJRVJfTUFYEAQqswEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGAoURklOSVNIX1JFQVNPTl9MRU5HVEgQAhIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBADEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBBIcChhGSU5JU0hfUkVBU09OX1RPT0xfQ0FMTFMQBSpfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqXwoLQXV0aENoYW5uZWwSHAoYQVVUSF9DSEFOTkVMX1VOU1BFQ0lGSUVEEAASGAoUQVVUSF9DSEFOTkVMX1NFU1NJT04QARIYChRBVVRIX0NIQU5ORUxfQVBJX0tFWRACKqYBCg5Ub29sQ2hvaWNlTW9kZRIgChxUT09MX0NIT0lDRV9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVVE9PTF9DSE9JQ0VfTU9ERV9BVVRPEAESGQoVVE9PTF9DSE9JQ0VfTU9ERV9OT05FEAISHQoZVE9PTF9DSE9JQ0VfTU9ERV9SRVFVSVJFRBADEh0KGVRPT0xfQ0hPSUNFX01PREVfRlVOQ1RJT04QBCqlAQoSUmVzcG9uc2VGb3JtYXRUeXBlEiQKIFJFU1BPTlNFX0ZPUk1BVF9UWVBFX1VOU1BFQ0lGSUVEEAASHQoZUkVTUE9OU0VfRk9STUFUX1RZUEVfVEVYVBABEiQKIFJFU1BPTlNFX0ZPUk1BVF9UWVBFX0pTT05fT0JKRUNUEAISJAogUkVTUE9OU0VfRk9STUFUX1RZUEVfSlNPTl9TQ0hFTUEQA0IzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChZwYXJsZXkvdjEvY29tbW9uLnByb3RvEglwYXJsZXkudjEiYwoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIVCg1jYWNoZWRfdG9rZW5zGAMgASgDEhEKCWVzdGltYXRlZBgEIAEoCCJICgdNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIeCgVwYXJ0cxgCIAMoCzIPLnBhcmxleS52MS5QYXJ0IpACCgRQYXJ0Eg4KBHRleHQYASABKAlIABIXCg1hdHRhY2htZW50X2lkGAIgASgJSAASJwoFaW1hZ2UYAyABKAsyFi5wYXJsZXkudjEuSW5saW5lSW1hZ2VIABItCghkb2N1bWVudBgEIAEoCzIZLnBhcmxleS52MS5JbmxpbmVEb2N1bWVudEgAEigKCXRvb2xfY2FsbBgFIAEoCzITLnBhcmxleS52MS5Ub29sQ2FsbEgAEiwKC3Rvb2xfcmVzdWx0GAYgASgLMhUucGFybGV5LnYxLlRvb2xSZXN1bHRIABInCghjaXRhdGlvbhgHIAEoCzITLnBhcmxleS52MS5DaXRhdGlvbkgAQgYKBGtpbmQiWwoIQ2l0YXRpb24SDgoGbnVtYmVyGAEgASgFEg8KB2ZpbGVfaWQYAiABKAkSEAoIZmlsZW5hbWUYAyABKAkSDQoFcXVvdGUYBCABKAkSDQoFc2NvcmUYBSABKAEiNwoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglhcmd1bWVudHMYAyABKAkiMwoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSDwoHY29udGVudBgCIAEoCSJmCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RyaWN0GAQgASgIIkwKClRvb2xDaG9pY2USJwoEbW9kZRgBIAEoDjIZLnBhcmxleS52MS5Ub29sQ2hvaWNlTW9kZRIVCg1mdW5jdGlvbl9uYW1lGAIgASgJIoQBCg5SZXNwb25zZUZvcm1hdBIrCgR0eXBlGAEgASgOMh0ucGFybGV5LnYxLlJlc3BvbnNlRm9ybWF0VHlwZRIMCgRuYW1lGAIgASgJEicKBnNjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RyaWN0GAQgASgIImoKDFRva2VuTG9ncHJvYhINCgV0b2tlbhgBIAEoCRIPCgdsb2dwcm9iGAIgASgBEg0KBWJ5dGVzGAMgASgMEisKDHRvcF9sb2dwcm9icxgEIAMoCzIVLnBhcmxleS52MS5Ub3BMb2dwcm9iIjsKClRvcExvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARINCgVieXRlcxgDIAEoDCJLCg1Ub29sQ2FsbERlbHRhEg0KBWluZGV4GAEgASgFEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJYXJndW1lbnRzGAQgASgJIk0KDENob2ljZUZpbmlzaBINCgVpbmRleBgBIAEoBRIuCg1maW5pc2hfcmVhc29uGAIgASgOMhcucGFybGV5LnYxLkZpbmlzaFJlYXNvbiIuCgtJbmxpbmVJbWFnZRIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSJDCg5JbmxpbmVEb2N1bWVudBIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCRIQCghmaWxlbmFtZRgDIAEoCSK3AQoPR2VuZXJhdGlvbkV2ZW50EgsKA3NlcRgBIAEoBBIvCgdzdGFydGVkGAIgASgLMhwucGFybGV5LnYxLkdlbmVyYXRpb25TdGFydGVkSAASKwoFZGVsdGEYAyABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkRlbHRhSAASMQoIZmluaXNoZWQYBCABKAsyHS5wYXJsZXkudjEuR2VuZXJhdGlvbkZpbmlzaGVkSABCBgoEa2luZCKTAQoRR2VuZXJhdGlvblN0YXJ0ZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSEgoKbWVzc2FnZV9pZBgDIAEoCRINCgVtb2RlbBgEIAEoCRIXCg91c2VyX21lc3NhZ2VfaWQYBSABKAkSFQoNcHJvbXB0X3Rva2VucxgGIAEoAyKbAQoPR2VuZXJhdGlvbkRlbHRhEgwKBHRleHQYASABKAkSDgoGY2hvaWNlGAIgASgFEiwKCnRvb2xfY2FsbHMYAyADKAsyGC5wYXJsZXkudjEuVG9vbENhbGxEZWx0YRIpCghsb2dwcm9icxgEIAMoCzIXLnBhcmxleS52MS5Ub2tlbkxvZ3Byb2ISEQoJcmVhc29uaW5nGAUgASgJIuIBChJHZW5lcmF0aW9uRmluaXNoZWQSLgoNZmluaXNoX3JlYXNvbhgBIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYAiABKAsyEC5wYXJsZXkudjEuVXNhZ2USEgoKY29zdF9uYW5vcxgDIAEoAxIVCg1lcnJvcl9tZXNzYWdlGAQgASgJEigKB2Nob2ljZXMYBSADKAsyFy5wYXJsZXkudjEuQ2hvaWNlRmluaXNoEiYKCWNpdGF0aW9ucxgGIAMoCzITLnBhcmxleS52MS5DaXRhdGlvbipWCgRUaWVyEhQKEFRJRVJfVU5TUEVDSUZJRUQQABINCglUSUVSX0ZSRUUQARINCglUSUVSX1BMVVMQAhIMCghUSUVSX1BSTxADEgwKCFRJRVJfTUFYEAQqswEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGAoURklOSVNIX1JFQVNPTl9MRU5HVEgQAhIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBADEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBBIcChhGSU5JU0hfUkVBU09OX1RPT0xfQ0FMTFMQBSpfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqXwoLQXV0aENoYW5uZWwSHAoYQVVUSF9DSEFOTkVMX1VOU1BFQ0lGSUVEEAASGAoUQVVUSF9DSEFOTkVMX1NFU1NJT04QARIYChRBVVRIX0NIQU5ORUxfQVBJX0tFWRACKqYBCg5Ub29sQ2hvaWNlTW9kZRIgChxUT09MX0NIT0lDRV9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVVE9PTF9DSE9JQ0VfTU9ERV9BVVRPEAESGQoVVE9PTF9DSE9JQ0VfTU9ERV9OT05FEAISHQoZVE9PTF9DSE9JQ0VfTU9ERV9SRVFVSVJFRBADEh0KGVRPT0xfQ0hPSUNFX01PREVfRlVOQ1RJT04QBCqlAQoSUmVzcG9uc2VGb3JtYXRUeXBlEiQKIFJFU1BPTlNFX0ZPUk1BVF9UWVBFX1VOU1BFQ0lGSUVEEAASHQoZUkVTUE9OU0VfRk9STUFUX1RZUEVfVEVYVBABEiQKIFJFU1BPTlNFX0ZPUk1BVF9UWVBFX0pTT05fT0JKRUNUEAISJAogUkVTUE9OU0VfRk9STUFUX1RZUEVfSlNPTl9TQ0hFTUEQA0IzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * Usage counts the tokens of one generation, as counted by Parley's tokenizer
@@ -164,6 +164,16 @@ export type Part = Message$1<"parley.v1.Part"> & {
      */
     value: ToolResult;
     case: "toolResult";
+  } | {
+    /**
+     * A passage of a file the answer cites, after its text; only in assistant
+     * messages answered with file search (a project's chat, or file_search on
+     * ChatService), never sent by a caller.
+     *
+     * @generated from field: parley.v1.Citation citation = 7;
+     */
+    value: Citation;
+    case: "citation";
   } | { case: undefined; value?: undefined };
 };
 
@@ -173,6 +183,56 @@ export type Part = Message$1<"parley.v1.Part"> & {
  */
 export const PartSchema: GenMessage<Part> = /*@__PURE__*/
   messageDesc(file_parley_v1_common, 2);
+
+/**
+ * Citation is a passage of one of the caller's files that an answer cites. The
+ * answer's text cites it as [number].
+ *
+ * @generated from message parley.v1.Citation
+ */
+export type Citation = Message$1<"parley.v1.Citation"> & {
+  /**
+   * The marker's number: [1] cites the citation whose number is 1.
+   *
+   * @generated from field: int32 number = 1;
+   */
+  number: number;
+
+  /**
+   * The file (FileService) the passage is from.
+   *
+   * @generated from field: string file_id = 2;
+   */
+  fileId: string;
+
+  /**
+   * That file's name.
+   *
+   * @generated from field: string filename = 3;
+   */
+  filename: string;
+
+  /**
+   * The passage, as the model read it (at most 4000 bytes).
+   *
+   * @generated from field: string quote = 4;
+   */
+  quote: string;
+
+  /**
+   * The search's relevance score, 0 to 1.
+   *
+   * @generated from field: double score = 5;
+   */
+  score: number;
+};
+
+/**
+ * Describes the message parley.v1.Citation.
+ * Use `create(CitationSchema)` to create a new message.
+ */
+export const CitationSchema: GenMessage<Citation> = /*@__PURE__*/
+  messageDesc(file_parley_v1_common, 3);
 
 /**
  * ToolCall is a call of a function the request offered in `tools`.
@@ -208,7 +268,7 @@ export type ToolCall = Message$1<"parley.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 3);
+  messageDesc(file_parley_v1_common, 4);
 
 /**
  * ToolResult answers one ToolCall.
@@ -236,7 +296,7 @@ export type ToolResult = Message$1<"parley.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 4);
+  messageDesc(file_parley_v1_common, 5);
 
 /**
  * Tool is a function the model may call.
@@ -279,7 +339,7 @@ export type Tool = Message$1<"parley.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 5);
+  messageDesc(file_parley_v1_common, 6);
 
 /**
  * ToolChoice says whether and which tool the model calls.
@@ -307,7 +367,7 @@ export type ToolChoice = Message$1<"parley.v1.ToolChoice"> & {
  * Use `create(ToolChoiceSchema)` to create a new message.
  */
 export const ToolChoiceSchema: GenMessage<ToolChoice> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 6);
+  messageDesc(file_parley_v1_common, 7);
 
 /**
  * ResponseFormat constrains the answer's text (structured output).
@@ -349,7 +409,7 @@ export type ResponseFormat = Message$1<"parley.v1.ResponseFormat"> & {
  * Use `create(ResponseFormatSchema)` to create a new message.
  */
 export const ResponseFormatSchema: GenMessage<ResponseFormat> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 7);
+  messageDesc(file_parley_v1_common, 8);
 
 /**
  * TokenLogprob is one generated token's log probability and its most likely
@@ -393,7 +453,7 @@ export type TokenLogprob = Message$1<"parley.v1.TokenLogprob"> & {
  * Use `create(TokenLogprobSchema)` to create a new message.
  */
 export const TokenLogprobSchema: GenMessage<TokenLogprob> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 8);
+  messageDesc(file_parley_v1_common, 9);
 
 /**
  * TopLogprob is one likely token at a position.
@@ -428,7 +488,7 @@ export type TopLogprob = Message$1<"parley.v1.TopLogprob"> & {
  * Use `create(TopLogprobSchema)` to create a new message.
  */
 export const TopLogprobSchema: GenMessage<TopLogprob> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 9);
+  messageDesc(file_parley_v1_common, 10);
 
 /**
  * ToolCallDelta is a piece of a streamed tool call, as OpenAI streams them: the
@@ -472,7 +532,7 @@ export type ToolCallDelta = Message$1<"parley.v1.ToolCallDelta"> & {
  * Use `create(ToolCallDeltaSchema)` to create a new message.
  */
 export const ToolCallDeltaSchema: GenMessage<ToolCallDelta> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 10);
+  messageDesc(file_parley_v1_common, 11);
 
 /**
  * ChoiceFinish is how one choice ended (requests with n > 1).
@@ -500,7 +560,7 @@ export type ChoiceFinish = Message$1<"parley.v1.ChoiceFinish"> & {
  * Use `create(ChoiceFinishSchema)` to create a new message.
  */
 export const ChoiceFinishSchema: GenMessage<ChoiceFinish> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 11);
+  messageDesc(file_parley_v1_common, 12);
 
 /**
  * InlineImage is an image carried in the request itself.
@@ -529,7 +589,7 @@ export type InlineImage = Message$1<"parley.v1.InlineImage"> & {
  * Use `create(InlineImageSchema)` to create a new message.
  */
 export const InlineImageSchema: GenMessage<InlineImage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 12);
+  messageDesc(file_parley_v1_common, 13);
 
 /**
  * InlineDocument is a document carried in the request itself; the model receives its
@@ -566,7 +626,7 @@ export type InlineDocument = Message$1<"parley.v1.InlineDocument"> & {
  * Use `create(InlineDocumentSchema)` to create a new message.
  */
 export const InlineDocumentSchema: GenMessage<InlineDocument> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 13);
+  messageDesc(file_parley_v1_common, 14);
 
 /**
  * GenerationEvent is one event of a streamed generation. A stream sends one
@@ -620,7 +680,7 @@ export type GenerationEvent = Message$1<"parley.v1.GenerationEvent"> & {
  * Use `create(GenerationEventSchema)` to create a new message.
  */
 export const GenerationEventSchema: GenMessage<GenerationEvent> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 14);
+  messageDesc(file_parley_v1_common, 15);
 
 /**
  * GenerationStarted opens a generation's event stream.
@@ -679,7 +739,7 @@ export type GenerationStarted = Message$1<"parley.v1.GenerationStarted"> & {
  * Use `create(GenerationStartedSchema)` to create a new message.
  */
 export const GenerationStartedSchema: GenMessage<GenerationStarted> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 15);
+  messageDesc(file_parley_v1_common, 16);
 
 /**
  * GenerationDelta carries the next piece of the answer: text, pieces of tool
@@ -732,7 +792,7 @@ export type GenerationDelta = Message$1<"parley.v1.GenerationDelta"> & {
  * Use `create(GenerationDeltaSchema)` to create a new message.
  */
 export const GenerationDeltaSchema: GenMessage<GenerationDelta> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 16);
+  messageDesc(file_parley_v1_common, 17);
 
 /**
  * GenerationFinished closes a generation's event stream.
@@ -777,6 +837,14 @@ export type GenerationFinished = Message$1<"parley.v1.GenerationFinished"> & {
    * @generated from field: repeated parley.v1.ChoiceFinish choices = 5;
    */
   choices: ChoiceFinish[];
+
+  /**
+   * The passages of files the answer cites, by number (answers made with file
+   * search); the stored message has them as citation parts.
+   *
+   * @generated from field: repeated parley.v1.Citation citations = 6;
+   */
+  citations: Citation[];
 };
 
 /**
@@ -784,7 +852,7 @@ export type GenerationFinished = Message$1<"parley.v1.GenerationFinished"> & {
  * Use `create(GenerationFinishedSchema)` to create a new message.
  */
 export const GenerationFinishedSchema: GenMessage<GenerationFinished> = /*@__PURE__*/
-  messageDesc(file_parley_v1_common, 17);
+  messageDesc(file_parley_v1_common, 18);
 
 /**
  * Tier is a user's subscription tier. It selects the web channel's rate limits and
