@@ -25,6 +25,10 @@ type apiClients struct {
 	Billing parleyv1connect.BillingServiceClient
 	Conv    parleyv1connect.ConversationServiceClient
 	Models  parleyv1connect.ModelServiceClient
+	// Projects, Stores and Files: the knowledge services.
+	Projects parleyv1connect.ProjectServiceClient
+	Stores   parleyv1connect.VectorStoreServiceClient
+	Files    parleyv1connect.FileServiceClient
 }
 
 var allProtocols = append(append([]protocol{}, protocols...), protocol{"grpc-web", h1Client, []connect.ClientOption{connect.WithGRPCWeb()}})
@@ -37,6 +41,10 @@ func (s *server) api(p protocol, c cred) apiClients {
 		Billing: parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
 		Conv:    parleyv1connect.NewConversationServiceClient(hc, s.BaseURL, p.opts...),
 		Models:  parleyv1connect.NewModelServiceClient(hc, s.BaseURL, p.opts...),
+
+		Projects: parleyv1connect.NewProjectServiceClient(hc, s.BaseURL, p.opts...),
+		Stores:   parleyv1connect.NewVectorStoreServiceClient(hc, s.BaseURL, p.opts...),
+		Files:    parleyv1connect.NewFileServiceClient(hc, s.BaseURL, p.opts...),
 	}
 }
 
