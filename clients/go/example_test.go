@@ -92,6 +92,50 @@ func ExampleClient_vectorStores() {
 	// Output: 1 handbook.md true
 }
 
+// A project with a file, indexed for its chats, and a memory.
+func ExampleClient_projects() {
+	ctx := context.Background()
+	c := parley.New(os.Getenv("PARLEY_URL"), parley.WithAPIKey(os.Getenv("PARLEY_API_KEY")))
+	p, err := c.Projects.CreateProject(ctx, connect.NewRequest(&parleyv1.CreateProjectRequest{
+		Name: "Thesis", Instructions: "Cite the sources.",
+	}))
+	if err != nil {
+		panic(err)
+	}
+	project := p.Msg.GetProject()
+	f, err := c.Files.CreateFile(ctx, connect.NewRequest(&parleyv1.CreateFileRequest{
+		Filename: "notes.md", Purpose: "assistants", Content: []byte("# Notes\nThe survey ran from March to May.\n"),
+	}))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := c.VectorStores.AddFiles(ctx, connect.NewRequest(&parleyv1.AddFilesRequest{
+		VectorStoreId: project.GetVectorStoreId(), Files: []*parleyv1.NewVectorStoreFile{{FileId: f.Msg.GetFile().GetFileId()}},
+	})); err != nil {
+		panic(err)
+	}
+	for project.GetFileCounts().GetCompleted()+project.GetFileCounts().GetFailed() == 0 {
+		time.Sleep(100 * time.Millisecond)
+		got, err := c.Projects.GetProject(ctx, connect.NewRequest(&parleyv1.GetProjectRequest{ProjectId: project.GetProjectId()}))
+		if err != nil {
+			panic(err)
+		}
+		project = got.Msg.GetProject()
+	}
+	m, err := c.Memories.CreateMemory(ctx, connect.NewRequest(&parleyv1.CreateMemoryRequest{Text: "I am vegetarian."}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(project.GetName(), project.GetFileCounts().GetCompleted(), m.Msg.GetMemory().GetText())
+	if _, err := c.Memories.DeleteMemory(ctx, connect.NewRequest(&parleyv1.DeleteMemoryRequest{MemoryId: m.Msg.GetMemory().GetMemoryId()})); err != nil {
+		panic(err)
+	}
+	if _, err := c.Projects.DeleteProject(ctx, connect.NewRequest(&parleyv1.DeleteProjectRequest{ProjectId: project.GetProjectId()})); err != nil {
+		panic(err)
+	}
+	// Output: Thesis 1 I am vegetarian.
+}
+
 // A tool loop: the model calls get_weather, the program runs it and sends
 // the result back, and the model answers with it.
 func ExampleFunction() {

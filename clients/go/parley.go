@@ -82,6 +82,7 @@ type Client struct {
 	Files         parleyv1connect.FileServiceClient
 	VectorStores  parleyv1connect.VectorStoreServiceClient
 	Projects      parleyv1connect.ProjectServiceClient
+	Memories      parleyv1connect.MemoryServiceClient
 	Billing       parleyv1connect.BillingServiceClient
 	Admin         parleyv1connect.AdminServiceClient
 }
@@ -128,6 +129,7 @@ func New(baseURL string, opts ...Option) *Client {
 		Files:         parleyv1connect.NewFileServiceClient(hc, baseURL, copts...),
 		VectorStores:  parleyv1connect.NewVectorStoreServiceClient(hc, baseURL, copts...),
 		Projects:      parleyv1connect.NewProjectServiceClient(hc, baseURL, copts...),
+		Memories:      parleyv1connect.NewMemoryServiceClient(hc, baseURL, copts...),
 		Billing:       parleyv1connect.NewBillingServiceClient(hc, baseURL, copts...),
 		Admin:         parleyv1connect.NewAdminServiceClient(hc, baseURL, copts...),
 	}

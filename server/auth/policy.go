@@ -105,6 +105,12 @@ var Policy = map[string]Access{
 	parleyv1connect.ProjectServiceGetProjectProcedure:                AccessAny,
 	parleyv1connect.ProjectServiceUpdateProjectProcedure:             AccessAny,
 	parleyv1connect.ProjectServiceDeleteProjectProcedure:             AccessAny,
+	parleyv1connect.MemoryServiceCreateMemoryProcedure:               AccessAny,
+	parleyv1connect.MemoryServiceListMemoriesProcedure:               AccessAny,
+	parleyv1connect.MemoryServiceUpdateMemoryProcedure:               AccessAny,
+	parleyv1connect.MemoryServiceDeleteMemoryProcedure:               AccessAny,
+	parleyv1connect.MemoryServiceGetMemorySettingsProcedure:          AccessAny,
+	parleyv1connect.MemoryServiceUpdateMemorySettingsProcedure:       AccessAny,
 
 	parleyv1connect.BillingServiceGetBalanceProcedure:      AccessAny,
 	parleyv1connect.BillingServiceListUsageProcedure:       AccessAny,

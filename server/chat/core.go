@@ -71,6 +71,8 @@ type Core struct {
 	// files (nil: no projects).
 	Projects  store.Projects
 	Retriever Retriever
+	// Memories holds what users asked to be remembered (nil: no memory).
+	Memories store.Memories
 	// Generations is the shared log of web generations in progress.
 	Generations store.Generations
 	// Attachments resolves parts that name an uploaded attachment and

@@ -311,7 +311,15 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	if err != nil {
 		return refuse(err)
 	}
-	system, err := c.systemMessage(ctx, p.UserID, conv, project)
+	asked := ""
+	if len(stored) > 0 {
+		asked = partsText(stored[len(stored)-1].Parts)
+	}
+	memories, err := c.memories(ctx, p.UserID, asked)
+	if err != nil {
+		return refuse(err)
+	}
+	system, err := c.systemMessage(ctx, p.UserID, conv, project, memories)
 	if err != nil {
 		return refuse(err)
 	}
@@ -383,6 +391,7 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	}
 	ev := &events{emit: c.publisher(context.WithoutCancel(genCtx), conv.ID), started: &parleyv1.GenerationStarted{
 		RequestId: requestID, ConversationId: conv.ID, MessageId: answer.ID, Model: m.ID, UserMessageId: question,
+		MemoryIds: memoryIDs(memories),
 	}}
 	c.running.Add(1)
 	go func() {
@@ -393,9 +402,9 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 }
 
 // systemMessage is the context's first message: the user's custom
-// instructions, then the project's, then the conversation's system prompt;
-// nil when none is set.
-func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conversation, project *store.Project) (*store.Message, error) {
+// instructions, then the project's, then the conversation's system prompt,
+// then the memories chosen for the message; nil when there is none of it.
+func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conversation, project *store.Project, memories []store.Memory) (*store.Message, error) {
 	instructions, err := c.Conversations.Instructions(ctx, userID)
 	if err != nil {
 		return nil, apierr.Internal()
@@ -405,7 +414,7 @@ func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conv
 	if project != nil {
 		projectInstructions = project.Instructions
 	}
-	for _, t := range []string{instructions, projectInstructions, conv.SystemPrompt} {
+	for _, t := range []string{instructions, projectInstructions, conv.SystemPrompt, memoryText(memories)} {
 		if t = strings.TrimSpace(t); t != "" {
 			texts = append(texts, t)
 		}

@@ -25,10 +25,11 @@ type apiClients struct {
 	Billing parleyv1connect.BillingServiceClient
 	Conv    parleyv1connect.ConversationServiceClient
 	Models  parleyv1connect.ModelServiceClient
-	// Projects, Stores and Files: the knowledge services.
+	// Projects, Stores, Files and Memories: the knowledge services.
 	Projects parleyv1connect.ProjectServiceClient
 	Stores   parleyv1connect.VectorStoreServiceClient
 	Files    parleyv1connect.FileServiceClient
+	Memories parleyv1connect.MemoryServiceClient
 }
 
 var allProtocols = append(append([]protocol{}, protocols...), protocol{"grpc-web", h1Client, []connect.ClientOption{connect.WithGRPCWeb()}})
@@ -45,6 +46,7 @@ func (s *server) api(p protocol, c cred) apiClients {
 		Projects: parleyv1connect.NewProjectServiceClient(hc, s.BaseURL, p.opts...),
 		Stores:   parleyv1connect.NewVectorStoreServiceClient(hc, s.BaseURL, p.opts...),
 		Files:    parleyv1connect.NewFileServiceClient(hc, s.BaseURL, p.opts...),
+		Memories: parleyv1connect.NewMemoryServiceClient(hc, s.BaseURL, p.opts...),
 	}
 }
 

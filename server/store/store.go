@@ -138,4 +138,7 @@ type Store struct {
 	// Projects holds the web chat's projects; nil where the backend keeps
 	// none.
 	Projects Projects
+	// Memories holds what web chat users asked to be remembered; nil where
+	// the backend keeps none.
+	Memories Memories
 }

@@ -10,6 +10,7 @@ import { AttachmentService } from "./gen/parley/v1/attachment_pb.js";
 import { FileService } from "./gen/parley/v1/file_pb.js";
 import { VectorStoreService } from "./gen/parley/v1/vector_store_pb.js";
 import { ProjectService } from "./gen/parley/v1/project_pb.js";
+import { MemoryService } from "./gen/parley/v1/memory_pb.js";
 import { BillingService, type LimitStatus } from "./gen/parley/v1/billing_pb.js";
 import { AdminService } from "./gen/parley/v1/admin_pb.js";
 import { FieldViolationSchema, InsufficientBalanceSchema, LimitExceededSchema, RetryInfoSchema, type FieldViolation, type InsufficientBalance } from "./gen/parley/v1/errors_pb.js";
@@ -112,6 +113,7 @@ export interface ParleyClient {
   files: Client<typeof FileService>;
   vectorStores: Client<typeof VectorStoreService>;
   projects: Client<typeof ProjectService>;
+  memories: Client<typeof MemoryService>;
   billing: Client<typeof BillingService>;
   admin: Client<typeof AdminService>;
 }
@@ -127,6 +129,7 @@ export function clientsFor(transport: Transport): ParleyClient {
     files: typed(createClient(FileService, transport)),
     vectorStores: typed(createClient(VectorStoreService, transport)),
     projects: typed(createClient(ProjectService, transport)),
+    memories: typed(createClient(MemoryService, transport)),
     billing: typed(createClient(BillingService, transport)),
     admin: typed(createClient(AdminService, transport)),
   };

@@ -1636,7 +1636,10 @@ type GenerationStarted struct {
 	UserMessageId string `protobuf:"bytes,5,opt,name=user_message_id,json=userMessageId,proto3" json:"user_message_id,omitempty"`
 	// The prompt's tokens as the gateway counted them (ChatService; what the hold was
 	// priced at). The engine's count in GenerationFinished.usage has the last word.
-	PromptTokens  int64 `protobuf:"varint,6,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	PromptTokens int64 `protobuf:"varint,6,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	// The saved memories (MemoryService) given to the model with this message, most
+	// relevant first (web channel; empty when none were, or memory is off).
+	MemoryIds     []string `protobuf:"bytes,7,rep,name=memory_ids,json=memoryIds,proto3" json:"memory_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1711,6 +1714,13 @@ func (x *GenerationStarted) GetPromptTokens() int64 {
 		return x.PromptTokens
 	}
 	return 0
+}
+
+func (x *GenerationStarted) GetMemoryIds() []string {
+	if x != nil {
+		return x.MemoryIds
+	}
+	return nil
 }
 
 // GenerationDelta carries the next piece of the answer: text, pieces of tool
@@ -1978,7 +1988,7 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"\astarted\x18\x02 \x01(\v2\x1c.parley.v1.GenerationStartedH\x00R\astarted\x122\n" +
 	"\x05delta\x18\x03 \x01(\v2\x1a.parley.v1.GenerationDeltaH\x00R\x05delta\x12;\n" +
 	"\bfinished\x18\x04 \x01(\v2\x1d.parley.v1.GenerationFinishedH\x00R\bfinishedB\x06\n" +
-	"\x04kind\"\xdd\x01\n" +
+	"\x04kind\"\xfc\x01\n" +
 	"\x11GenerationStarted\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12'\n" +
@@ -1987,7 +1997,9 @@ const file_parley_v1_common_proto_rawDesc = "" +
 	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12&\n" +
 	"\x0fuser_message_id\x18\x05 \x01(\tR\ruserMessageId\x12#\n" +
-	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\"\xc9\x01\n" +
+	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\x12\x1d\n" +
+	"\n" +
+	"memory_ids\x18\a \x03(\tR\tmemoryIds\"\xc9\x01\n" +
 	"\x0fGenerationDelta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
 	"\x06choice\x18\x02 \x01(\x05R\x06choice\x127\n" +

@@ -131,7 +131,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched,
 		Logger: logger, Now: time.Now, APIPriority: cfg.Core.APIPriority, MaxPromptBytes: cfg.Core.MaxPromptBytes,
 		Budgets: cfg.Core.Budgets, Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
-		Generations: stores.Generations, Background: life.Context("generations"), Attachments: attachments,
+		Generations: stores.Generations, Memories: stores.Memories, Background: life.Context("generations"), Attachments: attachments,
 		Metrics: chat.NewMetrics(metrics.Registry), Cache: respCache, CacheByDefault: cacheByDefault,
 	}
 	life.Go("generations", core.ListenForCancels)
@@ -179,6 +179,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		vectorStores:  &api.VectorStoreHandler{Knowledge: knowledgeSvc, Pages: pages, Now: time.Now},
 		projects: &api.ProjectHandler{Projects: core.Projects, Knowledge: knowledgeSvc, Conversations: conversations,
 			Pages: pages, Now: time.Now},
+		memories: &api.MemoryHandler{Memories: core.Memories, Pages: pages, Now: time.Now},
 		billing: &api.BillingHandler{
 			Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 		},

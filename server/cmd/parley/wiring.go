@@ -173,6 +173,7 @@ type services struct {
 	files         parleyv1connect.FileServiceHandler
 	vectorStores  parleyv1connect.VectorStoreServiceHandler
 	projects      parleyv1connect.ProjectServiceHandler
+	memories      parleyv1connect.MemoryServiceHandler
 	billing       parleyv1connect.BillingServiceHandler
 	admin         parleyv1connect.AdminServiceHandler
 }
@@ -189,6 +190,7 @@ var serviceNames = []string{
 	parleyv1connect.FileServiceName,
 	parleyv1connect.VectorStoreServiceName,
 	parleyv1connect.ProjectServiceName,
+	parleyv1connect.MemoryServiceName,
 	parleyv1connect.BillingServiceName,
 	parleyv1connect.AdminServiceName,
 }
@@ -209,6 +211,7 @@ func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption,
 	mux.Handle(parleyv1connect.NewFileServiceHandler(s.files, opts...))
 	mux.Handle(parleyv1connect.NewVectorStoreServiceHandler(s.vectorStores, opts...))
 	mux.Handle(parleyv1connect.NewProjectServiceHandler(s.projects, opts...))
+	mux.Handle(parleyv1connect.NewMemoryServiceHandler(s.memories, opts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(s.billing, opts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(s.admin, opts...))
 

@@ -210,6 +210,7 @@ func (db *DB) Store() store.Store {
 		Shares:        shares{db},
 		VectorStores:  vectorStores{db},
 		Projects:      projects{db},
+		Memories:      memories{db},
 	}
 }
 

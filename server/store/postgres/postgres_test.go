@@ -59,6 +59,7 @@ func TestUsageOutbox(t *testing.T)   { t.Parallel(); storetest.TestUsageOutbox(t
 func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
 func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
 func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
+func TestMemories(t *testing.T)      { t.Parallel(); storetest.TestMemories(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

@@ -46,6 +46,7 @@ func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t
 func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
 func TestVectorStores(t *testing.T)  { t.Parallel(); storetest.TestVectorStores(t, newStore) }
 func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
+func TestMemories(t *testing.T)      { t.Parallel(); storetest.TestMemories(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

@@ -257,20 +257,22 @@ class GenerationEvent(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., started: _Optional[_Union[GenerationStarted, _Mapping]] = ..., delta: _Optional[_Union[GenerationDelta, _Mapping]] = ..., finished: _Optional[_Union[GenerationFinished, _Mapping]] = ...) -> None: ...
 
 class GenerationStarted(_message.Message):
-    __slots__ = ("request_id", "conversation_id", "message_id", "model", "user_message_id", "prompt_tokens")
+    __slots__ = ("request_id", "conversation_id", "message_id", "model", "user_message_id", "prompt_tokens", "memory_ids")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     USER_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     conversation_id: str
     message_id: str
     model: str
     user_message_id: str
     prompt_tokens: int
-    def __init__(self, request_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., user_message_id: _Optional[str] = ..., prompt_tokens: _Optional[int] = ...) -> None: ...
+    memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., user_message_id: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GenerationDelta(_message.Message):
     __slots__ = ("text", "choice", "tool_calls", "logprobs", "reasoning")
