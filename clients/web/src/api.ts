@@ -9,6 +9,9 @@ import { ConversationService } from "../../ts/src/gen/parley/v1/conversation_pb"
 import { BillingService, LimitKind } from "../../ts/src/gen/parley/v1/billing_pb";
 import { AttachmentService } from "../../ts/src/gen/parley/v1/attachment_pb";
 import { AdminService } from "../../ts/src/gen/parley/v1/admin_pb";
+import { ProjectService } from "../../ts/src/gen/parley/v1/project_pb";
+import { VectorStoreService } from "../../ts/src/gen/parley/v1/vector_store_pb";
+import { FileService } from "../../ts/src/gen/parley/v1/file_pb";
 import { LimitExceededSchema, RetryInfoSchema, FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { Tier } from "../../ts/src/gen/parley/v1/common_pb";
 
@@ -24,6 +27,9 @@ export const convs = createClient(ConversationService, transport);
 export const billing = createClient(BillingService, transport);
 export const attachments = createClient(AttachmentService, transport);
 export const admin = createClient(AdminService, transport);
+export const projects = createClient(ProjectService, transport);
+export const stores = createClient(VectorStoreService, transport);
+export const files = createClient(FileService, transport);
 
 export { Code, ConnectError, LimitKind, Tier, timestampMs, durationMs };
 

@@ -21,6 +21,8 @@ import { upload } from "./upload";
 import { $, h, when } from "./dom";
 import { limitRows, showAdmin, showSettings, showUsage } from "./pages";
 import { showShared } from "./share";
+import { initProjects, loadProjects, markProject, projectName, showProject } from "./projects";
+import { citationsOf, onCitationClick, showCitations } from "./citations";
 
 document.body.innerHTML = `
 <section id="auth" class="auth" hidden>
@@ -42,7 +44,12 @@ document.body.innerHTML = `
     <div class="side-top"><a id="new-chat" class="button primary" href="#/">+ New chat</a></div>
     <input id="search" type="search" placeholder="Search conversations" aria-label="Search conversations" autocomplete="off">
     <ul id="search-results" hidden></ul>
-    <ul id="conv-list"></ul>
+    <section id="projects-side" aria-labelledby="projects-heading">
+      <div class="side-head"><h2 id="projects-heading">Projects</h2><button type="button" id="new-project" class="link" aria-haspopup="dialog">+ New project</button></div>
+      <ul id="project-list"></ul>
+    </section>
+    <h2 class="side-label" id="chats-heading">Chats</h2>
+    <ul id="conv-list" aria-labelledby="chats-heading"></ul>
     <div id="conv-sentinel"></div>
     <button id="conv-more" class="link" hidden>Load more</button>
     <label class="archived"><input type="checkbox" id="show-archived"> Show archived</label>
@@ -103,12 +110,20 @@ document.body.innerHTML = `
   <p class="muted">Sent before every message of this conversation, after your custom instructions. It counts as input tokens.</p>
   <textarea id="sysprompt-text" rows="8" maxlength="8000" aria-label="System prompt"></textarea><p class="error" id="sysprompt-error" role="alert"></p>
   <div class="row"><button id="sysprompt-save" class="primary">Save</button><button value="cancel">Cancel</button></div></form></dialog>
+<dialog id="project-dialog" aria-labelledby="project-dialog-title"><form method="dialog" id="project-create-form" class="project-form"><h2 id="project-dialog-title">New project</h2>
+  <p class="muted">A project keeps chats together with instructions and files they all use.</p>
+  <label for="project-name">Name</label><input id="project-name" name="name" required maxlength="100" autocomplete="off">
+  <label for="project-instructions">Instructions <span class="muted">(optional)</span></label>
+  <textarea id="project-instructions" name="instructions" rows="5" maxlength="8000" placeholder="How should Parley answer in this project?"></textarea>
+  <p class="error" id="project-dialog-error" role="alert"></p>
+  <div class="row"><button id="project-create" class="primary">Create project</button><button value="cancel" formnovalidate>Cancel</button></div></form></dialog>
 <dialog id="limits"><form method="dialog"><h2>Limits</h2><div id="limits-body"></div><button>Close</button></form></dialog>`;
 
 // ---------- state ----------
 let me: User | undefined;
 let modelList: Model[] = [];
 let currentId = ""; // the open conversation; "" is a new chat
+let newChatProject = ""; // the project a new chat is started in (its page is open)
 let listToken: string | undefined = "";
 let lastSeen = 0; // the open conversation's updated_at as last shown
 let listLoading = false;
@@ -266,7 +281,7 @@ async function start(user: User) {
   $("auth").hidden = true;
   $("main").hidden = false;
   $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
-  await Promise.all([loadModels(), reloadList()]);
+  await Promise.all([loadModels(), reloadList(), loadProjects()]);
   route();
 }
 
@@ -558,10 +573,14 @@ function route() {
   if (page) {
     if (gen) { gen.abort.abort(); gen = undefined; setBusy(false); }
     currentId = "";
+    newChatProject = "";
     markActive();
     document.title = `${page[0]} · Parley`;
     return page[1]();
   }
+  markProject();
+  const pm = /^#\/p\/(.+)$/.exec(hash);
+  if (pm) return void openProject(decodeURIComponent(pm[1]));
   const m = /^#\/c\/(.+)$/.exec(hash);
   openConversation(m ? decodeURIComponent(m[1]) : "");
 }
@@ -636,6 +655,7 @@ function note(v: AssistantView, reason: FinishReason, msg = "") {
 }
 
 messagesEl.addEventListener("click", (e) => {
+  if (onCitationClick(e)) return;
   const t = e.target as HTMLElement;
   const msg = t.closest<HTMLElement>(".msg");
   if (msg && t.closest(".regen")) return void regenerate(msg);
@@ -662,11 +682,38 @@ async function copyText(text: string) {
   if (!ok) throw new Error("copy refused");
 }
 
+// ---------- projects ----------
+initProjects({ fail, chatsChanged: () => { reloadList(); } });
+/** A project's page (#/p/{id}): the composer under it starts a new chat in the project. */
+async function openProject(id: string) {
+  if (gen) { gen.abort.abort(); gen = undefined; setBusy(false); }
+  currentId = "";
+  newChatProject = id;
+  markActive();
+  if (!$("banner").classList.contains("offline")) banner("");
+  stick = true;
+  document.title = "Project · Parley";
+  const p = await showProject(id, messagesEl, () => newChatProject === id && !currentId);
+  if (newChatProject !== id || currentId) return; // left meanwhile
+  if (!p) { newChatProject = ""; $("composer").hidden = true; return; }
+  document.title = `${p.name} · Parley`;
+  input.placeholder = `New chat in ${p.name}`;
+  pickModel("");
+  input.focus();
+}
+/** The link back to a chat's project, above its messages. */
+function projectCrumb(projectId: string): HTMLElement {
+  return h("nav", { class: "crumb", "aria-label": "Project" },
+    h("a", { href: `#/p/${projectId}`, class: "project-link" }, h("span", { "aria-hidden": "true" }, "▣ "), projectName(projectId) || "Project"));
+}
+
 /** Shows a conversation; refresh redraws the open one in place (another tab changed it). */
 async function openConversation(id: string, refresh = false) {
   if (gen && gen.convId !== id) { gen.abort.abort(); gen = undefined; setBusy(false); }
   if (gen && gen.convId === id && id) return; // already showing it live
   currentId = id;
+  newChatProject = "";
+  placeholder();
   markActive();
   if (!refresh) {
     if (!$("banner").classList.contains("offline")) banner("");
@@ -686,6 +733,7 @@ async function openConversation(id: string, refresh = false) {
     if (currentId !== id) return;
     const conv = c.conversation!;
     if (refresh) messagesEl.textContent = "";
+    if (conv.projectId) messagesEl.append(projectCrumb(conv.projectId));
     pickModel(id, conv.model);
     document.title = `${conv.title || "New chat"} · Parley`;
     lastSeen = conv.updatedAt ? timestampMs(conv.updatedAt) : 0;
@@ -753,6 +801,7 @@ function showStored(m: ConversationMessage) {
   const md = v.el.querySelector<HTMLElement>(".md")!;
   md.innerHTML = render(text);
   upgrade(md);
+  showCitations(v.el, citationsOf(m.parts));
   sourceOf.set(v.el, () => text);
   note(v, m.finishReason);
   if (m.status === MessageStatus.INTERRUPTED) {
@@ -885,6 +934,7 @@ async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }
         g.finished = true;
         g.view ??= assistantView("");
         g.view.md.finish();
+        showCitations(g.view.el, f.citations);
         note(g.view, f.finishReason, f.errorMessage);
         break;
       }
@@ -959,12 +1009,13 @@ async function send() {
   const parts: Part[] = pendingUploads.map((p) => ({ kind: { case: "attachmentId", value: p.id! } }) as Part);
   if (text) parts.push({ kind: { case: "text", value: text } } as Part);
   const fresh = !currentId;
+  const project = fresh ? newChatProject : "";
   if (fresh && newChatPrompt.trim()) {
     // A new chat with a system prompt: made first, so its first answer has it.
     if (creatingChat) return; // a second Send while it is being made
     creatingChat = true;
     try {
-      const c = (await convs.createConversation({ model: modelSel.value, systemPrompt: newChatPrompt })).conversation!;
+      const c = (await convs.createConversation({ model: modelSel.value, systemPrompt: newChatPrompt, projectId: project })).conversation!;
       newChatPrompt = "";
       currentId = c.conversationId;
       ignoreHash = `#/c/${currentId}`;
@@ -973,7 +1024,10 @@ async function send() {
       markActive();
     } catch (err) { return fail(err); } finally { creatingChat = false; }
   }
-  if (fresh) messagesEl.textContent = "";
+  if (fresh) {
+    messagesEl.textContent = "";
+    if (project) { newChatProject = ""; placeholder(); messagesEl.append(projectCrumb(project)); }
+  }
   const saved = input.value;
   input.value = "";
   autosize();
@@ -986,18 +1040,19 @@ async function send() {
     pendingUploads = sentUploads;
     renderPending();
     autosize();
-  });
+    if (project) openProject(project); // the project's page again
+  }, null, project);
 }
 
 /** Sends a user message (under parent, or after the active leaf) and streams the answer. */
-async function sendParts(parts: Part[], parent: string | undefined, refused: () => void, after: Element | null = null) {
+async function sendParts(parts: Part[], parent: string | undefined, refused: () => void, after: Element | null = null, projectId = "") {
   const mine = userView(parts);
   if (after) after.after(mine);
   stick = true;
   toBottom();
   const g: Gen = { convId: currentId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
   try {
-    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts, parentMessageId: parent }, { signal: g.abort.signal }));
+    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts, parentMessageId: parent, projectId: currentId ? "" : projectId }, { signal: g.abort.signal }));
     if (g.convId) await settleTail(g.convId);
   } catch (err) {
     if (g.lastSeq === 0n) { mine.remove(); refused(); }

@@ -27,6 +27,15 @@ const docTypes: Record<string, string> = {
   pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
 };
 
+/** The documents a picker offers (a project's files are these). */
+export const docAccept = ".pdf,.docx,.pptx,.txt,.md,.csv";
+
+/** A document's MIME type: the browser's when it is one of the accepted, else the one its extension names. */
+export function docType(file: File): string {
+  if (file.type && Object.values(docTypes).includes(file.type)) return file.type;
+  return docTypes[file.name.split(".").pop()!.toLowerCase()] ?? file.type;
+}
+
 async function sha256(b: Blob): Promise<string> {
   if (!crypto.subtle) throw new Error("uploads need a secure context (https or localhost)");
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", await b.arrayBuffer()));
@@ -52,8 +61,8 @@ export async function upload(file: File, progress: (f: number) => void): Promise
     body = await compressImage(file);
     name = name.replace(/\.[^.]*$/, "") + ".jpg";
     type = "image/jpeg";
-  } else if (!type || !Object.values(docTypes).includes(type)) {
-    type = docTypes[name.split(".").pop()!.toLowerCase()] ?? type;
+  } else {
+    type = docType(file);
   }
   const up = await attachments.createUpload({ filename: name, mimeType: type, sizeBytes: BigInt(body.size), sha256: await sha256(body) });
   await put(up.uploadUrl, up.method, up.headers, body, progress);
