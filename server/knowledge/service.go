@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -319,9 +320,11 @@ func (s *Service) ingestNext(ctx context.Context) bool {
 // failed with the reason the owner sees.
 func (s *Service) Ingest(ctx context.Context, claim store.IngestionClaim) {
 	f := claim.File
-	chunks, bytes, err := s.ingest(ctx, claim)
+	work, release := s.holdClaim(ctx, claim)
+	chunks, bytes, err := s.ingest(work, claim)
 	status, lastError := store.FileCompleted, ""
-	if err != nil {
+	lost := release()
+	if !lost && err != nil {
 		if ctx.Err() != nil || connect.CodeOf(err) == connect.CodeUnavailable {
 			// The gateway is stopping, or no worker can embed now: the
 			// claim lapses and this or another gateway runs it again.
@@ -332,7 +335,13 @@ func (s *Service) Ingest(ctx context.Context, claim store.IngestionClaim) {
 		chunks, bytes = 0, 0
 		_, _ = s.Index.DeleteFileChunks(ctx, f.StoreID, f.FileID)
 	}
-	err = s.Stores.FinishIngestion(ctx, claim, status, lastError, chunks, bytes)
+	if lost {
+		// Another gateway holds the file now, or it was removed, cancelled
+		// or finished: this run's result is not the file's.
+		err = store.ErrNotFound
+	} else {
+		err = s.Stores.FinishIngestion(ctx, claim, status, lastError, chunks, bytes)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// The claim is no longer held: the file was removed or cancelled
@@ -345,6 +354,49 @@ func (s *Service) Ingest(ctx context.Context, claim store.IngestionClaim) {
 		s.logger().ErrorContext(ctx, "finishing a file's ingestion", "store", f.StoreID, "file", f.FileID, "err", err)
 	default:
 		s.logger().InfoContext(ctx, "ingested a file", "store", f.StoreID, "file", f.FileID, "status", status, "chunks", chunks, "error", lastError)
+	}
+}
+
+// holdClaim renews claim every third of the lease while the file is
+// ingested under the returned context, which it cancels if the claim is
+// lost (lapsed and given to another gateway, or the file removed,
+// cancelled or finished meanwhile). release stops the renewals and says
+// whether the claim was lost.
+func (s *Service) holdClaim(ctx context.Context, claim store.IngestionClaim) (work context.Context, release func() (lost bool)) {
+	cfg := s.cfg()
+	work, cancel := context.WithCancel(ctx)
+	var gone atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(cfg.Lease/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-work.Done():
+				return
+			case <-t.C:
+			}
+			renewed, err := s.Stores.RenewIngestion(work, claim, s.now(), cfg.Lease)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				gone.Store(true)
+				cancel()
+				s.logger().WarnContext(ctx, "a file's ingestion claim was lost; leaving the file", "store", claim.File.StoreID, "file", claim.File.FileID)
+				return
+			case err != nil:
+				if work.Err() == nil {
+					s.logger().WarnContext(ctx, "renewing a file's ingestion claim", "store", claim.File.StoreID, "file", claim.File.FileID, "err", err)
+				}
+			default:
+				claim = renewed
+			}
+		}
+	}()
+	return work, func() bool {
+		cancel()
+		<-done
+		return gone.Load()
 	}
 }
 

@@ -149,6 +149,12 @@ type VectorStores interface {
 	// ClaimIngestion claims up to limit files in progress of any owner
 	// whose claim is free or lapsed, until now+lease, oldest first.
 	ClaimIngestion(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]IngestionClaim, error)
+	// RenewIngestion extends a claim still held to now+lease (never
+	// shortening it) and returns it so; a claim no longer held (lapsed and
+	// given again, or the file was removed, cancelled or finished) is
+	// ErrNotFound. A long ingestion renews its claim so that no other
+	// gateway embeds (and charges for) the same file meanwhile.
+	RenewIngestion(ctx context.Context, claim IngestionClaim, now time.Time, lease time.Duration) (IngestionClaim, error)
 	// FinishIngestion ends a claimed file's ingestion: status
 	// FileCompleted (with its chunks and bytes, which join the store's
 	// UsageBytes) or FileFailed (with lastError). A claim that is no longer

@@ -355,6 +355,18 @@ func compare(a, b int64) int {
 	return 0
 }
 
+func (s vectorStores) RenewIngestion(ctx context.Context, c store.IngestionClaim, now time.Time, lease time.Duration) (store.IngestionClaim, error) {
+	var got int64
+	err := s.db.pool.QueryRow(ctx, `UPDATE vector_store_files SET claim_until = greatest(claim_until, $4)
+		WHERE store_id = $1 AND file_id = $2 AND claim_token = $3 AND status = 'in_progress' RETURNING claim_until`,
+		c.File.StoreID, c.File.FileID, c.Token, ts(now.Add(lease))).Scan(&got)
+	if err != nil {
+		return c, notFound(err, "ingestion claim")
+	}
+	c.Until = fromTS(got)
+	return c, nil
+}
+
 func (s vectorStores) FinishIngestion(ctx context.Context, c store.IngestionClaim, status, lastError string, chunks int, usageBytes int64) error {
 	if status != store.FileCompleted && status != store.FileFailed {
 		return fmt.Errorf("%w: status: %q is not completed or failed", store.ErrInvalidArgument, status)

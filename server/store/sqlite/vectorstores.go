@@ -381,6 +381,19 @@ func (s vectorStores) ClaimIngestion(ctx context.Context, now time.Time, lease t
 	return out, err
 }
 
+func (s vectorStores) RenewIngestion(ctx context.Context, c store.IngestionClaim, now time.Time, lease time.Duration) (store.IngestionClaim, error) {
+	until := now.Add(lease)
+	var got int64
+	err := s.db.w.QueryRowContext(ctx, `UPDATE vector_store_files SET claim_until = max(claim_until, ?)
+		WHERE store_id = ? AND file_id = ? AND claim_token = ? AND status = 'in_progress' RETURNING claim_until`,
+		ts(until), c.File.StoreID, c.File.FileID, c.Token).Scan(&got)
+	if err != nil {
+		return c, notFound(err, "ingestion claim")
+	}
+	c.Until = fromTS(got)
+	return c, nil
+}
+
 func (s vectorStores) FinishIngestion(ctx context.Context, c store.IngestionClaim, status, lastError string, chunks int, usageBytes int64) error {
 	if status != store.FileCompleted && status != store.FileFailed {
 		return fmt.Errorf("%w: status: %q is not completed or failed", store.ErrInvalidArgument, status)

@@ -299,6 +299,17 @@ func testVectorStoreIngestion(t *testing.T, newStore NewStore) {
 	if more, _ := s.VectorStores.ClaimIngestion(ctx, now.Add(lease-time.Second), lease, 10); len(more) != 0 {
 		t.Fatalf("claimed %d files whose claims hold", len(more))
 	}
+	// f2's holder renews its claim: it holds past the first lease, and a
+	// renewal never shortens it.
+	renewed, err := s.VectorStores.RenewIngestion(ctx, second[0], now.Add(lease/2), lease)
+	noErr(t, err, "RenewIngestion")
+	if renewed.Token != second[0].Token || !renewed.Until.Equal(now.Add(lease/2+lease)) {
+		t.Fatalf("renewed claim %+v, want the same token until %v", renewed, now.Add(lease/2+lease))
+	}
+	if same, err := s.VectorStores.RenewIngestion(ctx, second[0], now, time.Second); err != nil || !same.Until.Equal(renewed.Until) {
+		t.Fatalf("a shorter renewal: %+v, %v; want the claim kept until %v", same, err, renewed.Until)
+	}
+	second[0] = renewed
 
 	// f0 completes: its chunks and bytes count in the store.
 	noErr(t, s.VectorStores.FinishIngestion(ctx, first[0], store.FileCompleted, "", 12, 9000), "FinishIngestion completed")
@@ -325,6 +336,10 @@ func testVectorStoreIngestion(t *testing.T, newStore NewStore) {
 	if again[0].Token == first[1].Token {
 		t.Fatal("a lapsed claim was given again with its old token")
 	}
+	_, err = s.VectorStores.RenewIngestion(ctx, first[1], now.Add(lease+2*time.Second), lease)
+	wantErr(t, err, store.ErrNotFound, "renewing a lapsed claim given again")
+	_, err = s.VectorStores.RenewIngestion(ctx, first[0], now.Add(lease+2*time.Second), lease)
+	wantErr(t, err, store.ErrNotFound, "renewing a finished file's claim")
 	wantErr(t, s.VectorStores.FinishIngestion(ctx, first[1], store.FileCompleted, "", 1, 1), store.ErrNotFound, "a lapsed claim's finish")
 	noErr(t, s.VectorStores.FinishIngestion(ctx, again[0], store.FileCompleted, "", 3, 1000), "the new claim's finish")
 	// f3 is removed while claimed: its finish is not found.
