@@ -231,7 +231,7 @@ func (s *Stores) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
 	fs.StringVar(&s.S3Endpoint, "s3-endpoint", "", "S3 endpoint URL for attachment blobs (empty: the data directory); keys from PARLEY_S3_ACCESS_KEY/PARLEY_S3_SECRET_KEY")
 	fs.StringVar(&s.S3Bucket, "s3-bucket", "parley", "S3 bucket for attachment blobs, created if missing")
-	fs.Func("cassandra-hosts", "comma-separated CQL (ScyllaDB/Cassandra) host:port contact points for messages (none: the relational store)", listSetter(&s.CassandraHosts))
+	fs.Func("cassandra-hosts", "comma-separated CQL (ScyllaDB/Cassandra) host:port contact points for messages, and vector store chunks on Cassandra 5 (none: the relational store keeps both)", listSetter(&s.CassandraHosts))
 	fs.StringVar(&s.CassandraKeyspace, "cassandra-keyspace", "parley", "CQL keyspace for messages, created if missing (replication factor 1: make it yourself for production)")
 }
 

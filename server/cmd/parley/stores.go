@@ -55,9 +55,10 @@ type stores struct {
 
 	// Blobs is the S3 blob store, or nil for the data directory's.
 	Blobs blob.Blobs
-	// Vectors keeps the vector stores' chunks: in SQLite embedded, in
-	// Cassandra's SAI vector index in scale mode; nil with PostgreSQL and
-	// no Cassandra (vector stores are then not available).
+	// Vectors keeps the vector stores' chunks: in SQLite embedded; in
+	// Cassandra's SAI vector index when Cassandra is configured; else, with
+	// PostgreSQL, in PostgreSQL (searched exactly in each gateway over
+	// vectors it caches, checked against the store's generation).
 	Vectors store.VectorIndex
 	// Collectors are the stores' metric families, for the registry.
 	Collectors []prometheus.Collector
@@ -96,6 +97,7 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 		if cfg.ClickHouseURL != "" {
 			s.Store = pg.StoreWithOutbox() // usage records wait in PostgreSQL for the relay
 		}
+		s.Vectors = pg.Vectors() // Cassandra's, when configured, replaces it below
 		s.checks["postgres"] = pg.Ping
 	} else {
 		db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "parley.db"))

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/vectorscan"
 )
 
 //go:embed migrations/*.sql
@@ -44,7 +45,8 @@ const migrationLock = 0x7061726c6579
 // DB is an open PostgreSQL store. It is safe for concurrent use.
 type DB struct {
 	pool     *pgxpool.Pool
-	replicas *replicaSet // nil without Options.ReadURLs
+	replicas *replicaSet      // nil without Options.ReadURLs
+	vec      vectorscan.Cache // the vectors of searched stores (Vectors)
 }
 
 var _ store.Pinger = (*DB)(nil)

@@ -27,6 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/vectorscan"
 )
 
 //go:embed migrations/*.sql
@@ -47,7 +48,7 @@ type DB struct {
 
 	group writeGroup // Ledger.Reserve's and Settle's group commit
 
-	vec vectorCache // the vectors of searched stores (Vectors)
+	vec vectorscan.Cache // the vectors of searched stores (Vectors)
 }
 
 var _ store.Pinger = (*DB)(nil)

@@ -1,18 +1,14 @@
 package sqlite
 
 import (
-	"container/heap"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/vectorscan"
 )
 
 // Vectors returns the vector index kept in db: chunks in the vector_chunks
@@ -26,40 +22,7 @@ type vectors struct{ db *DB }
 // VectorCacheFloats bounds the vectors held in memory for searches, in
 // float32s, over all stores (256 MiB). A store that does not fit is read
 // from the database for each search.
-const VectorCacheFloats = 64 << 20
-
-// vectorCache holds each searched store's unit vectors and attributes. A
-// write to a store bumps its generation; a load installs its result only
-// if the generation it read under is still current, so a search never keeps
-// vectors a later write replaced.
-type vectorCache struct {
-	mu     sync.Mutex
-	stores map[string]*storeVectors
-	gen    map[string]uint64
-	floats int
-}
-
-type storeVectors struct {
-	dims  int
-	ids   []string
-	vecs  []float32 // len(ids)×dims, each row of unit length
-	attrs []map[string]any
-}
-
-func (c *vectorCache) invalidate(storeIDs ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen == nil {
-		c.gen = map[string]uint64{}
-	}
-	for _, id := range storeIDs {
-		if sv := c.stores[id]; sv != nil {
-			c.floats -= len(sv.vecs)
-			delete(c.stores, id)
-		}
-		c.gen[id]++
-	}
-}
+const VectorCacheFloats = vectorscan.DefaultMaxFloats
 
 func (v vectors) PutChunks(ctx context.Context, chunks []store.Chunk) error {
 	if len(chunks) == 0 {
@@ -103,7 +66,7 @@ func (v vectors) PutChunks(ctx context.Context, chunks []store.Chunk) error {
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (id) DO UPDATE SET store_id = excluded.store_id, file_id = excluded.file_id, ordinal = excluded.ordinal,
 					text = excluded.text, attributes = excluded.attributes, dims = excluded.dims, vector = excluded.vector`,
-				c.ID, c.StoreID, c.FileID, c.Ordinal, c.Text, string(attrs), len(c.Vector), encodeUnit(c.Vector)); err != nil {
+				c.ID, c.StoreID, c.FileID, c.Ordinal, c.Text, string(attrs), len(c.Vector), vectorscan.EncodeUnit(c.Vector)); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -111,7 +74,7 @@ func (v vectors) PutChunks(ctx context.Context, chunks []store.Chunk) error {
 	})
 	// Invalidated whether or not the write committed: a failed write's
 	// cache is still right, but reloading it costs only a search's time.
-	v.db.vec.invalidate(stores...)
+	v.db.vec.Invalidate(stores...)
 	if err != nil {
 		return fmt.Errorf("sqlite: put chunks: %w", err)
 	}
@@ -141,7 +104,7 @@ func (v vectors) DeleteStoreChunks(ctx context.Context, storeID string) (int, er
 // cached vectors it drops) and says how many.
 func (v vectors) delete(ctx context.Context, storeID, query string, args ...any) (int, error) {
 	res, err := v.db.exec(ctx, query, args...)
-	v.db.vec.invalidate(storeID)
+	v.db.vec.Invalidate(storeID)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: change chunks: %w", err)
 	}
@@ -165,50 +128,29 @@ func (v vectors) SearchChunks(ctx context.Context, q store.VectorQuery) ([]store
 	if err := store.ValidateVectorQuery(q); err != nil {
 		return nil, err
 	}
-	query := unit(q.Vector)
-	top := &matchHeap{}
-	for _, id := range dedupe(q.StoreIDs) {
-		sv, err := v.load(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(sv.ids) == 0 {
-			continue
-		}
-		if sv.dims != len(query) {
-			return nil, fmt.Errorf("%w: query vector: %d dimensions, the chunks of %s have %d", store.ErrInvalidArgument, len(query), id, sv.dims)
-		}
-		for _, m := range sv.search(ctx, query, q) {
-			pushTop(top, m, q.Limit)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]store.ChunkMatch, top.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(top).(store.ChunkMatch)
+	out, err := vectorscan.Search(ctx, q, v.load)
+	if err != nil {
+		return nil, err
 	}
 	return out, v.fill(ctx, out)
 }
 
-// load returns storeID's vectors, from the cache or read and cached.
-func (v vectors) load(ctx context.Context, storeID string) (*storeVectors, error) {
+// load returns storeID's vectors, from the cache or read and cached. A
+// write to a store invalidates its cached vectors (and any read of them in
+// progress), so a search never keeps vectors a later write replaced.
+func (v vectors) load(ctx context.Context, storeID string) (*vectorscan.Set, error) {
 	c := &v.db.vec
-	c.mu.Lock()
-	if sv := c.stores[storeID]; sv != nil {
-		c.mu.Unlock()
+	if sv := c.Get(storeID, 0); sv != nil {
 		return sv, nil
 	}
-	gen := c.gen[storeID]
-	c.mu.Unlock()
+	ticket := c.Begin(storeID)
 
 	rows, err := v.db.r.QueryContext(ctx, `SELECT id, attributes, dims, vector FROM vector_chunks WHERE store_id = ? ORDER BY id`, storeID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read chunks: %w", err)
 	}
 	defer rows.Close()
-	sv := &storeVectors{}
+	sv := &vectorscan.Set{}
 	for rows.Next() {
 		var id, attrs string
 		var dims int
@@ -216,11 +158,8 @@ func (v vectors) load(ctx context.Context, storeID string) (*storeVectors, error
 		if err := rows.Scan(&id, &attrs, &dims, &blob); err != nil {
 			return nil, fmt.Errorf("sqlite: read chunks: %w", err)
 		}
-		if sv.dims == 0 {
-			sv.dims = dims
-		}
-		if dims != sv.dims || len(blob) != 4*dims {
-			return nil, fmt.Errorf("sqlite: chunk %s: a vector of %d bytes, the store's have %d dimensions", id, len(blob), sv.dims)
+		if len(blob) != 4*dims {
+			return nil, fmt.Errorf("sqlite: chunk %s: a vector of %d bytes for %d dimensions", id, len(blob), dims)
 		}
 		var a map[string]any
 		if attrs != "{}" {
@@ -228,68 +167,14 @@ func (v vectors) load(ctx context.Context, storeID string) (*storeVectors, error
 				return nil, fmt.Errorf("sqlite: chunk %s attributes: %w", id, err)
 			}
 		}
-		sv.ids = append(sv.ids, id)
-		sv.attrs = append(sv.attrs, a)
-		for i := 0; i < dims; i++ {
-			sv.vecs = append(sv.vecs, math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:])))
+		if err := sv.Add(id, a, blob); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read chunks: %w", err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen[storeID] == gen && c.stores[storeID] == nil && c.floats+len(sv.vecs) <= VectorCacheFloats {
-		if c.stores == nil {
-			c.stores = map[string]*storeVectors{}
-		}
-		c.stores[storeID] = sv
-		c.floats += len(sv.vecs)
-	}
-	return sv, nil
-}
-
-// search scores every chunk that passes q's filter against query (a unit
-// vector, so the dot product is the cosine) and returns the best q.Limit
-// at or above q.MinScore, split over the CPUs when the store is large.
-func (sv *storeVectors) search(ctx context.Context, query []float32, q store.VectorQuery) []store.ChunkMatch {
-	n := len(sv.ids)
-	parts := min(runtime.GOMAXPROCS(0), max(1, n/16384))
-	tops := make([]matchHeap, parts)
-	var wg sync.WaitGroup
-	for p := range parts {
-		lo, hi := p*n/parts, (p+1)*n/parts
-		wg.Go(func() {
-			top := &tops[p]
-			for i := lo; i < hi; i++ {
-				if i&4095 == 0 && ctx.Err() != nil {
-					return
-				}
-				if q.Filter != nil && !q.Filter.Match(sv.attrs[i]) {
-					continue
-				}
-				row := sv.vecs[i*sv.dims : (i+1)*sv.dims]
-				var dot float32
-				for j, x := range query {
-					dot += x * row[j]
-				}
-				score := float64(dot)
-				if q.MinScore != 0 && score < q.MinScore {
-					continue
-				}
-				if top.Len() == q.Limit && !better(score, sv.ids[i], (*top)[0]) {
-					continue
-				}
-				pushTop(top, store.ChunkMatch{Chunk: store.Chunk{ID: sv.ids[i], Attributes: sv.attrs[i]}, Score: score}, q.Limit)
-			}
-		})
-	}
-	wg.Wait()
-	var out []store.ChunkMatch
-	for _, t := range tops {
-		out = append(out, t...)
-	}
-	return out
+	return c.Put(storeID, ticket, 0, sv), nil
 }
 
 // fill reads the text, store, file and ordinal of the matches.
@@ -329,76 +214,6 @@ func (v vectors) fill(ctx context.Context, ms []store.ChunkMatch) error {
 	return nil
 }
 
-// encodeUnit is v scaled to unit length as little-endian float32s (all
-// zeros stay zeros).
-func encodeUnit(v []float32) []byte {
-	u := unit(v)
-	b := make([]byte, 4*len(u))
-	for i, x := range u {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func unit(v []float32) []float32 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	u := make([]float32, len(v))
-	if s == 0 {
-		return u
-	}
-	inv := 1 / math.Sqrt(s)
-	for i, x := range v {
-		u[i] = float32(float64(x) * inv)
-	}
-	return u
-}
-
-func dedupe(ids []string) []string {
-	seen := make(map[string]bool, len(ids))
-	out := ids[:0:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// better orders matches: higher score first, then the lower chunk ID.
-func better(score float64, id string, than store.ChunkMatch) bool {
-	return score > than.Score || score == than.Score && id < than.ID
-}
-
-// matchHeap is a min-heap of the best matches so far: its root is the worst.
-type matchHeap []store.ChunkMatch
-
-func (h matchHeap) Len() int           { return len(h) }
-func (h matchHeap) Less(i, j int) bool { return better(h[j].Score, h[j].ID, h[i]) }
-func (h matchHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *matchHeap) Push(x any)        { *h = append(*h, x.(store.ChunkMatch)) }
-func (h *matchHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// pushTop adds m to the k best in h.
-func pushTop(h *matchHeap, m store.ChunkMatch, k int) {
-	if h.Len() < k {
-		heap.Push(h, m)
-		return
-	}
-	if better(m.Score, m.ID, (*h)[0]) {
-		(*h)[0] = m
-		heap.Fix(h, 0)
-	}
-}
-
 // SearchChunksText ranks the chunks of q's stores that hold any of its
 // terms by FTS5's BM25 (the store column weighted 0), the filter applied to
 // each match in rank order until q.Limit pass.
@@ -411,7 +226,7 @@ func (v vectors) SearchChunksText(ctx context.Context, q store.TextQuery) ([]sto
 		return nil, nil
 	}
 	phrase := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-	stores := dedupe(q.StoreIDs)
+	stores := vectorscan.Dedupe(q.StoreIDs)
 	for i, id := range stores {
 		stores[i] = phrase(id)
 	}
