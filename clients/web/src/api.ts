@@ -12,6 +12,7 @@ import { AdminService } from "../../ts/src/gen/parley/v1/admin_pb";
 import { ProjectService } from "../../ts/src/gen/parley/v1/project_pb";
 import { VectorStoreService } from "../../ts/src/gen/parley/v1/vector_store_pb";
 import { FileService } from "../../ts/src/gen/parley/v1/file_pb";
+import { MemoryService } from "../../ts/src/gen/parley/v1/memory_pb";
 import { LimitExceededSchema, RetryInfoSchema, FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { Tier } from "../../ts/src/gen/parley/v1/common_pb";
 
@@ -30,6 +31,7 @@ export const admin = createClient(AdminService, transport);
 export const projects = createClient(ProjectService, transport);
 export const stores = createClient(VectorStoreService, transport);
 export const files = createClient(FileService, transport);
+export const memories = createClient(MemoryService, transport);
 
 export { Code, ConnectError, LimitKind, Tier, timestampMs, durationMs };
 

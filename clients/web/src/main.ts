@@ -23,6 +23,7 @@ import { limitRows, showAdmin, showSettings, showUsage } from "./pages";
 import { showShared } from "./share";
 import { initProjects, loadProjects, markProject, projectName, showProject } from "./projects";
 import { citationsOf, onCitationClick, showCitations } from "./citations";
+import { rememberDialog, showUsedMemories } from "./memory";
 
 document.body.innerHTML = `
 <section id="auth" class="auth" hidden>
@@ -619,16 +620,17 @@ function attachmentChip(id: string): HTMLElement {
 // The text each message's Copy button copies: an answer's Markdown source.
 const sourceOf = new WeakMap<HTMLElement, () => string>();
 const partsText = (parts: Part[]) => parts.map((p) => (p.kind.case === "text" ? p.kind.value : "")).join("");
-function actions(el: HTMLElement, label: string) {
+function actions(el: HTMLElement, label: string, remember: string) {
   const bar = h("div", { class: "actions" },
-    h("button", { type: "button", class: "copy-msg", "aria-label": label, title: label }, "Copy"));
+    h("button", { type: "button", class: "copy-msg", "aria-label": label, title: label }, "Copy"),
+    h("button", { type: "button", class: "remember-msg", "aria-label": remember, title: remember, "aria-haspopup": "dialog" }, "Remember"));
   el.append(bar);
   return bar;
 }
 function userView(parts: Part[], id = "") {
   const el = h("div", { class: "msg user", "data-id": id }, h("div", { class: "bubble" }, ...partsView(parts)));
   sourceOf.set(el, () => partsText(parts));
-  actions(el, "Copy message");
+  actions(el, "Copy message", "Remember this message");
   messagesEl.append(el);
   return el;
 }
@@ -639,7 +641,7 @@ function assistantView(model: string, id = ""): AssistantView {
   const md = new StreamingMarkdown(body);
   md.onFlush = () => { if (stick) toBottom(); };
   sourceOf.set(el, () => md.text);
-  actions(el, "Copy answer");
+  actions(el, "Copy answer", "Remember this answer");
   return { el, md };
 }
 let stick = true;
@@ -662,6 +664,8 @@ messagesEl.addEventListener("click", (e) => {
   if (msg && t.closest(".edit-msg")) return void edit(msg);
   if (msg && t.closest(".prev-ver")) return void switchVersion(msg, -1);
   if (msg && t.closest(".next-ver")) return void switchVersion(msg, 1);
+  const rem = t.closest<HTMLElement>(".remember-msg");
+  if (msg && rem) return void rememberDialog(sourceOf.get(msg)?.() ?? "", rem);
   const b = t.closest(".copy, .copy-msg");
   if (!b) return;
   const text = b.classList.contains("copy")
@@ -922,6 +926,7 @@ async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }
         announce(g.convId);
         if (!g.view) g.view = assistantView(s.model, s.messageId);
         g.view.el.classList.add("streaming");
+        showUsedMemories(g.view.el, s.memoryIds);
         if (g.pendingCancel) stop();
         break;
       }

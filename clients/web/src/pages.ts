@@ -7,6 +7,7 @@ import { WorkerState, type AdminUser, type Invitation } from "../../ts/src/gen/p
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { $, h, usd, when } from "./dom";
 import { barChart } from "./chart";
+import { memorySection } from "./memory";
 
 const errorLine = () => h("p", { class: "error", role: "alert" });
 
@@ -105,7 +106,7 @@ export async function showSettings() {
     h("label", { for: "instructions" }, h("h3", {}, "Custom instructions")),
     h("p", { class: "muted" }, "Applied to every conversation, before its own system prompt. They count as input tokens."),
     ta, h("div", { class: "row" }, h("button", { class: "primary" }, "Save"), saved)) as HTMLFormElement;
-  page.replaceChildren(h("h2", {}, "Settings"), err, form);
+  page.replaceChildren(h("h2", {}, "Settings"), err, form, memorySection());
   form.onsubmit = async (e) => {
     e.preventDefault();
     err.textContent = "";
