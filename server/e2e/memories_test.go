@@ -17,13 +17,13 @@ import (
 // another user reaches none of them; bad input names its field.
 func TestMemoriesJoinWebChats(t *testing.T) {
 	s := startServer(t, fastAuth...)
-	for i, p := range protocols {
+	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			a := s.newAccount(t, "memory-"+p.name+"@example.com")
 			b := s.newAccount(t, "memory-other-"+p.name+"@example.com")
 			ctx := ctxTimeout(t, 60*time.Second)
-			c := s.api(protocols[i], cred{cookie: a.Cookie})
-			other := s.api(protocols[i], cred{cookie: b.Cookie})
+			c := s.api(p, cred{cookie: a.Cookie})
+			other := s.api(p, cred{cookie: b.Cookie})
 			question := "Suggest a vegetarian dinner for tonight."
 			ask := func(c apiClients) (*parleyv1.GenerationStarted, int64) {
 				t.Helper()

@@ -258,6 +258,24 @@ func notFound(err error, what string) error {
 }
 
 // ts encodes a time as unix nanoseconds.
+// readRows runs a read query and scans each row with scan.
+func readRows[T any](ctx context.Context, db *DB, q string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func ts(t time.Time) int64 { return t.UnixNano() }
 
 // nullTS encodes a time, or NULL for the zero time.

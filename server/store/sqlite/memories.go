@@ -59,20 +59,12 @@ func (ms memories) List(ctx context.Context, userID string, p store.PageRequest)
 		}
 		q, args = q+` AND (updated_at, id) < (?, ?)`, append(args, at, id)
 	}
-	rows, err := ms.db.r.QueryContext(ctx, q+` ORDER BY updated_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, "", err
-	}
-	defer rows.Close()
-	var out []store.Memory
-	for rows.Next() {
+	out, err := readRows(ctx, ms.db, q+` ORDER BY updated_at DESC, id DESC LIMIT ?`, append(args, limit+1), func(r *sql.Rows) (store.Memory, error) {
 		var s memoryScan
-		if err := rows.Scan(s.dest()...); err != nil {
-			return nil, "", err
-		}
-		out = append(out, s.memory())
-	}
-	if err := rows.Err(); err != nil {
+		err := r.Scan(s.dest()...)
+		return s.memory(), err
+	})
+	if err != nil {
 		return nil, "", err
 	}
 	out, next := store.Page(out, limit, func(v store.Memory) (int64, string) { return ts(v.UpdatedAt), v.ID })

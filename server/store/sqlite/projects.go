@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -67,20 +68,12 @@ func (ps projects) List(ctx context.Context, userID string, p store.PageRequest)
 		}
 		q, args = q+` AND (updated_at, id) < (?, ?)`, append(args, at, id)
 	}
-	rows, err := ps.db.r.QueryContext(ctx, q+` ORDER BY updated_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, "", err
-	}
-	defer rows.Close()
-	var out []store.Project
-	for rows.Next() {
+	out, err := readRows(ctx, ps.db, q+` ORDER BY updated_at DESC, id DESC LIMIT ?`, append(args, limit+1), func(r *sql.Rows) (store.Project, error) {
 		var s projectScan
-		if err := rows.Scan(s.dest()...); err != nil {
-			return nil, "", err
-		}
-		out = append(out, s.project())
-	}
-	if err := rows.Err(); err != nil {
+		err := r.Scan(s.dest()...)
+		return s.project(), err
+	})
+	if err != nil {
 		return nil, "", err
 	}
 	out, next := store.Page(out, limit, func(v store.Project) (int64, string) { return ts(v.UpdatedAt), v.ID })
