@@ -19,15 +19,15 @@ const MemoriesInContext = 5
 // read of the store.
 const MaxMemories = 200
 
-// memoryStopWords are words too common to make a memory relevant.
-var memoryStopWords = map[string]bool{}
+// stopWords are words too common to make a memory or a passage relevant.
+var stopWords = map[string]bool{}
 
 func init() {
 	for _, w := range strings.Fields(`a about all also am an and any are as at be been but by can could d did do does for from
 		had has have he her him his how i if in into is it its just ll m me my no not of on one or our re s she should so some
 		t than that the their them then there they this to us ve very was we were what when where which who why will with
 		would you your`) {
-		memoryStopWords[w] = true
+		stopWords[w] = true
 	}
 }
 
@@ -42,7 +42,7 @@ func RelevantMemories(message string, all []store.Memory, n int) []store.Memory 
 	}
 	query := map[string]bool{}
 	for _, w := range store.QueryTerms(message) {
-		if !memoryStopWords[w] {
+		if !stopWords[w] {
 			query[w] = true
 		}
 	}

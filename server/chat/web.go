@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/tokenize"
 )
 
 // MaxMessageBytes bounds one user message's text on the web channel.
@@ -326,6 +327,7 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	if system != nil {
 		stored = append([]store.Message{*system}, stored...)
 	}
+	questionAt := len(stored) - 1 // what a project's search adds follows it
 	if project != nil {
 		// A project's chat answers from its files: the question's passages
 		// follow it as a file_search call's result.
@@ -333,7 +335,7 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 			return refuse(err)
 		}
 	}
-	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, g.maxOut, stored)
+	msgs, promptTokens, err := c.fitContext(ctx, p.UserID, m, g.maxOut, stored, questionAt)
 	if err != nil {
 		return refuse(err)
 	}
@@ -606,17 +608,19 @@ func (c *Core) history(ctx context.Context, conversationID string) ([]store.Mess
 }
 
 // fitContext turns stored messages into the prompt, dropping the oldest
-// turns (never a system message, never the newest) until the prompt and the
-// answer fit the model's window. Messages are converted newest first, and
-// once the window is full the older ones (which would be dropped) are left
-// as they are: their attachments never loaded, their text never counted.
-func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, maxOut int64, stored []store.Message) ([]llm.ChatMessage, int, error) {
+// turns (never a system message, never the question — stored[question] —
+// or what follows it) until the prompt and the answer fit the model's
+// window; when even that is too long and the question carries documents,
+// they are retrieved from (retrieveFromDocuments). Messages are converted
+// newest first, and once the window is full the older ones (which would be
+// dropped) are left as they are: their attachments never loaded, their
+// text never counted.
+func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, maxOut int64, stored []store.Message, question int) ([]llm.ChatMessage, int, error) {
 	budget := int(m.ContextWindow - maxOut)
 	// Drop by per-message counts (each message tokenized once), then check
 	// the exact count: recounting the whole prompt after every drop was
 	// quadratic in the length of a long conversation.
 	trailer := llm.PromptTokens(c.Tokens, nil) // the assistant tag alone
-	newest := len(stored) - 1
 	converted := make([]*llm.ChatMessage, len(stored))
 	sizes := make([]int, len(stored))
 	total := trailer
@@ -625,7 +629,7 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 		if s.Role == "assistant" && s.FinishReason == string(llm.FinishError) && partsText(s.Parts) == "" {
 			return nil // a failed answer with nothing in it adds nothing
 		}
-		parts, err := c.workerParts(ctx, userID, m, s.Parts, i == newest)
+		parts, err := c.workerParts(ctx, userID, m, s.Parts, i == question)
 		if err != nil {
 			return err
 		}
@@ -634,16 +638,17 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 		total += sizes[i]
 		return nil
 	}
-	// What is never dropped first: system messages and the newest.
+	// What is never dropped first: system messages, the question and what
+	// follows it.
 	for i := range stored {
-		if stored[i].Role == "system" || i == newest {
+		if stored[i].Role == "system" || i >= question {
 			if err := convert(i); err != nil {
 				return nil, 0, err
 			}
 		}
 	}
 	// Then the others, newest first, while the window has room.
-	for i := newest - 1; i >= 0 && total <= budget; i-- {
+	for i := question - 1; i >= 0 && total <= budget; i-- {
 		if stored[i].Role != "system" {
 			if err := convert(i); err != nil {
 				return nil, 0, err
@@ -652,15 +657,19 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 	}
 	msgs := make([]llm.ChatMessage, 0, len(stored))
 	kept := sizes[:0]
+	asked := -1 // the question's index in msgs
 	for i, msg := range converted {
 		if msg != nil {
+			if i == question {
+				asked = len(msgs)
+			}
 			msgs = append(msgs, *msg)
 			kept = append(kept, sizes[i])
 		}
 	}
 	sizes = kept
-	oldest := func() int { // the oldest droppable: never a system message, never the newest
-		for i := 0; i < len(msgs)-1; i++ {
+	oldest := func() int { // the oldest droppable: never a system message, never the question or after
+		for i := 0; i < asked; i++ {
 			if msgs[i].Role != "system" {
 				return i
 			}
@@ -668,22 +677,52 @@ func (c *Core) fitContext(ctx context.Context, userID string, m *models.Model, m
 		return -1
 	}
 	n := total
-	for {
+	var whole *llm.ChatMessage // the question before its documents were retrieved from
+	for tries := 0; ; {
 		for n > budget {
-			drop := oldest()
-			if drop < 0 {
-				return nil, 0, apierr.InvalidArgument("parts", fmt.Sprintf(
-					"the message is %d tokens; with the answer's %d it does not fit %s's context window of %d", n, maxOut, m.ID, m.ContextWindow))
+			if drop := oldest(); drop >= 0 {
+				n -= sizes[drop]
+				msgs = append(msgs[:drop], msgs[drop+1:]...)
+				sizes = append(sizes[:drop], sizes[drop+1:]...)
+				asked--
+				continue
 			}
-			n -= sizes[drop]
-			msgs = append(msgs[:drop], msgs[drop+1:]...)
-			sizes = append(sizes[:drop], sizes[drop+1:]...)
+			// Nothing left to drop: retrieve from the question's documents,
+			// in the room the rest of the prompt leaves them (narrowed by
+			// what a try overshot, for the few tokens joins can add).
+			tooLong := apierr.InvalidArgument("parts", fmt.Sprintf(
+				"the message is %d tokens; with the answer's %d it does not fit %s's context window of %d", n, maxOut, m.ID, m.ContextWindow))
+			if asked < 0 || tries == 3 {
+				return nil, 0, tooLong
+			}
+			if whole == nil {
+				whole = &llm.ChatMessage{Role: msgs[asked].Role, Parts: msgs[asked].Parts}
+			}
+			room := budget - (n - documentTokens(c.Tokens, msgs[asked])) - 16*tries
+			cut, ok := retrieveFromDocuments(c.Tokens, *whole, room)
+			if !ok {
+				return nil, 0, tooLong
+			}
+			msgs[asked] = cut
+			tries++
+			n = llm.PromptTokens(c.Tokens, msgs)
 		}
 		if n = llm.PromptTokens(c.Tokens, msgs); n <= budget {
 			break
 		}
 	}
 	return msgs, n, nil
+}
+
+// documentTokens counts the text of msg's documents.
+func documentTokens(tok *tokenize.Tokenizer, msg llm.ChatMessage) int {
+	n := 0
+	for _, p := range msg.Parts {
+		if p.Document != nil {
+			n += tok.Count(p.Document.Text)
+		}
+	}
+	return n
 }
 
 // inputFloor is the fewest input tokens a web message's text can count

@@ -23,6 +23,7 @@ type reasoningUpstream struct {
 	URL     string
 	mu      sync.Mutex
 	efforts []string
+	last    []byte // the last request's body
 }
 
 const (
@@ -42,9 +43,11 @@ func startReasoningUpstream(t *testing.T) *reasoningUpstream {
 			Model           string `json:"model"`
 			ReasoningEffort string `json:"reasoning_effort"`
 		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &body)
 		u.mu.Lock()
 		u.efforts = append(u.efforts, body.ReasoningEffort)
+		u.last = raw
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
@@ -72,6 +75,12 @@ func startReasoningUpstream(t *testing.T) *reasoningUpstream {
 	t.Cleanup(func() { srv.Close() })
 	u.URL = "http://" + ln.Addr().String() + "/v1"
 	return u
+}
+
+func (u *reasoningUpstream) lastBody() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return string(u.last)
 }
 
 func (u *reasoningUpstream) lastEffort() string {

@@ -115,7 +115,7 @@ func sentences(topic string, n int) string {
 // a store file was added with (the gateway's tokenizer is the default).
 func chunksOf(text string, chunkTokens, overlapTokens int) []string {
 	var out []string
-	for _, sp := range knowledge.Split(tokenize.Default(), text, chunkTokens, overlapTokens) {
+	for _, sp := range tokenize.Default().Split(text, chunkTokens, overlapTokens) {
 		out = append(out, text[sp.Start:sp.End])
 	}
 	return out

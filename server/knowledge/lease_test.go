@@ -141,7 +141,7 @@ func TestIngestionStopsWhenItsClaimIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := len(Split(svc.Tokens, func() string { p, _ := svc.Files.Part(t.Context(), "", ""); return p.Document.Text }(), 100, 0))
+	total := len(svc.Tokens.Split(func() string { p, _ := svc.Files.Part(t.Context(), "", ""); return p.Document.Text }(), 100, 0))
 	if n != 0 || emb.inputs.Load() >= int64(total) {
 		t.Fatalf("after the removal: %d chunks left, %d of %d inputs embedded", n, emb.inputs.Load(), total)
 	}

@@ -426,7 +426,7 @@ func (s *Service) ingest(ctx context.Context, claim store.IngestionClaim) (int, 
 		return 0, 0, errors.New("the file is not a document Parley can read text from (PDF, DOCX, PPTX, text, Markdown, CSV)")
 	}
 	text := part.Document.Text
-	spans := Split(s.Tokens, text, f.ChunkTokens, f.OverlapTokens)
+	spans := s.Tokens.Split(text, f.ChunkTokens, f.OverlapTokens)
 	if len(spans) > cfg.MaxFileChunks {
 		return 0, 0, fmt.Errorf("the file's text makes %d chunks, over the limit of %d", len(spans), cfg.MaxFileChunks)
 	}
@@ -475,7 +475,7 @@ func (s *Service) ingest(ctx context.Context, claim store.IngestionClaim) (int, 
 // embedSpans embeds and indexes spans[from:] of text, a batch at a time,
 // below interactive traffic: the owner pays for the embeddings on the API
 // channel, or (a web project's store) they count against the owner's tier.
-func (s *Service) embedSpans(ctx context.Context, claim store.IngestionClaim, v store.VectorStore, text string, spans []Span, from int) error {
+func (s *Service) embedSpans(ctx context.Context, claim store.IngestionClaim, v store.VectorStore, text string, spans []tokenize.Span, from int) error {
 	cfg := s.cfg()
 	f := claim.File
 	model := v.EmbeddingModel

@@ -134,6 +134,46 @@ func TermCounts(text string) (map[string]int, int) {
 	return tf, len(ws)
 }
 
+// BM25's parameters, as Lucene and SQLite's FTS5 set them.
+const (
+	BM25K1 = 1.2
+	BM25B  = 0.75
+)
+
+// BM25 scores each of a set of texts for terms, the way the lexical indexes
+// rank chunks: tf[i] is text i's TermCounts and length[i] its term count;
+// a term's weight is its inverse document frequency among the texts.
+func BM25(terms []string, tf []map[string]int, length []int) []float64 {
+	scores := make([]float64, len(tf))
+	if len(tf) == 0 {
+		return scores
+	}
+	total := 0
+	for _, n := range length {
+		total += n
+	}
+	n := float64(len(tf))
+	avg := max(float64(total)/n, 1)
+	for _, term := range terms {
+		df := 0
+		for _, counts := range tf {
+			if counts[term] > 0 {
+				df++
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		for i, counts := range tf {
+			if f := float64(counts[term]); f > 0 {
+				scores[i] += idf * f * (BM25K1 + 1) / (f + BM25K1*(1-BM25B+BM25B*float64(length[i])/avg))
+			}
+		}
+	}
+	return scores
+}
+
 func words(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }

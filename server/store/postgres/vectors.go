@@ -41,12 +41,6 @@ func (db *DB) Vectors() store.VectorIndex { return vectors{db} }
 
 type vectors struct{ db *DB }
 
-// BM25's parameters, as Lucene and SQLite's FTS5 set them.
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
-
 // errUnchanged rolls back a write that found nothing to change, so that it
 // leaves the store's generation (and every gateway's cache) as it was.
 var errUnchanged = errors.New("unchanged")
@@ -447,7 +441,7 @@ func (v vectors) SearchChunksText(ctx context.Context, q store.TextQuery) ([]sto
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	query, args := textSearch, []any{vectorscan.Dedupe(q.StoreIDs), terms, bm25K1, bm25B}
+	query, args := textSearch, []any{vectorscan.Dedupe(q.StoreIDs), terms, store.BM25K1, store.BM25B}
 	if q.Filter == nil {
 		query += ` LIMIT $5`
 		args = append(args, q.Limit)
