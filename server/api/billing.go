@@ -128,6 +128,7 @@ func UsageRecordsToProto(records []store.UsageRecord) []*parleyv1.UsageRecord {
 			CacheHit:       r.CacheHit,
 			UserId:         r.UserID,
 			RequestedModel: r.RequestedModel,
+			Batch:          r.Channel == store.ChannelBatch,
 		})
 	}
 	return out

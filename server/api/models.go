@@ -33,6 +33,7 @@ func ModelToProto(m *models.Model) *parleyv1.Model {
 		InputPriceNanosPerMillion: m.InputPriceNanosPerMillion, OutputPriceNanosPerMillion: m.OutputPriceNanosPerMillion,
 		Kind: parleyv1.ModelKind_MODEL_KIND_CHAT,
 	}
+	pm.BatchInputPriceNanosPerMillion, pm.BatchOutputPriceNanosPerMillion = m.BatchPrices()
 	if m.Embeds() {
 		pm.Kind, pm.EmbeddingDimensions = parleyv1.ModelKind_MODEL_KIND_EMBEDDING, int32(m.EmbeddingDimensions)
 	}

@@ -1,12 +1,14 @@
 package attach
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"path"
@@ -232,4 +234,46 @@ func (s *Service) DeleteFile(ctx context.Context, userID, id string) error {
 		s.OnFileDeleted(ctx, userID, id)
 	}
 	return err
+}
+
+// MaxServerFileBytes bounds a file the server writes (a batch's output).
+const MaxServerFileBytes = 1 << 30
+
+// WriteFile stores a file the server writes for its owner — a batch's
+// output or errors, of one of the purposes clients cannot upload with — as
+// a ready plain-text file with data as its bytes, listed and downloadable
+// like any file. Its size counts toward the owner's stored bytes but is
+// never refused by the quota or the balance: the work it reports was done
+// and paid for. It is not meant as a message's attachment (it has no
+// prepared text).
+func (s *Service) WriteFile(ctx context.Context, userID, filename, purpose string, data []byte) (store.Attachment, error) {
+	if s == nil {
+		return store.Attachment{}, unavailable()
+	}
+	if !slices.Contains(Purposes, purpose) || slices.Contains(CreatablePurposes, purpose) {
+		return store.Attachment{}, fmt.Errorf("attach: %q is not a purpose the server writes", purpose)
+	}
+	if len(data) == 0 || len(data) > MaxServerFileBytes {
+		return store.Attachment{}, fmt.Errorf("attach: a server file of %d bytes", len(data))
+	}
+	sum := sha256.Sum256(data)
+	now := s.Now()
+	a := store.Attachment{
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Filename: filename, MimeType: "text/plain",
+		SizeBytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Status: store.AttachmentUploading, CreatedAt: now,
+		ExpiresAt: now.Add(s.URLExpiry + time.Hour), Purpose: purpose,
+	}
+	if err := s.Store.Create(ctx, a, math.MaxInt64); err != nil {
+		return store.Attachment{}, fmt.Errorf("attach: creating a server file: %w", err)
+	}
+	if err := s.Blobs.Put(ctx, blobKey(a), bytes.NewReader(data), int64(len(data))); err != nil {
+		s.discard(ctx, a)
+		return store.Attachment{}, fmt.Errorf("attach: storing a server file: %w", err)
+	}
+	done, err := s.Store.SetStatus(ctx, a.ID, store.AttachmentResult{Status: store.AttachmentReady})
+	if err != nil {
+		s.discard(ctx, a)
+		return store.Attachment{}, fmt.Errorf("attach: completing a server file: %w", err)
+	}
+	return done, nil
 }

@@ -111,6 +111,10 @@ var Policy = map[string]Access{
 	parleyv1connect.MemoryServiceDeleteMemoryProcedure:               AccessAny,
 	parleyv1connect.MemoryServiceGetMemorySettingsProcedure:          AccessAny,
 	parleyv1connect.MemoryServiceUpdateMemorySettingsProcedure:       AccessAny,
+	parleyv1connect.BatchServiceCreateBatchProcedure:                 AccessAny,
+	parleyv1connect.BatchServiceGetBatchProcedure:                    AccessAny,
+	parleyv1connect.BatchServiceListBatchesProcedure:                 AccessAny,
+	parleyv1connect.BatchServiceCancelBatchProcedure:                 AccessAny,
 
 	parleyv1connect.BillingServiceGetBalanceProcedure:      AccessAny,
 	parleyv1connect.BillingServiceListUsageProcedure:       AccessAny,

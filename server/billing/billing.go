@@ -51,14 +51,33 @@ type Hold struct {
 // does not cover it, nothing is held and the error is resource_exhausted
 // with the balance and the amount required.
 func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64) (Hold, error) {
+	return b.ReserveAs(ctx, "", userID, amountNanos)
+}
+
+// ReserveAs is Reserve under a hold id of the caller's (a new one when id
+// is ""). A hold of that id taken already — by an earlier attempt at the
+// same work, whose gateway died — is returned as it is: settling it then
+// charges the work once, however often it was attempted (Settle is
+// idempotent).
+func (b *Billing) ReserveAs(ctx context.Context, id, userID string, amountNanos int64) (Hold, error) {
 	if amountNanos <= 0 {
 		return Hold{}, nil // a free model: nothing to hold
 	}
 	now := b.now()
-	h := Hold{ID: uuid.Must(uuid.NewV7()).String(), AmountNanos: amountNanos}
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
+	h := Hold{ID: id, AmountNanos: amountNanos}
 	_, err := b.ledger.Reserve(ctx, store.Reservation{
 		ID: h.ID, UserID: userID, AmountNanos: amountNanos, CreatedAt: now, ExpiresAt: now.Add(b.holdTTL),
 	})
+	if errors.Is(err, store.ErrConflict) {
+		b.logger.WarnContext(ctx, "a hold taken by an earlier attempt is settled by this one", "reservation", id)
+		if b.Holds != nil {
+			b.Holds.Inc()
+		}
+		return h, nil
+	}
 	var short *store.InsufficientFundsError
 	if errors.As(err, &short) {
 		return Hold{}, apierr.InsufficientBalance(short.AvailableNanos, short.RequiredNanos)

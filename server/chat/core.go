@@ -166,9 +166,13 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	if !ok {
 		return nil, apierr.Unauthenticated("no credentials")
 	}
-	// The user's request rate, tightened while the workers are loaded.
-	if err := c.Limits.Rate(ctx, p.UserID, p.Tier); err != nil {
-		return nil, err
+	terms := c.apiTerms(ctx)
+	// The user's request rate, tightened while the workers are loaded (a
+	// batch's lines are paced by the batch runner instead).
+	if !terms.batch {
+		if err := c.Limits.Rate(ctx, p.UserID, p.Tier); err != nil {
+			return nil, err
+		}
 	}
 
 	// Validate against the model, counting what the request asks for —
@@ -194,7 +198,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	// Admit: hold the most this request can cost: the prompt once (counted,
 	// or bounded from above where counting costs), and the most output for
 	// each choice.
-	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(promptTokens), maxOut*int64(max(req.N, 1))))
+	hold, err := c.Billing.ReserveAs(ctx, terms.holdID(), p.UserID, terms.cost(m, int64(promptTokens), maxOut*int64(max(req.N, 1))))
 	if err != nil {
 		return nil, err
 	}
@@ -207,13 +211,13 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	}
 
 	// Schedule and stream.
-	requestID := uuid.Must(uuid.NewV7()).String()
+	requestID := terms.requestID(func() string { return uuid.Must(uuid.NewV7()).String() })
 	gen := req.Request
 	gen.ID, gen.Model, gen.MaxTokens = requestID, m.ID, int(maxOut)
 	if !m.Can(models.CapReasoning) {
 		gen.ReasoningEffort = "" // a hint for a model that does not reason
 	}
-	job := llm.Job{Request: gen, Priority: c.APIPriority, AffinityKey: promptAffinity(req.Messages)}
+	job := llm.Job{Request: gen, Priority: terms.priority, AffinityKey: promptAffinity(req.Messages)}
 	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID, PromptTokens: int64(promptTokens)}, choices: make([]llm.FinishReason, max(req.N, 1))}
 	out, err := c.stream(ctx, job, ev, false)
 	if err != nil {
@@ -224,9 +228,9 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 
 	// Settle: charge what was used, return the rest, and record the usage
 	// with the charge, in one write.
-	out.CostNanos = m.Cost(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
+	out.CostNanos = terms.cost(m, int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
 	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
-		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
+		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: terms.channel(), Model: m.ID,
 		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
 		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
 		FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User, RequestedModel: requestedAs(req.Model, m),

@@ -119,11 +119,12 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 		}
 	}
 
-	priority := c.APIPriority
+	terms := c.apiTerms(ctx)
+	priority := terms.priority
 	if req.Background {
 		priority = llm.PriorityBackground
 	}
-	requestID := uuid.Must(uuid.NewV7()).String()
+	requestID := terms.requestID(func() string { return uuid.Must(uuid.NewV7()).String() })
 	if req.Unbilled {
 		if !exact {
 			if _, err := count(); err != nil {
@@ -139,7 +140,7 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	if req.Web {
 		return c.embedWeb(ctx, p, m, req, requestID, priority, exact, tokens, count)
 	}
-	hold, err := c.Billing.Reserve(ctx, p.UserID, m.Cost(int64(tokens), 0))
+	hold, err := c.Billing.ReserveAs(ctx, terms.holdID(), p.UserID, terms.cost(m, int64(tokens), 0))
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +159,9 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 		return nil, err
 	}
 	out := &EmbedOutcome{RequestID: requestID, Model: m.ID, Vectors: res.Vectors, Usage: res.Usage}
-	out.CostNanos = m.Cost(int64(res.Usage.PromptTokens), 0)
+	out.CostNanos = terms.cost(m, int64(res.Usage.PromptTokens), 0)
 	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
-		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "api", Model: m.ID,
+		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: terms.channel(), Model: m.ID,
 		PromptTokens: int64(res.Usage.PromptTokens), Estimated: res.Usage.Estimated,
 		FinishReason: string(llm.FinishStop), CreatedAt: c.Now(), EndUser: req.User, RequestedModel: requestedAs(req.Model, m),
 	}); err == nil {

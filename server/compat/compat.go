@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/batch"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/knowledge"
@@ -22,6 +23,8 @@ type Config struct {
 	// Knowledge serves /v1/vector_stores and the file_search tool (nil:
 	// not available).
 	Knowledge *knowledge.Service
+	// Batches serves /v1/batches (nil: not available).
+	Batches *batch.Service
 	// PingInterval is how often a keep-alive goes out while a stream has
 	// nothing else to send (0: never).
 	PingInterval time.Duration
@@ -52,7 +55,7 @@ type Config struct {
 // under /v1/: mount it there. Any other path under /v1/ is a 404 in
 // OpenAI's error JSON.
 func New(cfg Config) http.Handler {
-	d := &deps{Core: cfg.Core, Catalog: cfg.Catalog, Knowledge: cfg.Knowledge, PingInterval: cfg.PingInterval, Outage: cfg.Outage,
+	d := &deps{Core: cfg.Core, Catalog: cfg.Catalog, Knowledge: cfg.Knowledge, Batches: cfg.Batches, PingInterval: cfg.PingInterval, Outage: cfg.Outage,
 		Unsupported: cfg.Unsupported, DroppedParams: cfg.DroppedParams}
 	openai, anthropic := &openAIHandler{d}, &anthropicHandler{d}
 	observe := cfg.Observe
@@ -109,6 +112,10 @@ func New(cfg Config) http.Handler {
 	route("GET /v1/vector_stores/{id}/file_batches/{batch_id}", "openai_file_batches_get", v1, openai.GetFileBatch)
 	route("POST /v1/vector_stores/{id}/file_batches/{batch_id}/cancel", "openai_file_batches_cancel", v1, openai.CancelFileBatch)
 	route("GET /v1/vector_stores/{id}/file_batches/{batch_id}/files", "openai_file_batches_files", v1, openai.ListFileBatchFiles)
+	route("POST /v1/batches", "openai_batches_create", v1, openai.CreateBatch)
+	route("GET /v1/batches", "openai_batches_list", v1, openai.ListBatches)
+	route("GET /v1/batches/{id}", "openai_batches_get", v1, openai.GetBatch)
+	route("POST /v1/batches/{id}/cancel", "openai_batches_cancel", v1, openai.CancelBatch)
 	route("POST /v1/messages", "anthropic_messages", anthropicV1, anthropic.Messages)
 	route("POST /v1/messages/count_tokens", "anthropic_count_tokens", anthropicV1, anthropic.CountTokens)
 	mux.Handle("/v1/", observe("openai_not_found", http.HandlerFunc(openai.NotFound)))

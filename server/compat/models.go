@@ -23,6 +23,16 @@ type openAIModel struct {
 	Modalities      []string `json:"modalities"`
 	Capabilities    []string `json:"capabilities"`
 	Aliases         []string `json:"aliases,omitempty"`
+	// Pricing is Parley's: the API channel's and a batch's prices, per
+	// million tokens in nano-USD.
+	Pricing modelPricing `json:"pricing"`
+}
+
+type modelPricing struct {
+	Input       int64 `json:"input_nanos_per_million"`
+	Output      int64 `json:"output_nanos_per_million"`
+	BatchInput  int64 `json:"batch_input_nanos_per_million"`
+	BatchOutput int64 `json:"batch_output_nanos_per_million"`
 }
 
 func toOpenAIModel(m *models.Model) openAIModel {
@@ -34,8 +44,11 @@ func toOpenAIModel(m *models.Model) openAIModel {
 	if caps == nil {
 		caps = []string{}
 	}
-	return openAIModel{ID: m.ID, Object: "model", OwnedBy: owner, ContextWindow: m.ContextWindow,
-		MaxOutputTokens: m.MaxOutputTokens, Modalities: m.Modalities, Capabilities: caps, Aliases: m.Aliases}
+	o := openAIModel{ID: m.ID, Object: "model", OwnedBy: owner, ContextWindow: m.ContextWindow,
+		MaxOutputTokens: m.MaxOutputTokens, Modalities: m.Modalities, Capabilities: caps, Aliases: m.Aliases,
+		Pricing: modelPricing{Input: m.InputPriceNanosPerMillion, Output: m.OutputPriceNanosPerMillion}}
+	o.Pricing.BatchInput, o.Pricing.BatchOutput = m.BatchPrices()
+	return o
 }
 
 // anthropicModel is a model as Anthropic's /v1/models describes it, with

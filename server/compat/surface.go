@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/batch"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/knowledge"
@@ -39,6 +40,8 @@ type deps struct {
 	Catalog *models.Catalog
 	// Knowledge serves the vector stores (nil: not available).
 	Knowledge *knowledge.Service
+	// Batches serves the Batch API (nil: not available).
+	Batches *batch.Service
 	// PingInterval is how often a keep-alive goes out while a stream has
 	// nothing else to send, so proxies never cut a long wait.
 	PingInterval time.Duration

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/batch"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/knowledge"
@@ -87,6 +88,8 @@ type Serve struct {
 	Attach attach.Config
 	// Knowledge is the vector stores' ingestion.
 	Knowledge knowledge.Config
+	// Batch is the Batch API's runner.
+	Batch batch.Config
 	// Cache is the response cache.
 	Cache respcache.Settings
 
@@ -150,6 +153,7 @@ const (
 	GroupLimits        = "limits and billing"
 	GroupAttachments   = "attachments"
 	GroupKnowledge     = "vector stores"
+	GroupBatch         = "batches"
 	GroupCache         = "cache"
 	GroupRegions       = "regions"
 	GroupObservability = "observability"
@@ -186,13 +190,14 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	g.Add(fs, GroupLimits, false, c.Auth.RegisterFlags, c.Billing.RegisterFlags, c.Limits.RegisterFlags, c.Core.RegisterFlags)
 	g.Add(fs, GroupAttachments, false, c.Attach.RegisterFlags)
 	g.Add(fs, GroupKnowledge, false, c.Knowledge.RegisterFlags)
+	g.Add(fs, GroupBatch, false, c.Batch.RegisterFlags)
 	g.Add(fs, GroupCache, false, c.Cache.RegisterFlags)
 	g.Add(fs, GroupObservability, false, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")
 		fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 		fs.StringVar(&c.DebugListen, "debug-listen", "", "address for Go's /debug/pprof profiles (empty: off; keep it private)")
 	}, c.RequestLog.RegisterFlags)
-	g.Add(fs, GroupTesting, true, func(fs *flag.FlagSet) {
+	g.Add(fs, GroupTesting, true, c.Batch.RegisterTestingFlags, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.TestFaultFile, "test-fault-file", "", "TESTING ONLY, never in production: a JSON file ({\"latency\":\"700ms\",\"error_ratio\":0.5}) whose latency and share of 5xx are added to every RPC and /v1 request, re-read on change (the region health checker's tests)")
 	})
 	g.Add(fs, GroupConfig, false, AddConfigFlag)

@@ -40,6 +40,8 @@ type clients struct {
 	Chat   parleyv1connect.ChatServiceClient
 	Attach parleyv1connect.AttachmentServiceClient
 	Files  parleyv1connect.FileServiceClient
+	// Batches is BatchService.
+	Batches parleyv1connect.BatchServiceClient
 }
 
 // clients returns the service clients of s over p, authenticated with c.
@@ -47,14 +49,15 @@ func (s *server) clients(p protocol, c cred) clients {
 	hc := p.client()
 	hc.Transport = credTransport{base: hc.Transport, c: c}
 	return clients{
-		Auth:   parleyv1connect.NewAuthServiceClient(hc, s.BaseURL, p.opts...),
-		Keys:   parleyv1connect.NewApiKeyServiceClient(hc, s.BaseURL, p.opts...),
-		Admin:  parleyv1connect.NewAdminServiceClient(hc, s.BaseURL, p.opts...),
-		Conv:   parleyv1connect.NewConversationServiceClient(hc, s.BaseURL, p.opts...),
-		Bill:   parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
-		Chat:   parleyv1connect.NewChatServiceClient(hc, s.BaseURL, p.opts...),
-		Attach: parleyv1connect.NewAttachmentServiceClient(hc, s.BaseURL, p.opts...),
-		Files:  parleyv1connect.NewFileServiceClient(hc, s.BaseURL, p.opts...),
+		Auth:    parleyv1connect.NewAuthServiceClient(hc, s.BaseURL, p.opts...),
+		Keys:    parleyv1connect.NewApiKeyServiceClient(hc, s.BaseURL, p.opts...),
+		Admin:   parleyv1connect.NewAdminServiceClient(hc, s.BaseURL, p.opts...),
+		Conv:    parleyv1connect.NewConversationServiceClient(hc, s.BaseURL, p.opts...),
+		Bill:    parleyv1connect.NewBillingServiceClient(hc, s.BaseURL, p.opts...),
+		Chat:    parleyv1connect.NewChatServiceClient(hc, s.BaseURL, p.opts...),
+		Attach:  parleyv1connect.NewAttachmentServiceClient(hc, s.BaseURL, p.opts...),
+		Files:   parleyv1connect.NewFileServiceClient(hc, s.BaseURL, p.opts...),
+		Batches: parleyv1connect.NewBatchServiceClient(hc, s.BaseURL, p.opts...),
 	}
 }
 

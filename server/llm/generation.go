@@ -140,7 +140,17 @@ const (
 	// PriorityBackground is work no one waits on (a file's ingestion):
 	// below every tier, and the first pushed out of a full queue.
 	PriorityBackground = -1
+	// PriorityIdle is work that runs only on idle capacity (a batch's
+	// lines): it never waits in a queue, and takes a worker only when one
+	// has free slots beyond a reserve kept for interactive arrivals and no
+	// job of its model is waiting; otherwise it is refused at once
+	// (ErrNoIdleCapacity), for its caller to try again later.
+	PriorityIdle = -2
 )
+
+// ErrNoIdleCapacity refuses a PriorityIdle job: no worker has capacity to
+// spare for it now.
+var ErrNoIdleCapacity = errors.New("no idle capacity")
 
 // Job is one generation to place on a worker: the request, its priority
 // (higher first: PriorityMax > PriorityPro > PriorityPlus > PriorityFree, the

@@ -66,6 +66,11 @@ type Model struct {
 	// and completion together) of an answer served from the response cache,
 	// in nano-USD; zero (the default) makes cache hits free.
 	CacheHitPriceNanosPerMillion int64 `yaml:"cache_hit_price_nanos_per_million"`
+	// BatchInputPriceNanosPerMillion and BatchOutputPriceNanosPerMillion
+	// are the prices of a batch's tokens (the Batch API: work run on idle
+	// capacity); unset, half the interactive prices (rounded up).
+	BatchInputPriceNanosPerMillion  *int64 `yaml:"batch_input_price_nanos_per_million,omitempty"`
+	BatchOutputPriceNanosPerMillion *int64 `yaml:"batch_output_price_nanos_per_million,omitempty"`
 
 	// version is a hash of the entry as loaded (see Version).
 	version string
@@ -75,6 +80,26 @@ type Model struct {
 // its settings does, so what was cached under one entry (response cache
 // keys) is never served under another.
 func (m *Model) Version() string { return m.version }
+
+// BatchPrices are the model's prices for a batch's prompt and completion
+// tokens, per million in nano-USD.
+func (m *Model) BatchPrices() (input, output int64) {
+	input, output = (m.InputPriceNanosPerMillion+1)/2, (m.OutputPriceNanosPerMillion+1)/2
+	if m.BatchInputPriceNanosPerMillion != nil {
+		input = *m.BatchInputPriceNanosPerMillion
+	}
+	if m.BatchOutputPriceNanosPerMillion != nil {
+		output = *m.BatchOutputPriceNanosPerMillion
+	}
+	return input, output
+}
+
+// BatchCost is the price in nano-USD of a batch line's tokens, rounded up
+// as Cost is.
+func (m *Model) BatchCost(promptTokens, completionTokens int64) int64 {
+	in, out := m.BatchPrices()
+	return priceOf(promptTokens, in) + priceOf(completionTokens, out)
+}
 
 // CacheHitCost is the price in nano-USD of an answer of the given tokens
 // served from the response cache.
@@ -247,6 +272,9 @@ func New(models []*Model) (*Catalog, error) {
 			return nil, fmt.Errorf("%s: need 0 < max_output_tokens < context_window", where)
 		case m.InputPriceNanosPerMillion < 0 || m.OutputPriceNanosPerMillion < 0 || m.CacheHitPriceNanosPerMillion < 0:
 			return nil, fmt.Errorf("%s: prices must not be negative", where)
+		case m.BatchInputPriceNanosPerMillion != nil && *m.BatchInputPriceNanosPerMillion < 0,
+			m.BatchOutputPriceNanosPerMillion != nil && *m.BatchOutputPriceNanosPerMillion < 0:
+			return nil, fmt.Errorf("%s: batch prices must not be negative", where)
 		}
 		if len(m.Modalities) == 0 {
 			m.Modalities = []string{"text"}

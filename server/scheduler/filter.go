@@ -38,13 +38,23 @@ next:
 	return out
 }
 
-// hasCapacity keeps the workers with a free slot (or worker queue place).
-func hasCapacity(_ *pickJob, cands []candidate) []candidate {
+// hasCapacity keeps the workers with a free slot (or worker queue place);
+// for a job on idle capacity, one beyond the worker's IdleReserve.
+func hasCapacity(j *pickJob, cands []candidate) []candidate {
 	out := cands[:0]
 	for _, c := range cands {
-		if c.load < c.capacity {
+		free := c.capacity - c.load
+		if j.idle {
+			free -= IdleReserve(c.capacity)
+		}
+		if free > 0 {
 			out = append(out, c)
 		}
 	}
 	return out
 }
+
+// IdleReserve is how many of a worker's slots work on idle capacity leaves
+// free, for interactive requests arriving meanwhile: an eighth of its
+// capacity, at least one.
+func IdleReserve(capacity int) int { return max(1, capacity/8) }

@@ -38,6 +38,9 @@ type pickJob struct {
 	ntried int
 	// spill is set once the job has waited SpillWait: it may go to any pool.
 	spill bool
+	// idle is set for a job that runs on idle capacity only
+	// (llm.PriorityIdle): it takes a worker only past its reserve.
+	idle bool
 	// waitPool is the pool the job waits for, when it waits.
 	waitPool *pool
 }

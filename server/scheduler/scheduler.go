@@ -409,6 +409,21 @@ func (s *Scheduler) Embed(ctx context.Context, req llm.EmbedRequest, priority in
 func (s *Scheduler) acquire(ctx context.Context, j *pickJob, priority int) (*member, error) {
 	s.mu.Lock()
 	j.now = s.cfg.Now().UnixNano()
+	if priority == llm.PriorityIdle {
+		// Idle capacity only, in any pool: never ahead of a job waiting
+		// for the model, never queued.
+		j.idle, j.spill = true, true
+		var m *member
+		if q := s.queues[j.model]; q == nil || q.Len() == 0 {
+			m = s.pickLocked(j)
+		}
+		s.mu.Unlock()
+		if m == nil {
+			s.metrics.rejections.WithLabelValues("no_idle_capacity").Inc()
+			return nil, errors.Join(llm.ErrNoIdleCapacity, apierr.Unavailable("no idle capacity for work that can wait", s.cfg.RetryAfter))
+		}
+		return m, nil
+	}
 	if m := s.pickLocked(j); m != nil {
 		s.recordWaitLocked(j.now, m.pool, j.model, 0)
 		s.mu.Unlock()

@@ -141,4 +141,7 @@ type Store struct {
 	// Memories holds what web chat users asked to be remembered; nil where
 	// the backend keeps none.
 	Memories Memories
+	// Batches holds the Batch API's batches and their lines; nil where the
+	// backend keeps none.
+	Batches Batches
 }

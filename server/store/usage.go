@@ -11,6 +11,9 @@ const (
 	ChannelAPI = "api"
 	// ChannelWeb is the cookie-authenticated web channel.
 	ChannelWeb = "web"
+	// ChannelBatch is a Batch API line, run on idle capacity at the batch
+	// price.
+	ChannelBatch = "batch"
 )
 
 // UsageRecord is what one request consumed and cost.
@@ -21,7 +24,7 @@ type UsageRecord struct {
 	UserID string
 	// APIKeyID is the key used, empty on the web channel.
 	APIKeyID string
-	// Channel is ChannelAPI or ChannelWeb.
+	// Channel is ChannelAPI, ChannelWeb or ChannelBatch.
 	Channel string
 	// Model is the model used.
 	Model string

@@ -176,8 +176,11 @@ type UsageRecord struct {
 	// (e.g. "claude-sonnet-4-5" served by the model above); empty when the
 	// request named the model itself.
 	RequestedModel string `protobuf:"bytes,13,opt,name=requested_model,json=requestedModel,proto3" json:"requested_model,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// True for a line of a batch (BatchService, /v1/batches), charged at the
+	// model's batch price.
+	Batch         bool `protobuf:"varint,14,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageRecord) Reset() {
@@ -299,6 +302,13 @@ func (x *UsageRecord) GetRequestedModel() string {
 		return x.RequestedModel
 	}
 	return ""
+}
+
+func (x *UsageRecord) GetBatch() bool {
+	if x != nil {
+		return x.Batch
+	}
+	return false
 }
 
 // LimitStatus is one tier limit and its current use.
@@ -993,7 +1003,7 @@ var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xee\x03\n" +
+	"\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x84\x04\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -1012,7 +1022,8 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	" \x01(\tR\x04user\x12\x1b\n" +
 	"\tcache_hit\x18\v \x01(\bR\bcacheHit\x12\x17\n" +
 	"\auser_id\x18\f \x01(\tR\x06userId\x12'\n" +
-	"\x0frequested_model\x18\r \x01(\tR\x0erequestedModel\"\xf5\x02\n" +
+	"\x0frequested_model\x18\r \x01(\tR\x0erequestedModel\x12\x14\n" +
+	"\x05batch\x18\x0e \x01(\bR\x05batch\"\xf5\x02\n" +
 	"\vLimitStatus\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.parley.v1.LimitKindR\x04kind\x12\x14\n" +

@@ -224,9 +224,15 @@ type Model struct {
 	EmbeddingDimensions int32 `protobuf:"varint,12,opt,name=embedding_dimensions,json=embeddingDimensions,proto3" json:"embedding_dimensions,omitempty"`
 	// What a chat model can do beyond answering text, sorted; empty for embedding
 	// models. Images and documents are in modalities.
-	Capabilities  []Capability `protobuf:"varint,13,rep,packed,name=capabilities,proto3,enum=parley.v1.Capability" json:"capabilities,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Capabilities []Capability `protobuf:"varint,13,rep,packed,name=capabilities,proto3,enum=parley.v1.Capability" json:"capabilities,omitempty"`
+	// The price of one million prompt tokens of a batch (BatchService,
+	// /v1/batches: work run on idle capacity), in nano-USD; half the API
+	// channel's unless the catalog sets it.
+	BatchInputPriceNanosPerMillion int64 `protobuf:"varint,14,opt,name=batch_input_price_nanos_per_million,json=batchInputPriceNanosPerMillion,proto3" json:"batch_input_price_nanos_per_million,omitempty"`
+	// The price of one million generated tokens of a batch, in nano-USD.
+	BatchOutputPriceNanosPerMillion int64 `protobuf:"varint,15,opt,name=batch_output_price_nanos_per_million,json=batchOutputPriceNanosPerMillion,proto3" json:"batch_output_price_nanos_per_million,omitempty"`
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -348,6 +354,20 @@ func (x *Model) GetCapabilities() []Capability {
 		return x.Capabilities
 	}
 	return nil
+}
+
+func (x *Model) GetBatchInputPriceNanosPerMillion() int64 {
+	if x != nil {
+		return x.BatchInputPriceNanosPerMillion
+	}
+	return 0
+}
+
+func (x *Model) GetBatchOutputPriceNanosPerMillion() int64 {
+	if x != nil {
+		return x.BatchOutputPriceNanosPerMillion
+	}
+	return 0
 }
 
 // TierLimit is the web channel's limits on one model for one tier.
@@ -520,7 +540,7 @@ var File_parley_v1_model_proto protoreflect.FileDescriptor
 
 const file_parley_v1_model_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\xd7\x04\n" +
+	"\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\xf3\x05\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12 \n" +
@@ -538,7 +558,9 @@ const file_parley_v1_model_proto_rawDesc = "" +
 	"tierLimits\x12(\n" +
 	"\x04kind\x18\v \x01(\x0e2\x14.parley.v1.ModelKindR\x04kind\x121\n" +
 	"\x14embedding_dimensions\x18\f \x01(\x05R\x13embeddingDimensions\x129\n" +
-	"\fcapabilities\x18\r \x03(\x0e2\x15.parley.v1.CapabilityR\fcapabilities\"\x83\x02\n" +
+	"\fcapabilities\x18\r \x03(\x0e2\x15.parley.v1.CapabilityR\fcapabilities\x12K\n" +
+	"#batch_input_price_nanos_per_million\x18\x0e \x01(\x03R\x1ebatchInputPriceNanosPerMillion\x12M\n" +
+	"$batch_output_price_nanos_per_million\x18\x0f \x01(\x03R\x1fbatchOutputPriceNanosPerMillion\"\x83\x02\n" +
 	"\tTierLimit\x12#\n" +
 	"\x04tier\x18\x01 \x01(\x0e2\x0f.parley.v1.TierR\x04tier\x12.\n" +
 	"\x13requests_per_window\x18\x02 \x01(\x03R\x11requestsPerWindow\x125\n" +

@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/server/api"
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/batch"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/blob"
 	"github.com/parleyhq/parley/server/chat"
@@ -35,6 +36,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		return err
 	}
 	if err := cfg.RequestLog.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.Batch.Validate(); err != nil {
 		return err
 	}
 	if err := cfg.Knowledge.Validate(); err != nil {
@@ -167,6 +171,24 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		core.Retriever, core.Projects = knowledgeSvc, stores.Projects
 	}
 
+	// Batches: claimed and run by whichever gateway is free, each line
+	// through its endpoint's own handler on idle capacity.
+	unsupported, err := compat.ParseUnsupported(cfg.OpenAIUnsupported)
+	if err != nil {
+		return err
+	}
+	compatCfg := compat.Config{Core: core, Catalog: catalog, Knowledge: knowledgeSvc, PingInterval: cfg.PingInterval, Outage: outage,
+		Unsupported: unsupported, DroppedParams: compat.NewDroppedParams(metrics.Registry), Auth: authn,
+		MaxElements: cfg.MaxRequestElements, Fault: fault, Observe: metrics.HTTP}
+	var batches *batch.Service
+	if stores.Batches != nil {
+		batches = &batch.Service{Store: stores.Batches, Files: attachments, Catalog: catalog, Exec: compat.BatchHandler(compatCfg),
+			Config: cfg.Batch, Logger: logger, Now: time.Now}
+		batches.Start()
+		life.Go("sweeps", batches.Run)
+		compatCfg.Batches = batches
+	}
+
 	health := mountServices(mux, handlerOpts, publicOpts, services{
 		auth:          &api.AuthHandler{Auth: authn},
 		apiKeys:       &api.ApiKeyHandler{Auth: authn, Pages: pages},
@@ -180,6 +202,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		projects: &api.ProjectHandler{Projects: core.Projects, Knowledge: knowledgeSvc, Conversations: conversations,
 			Pages: pages, Now: time.Now},
 		memories: &api.MemoryHandler{Memories: core.Memories, Pages: pages, Now: time.Now},
+		batches:  &api.BatchHandler{Batches: batches, Pages: pages},
 		billing: &api.BillingHandler{
 			Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 		},
@@ -192,13 +215,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	mux.Handle(sse.Prefix, metrics.HTTP("sse", &sse.Adapter{Handler: mux, KeepAlive: cfg.PingInterval}))
 
 	// The compatible surfaces (OpenAI, Anthropic), over the same core.
-	unsupported, err := compat.ParseUnsupported(cfg.OpenAIUnsupported)
-	if err != nil {
-		return err
-	}
-	mux.Handle("/v1/", compat.New(compat.Config{Core: core, Catalog: catalog, Knowledge: knowledgeSvc, PingInterval: cfg.PingInterval, Outage: outage,
-		Unsupported: unsupported, DroppedParams: compat.NewDroppedParams(metrics.Registry), Auth: authn,
-		MaxElements: cfg.MaxRequestElements, Fault: fault, Observe: metrics.HTTP}))
+	mux.Handle("/v1/", compat.New(compatCfg))
 
 	// Plain HTTP endpoints.
 	checks := stores.Checks()

@@ -174,6 +174,7 @@ type services struct {
 	vectorStores  parleyv1connect.VectorStoreServiceHandler
 	projects      parleyv1connect.ProjectServiceHandler
 	memories      parleyv1connect.MemoryServiceHandler
+	batches       parleyv1connect.BatchServiceHandler
 	billing       parleyv1connect.BillingServiceHandler
 	admin         parleyv1connect.AdminServiceHandler
 }
@@ -191,6 +192,7 @@ var serviceNames = []string{
 	parleyv1connect.VectorStoreServiceName,
 	parleyv1connect.ProjectServiceName,
 	parleyv1connect.MemoryServiceName,
+	parleyv1connect.BatchServiceName,
 	parleyv1connect.BillingServiceName,
 	parleyv1connect.AdminServiceName,
 }
@@ -212,6 +214,7 @@ func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption,
 	mux.Handle(parleyv1connect.NewVectorStoreServiceHandler(s.vectorStores, opts...))
 	mux.Handle(parleyv1connect.NewProjectServiceHandler(s.projects, opts...))
 	mux.Handle(parleyv1connect.NewMemoryServiceHandler(s.memories, opts...))
+	mux.Handle(parleyv1connect.NewBatchServiceHandler(s.batches, opts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(s.billing, opts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(s.admin, opts...))
 

@@ -213,6 +213,7 @@ func (db *DB) Store() store.Store {
 		VectorStores:  vectorStores{db},
 		Projects:      projects{db},
 		Memories:      memories{db},
+		Batches:       batches{db},
 	}
 }
 

@@ -138,6 +138,7 @@ func (db *DB) Store() store.Store {
 		VectorStores:  vectorStores{db},
 		Projects:      projects{db},
 		Memories:      memories{db},
+		Batches:       batches{db},
 	}
 }
 

@@ -47,6 +47,7 @@ func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newS
 func TestVectorStores(t *testing.T)  { t.Parallel(); storetest.TestVectorStores(t, newStore) }
 func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
 func TestMemories(t *testing.T)      { t.Parallel(); storetest.TestMemories(t, newStore) }
+func TestBatches(t *testing.T)       { t.Parallel(); storetest.TestBatches(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

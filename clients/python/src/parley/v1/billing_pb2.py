@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from parley.v1 import common_pb2 as parley_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xe6\x02\n\x0bUsageRecord\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x1f\n\x05usage\x18\x03 \x01(\x0b\x32\x10.parley.v1.Usage\x12\x12\n\ncost_nanos\x18\x04 \x01(\x03\x12.\n\rfinish_reason\x18\x05 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12\'\n\x07\x63hannel\x18\x06 \x01(\x0e\x32\x16.parley.v1.AuthChannel\x12\x12\n\napi_key_id\x18\x07 \x01(\t\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63onversation_id\x18\t \x01(\t\x12\x0c\n\x04user\x18\n \x01(\t\x12\x11\n\tcache_hit\x18\x0b \x01(\x08\x12\x0f\n\x07user_id\x18\x0c \x01(\t\x12\x17\n\x0frequested_model\x18\r \x01(\t\"\x9c\x02\n\x0bLimitStatus\x12\r\n\x05model\x18\x01 \x01(\t\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.parley.v1.LimitKind\x12\r\n\x05limit\x18\x03 \x01(\x03\x12\x0c\n\x04used\x18\x04 \x01(\x03\x12\x11\n\tremaining\x18\x05 \x01(\x03\x12)\n\x06window\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12-\n\tresets_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fnext_request_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1b\n\x13next_request_amount\x18\t \x01(\x03\"\x13\n\x11GetBalanceRequest\"C\n\x12GetBalanceResponse\x12\x15\n\rbalance_nanos\x18\x01 \x01(\x03\x12\x16\n\x0ereserved_nanos\x18\x02 \x01(\x03\"G\n\x10ListUsageRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\"[\n\x11ListUsageResponse\x12-\n\rusage_records\x18\x01 \x03(\x0b\x32\x16.parley.v1.UsageRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"R\n\x10GetLimitsRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x02 \x01(\x03\x12\x19\n\x11max_output_tokens\x18\x03 \x01(\x03\"Z\n\x11GetLimitsResponse\x12\x1d\n\x04tier\x18\x01 \x01(\x0e\x32\x0f.parley.v1.Tier\x12&\n\x06limits\x18\x02 \x03(\x0b\x32\x16.parley.v1.LimitStatus\"\xbd\x01\n\x16GetUsageSummaryRequest\x12.\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x08group_by\x18\x03 \x01(\x0e\x32\x17.parley.v1.UsageGroupBy\x12\x1a\n\x12utc_offset_minutes\x18\x04 \x01(\x05\"i\n\x17GetUsageSummaryResponse\x12\'\n\x07\x62uckets\x18\x01 \x03(\x0b\x32\x16.parley.v1.UsageBucket\x12%\n\x05total\x18\x02 \x01(\x0b\x32\x16.parley.v1.UsageBucket\"\x98\x01\n\x0bUsageBucket\x12\x0b\n\x03\x64\x61y\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x10\n\x08requests\x18\x03 \x01(\x03\x12\x15\n\rprompt_tokens\x18\x04 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x05 \x01(\x03\x12\x15\n\rcached_tokens\x18\x06 \x01(\x03\x12\x12\n\ncost_nanos\x18\x07 \x01(\x03*\x98\x01\n\tLimitKind\x12\x1a\n\x16LIMIT_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13LIMIT_KIND_REQUESTS\x10\x01\x12\x1b\n\x17LIMIT_KIND_INPUT_TOKENS\x10\x02\x12\x1c\n\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x03\x12\x1b\n\x17LIMIT_KIND_REQUEST_RATE\x10\x04*\x82\x01\n\x0cUsageGroupBy\x12\x1e\n\x1aUSAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n\x12USAGE_GROUP_BY_DAY\x10\x01\x12\x18\n\x14USAGE_GROUP_BY_MODEL\x10\x02\x12 \n\x1cUSAGE_GROUP_BY_DAY_AND_MODEL\x10\x03\x32\xc5\x02\n\x0e\x42illingService\x12I\n\nGetBalance\x12\x1c.parley.v1.GetBalanceRequest\x1a\x1d.parley.v1.GetBalanceResponse\x12\x46\n\tListUsage\x12\x1b.parley.v1.ListUsageRequest\x1a\x1c.parley.v1.ListUsageResponse\x12\x46\n\tGetLimits\x12\x1b.parley.v1.GetLimitsRequest\x1a\x1c.parley.v1.GetLimitsResponse\x12X\n\x0fGetUsageSummary\x12!.parley.v1.GetUsageSummaryRequest\x1a\".parley.v1.GetUsageSummaryResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17parley/v1/billing.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\xf5\x02\n\x0bUsageRecord\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x1f\n\x05usage\x18\x03 \x01(\x0b\x32\x10.parley.v1.Usage\x12\x12\n\ncost_nanos\x18\x04 \x01(\x03\x12.\n\rfinish_reason\x18\x05 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12\'\n\x07\x63hannel\x18\x06 \x01(\x0e\x32\x16.parley.v1.AuthChannel\x12\x12\n\napi_key_id\x18\x07 \x01(\t\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63onversation_id\x18\t \x01(\t\x12\x0c\n\x04user\x18\n \x01(\t\x12\x11\n\tcache_hit\x18\x0b \x01(\x08\x12\x0f\n\x07user_id\x18\x0c \x01(\t\x12\x17\n\x0frequested_model\x18\r \x01(\t\x12\r\n\x05\x62\x61tch\x18\x0e \x01(\x08\"\x9c\x02\n\x0bLimitStatus\x12\r\n\x05model\x18\x01 \x01(\t\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.parley.v1.LimitKind\x12\r\n\x05limit\x18\x03 \x01(\x03\x12\x0c\n\x04used\x18\x04 \x01(\x03\x12\x11\n\tremaining\x18\x05 \x01(\x03\x12)\n\x06window\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12-\n\tresets_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fnext_request_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1b\n\x13next_request_amount\x18\t \x01(\x03\"\x13\n\x11GetBalanceRequest\"C\n\x12GetBalanceResponse\x12\x15\n\rbalance_nanos\x18\x01 \x01(\x03\x12\x16\n\x0ereserved_nanos\x18\x02 \x01(\x03\"G\n\x10ListUsageRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\"[\n\x11ListUsageResponse\x12-\n\rusage_records\x18\x01 \x03(\x0b\x32\x16.parley.v1.UsageRecord\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"R\n\x10GetLimitsRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x02 \x01(\x03\x12\x19\n\x11max_output_tokens\x18\x03 \x01(\x03\"Z\n\x11GetLimitsResponse\x12\x1d\n\x04tier\x18\x01 \x01(\x0e\x32\x0f.parley.v1.Tier\x12&\n\x06limits\x18\x02 \x03(\x0b\x32\x16.parley.v1.LimitStatus\"\xbd\x01\n\x16GetUsageSummaryRequest\x12.\n\nstart_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x08group_by\x18\x03 \x01(\x0e\x32\x17.parley.v1.UsageGroupBy\x12\x1a\n\x12utc_offset_minutes\x18\x04 \x01(\x05\"i\n\x17GetUsageSummaryResponse\x12\'\n\x07\x62uckets\x18\x01 \x03(\x0b\x32\x16.parley.v1.UsageBucket\x12%\n\x05total\x18\x02 \x01(\x0b\x32\x16.parley.v1.UsageBucket\"\x98\x01\n\x0bUsageBucket\x12\x0b\n\x03\x64\x61y\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x10\n\x08requests\x18\x03 \x01(\x03\x12\x15\n\rprompt_tokens\x18\x04 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x05 \x01(\x03\x12\x15\n\rcached_tokens\x18\x06 \x01(\x03\x12\x12\n\ncost_nanos\x18\x07 \x01(\x03*\x98\x01\n\tLimitKind\x12\x1a\n\x16LIMIT_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13LIMIT_KIND_REQUESTS\x10\x01\x12\x1b\n\x17LIMIT_KIND_INPUT_TOKENS\x10\x02\x12\x1c\n\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x03\x12\x1b\n\x17LIMIT_KIND_REQUEST_RATE\x10\x04*\x82\x01\n\x0cUsageGroupBy\x12\x1e\n\x1aUSAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n\x12USAGE_GROUP_BY_DAY\x10\x01\x12\x18\n\x14USAGE_GROUP_BY_MODEL\x10\x02\x12 \n\x1cUSAGE_GROUP_BY_DAY_AND_MODEL\x10\x03\x32\xc5\x02\n\x0e\x42illingService\x12I\n\nGetBalance\x12\x1c.parley.v1.GetBalanceRequest\x1a\x1d.parley.v1.GetBalanceResponse\x12\x46\n\tListUsage\x12\x1b.parley.v1.ListUsageRequest\x1a\x1c.parley.v1.ListUsageResponse\x12\x46\n\tGetLimits\x12\x1b.parley.v1.GetLimitsRequest\x1a\x1c.parley.v1.GetLimitsResponse\x12X\n\x0fGetUsageSummary\x12!.parley.v1.GetUsageSummaryRequest\x1a\".parley.v1.GetUsageSummaryResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,32 +35,32 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'parley.v1.billing_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
-  _globals['_LIMITKIND']._serialized_start=1662
-  _globals['_LIMITKIND']._serialized_end=1814
-  _globals['_USAGEGROUPBY']._serialized_start=1817
-  _globals['_USAGEGROUPBY']._serialized_end=1947
+  _globals['_LIMITKIND']._serialized_start=1677
+  _globals['_LIMITKIND']._serialized_end=1829
+  _globals['_USAGEGROUPBY']._serialized_start=1832
+  _globals['_USAGEGROUPBY']._serialized_end=1962
   _globals['_USAGERECORD']._serialized_start=128
-  _globals['_USAGERECORD']._serialized_end=486
-  _globals['_LIMITSTATUS']._serialized_start=489
-  _globals['_LIMITSTATUS']._serialized_end=773
-  _globals['_GETBALANCEREQUEST']._serialized_start=775
-  _globals['_GETBALANCEREQUEST']._serialized_end=794
-  _globals['_GETBALANCERESPONSE']._serialized_start=796
-  _globals['_GETBALANCERESPONSE']._serialized_end=863
-  _globals['_LISTUSAGEREQUEST']._serialized_start=865
-  _globals['_LISTUSAGEREQUEST']._serialized_end=936
-  _globals['_LISTUSAGERESPONSE']._serialized_start=938
-  _globals['_LISTUSAGERESPONSE']._serialized_end=1029
-  _globals['_GETLIMITSREQUEST']._serialized_start=1031
-  _globals['_GETLIMITSREQUEST']._serialized_end=1113
-  _globals['_GETLIMITSRESPONSE']._serialized_start=1115
-  _globals['_GETLIMITSRESPONSE']._serialized_end=1205
-  _globals['_GETUSAGESUMMARYREQUEST']._serialized_start=1208
-  _globals['_GETUSAGESUMMARYREQUEST']._serialized_end=1397
-  _globals['_GETUSAGESUMMARYRESPONSE']._serialized_start=1399
-  _globals['_GETUSAGESUMMARYRESPONSE']._serialized_end=1504
-  _globals['_USAGEBUCKET']._serialized_start=1507
-  _globals['_USAGEBUCKET']._serialized_end=1659
-  _globals['_BILLINGSERVICE']._serialized_start=1950
-  _globals['_BILLINGSERVICE']._serialized_end=2275
+  _globals['_USAGERECORD']._serialized_end=501
+  _globals['_LIMITSTATUS']._serialized_start=504
+  _globals['_LIMITSTATUS']._serialized_end=788
+  _globals['_GETBALANCEREQUEST']._serialized_start=790
+  _globals['_GETBALANCEREQUEST']._serialized_end=809
+  _globals['_GETBALANCERESPONSE']._serialized_start=811
+  _globals['_GETBALANCERESPONSE']._serialized_end=878
+  _globals['_LISTUSAGEREQUEST']._serialized_start=880
+  _globals['_LISTUSAGEREQUEST']._serialized_end=951
+  _globals['_LISTUSAGERESPONSE']._serialized_start=953
+  _globals['_LISTUSAGERESPONSE']._serialized_end=1044
+  _globals['_GETLIMITSREQUEST']._serialized_start=1046
+  _globals['_GETLIMITSREQUEST']._serialized_end=1128
+  _globals['_GETLIMITSRESPONSE']._serialized_start=1130
+  _globals['_GETLIMITSRESPONSE']._serialized_end=1220
+  _globals['_GETUSAGESUMMARYREQUEST']._serialized_start=1223
+  _globals['_GETUSAGESUMMARYREQUEST']._serialized_end=1412
+  _globals['_GETUSAGESUMMARYRESPONSE']._serialized_start=1414
+  _globals['_GETUSAGESUMMARYRESPONSE']._serialized_end=1519
+  _globals['_USAGEBUCKET']._serialized_start=1522
+  _globals['_USAGEBUCKET']._serialized_end=1674
+  _globals['_BILLINGSERVICE']._serialized_start=1965
+  _globals['_BILLINGSERVICE']._serialized_end=2290
 # @@protoc_insertion_point(module_scope)

@@ -37,7 +37,7 @@ USAGE_GROUP_BY_MODEL: UsageGroupBy
 USAGE_GROUP_BY_DAY_AND_MODEL: UsageGroupBy
 
 class UsageRecord(_message.Message):
-    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id", "user", "cache_hit", "user_id", "requested_model")
+    __slots__ = ("request_id", "model", "usage", "cost_nanos", "finish_reason", "channel", "api_key_id", "created_at", "conversation_id", "user", "cache_hit", "user_id", "requested_model", "batch")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class UsageRecord(_message.Message):
     CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_MODEL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     model: str
     usage: _common_pb2.Usage
@@ -64,7 +65,8 @@ class UsageRecord(_message.Message):
     cache_hit: bool
     user_id: str
     requested_model: str
-    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ..., user: _Optional[str] = ..., cache_hit: _Optional[bool] = ..., user_id: _Optional[str] = ..., requested_model: _Optional[str] = ...) -> None: ...
+    batch: bool
+    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., cost_nanos: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., channel: _Optional[_Union[_common_pb2.AuthChannel, str]] = ..., api_key_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conversation_id: _Optional[str] = ..., user: _Optional[str] = ..., cache_hit: _Optional[bool] = ..., user_id: _Optional[str] = ..., requested_model: _Optional[str] = ..., batch: _Optional[bool] = ...) -> None: ...
 
 class LimitStatus(_message.Message):
     __slots__ = ("model", "kind", "limit", "used", "remaining", "window", "resets_at", "next_request_at", "next_request_amount")

@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from parley.v1 import common_pb2 as parley_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\x96\x03\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x16\n\x0e\x63ontext_window\x18\x04 \x01(\x03\x12\x19\n\x11max_output_tokens\x18\x05 \x01(\x03\x12%\n\x1dinput_price_nanos_per_million\x18\x06 \x01(\x03\x12&\n\x1eoutput_price_nanos_per_million\x18\x07 \x01(\x03\x12\'\n\nmodalities\x18\x08 \x03(\x0e\x32\x13.parley.v1.Modality\x12\x11\n\tsimulated\x18\t \x01(\x08\x12)\n\x0btier_limits\x18\n \x03(\x0b\x32\x14.parley.v1.TierLimit\x12\"\n\x04kind\x18\x0b \x01(\x0e\x32\x14.parley.v1.ModelKind\x12\x1c\n\x14\x65mbedding_dimensions\x18\x0c \x01(\x05\x12+\n\x0c\x63\x61pabilities\x18\r \x03(\x0e\x32\x15.parley.v1.Capability\"\xb5\x01\n\tTierLimit\x12\x1d\n\x04tier\x18\x01 \x01(\x0e\x32\x0f.parley.v1.Tier\x12\x1b\n\x13requests_per_window\x18\x02 \x01(\x03\x12\x1f\n\x17input_tokens_per_window\x18\x03 \x01(\x03\x12 \n\x18output_tokens_per_window\x18\x04 \x01(\x03\x12)\n\x06window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x13\n\x11ListModelsRequest\"6\n\x12ListModelsResponse\x12 \n\x06models\x18\x01 \x03(\x0b\x32\x10.parley.v1.Model*b\n\x08Modality\x12\x18\n\x14MODALITY_UNSPECIFIED\x10\x00\x12\x11\n\rMODALITY_TEXT\x10\x01\x12\x12\n\x0eMODALITY_IMAGE\x10\x02\x12\x15\n\x11MODALITY_DOCUMENT\x10\x03*V\n\tModelKind\x12\x1a\n\x16MODEL_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fMODEL_KIND_CHAT\x10\x01\x12\x18\n\x14MODEL_KIND_EMBEDDING\x10\x02*z\n\nCapability\x12\x1a\n\x16\x43\x41PABILITY_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43\x41PABILITY_TOOLS\x10\x01\x12 \n\x1c\x43\x41PABILITY_STRUCTURED_OUTPUT\x10\x02\x12\x18\n\x14\x43\x41PABILITY_REASONING\x10\x03\x32Y\n\x0cModelService\x12I\n\nListModels\x12\x1c.parley.v1.ListModelsRequest\x1a\x1d.parley.v1.ListModelsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15parley/v1/model.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16parley/v1/common.proto\"\xf1\x03\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x16\n\x0e\x63ontext_window\x18\x04 \x01(\x03\x12\x19\n\x11max_output_tokens\x18\x05 \x01(\x03\x12%\n\x1dinput_price_nanos_per_million\x18\x06 \x01(\x03\x12&\n\x1eoutput_price_nanos_per_million\x18\x07 \x01(\x03\x12\'\n\nmodalities\x18\x08 \x03(\x0e\x32\x13.parley.v1.Modality\x12\x11\n\tsimulated\x18\t \x01(\x08\x12)\n\x0btier_limits\x18\n \x03(\x0b\x32\x14.parley.v1.TierLimit\x12\"\n\x04kind\x18\x0b \x01(\x0e\x32\x14.parley.v1.ModelKind\x12\x1c\n\x14\x65mbedding_dimensions\x18\x0c \x01(\x05\x12+\n\x0c\x63\x61pabilities\x18\r \x03(\x0e\x32\x15.parley.v1.Capability\x12+\n#batch_input_price_nanos_per_million\x18\x0e \x01(\x03\x12,\n$batch_output_price_nanos_per_million\x18\x0f \x01(\x03\"\xb5\x01\n\tTierLimit\x12\x1d\n\x04tier\x18\x01 \x01(\x0e\x32\x0f.parley.v1.Tier\x12\x1b\n\x13requests_per_window\x18\x02 \x01(\x03\x12\x1f\n\x17input_tokens_per_window\x18\x03 \x01(\x03\x12 \n\x18output_tokens_per_window\x18\x04 \x01(\x03\x12)\n\x06window\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x13\n\x11ListModelsRequest\"6\n\x12ListModelsResponse\x12 \n\x06models\x18\x01 \x03(\x0b\x32\x10.parley.v1.Model*b\n\x08Modality\x12\x18\n\x14MODALITY_UNSPECIFIED\x10\x00\x12\x11\n\rMODALITY_TEXT\x10\x01\x12\x12\n\x0eMODALITY_IMAGE\x10\x02\x12\x15\n\x11MODALITY_DOCUMENT\x10\x03*V\n\tModelKind\x12\x1a\n\x16MODEL_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fMODEL_KIND_CHAT\x10\x01\x12\x18\n\x14MODEL_KIND_EMBEDDING\x10\x02*z\n\nCapability\x12\x1a\n\x16\x43\x41PABILITY_UNSPECIFIED\x10\x00\x12\x14\n\x10\x43\x41PABILITY_TOOLS\x10\x01\x12 \n\x1c\x43\x41PABILITY_STRUCTURED_OUTPUT\x10\x02\x12\x18\n\x14\x43\x41PABILITY_REASONING\x10\x03\x32Y\n\x0cModelService\x12I\n\nListModels\x12\x1c.parley.v1.ListModelsRequest\x1a\x1d.parley.v1.ListModelsResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,20 +34,20 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'parley.v1.model_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
-  _globals['_MODALITY']._serialized_start=762
-  _globals['_MODALITY']._serialized_end=860
-  _globals['_MODELKIND']._serialized_start=862
-  _globals['_MODELKIND']._serialized_end=948
-  _globals['_CAPABILITY']._serialized_start=950
-  _globals['_CAPABILITY']._serialized_end=1072
+  _globals['_MODALITY']._serialized_start=853
+  _globals['_MODALITY']._serialized_end=951
+  _globals['_MODELKIND']._serialized_start=953
+  _globals['_MODELKIND']._serialized_end=1039
+  _globals['_CAPABILITY']._serialized_start=1041
+  _globals['_CAPABILITY']._serialized_end=1163
   _globals['_MODEL']._serialized_start=93
-  _globals['_MODEL']._serialized_end=499
-  _globals['_TIERLIMIT']._serialized_start=502
-  _globals['_TIERLIMIT']._serialized_end=683
-  _globals['_LISTMODELSREQUEST']._serialized_start=685
-  _globals['_LISTMODELSREQUEST']._serialized_end=704
-  _globals['_LISTMODELSRESPONSE']._serialized_start=706
-  _globals['_LISTMODELSRESPONSE']._serialized_end=760
-  _globals['_MODELSERVICE']._serialized_start=1074
-  _globals['_MODELSERVICE']._serialized_end=1163
+  _globals['_MODEL']._serialized_end=590
+  _globals['_TIERLIMIT']._serialized_start=593
+  _globals['_TIERLIMIT']._serialized_end=774
+  _globals['_LISTMODELSREQUEST']._serialized_start=776
+  _globals['_LISTMODELSREQUEST']._serialized_end=795
+  _globals['_LISTMODELSRESPONSE']._serialized_start=797
+  _globals['_LISTMODELSRESPONSE']._serialized_end=851
+  _globals['_MODELSERVICE']._serialized_start=1165
+  _globals['_MODELSERVICE']._serialized_end=1254
 # @@protoc_insertion_point(module_scope)

@@ -43,7 +43,7 @@ CAPABILITY_STRUCTURED_OUTPUT: Capability
 CAPABILITY_REASONING: Capability
 
 class Model(_message.Message):
-    __slots__ = ("id", "display_name", "description", "context_window", "max_output_tokens", "input_price_nanos_per_million", "output_price_nanos_per_million", "modalities", "simulated", "tier_limits", "kind", "embedding_dimensions", "capabilities")
+    __slots__ = ("id", "display_name", "description", "context_window", "max_output_tokens", "input_price_nanos_per_million", "output_price_nanos_per_million", "modalities", "simulated", "tier_limits", "kind", "embedding_dimensions", "capabilities", "batch_input_price_nanos_per_million", "batch_output_price_nanos_per_million")
     ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +57,8 @@ class Model(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_INPUT_PRICE_NANOS_PER_MILLION_FIELD_NUMBER: _ClassVar[int]
+    BATCH_OUTPUT_PRICE_NANOS_PER_MILLION_FIELD_NUMBER: _ClassVar[int]
     id: str
     display_name: str
     description: str
@@ -70,7 +72,9 @@ class Model(_message.Message):
     kind: ModelKind
     embedding_dimensions: int
     capabilities: _containers.RepeatedScalarFieldContainer[Capability]
-    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., input_price_nanos_per_million: _Optional[int] = ..., output_price_nanos_per_million: _Optional[int] = ..., modalities: _Optional[_Iterable[_Union[Modality, str]]] = ..., simulated: _Optional[bool] = ..., tier_limits: _Optional[_Iterable[_Union[TierLimit, _Mapping]]] = ..., kind: _Optional[_Union[ModelKind, str]] = ..., embedding_dimensions: _Optional[int] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ...) -> None: ...
+    batch_input_price_nanos_per_million: int
+    batch_output_price_nanos_per_million: int
+    def __init__(self, id: _Optional[str] = ..., display_name: _Optional[str] = ..., description: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., input_price_nanos_per_million: _Optional[int] = ..., output_price_nanos_per_million: _Optional[int] = ..., modalities: _Optional[_Iterable[_Union[Modality, str]]] = ..., simulated: _Optional[bool] = ..., tier_limits: _Optional[_Iterable[_Union[TierLimit, _Mapping]]] = ..., kind: _Optional[_Union[ModelKind, str]] = ..., embedding_dimensions: _Optional[int] = ..., capabilities: _Optional[_Iterable[_Union[Capability, str]]] = ..., batch_input_price_nanos_per_million: _Optional[int] = ..., batch_output_price_nanos_per_million: _Optional[int] = ...) -> None: ...
 
 class TierLimit(_message.Message):
     __slots__ = ("tier", "requests_per_window", "input_tokens_per_window", "output_tokens_per_window", "window")
