@@ -394,8 +394,17 @@ type lineError struct {
 // lines in order, and the batch takes its final status with them.
 func (s *Service) finalize(ctx context.Context, c store.BatchClaim, b store.Batch, end string) error {
 	now := s.now()
+	if cur, err := s.Store.GetBatch(ctx, "", b.ID); err == nil && cur.Status == store.BatchCancelling {
+		end = store.BatchCancelled // cancelled as its last lines ended: the owner asked first
+	}
 	if end != store.BatchCancelled {
-		if err := s.Store.UpdateBatch(ctx, c, store.BatchUpdate{Status: store.BatchFinalizing, At: now}); err != nil {
+		err := s.Store.UpdateBatch(ctx, c, store.BatchUpdate{Status: store.BatchFinalizing, At: now})
+		if errors.Is(err, store.ErrNotFound) {
+			if cur, gerr := s.Store.GetBatch(ctx, "", b.ID); gerr == nil && cur.Status == store.BatchCancelling {
+				end, err = store.BatchCancelled, nil // cancelled just now
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}

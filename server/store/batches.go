@@ -120,7 +120,9 @@ type Batches interface {
 	// now with its lines, all not done, in one transaction.
 	StartBatch(ctx context.Context, c BatchClaim, lines []BatchLine, now time.Time) error
 	// UpdateBatch applies u to a claimed batch. A claim no longer held is
-	// ErrNotFound, and nothing changes.
+	// ErrNotFound, and nothing changes; so is any status but cancelled for
+	// a batch its owner is cancelling (the cancel wins a race with the
+	// batch's end).
 	UpdateBatch(ctx context.Context, c BatchClaim, u BatchUpdate) error
 	// PendingBatchLines returns up to limit lines not done with an index
 	// above after, in order.

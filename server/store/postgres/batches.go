@@ -208,7 +208,7 @@ func (s batches) UpdateBatch(ctx context.Context, c store.BatchClaim, u store.Ba
 		output_file_id = CASE WHEN $5 = '' THEN output_file_id ELSE $5 END,
 		error_file_id = CASE WHEN $6 = '' THEN error_file_id ELSE $6 END,
 		errors = CASE WHEN $7 = '[]' THEN errors ELSE $7 END
-		WHERE id = $1 AND claim_token = $2`,
+		WHERE id = $1 AND claim_token = $2 AND (status <> 'cancelling' OR $3 = 'cancelled')`,
 		c.BatchID, c.Token, u.Status, ts(u.At), u.OutputFileID, u.ErrorFileID, string(errs))
 	if err != nil {
 		return err

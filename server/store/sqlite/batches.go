@@ -205,8 +205,8 @@ func (s batches) UpdateBatch(ctx context.Context, c store.BatchClaim, u store.Ba
 		output_file_id = CASE WHEN ? = '' THEN output_file_id ELSE ? END,
 		error_file_id = CASE WHEN ? = '' THEN error_file_id ELSE ? END,
 		errors = CASE WHEN ? = '[]' THEN errors ELSE ? END
-		WHERE id = ? AND claim_token = ?`,
-		u.Status, ts(u.At), u.OutputFileID, u.OutputFileID, u.ErrorFileID, u.ErrorFileID, string(errs), string(errs), c.BatchID, c.Token)
+		WHERE id = ? AND claim_token = ? AND (status <> 'cancelling' OR ? = 'cancelled')`,
+		u.Status, ts(u.At), u.OutputFileID, u.OutputFileID, u.ErrorFileID, u.ErrorFileID, string(errs), string(errs), c.BatchID, c.Token, u.Status)
 	if err != nil {
 		return err
 	}

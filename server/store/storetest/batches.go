@@ -232,7 +232,8 @@ func testBatchCancel(t *testing.T, newStore NewStore) {
 	if !again.CancellingAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("a second cancel moved cancelling_at: %+v", again)
 	}
-	// The runner holding the claim sees it and ends the batch.
+	// The runner holding the claim cannot end it otherwise; it ends it cancelled.
+	wantErr(t, s.Batches.UpdateBatch(ctx, c, store.BatchUpdate{Status: store.BatchFinalizing, At: t0.Add(2 * time.Minute)}), store.ErrNotFound, "UpdateBatch finalizing of a cancelling batch")
 	noErr(t, s.Batches.UpdateBatch(ctx, c, store.BatchUpdate{Status: store.BatchCancelled, At: t0.Add(3 * time.Minute)}), "UpdateBatch cancelled")
 	_, err = s.Batches.CancelBatch(ctx, u.ID, b.ID, t0.Add(4*time.Minute))
 	wantErr(t, err, store.ErrConflict, "CancelBatch of a cancelled batch")
