@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,5 +312,65 @@ func TestBatchCancelAndExpiry(t *testing.T) {
 	done := fileLines(t, s, a.Key, e.OutputFileID)
 	if e.Status != "expired" || e.ExpiredAt == nil || len(done) == 0 || len(done)+len(errs) != 200 || errs[0].Error == nil || errs[0].Error.Code != "batch_expired" {
 		t.Fatalf("expired: %+v, %d answered, %d errors", e, len(done), len(errs))
+	}
+}
+
+// A gateway killed with SIGKILL mid-batch loses no line and charges none
+// twice: after a restart on the same data directory the batch is claimed
+// again once its lease lapses and runs to completed, every custom_id is in
+// the output file once, there is one usage record per line, and the
+// balance fell by exactly what the records say.
+func TestBatchSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	args := append(fastAuth, "--data-dir", dir, "--sim-time-scale", "1", "--batch-concurrency", "4", "--batch-lease", "2s")
+	s := startServer(t, args...)
+	a := s.newAccount(t, "kill9@example.com")
+	s.topup(t, a, "10")
+	before := balanceNanos(t, s.api(protocols[0], cred{bearer: a.Key}))
+	var lines []string
+	for i := range 40 {
+		b, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("k", i), "method": "POST", "url": "/v1/chat/completions",
+			"body": map[string]any{"model": "sim-small", "max_tokens": 24, "messages": []map[string]string{{"role": "user", "content": fmt.Sprint("line ", i)}}}})
+		lines = append(lines, string(b))
+	}
+	b := createBatch(t, s, a.Key, "/v1/chat/completions", lines)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body := batchCall(t, s, a.Key, "GET", "/v1/batches/"+b.ID, nil)
+		var cur batchJSON
+		_ = json.Unmarshal(body, &cur)
+		if cur.RequestCounts.Completed >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line answered in 30s: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Signal(syscall.SIGKILL)
+	if _, err := s.Wait(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s2 := startServer(t, args...)
+	got := waitBatch(t, s2, a.Key, b.ID, 90*time.Second)
+	if got.Status != "completed" || got.RequestCounts.Completed != 40 || got.RequestCounts.Failed != 0 {
+		t.Fatalf("after the restart: %+v", got)
+	}
+	seen := map[string]int{}
+	for _, o := range fileLines(t, s2, a.Key, got.OutputFileID) {
+		seen[o.CustomID]++
+	}
+	for i := range 40 {
+		if n := seen[fmt.Sprint("k", i)]; n != 1 {
+			t.Fatalf("k%d is in the output %d times", i, n)
+		}
+	}
+	c := s2.api(protocols[0], cred{bearer: a.Key})
+	var sum int64
+	for _, r := range usageOf(t, c, 40) {
+		sum += r.GetCostNanos()
+	}
+	if after := balanceNanos(t, c); before-after != sum {
+		t.Fatalf("the balance fell %d; the 40 usage records sum to %d", before-after, sum)
 	}
 }
