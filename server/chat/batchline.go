@@ -46,6 +46,9 @@ func (c *Core) apiTerms(ctx context.Context) apiTerms {
 	if l, ok := batchLineFrom(ctx); ok {
 		return apiTerms{line: l, batch: true, priority: l.Priority}
 	}
+	if p, ok := ctx.Value(priorityKey{}).(int); ok {
+		return apiTerms{priority: p}
+	}
 	return apiTerms{priority: c.APIPriority}
 }
 

@@ -240,3 +240,21 @@ func (c *Core) DeleteResponse(ctx context.Context, userID string, s *StoredRespo
 	}
 	return nil
 }
+
+// UpdateResponse rewrites a stored response's output message — a
+// background response's, as it ends — with its parts, model, tokens and
+// finish reason, holding rec.
+func (c *Core) UpdateResponse(ctx context.Context, s *StoredResponse, out store.Message, rec ResponseRecord) error {
+	ctx = context.WithoutCancel(ctx)
+	meta, err := json.Marshal(rec)
+	if err != nil {
+		return apierr.Internal()
+	}
+	m := s.Output
+	m.Parts = append(out.Parts, store.Part{Meta: string(meta)})
+	m.Model, m.Tokens, m.FinishReason, m.Status = out.Model, out.Tokens, out.FinishReason, out.Status
+	if err := c.Messages.Put(ctx, m); err != nil {
+		return apierr.Internal()
+	}
+	return nil
+}

@@ -90,6 +90,7 @@ func New(cfg Config) http.Handler {
 	route("POST /v1/responses", "openai_responses", v1, openai.CreateResponse)
 	route("GET /v1/responses/{id}", "openai_responses_get", v1, openai.GetResponse)
 	route("DELETE /v1/responses/{id}", "openai_responses_delete", v1, openai.DeleteResponse)
+	route("POST /v1/responses/{id}/cancel", "openai_responses_cancel", v1, openai.CancelResponse)
 	route("GET /v1/responses/{id}/input_items", "openai_responses_input_items", v1, openai.ListResponseInputItems)
 	route("POST /v1/completions", "openai_completions", v1, openai.Completions)
 	route("POST /v1/files", "openai_files_create", files, openai.CreateFile)

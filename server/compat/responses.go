@@ -323,18 +323,9 @@ func (h *openAIHandler) finishResponse(ctx context.Context, userID string, p *re
 	if !p.store {
 		return nil
 	}
-	created := *r
-	created.Output = nil
-	var rec chat.ResponseRecord
-	var err error
-	if rec.Response, err = json.Marshal(created); err != nil {
-		return apierr.Internal()
-	}
-	if p.prev != nil {
-		rec.Previous = p.prev.Output.ID
-	}
-	for _, m := range p.inputs {
-		rec.Inputs = append(rec.Inputs, m.ID)
+	rec, err := p.record()
+	if err != nil {
+		return err
 	}
 	return h.Core.SaveResponse(ctx, userID, p.conv, p.isNew, p.inputs, msg, rec)
 }
@@ -373,6 +364,14 @@ func (h *openAIHandler) CreateResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if req.Background {
+		if req.Stream {
+			h.fail(w, r, apierr.InvalidArgument("stream", "is not supported with background: poll GET /v1/responses/{id}"))
+			return
+		}
+		h.startBackground(w, r, caller.UserID, plan)
 		return
 	}
 	if req.Stream {
@@ -414,7 +413,7 @@ func (h *openAIHandler) GetResponse(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeResponseJSON(w, s.object())
+	writeResponseJSON(w, h.liveStatus(r.Context(), s))
 }
 
 // DeleteResponse serves DELETE /v1/responses/{id}.

@@ -35,6 +35,7 @@ type responsesRequest struct {
 	SafetyIdentifier   string            `json:"safety_identifier"`
 	Metadata           map[string]string `json:"metadata"`
 	Stream             bool              `json:"stream"`
+	Background         bool              `json:"background"`
 	Store              *bool             `json:"store"`
 	PreviousResponseID string            `json:"previous_response_id"`
 	// Include, checked by responsesHarmlessParams: file_search_call.results
@@ -96,7 +97,7 @@ var responsesReadParams = map[string]bool{
 	"model": true, "input": true, "instructions": true, "tools": true, "tool_choice": true,
 	"parallel_tool_calls": true, "text": true, "max_output_tokens": true, "temperature": true,
 	"top_p": true, "user": true, "safety_identifier": true, "metadata": true, "stream": true,
-	"store": true, "previous_response_id": true,
+	"store": true, "background": true, "previous_response_id": true,
 }
 
 // responsesHarmlessParams are accepted at the values that ask for nothing
@@ -129,7 +130,6 @@ var responsesHarmlessParams = map[string]func(json.RawMessage) bool{
 		var m map[string]json.RawMessage
 		return isJSON(v, "null") || json.Unmarshal(v, &m) == nil
 	},
-	"background":             func(v json.RawMessage) bool { return isJSON(v, "false", "null") },
 	"truncation":             func(v json.RawMessage) bool { return isJSON(v, `"disabled"`, "null") },
 	"service_tier":           func(v json.RawMessage) bool { return isJSON(v, `"auto"`, `"default"`, "null") },
 	"max_tool_calls":         func(v json.RawMessage) bool { return isJSON(v, "null") },

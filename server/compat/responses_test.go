@@ -131,7 +131,6 @@ func TestParseResponsesRequest(t *testing.T) {
 	refuse := &openAIHandler{&deps{}}
 	for body, want := range map[string]string{
 		`{"model":"m","input":"hi","reasoning":{"effort":"extreme"}}`:                     "reasoning",
-		`{"model":"m","input":"hi","background":true}`:                                    "background",
 		`{"model":"m","input":"hi","truncation":"auto"}`:                                  "truncation",
 		`{"model":"m","input":"hi","text":{"verbosity":"loud"}}`:                          "text.verbosity",
 		`{"model":"m","input":"hi","include":["message.input_image.image_url"]}`:          "include",

@@ -171,7 +171,7 @@ func TestOpenAIFieldPolicy(t *testing.T) {
 			{"stream_options", `"stream_options":{"include_obfuscation":false}`, ""},
 			{"service_tier auto", `"service_tier":"auto"`, ""},
 			{"store false", `"store":false`, ""},
-			{"background", `"background":true`, "background"},
+			{"background without store", `"background":true,"store":false`, "background"},
 			{"truncation auto", `"truncation":"auto"`, "truncation"},
 			{"truncation disabled", `"truncation":"disabled"`, ""},
 			{"prompt", `"prompt":{"id":"pmpt_1"}`, "prompt"},
@@ -180,7 +180,7 @@ func TestOpenAIFieldPolicy(t *testing.T) {
 			{"top_logprobs", `"top_logprobs":3`, "top_logprobs"},
 			{"a hosted tool", `"tools":[{"type":"web_search"}]`, "tools[0].type"},
 			{"a namespace tool", `"tools":[{"type":"namespace","name":"ns","tools":[]}]`, "tools[0].type"},
-			{"several, named in order", `"top_logprobs":3,"background":true,"prompt":{"id":"p"}`, "background"},
+			{"several, named in order", `"top_logprobs":3,"max_tool_calls":2,"prompt":{"id":"p"}`, "max_tool_calls"},
 		})
 	})
 	t.Run("chat completions", func(t *testing.T) {

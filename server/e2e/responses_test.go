@@ -518,7 +518,7 @@ func testResponses(t *testing.T) {
 			param string
 		}{
 			{map[string]any{"model": "sim-small", "input": "hi", "reasoning": map[string]any{"effort": "extreme"}}, "reasoning"},
-			{map[string]any{"model": "sim-small", "input": "hi", "background": true}, "background"},
+			{map[string]any{"model": "sim-small", "input": "hi", "background": true, "store": false}, "background"},
 			{map[string]any{"model": "sim-small", "input": "hi", "include": []any{"message.input_image.image_url"}}, "include"},
 			{map[string]any{"model": "sim-small", "input": "hi", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type"},
 			{map[string]any{"model": "sim-small", "input": []any{map[string]any{"type": "item_reference", "id": "x"}}}, "input[0].type"},

@@ -143,7 +143,7 @@ def test_refused_by_name(client):
         client.responses.create(model=MODEL, input="hi", tools=[{"type": "web_search"}])
     assert e.value.param == "tools[0].type"
     with pytest.raises(openai.BadRequestError) as e:
-        client.responses.create(model=MODEL, input="hi", background=True)
+        client.responses.create(model=MODEL, input="hi", background=True, store=False)
     assert e.value.param == "background"
 
 
