@@ -193,3 +193,40 @@ func ExampleRetryAfter() {
 	fmt.Println(parley.Code(err), retry)
 	// Output: unauthenticated false
 }
+
+// Batches: a JSONL file of requests, run on the GPUs' idle capacity at the
+// batch price; the output file has one line per answered custom_id, as
+// OpenAI writes it.
+func ExampleClient_batches() {
+	ctx := context.Background()
+	c := parley.New(os.Getenv("PARLEY_URL"), parley.WithAPIKey(os.Getenv("PARLEY_API_KEY")))
+	var lines strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&lines, `{"custom_id":"q%d","method":"POST","url":"/v1/chat/completions","body":{"model":"sim-small","max_tokens":8,"messages":[{"role":"user","content":"Question %d"}]}}`+"\n", i, i)
+	}
+	f, err := c.Files.CreateFile(ctx, connect.NewRequest(&parleyv1.CreateFileRequest{
+		Filename: "requests.jsonl", Purpose: "batch", Content: []byte(lines.String()),
+	}))
+	if err != nil {
+		panic(err)
+	}
+	res, err := c.Batches.CreateBatch(ctx, connect.NewRequest(&parleyv1.CreateBatchRequest{
+		InputFileId: f.Msg.GetFile().GetFileId(), Endpoint: "/v1/chat/completions",
+	}))
+	if err != nil {
+		panic(err)
+	}
+	b := res.Msg.GetBatch()
+	for b.GetStatus() == parleyv1.BatchStatus_BATCH_STATUS_VALIDATING || b.GetStatus() == parleyv1.BatchStatus_BATCH_STATUS_IN_PROGRESS ||
+		b.GetStatus() == parleyv1.BatchStatus_BATCH_STATUS_FINALIZING {
+		time.Sleep(100 * time.Millisecond)
+		got, err := c.Batches.GetBatch(ctx, connect.NewRequest(&parleyv1.GetBatchRequest{BatchId: b.GetId()}))
+		if err != nil {
+			panic(err)
+		}
+		b = got.Msg.GetBatch()
+	}
+	out, _ := c.Files.GetFileContent(ctx, connect.NewRequest(&parleyv1.GetFileContentRequest{FileId: b.GetOutputFileId()}))
+	fmt.Println(b.GetStatus(), b.GetRequestCounts().GetCompleted(), strings.Count(string(out.Msg.GetContent()), `"status_code":200`))
+	// Output: BATCH_STATUS_COMPLETED 3 3
+}

@@ -83,6 +83,8 @@ type Client struct {
 	VectorStores  parleyv1connect.VectorStoreServiceClient
 	Projects      parleyv1connect.ProjectServiceClient
 	Memories      parleyv1connect.MemoryServiceClient
+	Batches       parleyv1connect.BatchServiceClient
+	Webhooks      parleyv1connect.WebhookServiceClient
 	Billing       parleyv1connect.BillingServiceClient
 	Admin         parleyv1connect.AdminServiceClient
 }
@@ -130,6 +132,8 @@ func New(baseURL string, opts ...Option) *Client {
 		VectorStores:  parleyv1connect.NewVectorStoreServiceClient(hc, baseURL, copts...),
 		Projects:      parleyv1connect.NewProjectServiceClient(hc, baseURL, copts...),
 		Memories:      parleyv1connect.NewMemoryServiceClient(hc, baseURL, copts...),
+		Batches:       parleyv1connect.NewBatchServiceClient(hc, baseURL, copts...),
+		Webhooks:      parleyv1connect.NewWebhookServiceClient(hc, baseURL, copts...),
 		Billing:       parleyv1connect.NewBillingServiceClient(hc, baseURL, copts...),
 		Admin:         parleyv1connect.NewAdminServiceClient(hc, baseURL, copts...),
 	}

@@ -115,6 +115,11 @@ var Policy = map[string]Access{
 	parleyv1connect.BatchServiceGetBatchProcedure:                    AccessAny,
 	parleyv1connect.BatchServiceListBatchesProcedure:                 AccessAny,
 	parleyv1connect.BatchServiceCancelBatchProcedure:                 AccessAny,
+	parleyv1connect.WebhookServiceCreateWebhookEndpointProcedure:     AccessAny,
+	parleyv1connect.WebhookServiceListWebhookEndpointsProcedure:      AccessAny,
+	parleyv1connect.WebhookServiceDeleteWebhookEndpointProcedure:     AccessAny,
+	parleyv1connect.WebhookServiceListWebhookDeliveriesProcedure:     AccessAny,
+	parleyv1connect.WebhookServiceRedeliverWebhookProcedure:          AccessAny,
 
 	parleyv1connect.BillingServiceGetBalanceProcedure:      AccessAny,
 	parleyv1connect.BillingServiceListUsageProcedure:       AccessAny,

@@ -150,7 +150,11 @@ func (s *Service) run(ctx context.Context, c store.BatchClaim) error {
 func (s *Service) validate(ctx context.Context, c store.BatchClaim, b store.Batch) (store.Batch, error) {
 	fail := func(errs []store.BatchError) (store.Batch, error) {
 		b.Status, b.Errors = store.BatchFailed, errs
-		return b, s.Store.UpdateBatch(ctx, c, store.BatchUpdate{Status: store.BatchFailed, At: s.now(), Errors: errs})
+		if err := s.Store.UpdateBatch(ctx, c, store.BatchUpdate{Status: store.BatchFailed, At: s.now(), Errors: errs}); err != nil {
+			return b, err
+		}
+		s.notify(ctx, b, store.BatchFailed)
+		return b, nil
 	}
 	_, obj, err := s.Files.OpenFile(ctx, b.UserID, b.InputFileID)
 	if err != nil {
@@ -470,7 +474,18 @@ func (s *Service) finalize(ctx context.Context, c store.BatchClaim, b store.Batc
 		}
 		*f.fileID = file.ID
 	}
-	return s.Store.UpdateBatch(ctx, c, u)
+	if err := s.Store.UpdateBatch(ctx, c, u); err != nil {
+		return err
+	}
+	s.notify(ctx, b, end)
+	return nil
+}
+
+// notify tells the owner's webhooks that the batch ended with status.
+func (s *Service) notify(ctx context.Context, b store.Batch, status string) {
+	if s.Events != nil {
+		s.Events.Emit(ctx, b.UserID, "batch."+status, b.ID)
+	}
 }
 
 // acquire takes a slot of sem, waiting at most a quarter of a second.

@@ -49,6 +49,11 @@ type Files interface {
 	WriteFile(ctx context.Context, userID, filename, purpose string, data []byte) (store.Attachment, error)
 }
 
+// Notifier is told of events for a user's webhooks (webhook.Service).
+type Notifier interface {
+	Emit(ctx context.Context, userID, typ, objectID string)
+}
+
 // Service creates, runs and reports batches.
 type Service struct {
 	Store   store.Batches
@@ -57,7 +62,10 @@ type Service struct {
 	// Exec serves a line's request as the endpoint it names would, for the
 	// principal and batch line in the request's context
 	// (compat.BatchHandler).
-	Exec   http.Handler
+	Exec http.Handler
+	// Events, when set, is told when a batch ends (batch.completed, …):
+	// the webhooks.
+	Events Notifier
 	Config Config
 	Logger *slog.Logger
 	Now    func() time.Time

@@ -131,5 +131,8 @@ func checkBody(body map[string]any, endpoint string, catalog *models.Catalog) (m
 	if s, ok := body["stream"].(bool); ok && s {
 		return "stream is not supported in a batch", "body.stream", "invalid_body"
 	}
+	if b, ok := body["background"].(bool); ok && b {
+		return "background is not supported in a batch (a batch is run in the background already)", "body.background", "invalid_body"
+	}
 	return "", "", ""
 }

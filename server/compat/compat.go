@@ -25,6 +25,9 @@ type Config struct {
 	Knowledge *knowledge.Service
 	// Batches serves /v1/batches (nil: not available).
 	Batches *batch.Service
+	// Events, when set, is told when a background response ends
+	// (response.completed, …): the webhooks.
+	Events batch.Notifier
 	// PingInterval is how often a keep-alive goes out while a stream has
 	// nothing else to send (0: never).
 	PingInterval time.Duration
@@ -55,7 +58,7 @@ type Config struct {
 // under /v1/: mount it there. Any other path under /v1/ is a 404 in
 // OpenAI's error JSON.
 func New(cfg Config) http.Handler {
-	d := &deps{Core: cfg.Core, Catalog: cfg.Catalog, Knowledge: cfg.Knowledge, Batches: cfg.Batches, PingInterval: cfg.PingInterval, Outage: cfg.Outage,
+	d := &deps{Core: cfg.Core, Catalog: cfg.Catalog, Knowledge: cfg.Knowledge, Batches: cfg.Batches, Events: cfg.Events, PingInterval: cfg.PingInterval, Outage: cfg.Outage,
 		Unsupported: cfg.Unsupported, DroppedParams: cfg.DroppedParams}
 	openai, anthropic := &openAIHandler{d}, &anthropicHandler{d}
 	observe := cfg.Observe

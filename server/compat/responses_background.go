@@ -93,6 +93,10 @@ func (h *openAIHandler) endBackground(ctx context.Context, userID string, plan *
 	}
 	if err := h.Core.UpdateResponse(ctx, s.StoredResponse, msg, rec); err != nil {
 		h.Core.Logger.ErrorContext(ctx, "storing a background response's end", "response", plan.resp.ID, "err", err)
+		return
+	}
+	if h.Events != nil {
+		h.Events.Emit(ctx, userID, "response."+r.Status, r.ID)
 	}
 }
 

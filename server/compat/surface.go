@@ -42,6 +42,8 @@ type deps struct {
 	Knowledge *knowledge.Service
 	// Batches serves the Batch API (nil: not available).
 	Batches *batch.Service
+	// Events is told when a background response ends (nil: no one).
+	Events batch.Notifier
 	// PingInterval is how often a keep-alive goes out while a stream has
 	// nothing else to send, so proxies never cut a long wait.
 	PingInterval time.Duration

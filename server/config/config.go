@@ -25,6 +25,7 @@ import (
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/scheduler"
+	"github.com/parleyhq/parley/server/webhook"
 )
 
 // Serve holds the settings of `parley serve`: its own (network, workers'
@@ -90,6 +91,8 @@ type Serve struct {
 	Knowledge knowledge.Config
 	// Batch is the Batch API's runner.
 	Batch batch.Config
+	// Webhook is the webhook deliveries'.
+	Webhook webhook.Config
 	// Cache is the response cache.
 	Cache respcache.Settings
 
@@ -153,7 +156,7 @@ const (
 	GroupLimits        = "limits and billing"
 	GroupAttachments   = "attachments"
 	GroupKnowledge     = "vector stores"
-	GroupBatch         = "batches"
+	GroupBatch         = "batches and webhooks"
 	GroupCache         = "cache"
 	GroupRegions       = "regions"
 	GroupObservability = "observability"
@@ -190,7 +193,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	g.Add(fs, GroupLimits, false, c.Auth.RegisterFlags, c.Billing.RegisterFlags, c.Limits.RegisterFlags, c.Core.RegisterFlags)
 	g.Add(fs, GroupAttachments, false, c.Attach.RegisterFlags)
 	g.Add(fs, GroupKnowledge, false, c.Knowledge.RegisterFlags)
-	g.Add(fs, GroupBatch, false, c.Batch.RegisterFlags)
+	g.Add(fs, GroupBatch, false, c.Batch.RegisterFlags, c.Webhook.RegisterFlags)
 	g.Add(fs, GroupCache, false, c.Cache.RegisterFlags)
 	g.Add(fs, GroupObservability, false, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")

@@ -21,7 +21,7 @@ func TestOfficialOpenAIPythonSDK(t *testing.T) {
 		}
 		t.Skip("run `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt` in server/e2e/openai-py to run the official OpenAI Python SDK")
 	}
-	s := startServer(t, fastAuth...)
+	s := startServer(t, append(fastAuth, "--webhook-allow-private")...) // test_webhooks.py's receiver is on loopback
 	rich := s.newAccount(t, "py-sdk@example.com")
 	s.topup(t, rich, "5")
 	broke := s.newAccount(t, "py-broke@example.com")

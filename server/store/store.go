@@ -144,4 +144,7 @@ type Store struct {
 	// Batches holds the Batch API's batches and their lines; nil where the
 	// backend keeps none.
 	Batches Batches
+	// Webhooks holds webhook endpoints and their deliveries; nil where the
+	// backend keeps none.
+	Webhooks Webhooks
 }

@@ -18,7 +18,7 @@ README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
 def test_readme_examples(parley_server):
     blocks = re.findall(r"```python\n(.*?)```", open(README).read(), re.S)
-    assert len(blocks) == 5  # streaming, files, vector stores, projects and memory, tools
+    assert len(blocks) == 6  # streaming, files, vector stores, projects and memory, batches, tools
     env = {**os.environ, "PARLEY_URL": parley_server["url"], "PARLEY_API_KEY": parley_server["key"]}
     for code in blocks:
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

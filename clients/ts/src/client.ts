@@ -11,6 +11,8 @@ import { FileService } from "./gen/parley/v1/file_pb.js";
 import { VectorStoreService } from "./gen/parley/v1/vector_store_pb.js";
 import { ProjectService } from "./gen/parley/v1/project_pb.js";
 import { MemoryService } from "./gen/parley/v1/memory_pb.js";
+import { BatchService } from "./gen/parley/v1/batch_pb.js";
+import { WebhookService } from "./gen/parley/v1/webhook_pb.js";
 import { BillingService, type LimitStatus } from "./gen/parley/v1/billing_pb.js";
 import { AdminService } from "./gen/parley/v1/admin_pb.js";
 import { FieldViolationSchema, InsufficientBalanceSchema, LimitExceededSchema, RetryInfoSchema, type FieldViolation, type InsufficientBalance } from "./gen/parley/v1/errors_pb.js";
@@ -114,6 +116,8 @@ export interface ParleyClient {
   vectorStores: Client<typeof VectorStoreService>;
   projects: Client<typeof ProjectService>;
   memories: Client<typeof MemoryService>;
+  batches: Client<typeof BatchService>;
+  webhooks: Client<typeof WebhookService>;
   billing: Client<typeof BillingService>;
   admin: Client<typeof AdminService>;
 }
@@ -130,6 +134,8 @@ export function clientsFor(transport: Transport): ParleyClient {
     vectorStores: typed(createClient(VectorStoreService, transport)),
     projects: typed(createClient(ProjectService, transport)),
     memories: typed(createClient(MemoryService, transport)),
+    batches: typed(createClient(BatchService, transport)),
+    webhooks: typed(createClient(WebhookService, transport)),
     billing: typed(createClient(BillingService, transport)),
     admin: typed(createClient(AdminService, transport)),
   };

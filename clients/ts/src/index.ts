@@ -15,6 +15,8 @@ export * from "./gen/parley/v1/file_pb.js";
 export * from "./gen/parley/v1/vector_store_pb.js";
 export * from "./gen/parley/v1/project_pb.js";
 export * from "./gen/parley/v1/memory_pb.js";
+export * from "./gen/parley/v1/batch_pb.js";
+export * from "./gen/parley/v1/webhook_pb.js";
 export * from "./gen/parley/v1/billing_pb.js";
 export * from "./gen/parley/v1/errors_pb.js";
 export * from "./gen/parley/v1/admin_pb.js";

@@ -15,7 +15,7 @@ after(async () => { await srv?.stop(); });
 test("the README's examples run", () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
   const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
-  assert.equal(blocks.length, 5); // streaming, files, vector stores, projects and memory, tools
+  assert.equal(blocks.length, 6); // streaming, files, vector stores, projects and memory, batches, tools
   const file = join(import.meta.dirname, "..", "readme-example.tmp.mjs"); // inside the package: resolves @parley/client
   try {
     for (const code of blocks) {

@@ -24,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
 	"github.com/parleyhq/parley/server/webapp"
+	"github.com/parleyhq/parley/server/webhook"
 	"github.com/parleyhq/parley/sse"
 )
 
@@ -39,6 +40,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		return err
 	}
 	if err := cfg.Batch.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.Webhook.Validate(); err != nil {
 		return err
 	}
 	if err := cfg.Knowledge.Validate(); err != nil {
@@ -180,10 +184,19 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	compatCfg := compat.Config{Core: core, Catalog: catalog, Knowledge: knowledgeSvc, PingInterval: cfg.PingInterval, Outage: outage,
 		Unsupported: unsupported, DroppedParams: compat.NewDroppedParams(metrics.Registry), Auth: authn,
 		MaxElements: cfg.MaxRequestElements, Fault: fault, Observe: metrics.HTTP}
+	var webhooks *webhook.Service
+	if stores.Webhooks != nil {
+		webhooks = &webhook.Service{Store: stores.Webhooks, Config: cfg.Webhook, Logger: logger, Now: time.Now}
+		life.Go("sweeps", webhooks.Run)
+		compatCfg.Events = webhooks
+	}
 	var batches *batch.Service
 	if stores.Batches != nil {
 		batches = &batch.Service{Store: stores.Batches, Files: attachments, Catalog: catalog, Exec: compat.BatchHandler(compatCfg),
 			Config: cfg.Batch, Logger: logger, Now: time.Now}
+		if webhooks != nil {
+			batches.Events = webhooks
+		}
 		batches.Start()
 		life.Go("sweeps", batches.Run)
 		compatCfg.Batches = batches
@@ -203,6 +216,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 			Pages: pages, Now: time.Now},
 		memories: &api.MemoryHandler{Memories: core.Memories, Pages: pages, Now: time.Now},
 		batches:  &api.BatchHandler{Batches: batches, Pages: pages},
+		webhooks: &api.WebhookHandler{Webhooks: webhooks, Pages: pages},
 		billing: &api.BillingHandler{
 			Billing: bill, Usage: stores.Usage, Pages: pages, Limits: tierLimits, Catalog: catalog,
 		},

@@ -175,6 +175,7 @@ type services struct {
 	projects      parleyv1connect.ProjectServiceHandler
 	memories      parleyv1connect.MemoryServiceHandler
 	batches       parleyv1connect.BatchServiceHandler
+	webhooks      parleyv1connect.WebhookServiceHandler
 	billing       parleyv1connect.BillingServiceHandler
 	admin         parleyv1connect.AdminServiceHandler
 }
@@ -193,6 +194,7 @@ var serviceNames = []string{
 	parleyv1connect.ProjectServiceName,
 	parleyv1connect.MemoryServiceName,
 	parleyv1connect.BatchServiceName,
+	parleyv1connect.WebhookServiceName,
 	parleyv1connect.BillingServiceName,
 	parleyv1connect.AdminServiceName,
 }
@@ -215,6 +217,7 @@ func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption,
 	mux.Handle(parleyv1connect.NewProjectServiceHandler(s.projects, opts...))
 	mux.Handle(parleyv1connect.NewMemoryServiceHandler(s.memories, opts...))
 	mux.Handle(parleyv1connect.NewBatchServiceHandler(s.batches, opts...))
+	mux.Handle(parleyv1connect.NewWebhookServiceHandler(s.webhooks, opts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(s.billing, opts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(s.admin, opts...))
 

@@ -61,6 +61,7 @@ func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newS
 func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
 func TestMemories(t *testing.T)      { t.Parallel(); storetest.TestMemories(t, newStore) }
 func TestBatches(t *testing.T)       { t.Parallel(); storetest.TestBatches(t, newStore) }
+func TestWebhooks(t *testing.T)      { t.Parallel(); storetest.TestWebhooks(t, newStore) }
 func TestVectorIndex(t *testing.T) {
 	t.Parallel()
 	storetest.TestVectorIndex(t, func(t *testing.T) store.VectorIndex { return open(t).Vectors() })

@@ -139,6 +139,7 @@ func (db *DB) Store() store.Store {
 		Projects:      projects{db},
 		Memories:      memories{db},
 		Batches:       batches{db},
+		Webhooks:      webhooks{db},
 	}
 }
 

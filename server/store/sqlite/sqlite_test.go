@@ -48,6 +48,7 @@ func TestVectorStores(t *testing.T)  { t.Parallel(); storetest.TestVectorStores(
 func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
 func TestMemories(t *testing.T)      { t.Parallel(); storetest.TestMemories(t, newStore) }
 func TestBatches(t *testing.T)       { t.Parallel(); storetest.TestBatches(t, newStore) }
+func TestWebhooks(t *testing.T)      { t.Parallel(); storetest.TestWebhooks(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

@@ -19,9 +19,9 @@ from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
 from parley.v1 import (
-    api_key_connect, attachment_connect, auth_connect, billing_connect, chat_connect,
+    api_key_connect, attachment_connect, auth_connect, batch_connect, billing_connect, chat_connect,
     common_pb2, conversation_connect, errors_pb2, file_connect, memory_connect, model_connect, project_connect,
-    vector_store_connect,
+    vector_store_connect, webhook_connect,
 )
 from parley.v1.chat_pb2 import CompleteStreamRequest
 from parley.v1.common_pb2 import GenerationEvent, Message, Part, Role, ToolCall, ToolResult
@@ -116,6 +116,8 @@ class Parley:
         self.vector_stores = _Headers(vector_store_connect.VectorStoreServiceClientSync(base_url, **kw), h)
         self.projects = _Headers(project_connect.ProjectServiceClientSync(base_url, **kw), h)
         self.memories = _Headers(memory_connect.MemoryServiceClientSync(base_url, **kw), h)
+        self.batches = _Headers(batch_connect.BatchServiceClientSync(base_url, **kw), h)
+        self.webhooks = _Headers(webhook_connect.WebhookServiceClientSync(base_url, **kw), h)
         self.billing = _Headers(billing_connect.BillingServiceClientSync(base_url, **kw), h)
 
     def complete_stream(self, request: CompleteStreamRequest) -> Iterator[GenerationEvent]:
@@ -152,6 +154,8 @@ class AsyncParley:
         self.vector_stores = _Headers(vector_store_connect.VectorStoreServiceClient(base_url, **kw), h)
         self.projects = _Headers(project_connect.ProjectServiceClient(base_url, **kw), h)
         self.memories = _Headers(memory_connect.MemoryServiceClient(base_url, **kw), h)
+        self.batches = _Headers(batch_connect.BatchServiceClient(base_url, **kw), h)
+        self.webhooks = _Headers(webhook_connect.WebhookServiceClient(base_url, **kw), h)
         self.billing = _Headers(billing_connect.BillingServiceClient(base_url, **kw), h)
 
     async def complete_stream(self, request: CompleteStreamRequest) -> AsyncIterator[GenerationEvent]:
