@@ -175,7 +175,8 @@ func (s *Service) validate(ctx context.Context, c store.BatchClaim, b store.Batc
 // runLines runs the batch's lines until none is left (completed), the
 // window ends (expired), or the batch is cancelled (cancelled), at most
 // Concurrency at once; a line refused for want of idle capacity waits and
-// is tried again, with a back-off while the refusals go on.
+// is tried again, with a back-off while the refusals go on, and the lines
+// let run at once fall to those running (then grow again line by line).
 func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 	var (
 		wg      sync.WaitGroup
@@ -183,7 +184,13 @@ func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 		running = map[int]bool{}
 		pause   atomic.Int64 // Unix nanoseconds: no line starts before
 		backoff atomic.Int64
+		// active lines, and how many may be: cut to those running when
+		// a line finds no idle capacity, grown by one with each line
+		// answered (so the batch holds about the spare slots, not a
+		// queue of refusals).
+		active, limit atomic.Int64
 	)
+	limit.Store(int64(s.Config.Concurrency))
 	defer wg.Wait()
 	sem := make(chan struct{}, s.Config.Concurrency)
 	window := b.ExpiresAt.Sub(b.CreatedAt)
@@ -241,7 +248,7 @@ func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 			if skip {
 				continue
 			}
-			if !acquire(ctx, sem) {
+			if !acquire(ctx, sem, func() bool { return active.Load() < limit.Load() }) {
 				// No slot for a while: look at the batch's status again
 				// (a cancel, the window's end) before waiting on.
 				mu.Lock()
@@ -258,20 +265,26 @@ func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 				priority = llm.PriorityBackground
 			}
 			wg.Add(1)
+			active.Add(1)
 			go func() {
 				defer func() {
 					mu.Lock()
 					delete(running, l.Index)
 					mu.Unlock()
+					active.Add(-1)
 					<-sem
 					wg.Done()
 				}()
 				if s.runLine(ctx, b, l, priority) {
 					backoff.Store(0)
+					if n := limit.Load(); n < int64(s.Config.Concurrency) {
+						limit.CompareAndSwap(n, n+1)
+					}
 					return
 				}
+				limit.Store(max(1, active.Load()))
 				d := time.Duration(backoff.Load())
-				d = min(max(2*d, 50*time.Millisecond), 2*time.Second)
+				d = min(max(2*d, 25*time.Millisecond), 500*time.Millisecond)
 				backoff.Store(int64(d))
 				pause.Store(s.now().Add(d).UnixNano())
 			}()
@@ -488,9 +501,17 @@ func (s *Service) notify(ctx context.Context, b store.Batch, status string) {
 	}
 }
 
-// acquire takes a slot of sem, waiting at most a quarter of a second.
-func acquire(ctx context.Context, sem chan struct{}) bool {
-	t := time.NewTimer(250 * time.Millisecond)
+// acquire takes a slot of sem once may allows it, waiting at most a
+// quarter of a second.
+func acquire(ctx context.Context, sem chan struct{}, may func() bool) bool {
+	deadline := time.Now().Add(250 * time.Millisecond)
+	for !may() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		sleep(ctx, 5*time.Millisecond)
+	}
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case sem <- struct{}{}:

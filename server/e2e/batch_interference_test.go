@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,8 +71,15 @@ func (e *interference) batchDone() int {
 	return b.RequestCounts.Completed + b.RequestCounts.Failed
 }
 
-// run keeps streams interactive streams going for d and measures.
+// run keeps streams interactive streams going for d and measures those
+// that start after warm; at submitAt (when positive) it submits a batch of
+// submit lines, so that the batch fills the spare slots beside a load
+// already there.
 func (e *interference) run(name string, streams int, d time.Duration) phase {
+	return e.runWith(name, streams, d, 0, 0, 0)
+}
+
+func (e *interference) runWith(name string, streams int, d, warm, submitAt time.Duration, submit int) phase {
 	ctx, cancel := context.WithTimeout(e.t.Context(), d)
 	defer cancel()
 	var mu sync.Mutex
@@ -98,31 +106,41 @@ func (e *interference) run(name string, streams int, d time.Duration) phase {
 						first = time.Since(t0)
 					}
 				}
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || connect.CodeOf(stream.Err()) == connect.CodeDeadlineExceeded {
 					return // cut by the phase's end: not counted
 				}
 				if stream.Err() != nil || first == 0 {
 					failed.Add(1)
 					continue
 				}
-				mu.Lock()
-				ttfts = append(ttfts, first)
-				mu.Unlock()
+				if t0.Sub(start) >= warm {
+					mu.Lock()
+					ttfts = append(ttfts, first)
+					mu.Unlock()
+				}
 			}
+		})
+	}
+	if submit > 0 {
+		wg.Go(func() {
+			time.Sleep(submitAt)
+			e.submit(submit)
 		})
 	}
 	// Utilisation: the worker's running sequences over its slots, sampled.
 	var util []float64
+	peak := 0
 	tick := time.NewTicker(100 * time.Millisecond)
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
 			ws, err := e.ops.Admin.ListWorkers(e.t.Context(), connect.NewRequest(&parleyv1.ListWorkersRequest{}))
-			if err == nil && len(ws.Msg.GetWorkers()) > 0 {
+			if err == nil && len(ws.Msg.GetWorkers()) > 0 && time.Since(start) >= warm {
 				l := ws.Msg.GetWorkers()[0].GetLoad()
 				if l.GetMaxBatch() > 0 {
 					util = append(util, float64(l.GetRunning())/float64(l.GetMaxBatch()))
+					peak = max(peak, int(l.GetRunning()+l.GetWaiting()))
 				}
 			}
 		}
@@ -138,6 +156,12 @@ func (e *interference) run(name string, streams int, d time.Duration) phase {
 	}
 	for _, u := range util {
 		p.utilisation += u / float64(len(util))
+	}
+	_, metrics := e.s.getRaw(e.t, "/metrics", nil)
+	for _, l := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(l, "parley_scheduler_queue_wait_seconds_count") {
+			e.t.Logf("%s: peak running+waiting %d; %s", name, peak, l)
+		}
 	}
 	return p
 }
@@ -183,11 +207,17 @@ func TestMeasureBatchInterference(t *testing.T) {
 	e := newInterference(t)
 	const d = 10 * time.Second
 	phases := []phase{e.run("60 % interactive, no batch", 19, d)}
-	e.submit(10000)
-	waitFor(t, 60*time.Second, "the batch to start", func() bool { return e.batchDone() > 0 })
-	phases = append(phases, e.run("60 % interactive + batch", 19, d))
-	phases = append(phases, e.run("100 % interactive + batch", 32, d))
+	// The batch arrives while the load runs and takes the slots it leaves.
+	phases = append(phases, e.runWith("60 % interactive + batch (batch arrives during it)", 19, 16*time.Second, 6*time.Second, time.Second, 10000))
+	// A burst: 32 streams start at once while the batch holds the spare slots.
+	phases = append(phases, e.run("100 % interactive + batch (a burst onto the batch)", 32, d))
 	phases = append(phases, e.run("batch alone", 0, d))
+	_, metrics := e.s.getRaw(t, "/metrics", nil)
+	for _, l := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(l, "parley_scheduler_queue_wait_seconds_count") || strings.HasPrefix(l, "parley_scheduler_queue_wait_seconds_sum") || strings.HasPrefix(l, "parley_scheduler_rejections_total") {
+			t.Log(l)
+		}
+	}
 	out := "\n| phase | streams | interactive | TTFT p50 / p99 | utilisation | batch lines/s |\n| --- | --- | --- | --- | --- | --- |"
 	for _, p := range phases {
 		out += "\n" + p.String()

@@ -39,13 +39,15 @@ next:
 }
 
 // hasCapacity keeps the workers with a free slot (or worker queue place);
-// for a job on idle capacity, one beyond the worker's IdleReserve.
+// for a job on idle capacity, a slot it runs at once (never a queue place
+// on the worker, where an interactive job would wait behind it) beyond
+// the worker's IdleReserve.
 func hasCapacity(j *pickJob, cands []candidate) []candidate {
 	out := cands[:0]
 	for _, c := range cands {
 		free := c.capacity - c.load
 		if j.idle {
-			free -= IdleReserve(c.capacity)
+			free = c.m.slots - c.load - IdleReserve(c.m.slots)
 		}
 		if free > 0 {
 			out = append(out, c)
@@ -55,6 +57,7 @@ func hasCapacity(j *pickJob, cands []candidate) []candidate {
 }
 
 // IdleReserve is how many of a worker's slots work on idle capacity leaves
-// free, for interactive requests arriving meanwhile: an eighth of its
-// capacity, at least one.
-func IdleReserve(capacity int) int { return max(1, capacity/8) }
+// free, for interactive requests arriving meanwhile: a quarter of its
+// slots, at least one (measured: an eighth let bursts onto a worker's
+// reported load, which lags, queue interactive requests behind batch lines).
+func IdleReserve(capacity int) int { return max(1, capacity/4) }

@@ -10,8 +10,8 @@ import (
 	"github.com/parleyhq/parley/server/llm"
 )
 
-// Work on idle capacity takes a worker only past its reserve (an eighth of
-// 16 slots: 2), never while a job of its model waits, and is refused at
+// Work on idle capacity takes a worker only past its reserve (a quarter of
+// 16 slots: 4), never while a job of its model waits, and is refused at
 // once instead of queueing.
 func TestIdleWorkTakesOnlySpareSlots(t *testing.T) {
 	w := newFake(16)
@@ -26,8 +26,8 @@ func TestIdleWorkTakesOnlySpareSlots(t *testing.T) {
 			errs <- err
 		}()
 	}
-	// 14 idle jobs fit (16 slots less the reserve of 2); the 15th is refused at once.
-	for i := range 14 {
+	// 12 idle jobs fit (16 slots less the reserve of 4); the 13th is refused at once.
+	for i := range 12 {
 		run(seeded(llm.PriorityIdle, int64(i)))
 		<-b.started
 	}
@@ -38,20 +38,44 @@ func TestIdleWorkTakesOnlySpareSlots(t *testing.T) {
 	if s.queued("m") != 0 {
 		t.Fatal("an idle job queued")
 	}
-	// The reserve is interactive traffic's: two Free jobs start at once.
-	for i := range 2 {
+	// The reserve is interactive traffic's: four Free jobs start at once.
+	for i := range 4 {
 		run(seeded(llm.PriorityFree, int64(100+i)))
 		<-b.started
 	}
 	// Full: a third waits in the queue, and an idle job is refused even
 	// when a slot frees, since a job of its model is waiting.
-	run(seeded(llm.PriorityFree, 102))
+	run(seeded(llm.PriorityFree, 104))
 	eventually(t, "queued", func() bool { return s.queued("m") == 1 })
 	if _, err := s.Generate(ctx, seeded(llm.PriorityIdle, 98), discard); !errors.Is(err, llm.ErrNoIdleCapacity) {
 		t.Fatalf("idle job while one waits: %v", err)
 	}
 	close(b.release)
-	for range 17 {
+	for range 17 { // 12 idle, 5 Free
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The places a worker queues past its batch (WorkerQueue) are not idle
+// capacity: an idle job queued there would hold up an interactive one.
+func TestIdleWorkNeverTakesWorkerQueuePlaces(t *testing.T) {
+	w := newFake(8)
+	b := newBlocker(w)
+	s := newScheduler(t, Config{WorkerQueue: 8}, w)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 16)
+	for i := range 6 { // 8 slots less the reserve of 2
+		go func() { _, err := s.Generate(ctx, seeded(llm.PriorityIdle, int64(i)), discard); errs <- err }()
+		<-b.started
+	}
+	if _, err := s.Generate(ctx, seeded(llm.PriorityIdle, 50), discard); !errors.Is(err, llm.ErrNoIdleCapacity) {
+		t.Fatalf("an idle job past the slots, with worker queue places free: %v", err)
+	}
+	close(b.release)
+	for range 6 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ type member struct {
 	models       []string
 	report       worker.LoadReport
 	capacity     int
+	slots        int   // capacity without the WorkerQueue places: what it runs at once
 	inflight     int   // generations this gateway runs on it now
 	lastBusy     int64 // Unix nanoseconds it last ran something, as far as this gateway saw (scale.go)
 	failures     int
@@ -226,6 +227,7 @@ func (s *Scheduler) capacityLocked(m *member) {
 				"— set --max-batch on the worker to cap it", "worker", m.name, "pool", m.pool.name)
 		}
 	}
+	m.slots = m.capacity
 	m.capacity += s.cfg.WorkerQueue
 }
 
