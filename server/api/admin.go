@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
+	"github.com/parleyhq/parley/server/batch"
 	"github.com/parleyhq/parley/server/billing"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/scheduler"
@@ -36,6 +37,8 @@ type AdminHandler struct {
 	Logger *slog.Logger
 	// Catalog is the gateway's models, for ListServedModels.
 	Catalog *models.Catalog
+	// Batches lists and cancels every user's batches (nil: none kept).
+	Batches *batch.Service
 }
 
 // typed turns an error of the layers below into an API error: a

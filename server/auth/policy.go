@@ -137,6 +137,8 @@ var Policy = map[string]Access{
 	parleyv1connect.AdminServiceCreateInvitationProcedure: AccessAdmin,
 	parleyv1connect.AdminServiceListInvitationsProcedure:  AccessAdmin,
 	parleyv1connect.AdminServiceRevokeInvitationProcedure: AccessAdmin,
+	parleyv1connect.AdminServiceListOpenBatchesProcedure:  AccessAdmin,
+	parleyv1connect.AdminServiceCancelBatchProcedure:      AccessAdmin,
 
 	"/" + grpchealth.HealthV1ServiceName + "/Check":                       AccessPublic,
 	"/" + grpchealth.HealthV1ServiceName + "/Watch":                       AccessPublic,

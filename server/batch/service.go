@@ -211,3 +211,36 @@ func (s *Service) internal(ctx context.Context, what string, err error) error {
 	s.logger().ErrorContext(ctx, what, "err", err)
 	return apierr.Internal()
 }
+
+// Open lists every user's batches that have not ended, oldest first, at
+// most limit: the admin's view.
+func (s *Service) Open(ctx context.Context, limit int) ([]store.Batch, error) {
+	if s == nil || s.Store == nil {
+		return nil, apierr.FailedPrecondition("batches are not available on this server")
+	}
+	out, err := s.Store.ListOpenBatches(ctx, limit)
+	if err != nil {
+		return nil, s.internal(ctx, "listing open batches", err)
+	}
+	return out, nil
+}
+
+// CancelAny cancels any user's batch: an admin's cancel, logged with the
+// admin's id.
+func (s *Service) CancelAny(ctx context.Context, id string) (store.Batch, error) {
+	if s == nil || s.Store == nil {
+		return store.Batch{}, apierr.FailedPrecondition("batches are not available on this server")
+	}
+	if id == "" {
+		return store.Batch{}, apierr.InvalidArgument("batch_id", "is required")
+	}
+	b, err := s.Store.GetBatch(ctx, "", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, apierr.NotFound("batch")
+	} else if err != nil {
+		return b, s.internal(ctx, "reading a batch", err)
+	}
+	admin, _ := auth.FromContext(ctx)
+	s.logger().InfoContext(ctx, "an admin cancels a batch", "batch", id, "owner", b.UserID, "admin", admin.UserID)
+	return s.Cancel(auth.WithPrincipal(ctx, auth.Principal{UserID: b.UserID, Channel: admin.Channel}), id)
+}

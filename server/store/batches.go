@@ -101,6 +101,9 @@ type Batches interface {
 	GetBatch(ctx context.Context, userID, id string) (Batch, error)
 	// ListBatches lists the owner's batches, newest first.
 	ListBatches(ctx context.Context, userID string, page PageRequest) ([]Batch, string, error)
+	// ListOpenBatches returns up to limit batches of any owner that have
+	// not ended, oldest first (the admin's view).
+	ListOpenBatches(ctx context.Context, limit int) ([]Batch, error)
 	// CancelBatch moves the owner's batch from validating or in progress
 	// to cancelling at now and returns it; a batch already cancelling is
 	// returned as it is; one ended is ErrConflict.

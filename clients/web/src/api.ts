@@ -13,6 +13,7 @@ import { ProjectService } from "../../ts/src/gen/parley/v1/project_pb";
 import { VectorStoreService } from "../../ts/src/gen/parley/v1/vector_store_pb";
 import { FileService } from "../../ts/src/gen/parley/v1/file_pb";
 import { MemoryService } from "../../ts/src/gen/parley/v1/memory_pb";
+import { BatchService } from "../../ts/src/gen/parley/v1/batch_pb";
 import { LimitExceededSchema, RetryInfoSchema, FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { Tier } from "../../ts/src/gen/parley/v1/common_pb";
 
@@ -32,6 +33,7 @@ export const projects = createClient(ProjectService, transport);
 export const stores = createClient(VectorStoreService, transport);
 export const files = createClient(FileService, transport);
 export const memories = createClient(MemoryService, transport);
+export const batches = createClient(BatchService, transport);
 
 export { Code, ConnectError, LimitKind, Tier, timestampMs, durationMs };
 

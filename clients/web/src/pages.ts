@@ -1,6 +1,7 @@
 // The app's pages besides the chat: usage and money, settings, admin. Each
 // shows its own errors in its own error line (page-scoped by construction).
-import { admin, billing, convs, describe, limitKindName, tierName, timestampMs, until, Tier } from "./api";
+import { admin, batches, billing, convs, describe, limitKindName, tierName, timestampMs, until, Tier } from "./api";
+import { BatchStatus, type Batch } from "../../ts/src/gen/parley/v1/batch_pb";
 import { UsageGroupBy, type LimitStatus, type UsageBucket } from "../../ts/src/gen/parley/v1/billing_pb";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { WorkerState, type AdminUser, type Invitation } from "../../ts/src/gen/parley/v1/admin_pb";
@@ -75,13 +76,19 @@ export async function showUsage(model: string) {
   const balance = h("div", { class: "stat", id: "balance" }, "…");
   const limits = h("div", { id: "usage-limits" }, "Loading…");
   const charts = h("div", { id: "usage-charts" }, "Loading…");
+  const batchList = h("div", { id: "usage-batches" }, "Loading…");
   page.replaceChildren(h("h2", {}, "Usage"), err,
     h("section", {}, h("h3", {}, "Balance"), balance,
       h("p", { class: "muted" }, "The chat is covered by your tier's allowances below. The developer API (API keys) charges each request to this balance.")),
     h("section", {}, h("h3", {}, `Allowances · ${model}`), limits),
-    h("section", {}, h("h3", {}, "Spend and tokens"), charts));
+    h("section", {}, h("h3", {}, "Spend and tokens"), charts),
+    h("section", {}, h("h3", {}, "Batches"),
+      h("p", { class: "muted" }, "Files of API requests run on idle capacity at the batch price (/v1/batches)."), batchList));
   const days = lastDays(14);
   const start = new Date(); start.setHours(0, 0, 0, 0); start.setDate(start.getDate() - 13);
+  batches.listBatches({ pageSize: 20 }).then((r) => batchList.replaceChildren(r.batches.length
+    ? batchTable(r.batches, () => "")
+    : h("p", { class: "muted" }, "No batches yet."))).catch((e) => { batchList.textContent = "—"; err.textContent = describe(e); });
   const [b, l, u] = await Promise.allSettled([
     billing.getBalance({}),
     billing.getLimits({ model }),
@@ -95,6 +102,30 @@ export async function showUsage(model: string) {
   else { limits.textContent = "—"; err.textContent = describe(l.reason); }
   if (u.status === "fulfilled") charts.replaceChildren(u.value.buckets.length ? usageCharts(u.value.buckets, days) : h("p", { class: "muted" }, "No usage in the last 14 days."));
   else { charts.textContent = "—"; err.textContent = describe(u.reason); }
+}
+
+/** A batch's status as people read it. */
+function batchState(b: Batch): string {
+  return (BatchStatus[b.status] ?? "?").toLowerCase().replace("_", " ");
+}
+
+/** A table of batches: when, endpoint, status, progress, cost; owner gives an owner column's text ("" for none), action a last cell. */
+export function batchTable(list: Batch[], owner: (b: Batch) => string, action?: (b: Batch) => HTMLElement | string): HTMLElement {
+  const withOwner = list.some((b) => owner(b) !== "");
+  return h("div", { class: "table" }, h("table", { class: "batches" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Created"), ...(withOwner ? [h("th", {}, "Owner")] : []), h("th", {}, "Endpoint"),
+      h("th", {}, "Status"), h("th", {}, "Done / total"), h("th", {}, "Cost"), ...(action ? [h("th", {})] : []))),
+    h("tbody", {}, ...list.map((b) => {
+      const c = b.requestCounts;
+      return h("tr", { "data-batch": b.id },
+        h("td", {}, b.createdAt ? when(timestampMs(b.createdAt)) : ""),
+        ...(withOwner ? [h("td", { class: "email" }, owner(b))] : []),
+        h("td", {}, h("code", {}, b.endpoint)),
+        h("td", { class: "state" }, batchState(b)),
+        h("td", { class: "progress" }, c ? `${c.completed + c.failed} / ${c.total}${c.failed ? ` (${c.failed} failed)` : ""}` : ""),
+        h("td", {}, usd(b.costNanos)),
+        ...(action ? [h("td", {}, action(b))] : []));
+    }))));
 }
 
 export async function showSettings() {
@@ -130,6 +161,7 @@ export async function showAdmin() {
   const workers = h("div", { id: "admin-workers" }, "Loading…");
   const usage = h("div", { id: "admin-usage" }, "Loading…");
   const invites = h("div", { id: "admin-invites" }, "Loading…");
+  const openBatches = h("div", { id: "admin-batches" }, "Loading…");
   const inviteForm = h("form", { id: "invite-form", class: "row" },
     h("label", {}, "Accounts ", h("input", { name: "uses", type: "number", min: 1, max: 10000, value: 1, required: true })),
     h("label", {}, "Expires in ", h("input", { name: "days", type: "number", min: 1, max: 365, value: 7, required: true }), " days"),
@@ -142,6 +174,7 @@ export async function showAdmin() {
       h("p", { class: "muted" }, "Codes that let people sign up while the server runs with --signup invite."),
       inviteForm, inviteCode, invites),
     h("section", {}, h("h3", {}, "Workers"), workers),
+    h("section", {}, h("h3", {}, "Running batches"), openBatches),
     h("section", {}, h("h3", {}, "Recent usage"), usage));
   const act = async (fn: () => Promise<string>) => {
     err.textContent = ""; ok.textContent = "";
@@ -277,8 +310,20 @@ export async function showAdmin() {
   };
   let t = 0;
   search.oninput = () => { clearTimeout(t); t = window.setTimeout(loadUsers, 250); };
+  const loadBatches = async () => {
+    try {
+      const r = await admin.listOpenBatches({});
+      openBatches.replaceChildren(r.batches.length ? batchTable(r.batches, (b) => r.ownerEmails[b.id] ?? "(deleted account)",
+        (b) => b.status === BatchStatus.CANCELLING ? "" : h("button", { type: "button", class: "cancel-batch", onclick: () => act(async () => {
+          const c = await admin.cancelBatch({ batchId: b.id });
+          await loadBatches();
+          return `Batch ${c.batch!.id} is ${batchState(c.batch!)}.`;
+        }) }, "Cancel")) : h("p", { class: "muted" }, "No batch is running."));
+    } catch (e) { openBatches.textContent = "—"; err.textContent = describe(e); }
+  };
   loadUsers();
   loadInvites();
+  loadBatches();
   showRecentUsage();
   try {
     const r = await admin.listWorkers({});

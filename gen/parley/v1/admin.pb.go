@@ -142,6 +142,184 @@ func (ServedModelState) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_admin_proto_rawDescGZIP(), []int{1}
 }
 
+type ListOpenBatchesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOpenBatchesRequest) Reset() {
+	*x = ListOpenBatchesRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOpenBatchesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOpenBatchesRequest) ProtoMessage() {}
+
+func (x *ListOpenBatchesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOpenBatchesRequest.ProtoReflect.Descriptor instead.
+func (*ListOpenBatchesRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+type ListOpenBatchesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 200 batches, oldest first.
+	Batches []*Batch `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	// The owners' emails, by batch id.
+	OwnerEmails   map[string]string `protobuf:"bytes,2,rep,name=owner_emails,json=ownerEmails,proto3" json:"owner_emails,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOpenBatchesResponse) Reset() {
+	*x = ListOpenBatchesResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOpenBatchesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOpenBatchesResponse) ProtoMessage() {}
+
+func (x *ListOpenBatchesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOpenBatchesResponse.ProtoReflect.Descriptor instead.
+func (*ListOpenBatchesResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListOpenBatchesResponse) GetBatches() []*Batch {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+func (x *ListOpenBatchesResponse) GetOwnerEmails() map[string]string {
+	if x != nil {
+		return x.OwnerEmails
+	}
+	return nil
+}
+
+type AdminServiceCancelBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BatchId       string                 `protobuf:"bytes,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminServiceCancelBatchRequest) Reset() {
+	*x = AdminServiceCancelBatchRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminServiceCancelBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminServiceCancelBatchRequest) ProtoMessage() {}
+
+func (x *AdminServiceCancelBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminServiceCancelBatchRequest.ProtoReflect.Descriptor instead.
+func (*AdminServiceCancelBatchRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AdminServiceCancelBatchRequest) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
+}
+
+type AdminServiceCancelBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Batch         *Batch                 `protobuf:"bytes,1,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminServiceCancelBatchResponse) Reset() {
+	*x = AdminServiceCancelBatchResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminServiceCancelBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminServiceCancelBatchResponse) ProtoMessage() {}
+
+func (x *AdminServiceCancelBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminServiceCancelBatchResponse.ProtoReflect.Descriptor instead.
+func (*AdminServiceCancelBatchResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AdminServiceCancelBatchResponse) GetBatch() *Batch {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
 // Worker is a GPU worker as one gateway sees it.
 type Worker struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -171,7 +349,7 @@ type Worker struct {
 
 func (x *Worker) Reset() {
 	*x = Worker{}
-	mi := &file_parley_v1_admin_proto_msgTypes[0]
+	mi := &file_parley_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -183,7 +361,7 @@ func (x *Worker) String() string {
 func (*Worker) ProtoMessage() {}
 
 func (x *Worker) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[0]
+	mi := &file_parley_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -196,7 +374,7 @@ func (x *Worker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worker.ProtoReflect.Descriptor instead.
 func (*Worker) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Worker) GetAddress() string {
@@ -281,7 +459,7 @@ type WorkerLoad struct {
 
 func (x *WorkerLoad) Reset() {
 	*x = WorkerLoad{}
-	mi := &file_parley_v1_admin_proto_msgTypes[1]
+	mi := &file_parley_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +471,7 @@ func (x *WorkerLoad) String() string {
 func (*WorkerLoad) ProtoMessage() {}
 
 func (x *WorkerLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[1]
+	mi := &file_parley_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +484,7 @@ func (x *WorkerLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerLoad.ProtoReflect.Descriptor instead.
 func (*WorkerLoad) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkerLoad) GetRunning() int32 {
@@ -360,7 +538,7 @@ type SetUserTierRequest struct {
 
 func (x *SetUserTierRequest) Reset() {
 	*x = SetUserTierRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[2]
+	mi := &file_parley_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +550,7 @@ func (x *SetUserTierRequest) String() string {
 func (*SetUserTierRequest) ProtoMessage() {}
 
 func (x *SetUserTierRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[2]
+	mi := &file_parley_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +563,7 @@ func (x *SetUserTierRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserTierRequest.ProtoReflect.Descriptor instead.
 func (*SetUserTierRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SetUserTierRequest) GetUserId() string {
@@ -420,7 +598,7 @@ type SetUserTierResponse struct {
 
 func (x *SetUserTierResponse) Reset() {
 	*x = SetUserTierResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[3]
+	mi := &file_parley_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +610,7 @@ func (x *SetUserTierResponse) String() string {
 func (*SetUserTierResponse) ProtoMessage() {}
 
 func (x *SetUserTierResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[3]
+	mi := &file_parley_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +623,7 @@ func (x *SetUserTierResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserTierResponse.ProtoReflect.Descriptor instead.
 func (*SetUserTierResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SetUserTierResponse) GetUser() *User {
@@ -473,7 +651,7 @@ type AdjustBalanceRequest struct {
 
 func (x *AdjustBalanceRequest) Reset() {
 	*x = AdjustBalanceRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[4]
+	mi := &file_parley_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +663,7 @@ func (x *AdjustBalanceRequest) String() string {
 func (*AdjustBalanceRequest) ProtoMessage() {}
 
 func (x *AdjustBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[4]
+	mi := &file_parley_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +676,7 @@ func (x *AdjustBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustBalanceRequest.ProtoReflect.Descriptor instead.
 func (*AdjustBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AdjustBalanceRequest) GetUserId() string {
@@ -540,7 +718,7 @@ type AdjustBalanceResponse struct {
 
 func (x *AdjustBalanceResponse) Reset() {
 	*x = AdjustBalanceResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[5]
+	mi := &file_parley_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +730,7 @@ func (x *AdjustBalanceResponse) String() string {
 func (*AdjustBalanceResponse) ProtoMessage() {}
 
 func (x *AdjustBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[5]
+	mi := &file_parley_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +743,7 @@ func (x *AdjustBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustBalanceResponse.ProtoReflect.Descriptor instead.
 func (*AdjustBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AdjustBalanceResponse) GetBalanceNanos() int64 {
@@ -584,7 +762,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[6]
+	mi := &file_parley_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +774,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[6]
+	mi := &file_parley_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +787,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 // ListWorkersResponse is the response of AdminService.ListWorkers.
@@ -623,7 +801,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[7]
+	mi := &file_parley_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +813,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[7]
+	mi := &file_parley_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +826,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -668,7 +846,7 @@ type ListServedModelsRequest struct {
 
 func (x *ListServedModelsRequest) Reset() {
 	*x = ListServedModelsRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	mi := &file_parley_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +858,7 @@ func (x *ListServedModelsRequest) String() string {
 func (*ListServedModelsRequest) ProtoMessage() {}
 
 func (x *ListServedModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[8]
+	mi := &file_parley_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +871,7 @@ func (x *ListServedModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServedModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListServedModelsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 // ListServedModelsResponse is the response of AdminService.ListServedModels.
@@ -707,7 +885,7 @@ type ListServedModelsResponse struct {
 
 func (x *ListServedModelsResponse) Reset() {
 	*x = ListServedModelsResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	mi := &file_parley_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +897,7 @@ func (x *ListServedModelsResponse) String() string {
 func (*ListServedModelsResponse) ProtoMessage() {}
 
 func (x *ListServedModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[9]
+	mi := &file_parley_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +910,7 @@ func (x *ListServedModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServedModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListServedModelsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListServedModelsResponse) GetModels() []*ServedModel {
@@ -760,7 +938,7 @@ type ServedModel struct {
 
 func (x *ServedModel) Reset() {
 	*x = ServedModel{}
-	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	mi := &file_parley_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +950,7 @@ func (x *ServedModel) String() string {
 func (*ServedModel) ProtoMessage() {}
 
 func (x *ServedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[10]
+	mi := &file_parley_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +963,7 @@ func (x *ServedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedModel.ProtoReflect.Descriptor instead.
 func (*ServedModel) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ServedModel) GetId() string {
@@ -831,7 +1009,7 @@ type ServedModelWorker struct {
 
 func (x *ServedModelWorker) Reset() {
 	*x = ServedModelWorker{}
-	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	mi := &file_parley_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1021,7 @@ func (x *ServedModelWorker) String() string {
 func (*ServedModelWorker) ProtoMessage() {}
 
 func (x *ServedModelWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[11]
+	mi := &file_parley_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1034,7 @@ func (x *ServedModelWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServedModelWorker.ProtoReflect.Descriptor instead.
 func (*ServedModelWorker) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ServedModelWorker) GetAddress() string {
@@ -900,7 +1078,7 @@ type AdminServiceListUsageRequest struct {
 
 func (x *AdminServiceListUsageRequest) Reset() {
 	*x = AdminServiceListUsageRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[12]
+	mi := &file_parley_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1090,7 @@ func (x *AdminServiceListUsageRequest) String() string {
 func (*AdminServiceListUsageRequest) ProtoMessage() {}
 
 func (x *AdminServiceListUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[12]
+	mi := &file_parley_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1103,7 @@ func (x *AdminServiceListUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminServiceListUsageRequest.ProtoReflect.Descriptor instead.
 func (*AdminServiceListUsageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AdminServiceListUsageRequest) GetUserId() string {
@@ -972,7 +1150,7 @@ type AdminServiceListUsageResponse struct {
 
 func (x *AdminServiceListUsageResponse) Reset() {
 	*x = AdminServiceListUsageResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[13]
+	mi := &file_parley_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1162,7 @@ func (x *AdminServiceListUsageResponse) String() string {
 func (*AdminServiceListUsageResponse) ProtoMessage() {}
 
 func (x *AdminServiceListUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[13]
+	mi := &file_parley_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1175,7 @@ func (x *AdminServiceListUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminServiceListUsageResponse.ProtoReflect.Descriptor instead.
 func (*AdminServiceListUsageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AdminServiceListUsageResponse) GetUsageRecords() []*UsageRecord {
@@ -1037,7 +1215,7 @@ type SearchUsersRequest struct {
 
 func (x *SearchUsersRequest) Reset() {
 	*x = SearchUsersRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[14]
+	mi := &file_parley_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1227,7 @@ func (x *SearchUsersRequest) String() string {
 func (*SearchUsersRequest) ProtoMessage() {}
 
 func (x *SearchUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[14]
+	mi := &file_parley_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1240,7 @@ func (x *SearchUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchUsersRequest.ProtoReflect.Descriptor instead.
 func (*SearchUsersRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SearchUsersRequest) GetEmailPrefix() string {
@@ -1099,7 +1277,7 @@ type SearchUsersResponse struct {
 
 func (x *SearchUsersResponse) Reset() {
 	*x = SearchUsersResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[15]
+	mi := &file_parley_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1289,7 @@ func (x *SearchUsersResponse) String() string {
 func (*SearchUsersResponse) ProtoMessage() {}
 
 func (x *SearchUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[15]
+	mi := &file_parley_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1302,7 @@ func (x *SearchUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchUsersResponse.ProtoReflect.Descriptor instead.
 func (*SearchUsersResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SearchUsersResponse) GetUsers() []*AdminUser {
@@ -1156,7 +1334,7 @@ type AdminUser struct {
 
 func (x *AdminUser) Reset() {
 	*x = AdminUser{}
-	mi := &file_parley_v1_admin_proto_msgTypes[16]
+	mi := &file_parley_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1346,7 @@ func (x *AdminUser) String() string {
 func (*AdminUser) ProtoMessage() {}
 
 func (x *AdminUser) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[16]
+	mi := &file_parley_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1359,7 @@ func (x *AdminUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminUser.ProtoReflect.Descriptor instead.
 func (*AdminUser) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AdminUser) GetUser() *User {
@@ -1221,7 +1399,7 @@ type SetUserAdminRequest struct {
 
 func (x *SetUserAdminRequest) Reset() {
 	*x = SetUserAdminRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[17]
+	mi := &file_parley_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1411,7 @@ func (x *SetUserAdminRequest) String() string {
 func (*SetUserAdminRequest) ProtoMessage() {}
 
 func (x *SetUserAdminRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[17]
+	mi := &file_parley_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1424,7 @@ func (x *SetUserAdminRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserAdminRequest.ProtoReflect.Descriptor instead.
 func (*SetUserAdminRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetUserAdminRequest) GetUserId() string {
@@ -1281,7 +1459,7 @@ type SetUserAdminResponse struct {
 
 func (x *SetUserAdminResponse) Reset() {
 	*x = SetUserAdminResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[18]
+	mi := &file_parley_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1471,7 @@ func (x *SetUserAdminResponse) String() string {
 func (*SetUserAdminResponse) ProtoMessage() {}
 
 func (x *SetUserAdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[18]
+	mi := &file_parley_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1484,7 @@ func (x *SetUserAdminResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserAdminResponse.ProtoReflect.Descriptor instead.
 func (*SetUserAdminResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetUserAdminResponse) GetUser() *User {
@@ -1332,7 +1510,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[19]
+	mi := &file_parley_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1522,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[19]
+	mi := &file_parley_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1535,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListAuditEventsRequest) GetUserId() string {
@@ -1394,7 +1572,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[20]
+	mi := &file_parley_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1584,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[20]
+	mi := &file_parley_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1597,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListAuditEventsResponse) GetEvents() []*AuditEvent {
@@ -1461,7 +1639,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_parley_v1_admin_proto_msgTypes[21]
+	mi := &file_parley_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1651,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[21]
+	mi := &file_parley_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1664,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AuditEvent) GetEventId() string {
@@ -1568,7 +1746,7 @@ type Invitation struct {
 
 func (x *Invitation) Reset() {
 	*x = Invitation{}
-	mi := &file_parley_v1_admin_proto_msgTypes[22]
+	mi := &file_parley_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1758,7 @@ func (x *Invitation) String() string {
 func (*Invitation) ProtoMessage() {}
 
 func (x *Invitation) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[22]
+	mi := &file_parley_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1771,7 @@ func (x *Invitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invitation.ProtoReflect.Descriptor instead.
 func (*Invitation) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Invitation) GetInvitationId() string {
@@ -1681,7 +1859,7 @@ type CreateInvitationRequest struct {
 
 func (x *CreateInvitationRequest) Reset() {
 	*x = CreateInvitationRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[23]
+	mi := &file_parley_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1871,7 @@ func (x *CreateInvitationRequest) String() string {
 func (*CreateInvitationRequest) ProtoMessage() {}
 
 func (x *CreateInvitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[23]
+	mi := &file_parley_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1884,7 @@ func (x *CreateInvitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateInvitationRequest.ProtoReflect.Descriptor instead.
 func (*CreateInvitationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateInvitationRequest) GetMaxUses() int64 {
@@ -1743,7 +1921,7 @@ type CreateInvitationResponse struct {
 
 func (x *CreateInvitationResponse) Reset() {
 	*x = CreateInvitationResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[24]
+	mi := &file_parley_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1933,7 @@ func (x *CreateInvitationResponse) String() string {
 func (*CreateInvitationResponse) ProtoMessage() {}
 
 func (x *CreateInvitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[24]
+	mi := &file_parley_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1946,7 @@ func (x *CreateInvitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateInvitationResponse.ProtoReflect.Descriptor instead.
 func (*CreateInvitationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateInvitationResponse) GetInvitation() *Invitation {
@@ -1798,7 +1976,7 @@ type ListInvitationsRequest struct {
 
 func (x *ListInvitationsRequest) Reset() {
 	*x = ListInvitationsRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[25]
+	mi := &file_parley_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1988,7 @@ func (x *ListInvitationsRequest) String() string {
 func (*ListInvitationsRequest) ProtoMessage() {}
 
 func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[25]
+	mi := &file_parley_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +2001,7 @@ func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvitationsRequest.ProtoReflect.Descriptor instead.
 func (*ListInvitationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListInvitationsRequest) GetPageSize() int32 {
@@ -1853,7 +2031,7 @@ type ListInvitationsResponse struct {
 
 func (x *ListInvitationsResponse) Reset() {
 	*x = ListInvitationsResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[26]
+	mi := &file_parley_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +2043,7 @@ func (x *ListInvitationsResponse) String() string {
 func (*ListInvitationsResponse) ProtoMessage() {}
 
 func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[26]
+	mi := &file_parley_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +2056,7 @@ func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvitationsResponse.ProtoReflect.Descriptor instead.
 func (*ListInvitationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListInvitationsResponse) GetInvitations() []*Invitation {
@@ -1906,7 +2084,7 @@ type RevokeInvitationRequest struct {
 
 func (x *RevokeInvitationRequest) Reset() {
 	*x = RevokeInvitationRequest{}
-	mi := &file_parley_v1_admin_proto_msgTypes[27]
+	mi := &file_parley_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2096,7 @@ func (x *RevokeInvitationRequest) String() string {
 func (*RevokeInvitationRequest) ProtoMessage() {}
 
 func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[27]
+	mi := &file_parley_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2109,7 @@ func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeInvitationRequest.ProtoReflect.Descriptor instead.
 func (*RevokeInvitationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RevokeInvitationRequest) GetInvitationId() string {
@@ -1952,7 +2130,7 @@ type RevokeInvitationResponse struct {
 
 func (x *RevokeInvitationResponse) Reset() {
 	*x = RevokeInvitationResponse{}
-	mi := &file_parley_v1_admin_proto_msgTypes[28]
+	mi := &file_parley_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2142,7 @@ func (x *RevokeInvitationResponse) String() string {
 func (*RevokeInvitationResponse) ProtoMessage() {}
 
 func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_admin_proto_msgTypes[28]
+	mi := &file_parley_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2155,7 @@ func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeInvitationResponse.ProtoReflect.Descriptor instead.
 func (*RevokeInvitationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RevokeInvitationResponse) GetInvitation() *Invitation {
@@ -1991,7 +2169,18 @@ var File_parley_v1_admin_proto protoreflect.FileDescriptor
 
 const file_parley_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\xe1\x02\n" +
+	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x15parley/v1/batch.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\x18\n" +
+	"\x16ListOpenBatchesRequest\"\xdd\x01\n" +
+	"\x17ListOpenBatchesResponse\x12*\n" +
+	"\abatches\x18\x01 \x03(\v2\x10.parley.v1.BatchR\abatches\x12V\n" +
+	"\fowner_emails\x18\x02 \x03(\v23.parley.v1.ListOpenBatchesResponse.OwnerEmailsEntryR\vownerEmails\x1a>\n" +
+	"\x10OwnerEmailsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\";\n" +
+	"\x1eAdminServiceCancelBatchRequest\x12\x19\n" +
+	"\bbatch_id\x18\x01 \x01(\tR\abatchId\"I\n" +
+	"\x1fAdminServiceCancelBatchResponse\x12&\n" +
+	"\x05batch\x18\x01 \x01(\v2\x10.parley.v1.BatchR\x05batch\"\xe1\x02\n" +
 	"\x06Worker\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06models\x18\x02 \x03(\tR\x06models\x12,\n" +
@@ -2138,7 +2327,7 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x1eSERVED_MODEL_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cSERVED_MODEL_STATE_AVAILABLE\x10\x01\x12\"\n" +
 	"\x1eSERVED_MODEL_STATE_UNAVAILABLE\x10\x02\x12\x1e\n" +
-	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\xc8\a\n" +
+	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\x88\t\n" +
 	"\fAdminService\x12L\n" +
 	"\vSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n" +
 	"\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n" +
@@ -2150,7 +2339,9 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x0fListAuditEvents\x12!.parley.v1.ListAuditEventsRequest\x1a\".parley.v1.ListAuditEventsResponse\x12[\n" +
 	"\x10CreateInvitation\x12\".parley.v1.CreateInvitationRequest\x1a#.parley.v1.CreateInvitationResponse\x12X\n" +
 	"\x0fListInvitations\x12!.parley.v1.ListInvitationsRequest\x1a\".parley.v1.ListInvitationsResponse\x12[\n" +
-	"\x10RevokeInvitation\x12\".parley.v1.RevokeInvitationRequest\x1a#.parley.v1.RevokeInvitationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x10RevokeInvitation\x12\".parley.v1.RevokeInvitationRequest\x1a#.parley.v1.RevokeInvitationResponse\x12X\n" +
+	"\x0fListOpenBatches\x12!.parley.v1.ListOpenBatchesRequest\x1a\".parley.v1.ListOpenBatchesResponse\x12d\n" +
+	"\vCancelBatch\x12).parley.v1.AdminServiceCancelBatchRequest\x1a*.parley.v1.AdminServiceCancelBatchResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_admin_proto_rawDescOnce sync.Once
@@ -2165,99 +2356,112 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_parley_v1_admin_proto_goTypes = []any{
-	(WorkerState)(0),                      // 0: parley.v1.WorkerState
-	(ServedModelState)(0),                 // 1: parley.v1.ServedModelState
-	(*Worker)(nil),                        // 2: parley.v1.Worker
-	(*WorkerLoad)(nil),                    // 3: parley.v1.WorkerLoad
-	(*SetUserTierRequest)(nil),            // 4: parley.v1.SetUserTierRequest
-	(*SetUserTierResponse)(nil),           // 5: parley.v1.SetUserTierResponse
-	(*AdjustBalanceRequest)(nil),          // 6: parley.v1.AdjustBalanceRequest
-	(*AdjustBalanceResponse)(nil),         // 7: parley.v1.AdjustBalanceResponse
-	(*ListWorkersRequest)(nil),            // 8: parley.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),           // 9: parley.v1.ListWorkersResponse
-	(*ListServedModelsRequest)(nil),       // 10: parley.v1.ListServedModelsRequest
-	(*ListServedModelsResponse)(nil),      // 11: parley.v1.ListServedModelsResponse
-	(*ServedModel)(nil),                   // 12: parley.v1.ServedModel
-	(*ServedModelWorker)(nil),             // 13: parley.v1.ServedModelWorker
-	(*AdminServiceListUsageRequest)(nil),  // 14: parley.v1.AdminServiceListUsageRequest
-	(*AdminServiceListUsageResponse)(nil), // 15: parley.v1.AdminServiceListUsageResponse
-	(*SearchUsersRequest)(nil),            // 16: parley.v1.SearchUsersRequest
-	(*SearchUsersResponse)(nil),           // 17: parley.v1.SearchUsersResponse
-	(*AdminUser)(nil),                     // 18: parley.v1.AdminUser
-	(*SetUserAdminRequest)(nil),           // 19: parley.v1.SetUserAdminRequest
-	(*SetUserAdminResponse)(nil),          // 20: parley.v1.SetUserAdminResponse
-	(*ListAuditEventsRequest)(nil),        // 21: parley.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),       // 22: parley.v1.ListAuditEventsResponse
-	(*AuditEvent)(nil),                    // 23: parley.v1.AuditEvent
-	(*Invitation)(nil),                    // 24: parley.v1.Invitation
-	(*CreateInvitationRequest)(nil),       // 25: parley.v1.CreateInvitationRequest
-	(*CreateInvitationResponse)(nil),      // 26: parley.v1.CreateInvitationResponse
-	(*ListInvitationsRequest)(nil),        // 27: parley.v1.ListInvitationsRequest
-	(*ListInvitationsResponse)(nil),       // 28: parley.v1.ListInvitationsResponse
-	(*RevokeInvitationRequest)(nil),       // 29: parley.v1.RevokeInvitationRequest
-	(*RevokeInvitationResponse)(nil),      // 30: parley.v1.RevokeInvitationResponse
-	nil,                                   // 31: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
-	(*timestamppb.Timestamp)(nil),         // 32: google.protobuf.Timestamp
-	(Tier)(0),                             // 33: parley.v1.Tier
-	(*User)(nil),                          // 34: parley.v1.User
-	(*UsageRecord)(nil),                   // 35: parley.v1.UsageRecord
-	(*durationpb.Duration)(nil),           // 36: google.protobuf.Duration
+	(WorkerState)(0),                        // 0: parley.v1.WorkerState
+	(ServedModelState)(0),                   // 1: parley.v1.ServedModelState
+	(*ListOpenBatchesRequest)(nil),          // 2: parley.v1.ListOpenBatchesRequest
+	(*ListOpenBatchesResponse)(nil),         // 3: parley.v1.ListOpenBatchesResponse
+	(*AdminServiceCancelBatchRequest)(nil),  // 4: parley.v1.AdminServiceCancelBatchRequest
+	(*AdminServiceCancelBatchResponse)(nil), // 5: parley.v1.AdminServiceCancelBatchResponse
+	(*Worker)(nil),                          // 6: parley.v1.Worker
+	(*WorkerLoad)(nil),                      // 7: parley.v1.WorkerLoad
+	(*SetUserTierRequest)(nil),              // 8: parley.v1.SetUserTierRequest
+	(*SetUserTierResponse)(nil),             // 9: parley.v1.SetUserTierResponse
+	(*AdjustBalanceRequest)(nil),            // 10: parley.v1.AdjustBalanceRequest
+	(*AdjustBalanceResponse)(nil),           // 11: parley.v1.AdjustBalanceResponse
+	(*ListWorkersRequest)(nil),              // 12: parley.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),             // 13: parley.v1.ListWorkersResponse
+	(*ListServedModelsRequest)(nil),         // 14: parley.v1.ListServedModelsRequest
+	(*ListServedModelsResponse)(nil),        // 15: parley.v1.ListServedModelsResponse
+	(*ServedModel)(nil),                     // 16: parley.v1.ServedModel
+	(*ServedModelWorker)(nil),               // 17: parley.v1.ServedModelWorker
+	(*AdminServiceListUsageRequest)(nil),    // 18: parley.v1.AdminServiceListUsageRequest
+	(*AdminServiceListUsageResponse)(nil),   // 19: parley.v1.AdminServiceListUsageResponse
+	(*SearchUsersRequest)(nil),              // 20: parley.v1.SearchUsersRequest
+	(*SearchUsersResponse)(nil),             // 21: parley.v1.SearchUsersResponse
+	(*AdminUser)(nil),                       // 22: parley.v1.AdminUser
+	(*SetUserAdminRequest)(nil),             // 23: parley.v1.SetUserAdminRequest
+	(*SetUserAdminResponse)(nil),            // 24: parley.v1.SetUserAdminResponse
+	(*ListAuditEventsRequest)(nil),          // 25: parley.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),         // 26: parley.v1.ListAuditEventsResponse
+	(*AuditEvent)(nil),                      // 27: parley.v1.AuditEvent
+	(*Invitation)(nil),                      // 28: parley.v1.Invitation
+	(*CreateInvitationRequest)(nil),         // 29: parley.v1.CreateInvitationRequest
+	(*CreateInvitationResponse)(nil),        // 30: parley.v1.CreateInvitationResponse
+	(*ListInvitationsRequest)(nil),          // 31: parley.v1.ListInvitationsRequest
+	(*ListInvitationsResponse)(nil),         // 32: parley.v1.ListInvitationsResponse
+	(*RevokeInvitationRequest)(nil),         // 33: parley.v1.RevokeInvitationRequest
+	(*RevokeInvitationResponse)(nil),        // 34: parley.v1.RevokeInvitationResponse
+	nil,                                     // 35: parley.v1.ListOpenBatchesResponse.OwnerEmailsEntry
+	nil,                                     // 36: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	(*Batch)(nil),                           // 37: parley.v1.Batch
+	(*timestamppb.Timestamp)(nil),           // 38: google.protobuf.Timestamp
+	(Tier)(0),                               // 39: parley.v1.Tier
+	(*User)(nil),                            // 40: parley.v1.User
+	(*UsageRecord)(nil),                     // 41: parley.v1.UsageRecord
+	(*durationpb.Duration)(nil),             // 42: google.protobuf.Duration
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
-	0,  // 0: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
-	3,  // 1: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	32, // 2: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	33, // 3: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	34, // 4: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
-	2,  // 5: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
-	12, // 6: parley.v1.ListServedModelsResponse.models:type_name -> parley.v1.ServedModel
-	1,  // 7: parley.v1.ServedModel.state:type_name -> parley.v1.ServedModelState
-	13, // 8: parley.v1.ServedModel.workers:type_name -> parley.v1.ServedModelWorker
-	0,  // 9: parley.v1.ServedModelWorker.state:type_name -> parley.v1.WorkerState
-	35, // 10: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	31, // 11: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
-	18, // 12: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
-	34, // 13: parley.v1.AdminUser.user:type_name -> parley.v1.User
-	34, // 14: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
-	23, // 15: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	32, // 16: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	32, // 17: parley.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
-	32, // 18: parley.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 19: parley.v1.Invitation.last_used_at:type_name -> google.protobuf.Timestamp
-	32, // 20: parley.v1.Invitation.revoked_at:type_name -> google.protobuf.Timestamp
-	36, // 21: parley.v1.CreateInvitationRequest.ttl:type_name -> google.protobuf.Duration
-	24, // 22: parley.v1.CreateInvitationResponse.invitation:type_name -> parley.v1.Invitation
-	24, // 23: parley.v1.ListInvitationsResponse.invitations:type_name -> parley.v1.Invitation
-	24, // 24: parley.v1.RevokeInvitationResponse.invitation:type_name -> parley.v1.Invitation
-	4,  // 25: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	6,  // 26: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	8,  // 27: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	14, // 28: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
-	10, // 29: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
-	16, // 30: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
-	19, // 31: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
-	21, // 32: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
-	25, // 33: parley.v1.AdminService.CreateInvitation:input_type -> parley.v1.CreateInvitationRequest
-	27, // 34: parley.v1.AdminService.ListInvitations:input_type -> parley.v1.ListInvitationsRequest
-	29, // 35: parley.v1.AdminService.RevokeInvitation:input_type -> parley.v1.RevokeInvitationRequest
-	5,  // 36: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	7,  // 37: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	9,  // 38: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	15, // 39: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
-	11, // 40: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
-	17, // 41: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
-	20, // 42: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
-	22, // 43: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
-	26, // 44: parley.v1.AdminService.CreateInvitation:output_type -> parley.v1.CreateInvitationResponse
-	28, // 45: parley.v1.AdminService.ListInvitations:output_type -> parley.v1.ListInvitationsResponse
-	30, // 46: parley.v1.AdminService.RevokeInvitation:output_type -> parley.v1.RevokeInvitationResponse
-	36, // [36:47] is the sub-list for method output_type
-	25, // [25:36] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	37, // 0: parley.v1.ListOpenBatchesResponse.batches:type_name -> parley.v1.Batch
+	35, // 1: parley.v1.ListOpenBatchesResponse.owner_emails:type_name -> parley.v1.ListOpenBatchesResponse.OwnerEmailsEntry
+	37, // 2: parley.v1.AdminServiceCancelBatchResponse.batch:type_name -> parley.v1.Batch
+	0,  // 3: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
+	7,  // 4: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
+	38, // 5: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	39, // 6: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	40, // 7: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	6,  // 8: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
+	16, // 9: parley.v1.ListServedModelsResponse.models:type_name -> parley.v1.ServedModel
+	1,  // 10: parley.v1.ServedModel.state:type_name -> parley.v1.ServedModelState
+	17, // 11: parley.v1.ServedModel.workers:type_name -> parley.v1.ServedModelWorker
+	0,  // 12: parley.v1.ServedModelWorker.state:type_name -> parley.v1.WorkerState
+	41, // 13: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	36, // 14: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	22, // 15: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
+	40, // 16: parley.v1.AdminUser.user:type_name -> parley.v1.User
+	40, // 17: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
+	27, // 18: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	38, // 19: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	38, // 20: parley.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
+	38, // 21: parley.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 22: parley.v1.Invitation.last_used_at:type_name -> google.protobuf.Timestamp
+	38, // 23: parley.v1.Invitation.revoked_at:type_name -> google.protobuf.Timestamp
+	42, // 24: parley.v1.CreateInvitationRequest.ttl:type_name -> google.protobuf.Duration
+	28, // 25: parley.v1.CreateInvitationResponse.invitation:type_name -> parley.v1.Invitation
+	28, // 26: parley.v1.ListInvitationsResponse.invitations:type_name -> parley.v1.Invitation
+	28, // 27: parley.v1.RevokeInvitationResponse.invitation:type_name -> parley.v1.Invitation
+	8,  // 28: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	10, // 29: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	12, // 30: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	18, // 31: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	14, // 32: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
+	20, // 33: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
+	23, // 34: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
+	25, // 35: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
+	29, // 36: parley.v1.AdminService.CreateInvitation:input_type -> parley.v1.CreateInvitationRequest
+	31, // 37: parley.v1.AdminService.ListInvitations:input_type -> parley.v1.ListInvitationsRequest
+	33, // 38: parley.v1.AdminService.RevokeInvitation:input_type -> parley.v1.RevokeInvitationRequest
+	2,  // 39: parley.v1.AdminService.ListOpenBatches:input_type -> parley.v1.ListOpenBatchesRequest
+	4,  // 40: parley.v1.AdminService.CancelBatch:input_type -> parley.v1.AdminServiceCancelBatchRequest
+	9,  // 41: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	11, // 42: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	13, // 43: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	19, // 44: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	15, // 45: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
+	21, // 46: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
+	24, // 47: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
+	26, // 48: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
+	30, // 49: parley.v1.AdminService.CreateInvitation:output_type -> parley.v1.CreateInvitationResponse
+	32, // 50: parley.v1.AdminService.ListInvitations:output_type -> parley.v1.ListInvitationsResponse
+	34, // 51: parley.v1.AdminService.RevokeInvitation:output_type -> parley.v1.RevokeInvitationResponse
+	3,  // 52: parley.v1.AdminService.ListOpenBatches:output_type -> parley.v1.ListOpenBatchesResponse
+	5,  // 53: parley.v1.AdminService.CancelBatch:output_type -> parley.v1.AdminServiceCancelBatchResponse
+	41, // [41:54] is the sub-list for method output_type
+	28, // [28:41] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -2266,6 +2470,7 @@ func file_parley_v1_admin_proto_init() {
 		return
 	}
 	file_parley_v1_auth_proto_init()
+	file_parley_v1_batch_proto_init()
 	file_parley_v1_billing_proto_init()
 	file_parley_v1_common_proto_init()
 	type x struct{}
@@ -2274,7 +2479,7 @@ func file_parley_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   30,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

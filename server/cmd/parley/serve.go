@@ -222,6 +222,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		},
 		admin: &api.AdminHandler{
 			Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger, Catalog: catalog,
+			Batches: batches,
 		},
 	})
 

@@ -101,6 +101,13 @@ func (s batches) ListBatches(ctx context.Context, userID string, p store.PageReq
 	return out, next, nil
 }
 
+func (s batches) ListOpenBatches(ctx context.Context, limit int) ([]store.Batch, error) {
+	out, err := readRows(ctx, s.db, `SELECT `+batchCols+` FROM batches
+		WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling') ORDER BY created_at, id LIMIT $1`, []any{limit},
+		func(r pgx.Rows) (store.Batch, error) { return scanBatch(r) })
+	return out, mapErr(err)
+}
+
 func (s batches) CancelBatch(ctx context.Context, userID, id string, now time.Time) (store.Batch, error) {
 	var out store.Batch
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {

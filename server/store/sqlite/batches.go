@@ -103,6 +103,12 @@ func (s batches) ListBatches(ctx context.Context, userID string, p store.PageReq
 	return out, next, nil
 }
 
+func (s batches) ListOpenBatches(ctx context.Context, limit int) ([]store.Batch, error) {
+	return readRows(ctx, s.db, `SELECT `+batchCols+` FROM batches
+		WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling') ORDER BY created_at, id LIMIT ?`, []any{limit},
+		func(r *sql.Rows) (store.Batch, error) { return scanBatch(r) })
+}
+
 func (s batches) CancelBatch(ctx context.Context, userID, id string, now time.Time) (store.Batch, error) {
 	var out store.Batch
 	err := s.db.write(ctx, func(tx *txn) error {

@@ -113,6 +113,9 @@ func testBatchLifecycle(t *testing.T, newStore NewStore) {
 		!got.FinalizingAt.Equal(t0.Add(time.Minute)) || !got.CompletedAt.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("after completing: %+v", got)
 	}
+	if open, err := s.Batches.ListOpenBatches(ctx, 10); err != nil || len(open) != 0 {
+		t.Fatalf("ListOpenBatches after the batch ended: %v %v", open, err)
+	}
 	// An ended batch is not claimed again.
 	if _, ok, _ := s.Batches.ClaimBatch(ctx, t0.Add(time.Hour), time.Minute); ok {
 		t.Fatal("an ended batch was claimed")
@@ -121,6 +124,9 @@ func testBatchLifecycle(t *testing.T, newStore NewStore) {
 	// A failed validation keeps its errors.
 	f := newBatch(u.ID, t0.Add(time.Second))
 	noErr(t, s.Batches.CreateBatch(ctx, f), "CreateBatch")
+	if open, err := s.Batches.ListOpenBatches(ctx, 10); err != nil || len(open) != 1 || open[0].ID != f.ID || open[0].UserID != u.ID {
+		t.Fatalf("ListOpenBatches: %+v %v", open, err)
+	}
 	fc := claimOnly(t, s, f.ID, t0.Add(time.Hour))
 	errs := []store.BatchError{{Code: "duplicate_custom_id", Message: "custom_id req-1 is on line 1 already", Param: "custom_id", Line: 3}}
 	noErr(t, s.Batches.UpdateBatch(ctx, fc, store.BatchUpdate{Status: store.BatchFailed, At: t0.Add(time.Hour), Errors: errs}), "UpdateBatch failed")

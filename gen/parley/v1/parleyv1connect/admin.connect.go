@@ -65,6 +65,12 @@ const (
 	// AdminServiceRevokeInvitationProcedure is the fully-qualified name of the AdminService's
 	// RevokeInvitation RPC.
 	AdminServiceRevokeInvitationProcedure = "/parley.v1.AdminService/RevokeInvitation"
+	// AdminServiceListOpenBatchesProcedure is the fully-qualified name of the AdminService's
+	// ListOpenBatches RPC.
+	AdminServiceListOpenBatchesProcedure = "/parley.v1.AdminService/ListOpenBatches"
+	// AdminServiceCancelBatchProcedure is the fully-qualified name of the AdminService's CancelBatch
+	// RPC.
+	AdminServiceCancelBatchProcedure = "/parley.v1.AdminService/CancelBatch"
 )
 
 // AdminServiceClient is a client for the parley.v1.AdminService service.
@@ -115,6 +121,14 @@ type AdminServiceClient interface {
 	// the first revoked_at. It is audited under the calling admin.
 	// Errors: invalid_argument (invitation_id), not_found (invitation).
 	RevokeInvitation(context.Context, *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error)
+	// ListOpenBatches lists every user's batches that have not ended (validating,
+	// in progress, finalizing, cancelling), oldest first, with their progress and
+	// owners' emails.
+	ListOpenBatches(context.Context, *connect.Request[v1.ListOpenBatchesRequest]) (*connect.Response[v1.ListOpenBatchesResponse], error)
+	// CancelBatch cancels any user's batch, as its owner's cancel does (logged
+	// with the calling admin).
+	// Errors: invalid_argument (batch_id), not_found, failed_precondition (ended).
+	CancelBatch(context.Context, *connect.Request[v1.AdminServiceCancelBatchRequest]) (*connect.Response[v1.AdminServiceCancelBatchResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the parley.v1.AdminService service. By default, it
@@ -194,6 +208,18 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("RevokeInvitation")),
 			connect.WithClientOptions(opts...),
 		),
+		listOpenBatches: connect.NewClient[v1.ListOpenBatchesRequest, v1.ListOpenBatchesResponse](
+			httpClient,
+			baseURL+AdminServiceListOpenBatchesProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListOpenBatches")),
+			connect.WithClientOptions(opts...),
+		),
+		cancelBatch: connect.NewClient[v1.AdminServiceCancelBatchRequest, v1.AdminServiceCancelBatchResponse](
+			httpClient,
+			baseURL+AdminServiceCancelBatchProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("CancelBatch")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -210,6 +236,8 @@ type adminServiceClient struct {
 	createInvitation *connect.Client[v1.CreateInvitationRequest, v1.CreateInvitationResponse]
 	listInvitations  *connect.Client[v1.ListInvitationsRequest, v1.ListInvitationsResponse]
 	revokeInvitation *connect.Client[v1.RevokeInvitationRequest, v1.RevokeInvitationResponse]
+	listOpenBatches  *connect.Client[v1.ListOpenBatchesRequest, v1.ListOpenBatchesResponse]
+	cancelBatch      *connect.Client[v1.AdminServiceCancelBatchRequest, v1.AdminServiceCancelBatchResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -267,6 +295,16 @@ func (c *adminServiceClient) RevokeInvitation(ctx context.Context, req *connect.
 	return c.revokeInvitation.CallUnary(ctx, req)
 }
 
+// ListOpenBatches calls parley.v1.AdminService.ListOpenBatches.
+func (c *adminServiceClient) ListOpenBatches(ctx context.Context, req *connect.Request[v1.ListOpenBatchesRequest]) (*connect.Response[v1.ListOpenBatchesResponse], error) {
+	return c.listOpenBatches.CallUnary(ctx, req)
+}
+
+// CancelBatch calls parley.v1.AdminService.CancelBatch.
+func (c *adminServiceClient) CancelBatch(ctx context.Context, req *connect.Request[v1.AdminServiceCancelBatchRequest]) (*connect.Response[v1.AdminServiceCancelBatchResponse], error) {
+	return c.cancelBatch.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the parley.v1.AdminService service.
 type AdminServiceHandler interface {
 	// SetUserTier changes a user's tier; new limits apply to the next request.
@@ -315,6 +353,14 @@ type AdminServiceHandler interface {
 	// the first revoked_at. It is audited under the calling admin.
 	// Errors: invalid_argument (invitation_id), not_found (invitation).
 	RevokeInvitation(context.Context, *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error)
+	// ListOpenBatches lists every user's batches that have not ended (validating,
+	// in progress, finalizing, cancelling), oldest first, with their progress and
+	// owners' emails.
+	ListOpenBatches(context.Context, *connect.Request[v1.ListOpenBatchesRequest]) (*connect.Response[v1.ListOpenBatchesResponse], error)
+	// CancelBatch cancels any user's batch, as its owner's cancel does (logged
+	// with the calling admin).
+	// Errors: invalid_argument (batch_id), not_found, failed_precondition (ended).
+	CancelBatch(context.Context, *connect.Request[v1.AdminServiceCancelBatchRequest]) (*connect.Response[v1.AdminServiceCancelBatchResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -390,6 +436,18 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("RevokeInvitation")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceListOpenBatchesHandler := connect.NewUnaryHandler(
+		AdminServiceListOpenBatchesProcedure,
+		svc.ListOpenBatches,
+		connect.WithSchema(adminServiceMethods.ByName("ListOpenBatches")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceCancelBatchHandler := connect.NewUnaryHandler(
+		AdminServiceCancelBatchProcedure,
+		svc.CancelBatch,
+		connect.WithSchema(adminServiceMethods.ByName("CancelBatch")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceSetUserTierProcedure:
@@ -414,6 +472,10 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceListInvitationsHandler.ServeHTTP(w, r)
 		case AdminServiceRevokeInvitationProcedure:
 			adminServiceRevokeInvitationHandler.ServeHTTP(w, r)
+		case AdminServiceListOpenBatchesProcedure:
+			adminServiceListOpenBatchesHandler.ServeHTTP(w, r)
+		case AdminServiceCancelBatchProcedure:
+			adminServiceCancelBatchHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -465,4 +527,12 @@ func (UnimplementedAdminServiceHandler) ListInvitations(context.Context, *connec
 
 func (UnimplementedAdminServiceHandler) RevokeInvitation(context.Context, *connect.Request[v1.RevokeInvitationRequest]) (*connect.Response[v1.RevokeInvitationResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.RevokeInvitation is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListOpenBatches(context.Context, *connect.Request[v1.ListOpenBatchesRequest]) (*connect.Response[v1.ListOpenBatchesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListOpenBatches is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) CancelBatch(context.Context, *connect.Request[v1.AdminServiceCancelBatchRequest]) (*connect.Response[v1.AdminServiceCancelBatchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.CancelBatch is not implemented"))
 }

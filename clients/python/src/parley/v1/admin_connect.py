@@ -50,6 +50,12 @@ class AdminService(Protocol):
     async def revoke_invitation(self, request: parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def list_open_batches(self, request: parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def cancel_batch(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
     def __init__(self, service: AdminService | AsyncGenerator[AdminService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -165,6 +171,26 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.revoke_invitation,
+                ),
+                "/parley.v1.AdminService/ListOpenBatches": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListOpenBatches",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_open_batches,
+                ),
+                "/parley.v1.AdminService/CancelBatch": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CancelBatch",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest,
+                        output=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.cancel_batch,
                 ),
             },
             interceptors=interceptors,
@@ -399,6 +425,46 @@ class AdminServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def list_open_batches(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListOpenBatches",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def cancel_batch(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CancelBatch",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest,
+                output=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class AdminServiceSync(Protocol):
     def set_user_tier(self, request: parley_dot_v1_dot_admin__pb2.SetUserTierRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SetUserTierResponse:
@@ -422,6 +488,10 @@ class AdminServiceSync(Protocol):
     def list_invitations(self, request: parley_dot_v1_dot_admin__pb2.ListInvitationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListInvitationsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def revoke_invitation(self, request: parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_open_batches(self, request: parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def cancel_batch(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -538,6 +608,26 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.revoke_invitation,
+                ),
+                "/parley.v1.AdminService/ListOpenBatches": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListOpenBatches",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest,
+                        output=parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_open_batches,
+                ),
+                "/parley.v1.AdminService/CancelBatch": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CancelBatch",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest,
+                        output=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.cancel_batch,
                 ),
             },
             interceptors=interceptors,
@@ -766,6 +856,46 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.RevokeInvitationRequest,
                 output=parley_dot_v1_dot_admin__pb2.RevokeInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_open_batches(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListOpenBatches",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.ListOpenBatchesRequest,
+                output=parley_dot_v1_dot_admin__pb2.ListOpenBatchesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def cancel_batch(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CancelBatch",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchRequest,
+                output=parley_dot_v1_dot_admin__pb2.AdminServiceCancelBatchResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from parley.v1 import auth_pb2 as _auth_pb2
+from parley.v1 import batch_pb2 as _batch_pb2
 from parley.v1 import billing_pb2 as _billing_pb2
 from parley.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
@@ -37,6 +38,37 @@ SERVED_MODEL_STATE_UNSPECIFIED: ServedModelState
 SERVED_MODEL_STATE_AVAILABLE: ServedModelState
 SERVED_MODEL_STATE_UNAVAILABLE: ServedModelState
 SERVED_MODEL_STATE_REFUSED: ServedModelState
+
+class ListOpenBatchesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListOpenBatchesResponse(_message.Message):
+    __slots__ = ("batches", "owner_emails")
+    class OwnerEmailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    OWNER_EMAILS_FIELD_NUMBER: _ClassVar[int]
+    batches: _containers.RepeatedCompositeFieldContainer[_batch_pb2.Batch]
+    owner_emails: _containers.ScalarMap[str, str]
+    def __init__(self, batches: _Optional[_Iterable[_Union[_batch_pb2.Batch, _Mapping]]] = ..., owner_emails: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class AdminServiceCancelBatchRequest(_message.Message):
+    __slots__ = ("batch_id",)
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    batch_id: str
+    def __init__(self, batch_id: _Optional[str] = ...) -> None: ...
+
+class AdminServiceCancelBatchResponse(_message.Message):
+    __slots__ = ("batch",)
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    batch: _batch_pb2.Batch
+    def __init__(self, batch: _Optional[_Union[_batch_pb2.Batch, _Mapping]] = ...) -> None: ...
 
 class Worker(_message.Message):
     __slots__ = ("address", "models", "state", "load", "ejected_until", "consecutive_failures", "worker_id", "pool", "admission_limit")

@@ -8,6 +8,8 @@ import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { User } from "./auth_pb.js";
 import { file_parley_v1_auth } from "./auth_pb.js";
+import type { Batch } from "./batch_pb.js";
+import { file_parley_v1_batch } from "./batch_pb.js";
 import type { UsageRecord } from "./billing_pb.js";
 import { file_parley_v1_billing } from "./billing_pb.js";
 import type { Tier } from "./common_pb.js";
@@ -18,7 +20,80 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/admin.proto.
  */
 export const file_parley_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSKAAgoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkSDAoEcG9vbBgIIAEoCRIXCg9hZG1pc3Npb25fbGltaXQYCSABKAUidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiGQoXTGlzdFNlcnZlZE1vZGVsc1JlcXVlc3QiQgoYTGlzdFNlcnZlZE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBhcmxleS52MS5TZXJ2ZWRNb2RlbCKLAQoLU2VydmVkTW9kZWwSCgoCaWQYASABKAkSKgoFc3RhdGUYAiABKA4yGy5wYXJsZXkudjEuU2VydmVkTW9kZWxTdGF0ZRIVCg1kZWZhdWx0X3ByaWNlGAMgASgIEi0KB3dvcmtlcnMYBCADKAsyHC5wYXJsZXkudjEuU2VydmVkTW9kZWxXb3JrZXIiWQoRU2VydmVkTW9kZWxXb3JrZXISDwoHYWRkcmVzcxgBIAEoCRIMCgRwb29sGAIgASgJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlImgKHEFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIQCghlbmRfdXNlchgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSLpAQodQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USLQoNdXNhZ2VfcmVjb3JkcxgBIAMoCzIWLnBhcmxleS52MS5Vc2FnZVJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSTQoLdXNlcl9lbWFpbHMYAyADKAsyOC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2UuVXNlckVtYWlsc0VudHJ5GjEKD1VzZXJFbWFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKElNlYXJjaFVzZXJzUmVxdWVzdBIUCgxlbWFpbF9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUwoTU2VhcmNoVXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULnBhcmxleS52MS5BZG1pblVzZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKCUFkbWluVXNlchIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISFQoNYmFsYW5jZV9uYW5vcxgCIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgDIAEoAyJEChNTZXRVc2VyQWRtaW5SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFYWRtaW4YAyABKAgiNQoUU2V0VXNlckFkbWluUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyIlAKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5wYXJsZXkudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilQEKCkF1ZGl0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRraW5kGAMgASgJEgoKAmlwGAQgASgJEhIKCnVzZXJfYWdlbnQYBSABKAkSDgoGZGV0YWlsGAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK3AgoKSW52aXRhdGlvbhIVCg1pbnZpdGF0aW9uX2lkGAEgASgJEg4KBnByZWZpeBgCIAEoCRIMCgRub3RlGAMgASgJEhIKCmNyZWF0ZWRfYnkYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbWF4X3VzZXMYByABKAMSDAoEdXNlcxgIIAEoAxIwCgxsYXN0X3VzZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImEKF0NyZWF0ZUludml0YXRpb25SZXF1ZXN0EhAKCG1heF91c2VzGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIMCgRub3RlGAMgASgJIlMKGENyZWF0ZUludml0YXRpb25SZXNwb25zZRIpCgppbnZpdGF0aW9uGAEgASgLMhUucGFybGV5LnYxLkludml0YXRpb24SDAoEY29kZRgCIAEoCSI/ChZMaXN0SW52aXRhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIl4KF0xpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEioKC2ludml0YXRpb25zGAEgAygLMhUucGFybGV5LnYxLkludml0YXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjAKF1Jldm9rZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiRQoYUmV2b2tlSW52aXRhdGlvblJlc3BvbnNlEikKCmludml0YXRpb24YASABKAsyFS5wYXJsZXkudjEuSW52aXRhdGlvbiqVAQoLV29ya2VyU3RhdGUSHAoYV09SS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSV09SS0VSX1NUQVRFX1JFQURZEAESGAoUV09SS0VSX1NUQVRFX0VKRUNURUQQAhIbChdXT1JLRVJfU1RBVEVfQ09OTkVDVElORxADEhkKFVdPUktFUl9TVEFURV9EUkFJTklORxAEKpwBChBTZXJ2ZWRNb2RlbFN0YXRlEiIKHlNFUlZFRF9NT0RFTF9TVEFURV9VTlNQRUNJRklFRBAAEiAKHFNFUlZFRF9NT0RFTF9TVEFURV9BVkFJTEFCTEUQARIiCh5TRVJWRURfTU9ERUxfU1RBVEVfVU5BVkFJTEFCTEUQAhIeChpTRVJWRURfTU9ERUxfU1RBVEVfUkVGVVNFRBADMsgHCgxBZG1pblNlcnZpY2USTAoLU2V0VXNlclRpZXISHS5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXF1ZXN0Gh4ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVzcG9uc2USUgoNQWRqdXN0QmFsYW5jZRIfLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVxdWVzdBogLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVzcG9uc2USTAoLTGlzdFdvcmtlcnMSHS5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USXgoJTGlzdFVzYWdlEicucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QaKC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USWwoQTGlzdFNlcnZlZE1vZGVscxIiLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVxdWVzdBojLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVzcG9uc2USTAoLU2VhcmNoVXNlcnMSHS5wYXJsZXkudjEuU2VhcmNoVXNlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVzcG9uc2USTwoMU2V0VXNlckFkbWluEh4ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlcXVlc3QaHy5wYXJsZXkudjEuU2V0VXNlckFkbWluUmVzcG9uc2USWAoPTGlzdEF1ZGl0RXZlbnRzEiEucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USWwoQQ3JlYXRlSW52aXRhdGlvbhIiLnBhcmxleS52MS5DcmVhdGVJbnZpdGF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DcmVhdGVJbnZpdGF0aW9uUmVzcG9uc2USWAoPTGlzdEludml0YXRpb25zEiEucGFybGV5LnYxLkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEludml0YXRpb25zUmVzcG9uc2USWwoQUmV2b2tlSW52aXRhdGlvbhIiLnBhcmxleS52MS5SZXZva2VJbnZpdGF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5SZXZva2VJbnZpdGF0aW9uUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_billing, file_parley_v1_common]);
+  fileDesc("ChVwYXJsZXkvdjEvYWRtaW4ucHJvdG8SCXBhcmxleS52MSIYChZMaXN0T3BlbkJhdGNoZXNSZXF1ZXN0IrsBChdMaXN0T3BlbkJhdGNoZXNSZXNwb25zZRIhCgdiYXRjaGVzGAEgAygLMhAucGFybGV5LnYxLkJhdGNoEkkKDG93bmVyX2VtYWlscxgCIAMoCzIzLnBhcmxleS52MS5MaXN0T3BlbkJhdGNoZXNSZXNwb25zZS5Pd25lckVtYWlsc0VudHJ5GjIKEE93bmVyRW1haWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCh5BZG1pblNlcnZpY2VDYW5jZWxCYXRjaFJlcXVlc3QSEAoIYmF0Y2hfaWQYASABKAkiQgofQWRtaW5TZXJ2aWNlQ2FuY2VsQmF0Y2hSZXNwb25zZRIfCgViYXRjaBgBIAEoCzIQLnBhcmxleS52MS5CYXRjaCKAAgoGV29ya2VyEg8KB2FkZHJlc3MYASABKAkSDgoGbW9kZWxzGAIgAygJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlEiMKBGxvYWQYBCABKAsyFS5wYXJsZXkudjEuV29ya2VyTG9hZBIxCg1lamVjdGVkX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoBRIRCgl3b3JrZXJfaWQYByABKAkSDAoEcG9vbBgIIAEoCRIXCg9hZG1pc3Npb25fbGltaXQYCSABKAUidQoKV29ya2VyTG9hZBIPCgdydW5uaW5nGAEgASgFEg8KB3dhaXRpbmcYAiABKAUSEQoJbWF4X2JhdGNoGAMgASgFEhYKDmt2X3VzZWRfdG9rZW5zGAQgASgDEhoKEmt2X2NhcGFjaXR5X3Rva2VucxgFIAEoAyJTChJTZXRVc2VyVGllclJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIdCgR0aWVyGAMgASgOMg8ucGFybGV5LnYxLlRpZXIiNAoTU2V0VXNlclRpZXJSZXNwb25zZRIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXIiWwoUQWRqdXN0QmFsYW5jZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRITCgtkZWx0YV9uYW5vcxgDIAEoAxIOCgZyZWFzb24YBCABKAkiLgoVQWRqdXN0QmFsYW5jZVJlc3BvbnNlEhUKDWJhbGFuY2VfbmFub3MYASABKAMiFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IjkKE0xpc3RXb3JrZXJzUmVzcG9uc2USIgoHd29ya2VycxgBIAMoCzIRLnBhcmxleS52MS5Xb3JrZXIiGQoXTGlzdFNlcnZlZE1vZGVsc1JlcXVlc3QiQgoYTGlzdFNlcnZlZE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBhcmxleS52MS5TZXJ2ZWRNb2RlbCKLAQoLU2VydmVkTW9kZWwSCgoCaWQYASABKAkSKgoFc3RhdGUYAiABKA4yGy5wYXJsZXkudjEuU2VydmVkTW9kZWxTdGF0ZRIVCg1kZWZhdWx0X3ByaWNlGAMgASgIEi0KB3dvcmtlcnMYBCADKAsyHC5wYXJsZXkudjEuU2VydmVkTW9kZWxXb3JrZXIiWQoRU2VydmVkTW9kZWxXb3JrZXISDwoHYWRkcmVzcxgBIAEoCRIMCgRwb29sGAIgASgJEiUKBXN0YXRlGAMgASgOMhYucGFybGV5LnYxLldvcmtlclN0YXRlImgKHEFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIQCghlbmRfdXNlchgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSLpAQodQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USLQoNdXNhZ2VfcmVjb3JkcxgBIAMoCzIWLnBhcmxleS52MS5Vc2FnZVJlY29yZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSTQoLdXNlcl9lbWFpbHMYAyADKAsyOC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2UuVXNlckVtYWlsc0VudHJ5GjEKD1VzZXJFbWFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlEKElNlYXJjaFVzZXJzUmVxdWVzdBIUCgxlbWFpbF9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiUwoTU2VhcmNoVXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULnBhcmxleS52MS5BZG1pblVzZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKCUFkbWluVXNlchIdCgR1c2VyGAEgASgLMg8ucGFybGV5LnYxLlVzZXISFQoNYmFsYW5jZV9uYW5vcxgCIAEoAxIWCg5yZXNlcnZlZF9uYW5vcxgDIAEoAyJEChNTZXRVc2VyQWRtaW5SZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDQoFYWRtaW4YAyABKAgiNQoUU2V0VXNlckFkbWluUmVzcG9uc2USHQoEdXNlchgBIAEoCzIPLnBhcmxleS52MS5Vc2VyIlAKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5wYXJsZXkudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilQEKCkF1ZGl0RXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRraW5kGAMgASgJEgoKAmlwGAQgASgJEhIKCnVzZXJfYWdlbnQYBSABKAkSDgoGZGV0YWlsGAYgASgJEiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK3AgoKSW52aXRhdGlvbhIVCg1pbnZpdGF0aW9uX2lkGAEgASgJEg4KBnByZWZpeBgCIAEoCRIMCgRub3RlGAMgASgJEhIKCmNyZWF0ZWRfYnkYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbWF4X3VzZXMYByABKAMSDAoEdXNlcxgIIAEoAxIwCgxsYXN0X3VzZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImEKF0NyZWF0ZUludml0YXRpb25SZXF1ZXN0EhAKCG1heF91c2VzGAEgASgDEiYKA3R0bBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIMCgRub3RlGAMgASgJIlMKGENyZWF0ZUludml0YXRpb25SZXNwb25zZRIpCgppbnZpdGF0aW9uGAEgASgLMhUucGFybGV5LnYxLkludml0YXRpb24SDAoEY29kZRgCIAEoCSI/ChZMaXN0SW52aXRhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIl4KF0xpc3RJbnZpdGF0aW9uc1Jlc3BvbnNlEioKC2ludml0YXRpb25zGAEgAygLMhUucGFybGV5LnYxLkludml0YXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjAKF1Jldm9rZUludml0YXRpb25SZXF1ZXN0EhUKDWludml0YXRpb25faWQYASABKAkiRQoYUmV2b2tlSW52aXRhdGlvblJlc3BvbnNlEikKCmludml0YXRpb24YASABKAsyFS5wYXJsZXkudjEuSW52aXRhdGlvbiqVAQoLV29ya2VyU3RhdGUSHAoYV09SS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSV09SS0VSX1NUQVRFX1JFQURZEAESGAoUV09SS0VSX1NUQVRFX0VKRUNURUQQAhIbChdXT1JLRVJfU1RBVEVfQ09OTkVDVElORxADEhkKFVdPUktFUl9TVEFURV9EUkFJTklORxAEKpwBChBTZXJ2ZWRNb2RlbFN0YXRlEiIKHlNFUlZFRF9NT0RFTF9TVEFURV9VTlNQRUNJRklFRBAAEiAKHFNFUlZFRF9NT0RFTF9TVEFURV9BVkFJTEFCTEUQARIiCh5TRVJWRURfTU9ERUxfU1RBVEVfVU5BVkFJTEFCTEUQAhIeChpTRVJWRURfTU9ERUxfU1RBVEVfUkVGVVNFRBADMogJCgxBZG1pblNlcnZpY2USTAoLU2V0VXNlclRpZXISHS5wYXJsZXkudjEuU2V0VXNlclRpZXJSZXF1ZXN0Gh4ucGFybGV5LnYxLlNldFVzZXJUaWVyUmVzcG9uc2USUgoNQWRqdXN0QmFsYW5jZRIfLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVxdWVzdBogLnBhcmxleS52MS5BZGp1c3RCYWxhbmNlUmVzcG9uc2USTAoLTGlzdFdvcmtlcnMSHS5wYXJsZXkudjEuTGlzdFdvcmtlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USXgoJTGlzdFVzYWdlEicucGFybGV5LnYxLkFkbWluU2VydmljZUxpc3RVc2FnZVJlcXVlc3QaKC5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlTGlzdFVzYWdlUmVzcG9uc2USWwoQTGlzdFNlcnZlZE1vZGVscxIiLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVxdWVzdBojLnBhcmxleS52MS5MaXN0U2VydmVkTW9kZWxzUmVzcG9uc2USTAoLU2VhcmNoVXNlcnMSHS5wYXJsZXkudjEuU2VhcmNoVXNlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlYXJjaFVzZXJzUmVzcG9uc2USTwoMU2V0VXNlckFkbWluEh4ucGFybGV5LnYxLlNldFVzZXJBZG1pblJlcXVlc3QaHy5wYXJsZXkudjEuU2V0VXNlckFkbWluUmVzcG9uc2USWAoPTGlzdEF1ZGl0RXZlbnRzEiEucGFybGV5LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USWwoQQ3JlYXRlSW52aXRhdGlvbhIiLnBhcmxleS52MS5DcmVhdGVJbnZpdGF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DcmVhdGVJbnZpdGF0aW9uUmVzcG9uc2USWAoPTGlzdEludml0YXRpb25zEiEucGFybGV5LnYxLkxpc3RJbnZpdGF0aW9uc1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdEludml0YXRpb25zUmVzcG9uc2USWwoQUmV2b2tlSW52aXRhdGlvbhIiLnBhcmxleS52MS5SZXZva2VJbnZpdGF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5SZXZva2VJbnZpdGF0aW9uUmVzcG9uc2USWAoPTGlzdE9wZW5CYXRjaGVzEiEucGFybGV5LnYxLkxpc3RPcGVuQmF0Y2hlc1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdE9wZW5CYXRjaGVzUmVzcG9uc2USZAoLQ2FuY2VsQmF0Y2gSKS5wYXJsZXkudjEuQWRtaW5TZXJ2aWNlQ2FuY2VsQmF0Y2hSZXF1ZXN0GioucGFybGV5LnYxLkFkbWluU2VydmljZUNhbmNlbEJhdGNoUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_auth, file_parley_v1_batch, file_parley_v1_billing, file_parley_v1_common]);
+
+/**
+ * @generated from message parley.v1.ListOpenBatchesRequest
+ */
+export type ListOpenBatchesRequest = Message<"parley.v1.ListOpenBatchesRequest"> & {
+};
+
+/**
+ * Describes the message parley.v1.ListOpenBatchesRequest.
+ * Use `create(ListOpenBatchesRequestSchema)` to create a new message.
+ */
+export const ListOpenBatchesRequestSchema: GenMessage<ListOpenBatchesRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 0);
+
+/**
+ * @generated from message parley.v1.ListOpenBatchesResponse
+ */
+export type ListOpenBatchesResponse = Message<"parley.v1.ListOpenBatchesResponse"> & {
+  /**
+   * At most 200 batches, oldest first.
+   *
+   * @generated from field: repeated parley.v1.Batch batches = 1;
+   */
+  batches: Batch[];
+
+  /**
+   * The owners' emails, by batch id.
+   *
+   * @generated from field: map<string, string> owner_emails = 2;
+   */
+  ownerEmails: { [key: string]: string };
+};
+
+/**
+ * Describes the message parley.v1.ListOpenBatchesResponse.
+ * Use `create(ListOpenBatchesResponseSchema)` to create a new message.
+ */
+export const ListOpenBatchesResponseSchema: GenMessage<ListOpenBatchesResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 1);
+
+/**
+ * @generated from message parley.v1.AdminServiceCancelBatchRequest
+ */
+export type AdminServiceCancelBatchRequest = Message<"parley.v1.AdminServiceCancelBatchRequest"> & {
+  /**
+   * @generated from field: string batch_id = 1;
+   */
+  batchId: string;
+};
+
+/**
+ * Describes the message parley.v1.AdminServiceCancelBatchRequest.
+ * Use `create(AdminServiceCancelBatchRequestSchema)` to create a new message.
+ */
+export const AdminServiceCancelBatchRequestSchema: GenMessage<AdminServiceCancelBatchRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 2);
+
+/**
+ * @generated from message parley.v1.AdminServiceCancelBatchResponse
+ */
+export type AdminServiceCancelBatchResponse = Message<"parley.v1.AdminServiceCancelBatchResponse"> & {
+  /**
+   * @generated from field: parley.v1.Batch batch = 1;
+   */
+  batch?: Batch | undefined;
+};
+
+/**
+ * Describes the message parley.v1.AdminServiceCancelBatchResponse.
+ * Use `create(AdminServiceCancelBatchResponseSchema)` to create a new message.
+ */
+export const AdminServiceCancelBatchResponseSchema: GenMessage<AdminServiceCancelBatchResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_admin, 3);
 
 /**
  * Worker is a GPU worker as one gateway sees it.
@@ -97,7 +172,7 @@ export type Worker = Message<"parley.v1.Worker"> & {
  * Use `create(WorkerSchema)` to create a new message.
  */
 export const WorkerSchema: GenMessage<Worker> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 0);
+  messageDesc(file_parley_v1_admin, 4);
 
 /**
  * WorkerLoad is a worker's load as it last reported it.
@@ -146,7 +221,7 @@ export type WorkerLoad = Message<"parley.v1.WorkerLoad"> & {
  * Use `create(WorkerLoadSchema)` to create a new message.
  */
 export const WorkerLoadSchema: GenMessage<WorkerLoad> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 1);
+  messageDesc(file_parley_v1_admin, 5);
 
 /**
  * SetUserTierRequest is the request of AdminService.SetUserTier. Exactly one of user_id
@@ -182,7 +257,7 @@ export type SetUserTierRequest = Message<"parley.v1.SetUserTierRequest"> & {
  * Use `create(SetUserTierRequestSchema)` to create a new message.
  */
 export const SetUserTierRequestSchema: GenMessage<SetUserTierRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 2);
+  messageDesc(file_parley_v1_admin, 6);
 
 /**
  * SetUserTierResponse is the response of AdminService.SetUserTier.
@@ -203,7 +278,7 @@ export type SetUserTierResponse = Message<"parley.v1.SetUserTierResponse"> & {
  * Use `create(SetUserTierResponseSchema)` to create a new message.
  */
 export const SetUserTierResponseSchema: GenMessage<SetUserTierResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 3);
+  messageDesc(file_parley_v1_admin, 7);
 
 /**
  * AdjustBalanceRequest is the request of AdminService.AdjustBalance. Exactly one of
@@ -246,7 +321,7 @@ export type AdjustBalanceRequest = Message<"parley.v1.AdjustBalanceRequest"> & {
  * Use `create(AdjustBalanceRequestSchema)` to create a new message.
  */
 export const AdjustBalanceRequestSchema: GenMessage<AdjustBalanceRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 4);
+  messageDesc(file_parley_v1_admin, 8);
 
 /**
  * AdjustBalanceResponse is the response of AdminService.AdjustBalance.
@@ -267,7 +342,7 @@ export type AdjustBalanceResponse = Message<"parley.v1.AdjustBalanceResponse"> &
  * Use `create(AdjustBalanceResponseSchema)` to create a new message.
  */
 export const AdjustBalanceResponseSchema: GenMessage<AdjustBalanceResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 5);
+  messageDesc(file_parley_v1_admin, 9);
 
 /**
  * ListWorkersRequest is the request of AdminService.ListWorkers. It has no fields.
@@ -282,7 +357,7 @@ export type ListWorkersRequest = Message<"parley.v1.ListWorkersRequest"> & {
  * Use `create(ListWorkersRequestSchema)` to create a new message.
  */
 export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 6);
+  messageDesc(file_parley_v1_admin, 10);
 
 /**
  * ListWorkersResponse is the response of AdminService.ListWorkers.
@@ -303,7 +378,7 @@ export type ListWorkersResponse = Message<"parley.v1.ListWorkersResponse"> & {
  * Use `create(ListWorkersResponseSchema)` to create a new message.
  */
 export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 7);
+  messageDesc(file_parley_v1_admin, 11);
 
 /**
  * ListServedModelsRequest is the request of AdminService.ListServedModels. It
@@ -319,7 +394,7 @@ export type ListServedModelsRequest = Message<"parley.v1.ListServedModelsRequest
  * Use `create(ListServedModelsRequestSchema)` to create a new message.
  */
 export const ListServedModelsRequestSchema: GenMessage<ListServedModelsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 8);
+  messageDesc(file_parley_v1_admin, 12);
 
 /**
  * ListServedModelsResponse is the response of AdminService.ListServedModels.
@@ -340,7 +415,7 @@ export type ListServedModelsResponse = Message<"parley.v1.ListServedModelsRespon
  * Use `create(ListServedModelsResponseSchema)` to create a new message.
  */
 export const ListServedModelsResponseSchema: GenMessage<ListServedModelsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 9);
+  messageDesc(file_parley_v1_admin, 13);
 
 /**
  * ServedModel is one model and where it runs.
@@ -383,7 +458,7 @@ export type ServedModel = Message<"parley.v1.ServedModel"> & {
  * Use `create(ServedModelSchema)` to create a new message.
  */
 export const ServedModelSchema: GenMessage<ServedModel> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 10);
+  messageDesc(file_parley_v1_admin, 14);
 
 /**
  * ServedModelWorker is one worker serving a model.
@@ -418,7 +493,7 @@ export type ServedModelWorker = Message<"parley.v1.ServedModelWorker"> & {
  * Use `create(ServedModelWorkerSchema)` to create a new message.
  */
 export const ServedModelWorkerSchema: GenMessage<ServedModelWorker> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 11);
+  messageDesc(file_parley_v1_admin, 15);
 
 /**
  * AdminServiceListUsageRequest is the request of AdminService.ListUsage.
@@ -463,7 +538,7 @@ export type AdminServiceListUsageRequest = Message<"parley.v1.AdminServiceListUs
  * Use `create(AdminServiceListUsageRequestSchema)` to create a new message.
  */
 export const AdminServiceListUsageRequestSchema: GenMessage<AdminServiceListUsageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 12);
+  messageDesc(file_parley_v1_admin, 16);
 
 /**
  * AdminServiceListUsageResponse is the response of AdminService.ListUsage.
@@ -499,7 +574,7 @@ export type AdminServiceListUsageResponse = Message<"parley.v1.AdminServiceListU
  * Use `create(AdminServiceListUsageResponseSchema)` to create a new message.
  */
 export const AdminServiceListUsageResponseSchema: GenMessage<AdminServiceListUsageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 13);
+  messageDesc(file_parley_v1_admin, 17);
 
 /**
  * SearchUsersRequest is the request of AdminService.SearchUsers.
@@ -535,7 +610,7 @@ export type SearchUsersRequest = Message<"parley.v1.SearchUsersRequest"> & {
  * Use `create(SearchUsersRequestSchema)` to create a new message.
  */
 export const SearchUsersRequestSchema: GenMessage<SearchUsersRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 14);
+  messageDesc(file_parley_v1_admin, 18);
 
 /**
  * SearchUsersResponse is the response of AdminService.SearchUsers.
@@ -563,7 +638,7 @@ export type SearchUsersResponse = Message<"parley.v1.SearchUsersResponse"> & {
  * Use `create(SearchUsersResponseSchema)` to create a new message.
  */
 export const SearchUsersResponseSchema: GenMessage<SearchUsersResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 15);
+  messageDesc(file_parley_v1_admin, 19);
 
 /**
  * AdminUser is a user as an operator sees them.
@@ -598,7 +673,7 @@ export type AdminUser = Message<"parley.v1.AdminUser"> & {
  * Use `create(AdminUserSchema)` to create a new message.
  */
 export const AdminUserSchema: GenMessage<AdminUser> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 16);
+  messageDesc(file_parley_v1_admin, 20);
 
 /**
  * SetUserAdminRequest is the request of AdminService.SetUserAdmin. Exactly one of
@@ -634,7 +709,7 @@ export type SetUserAdminRequest = Message<"parley.v1.SetUserAdminRequest"> & {
  * Use `create(SetUserAdminRequestSchema)` to create a new message.
  */
 export const SetUserAdminRequestSchema: GenMessage<SetUserAdminRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 17);
+  messageDesc(file_parley_v1_admin, 21);
 
 /**
  * SetUserAdminResponse is the response of AdminService.SetUserAdmin.
@@ -655,7 +730,7 @@ export type SetUserAdminResponse = Message<"parley.v1.SetUserAdminResponse"> & {
  * Use `create(SetUserAdminResponseSchema)` to create a new message.
  */
 export const SetUserAdminResponseSchema: GenMessage<SetUserAdminResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 18);
+  messageDesc(file_parley_v1_admin, 22);
 
 /**
  * ListAuditEventsRequest is the request of AdminService.ListAuditEvents.
@@ -691,7 +766,7 @@ export type ListAuditEventsRequest = Message<"parley.v1.ListAuditEventsRequest">
  * Use `create(ListAuditEventsRequestSchema)` to create a new message.
  */
 export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 19);
+  messageDesc(file_parley_v1_admin, 23);
 
 /**
  * ListAuditEventsResponse is the response of AdminService.ListAuditEvents.
@@ -719,7 +794,7 @@ export type ListAuditEventsResponse = Message<"parley.v1.ListAuditEventsResponse
  * Use `create(ListAuditEventsResponseSchema)` to create a new message.
  */
 export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 20);
+  messageDesc(file_parley_v1_admin, 24);
 
 /**
  * AuditEvent is one entry of the audit log.
@@ -784,7 +859,7 @@ export type AuditEvent = Message<"parley.v1.AuditEvent"> & {
  * Use `create(AuditEventSchema)` to create a new message.
  */
 export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 21);
+  messageDesc(file_parley_v1_admin, 25);
 
 /**
  * Invitation is a sign-up invitation as an operator sees it; its code is shown only
@@ -869,7 +944,7 @@ export type Invitation = Message<"parley.v1.Invitation"> & {
  * Use `create(InvitationSchema)` to create a new message.
  */
 export const InvitationSchema: GenMessage<Invitation> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 22);
+  messageDesc(file_parley_v1_admin, 26);
 
 /**
  * CreateInvitationRequest is the request of AdminService.CreateInvitation.
@@ -904,7 +979,7 @@ export type CreateInvitationRequest = Message<"parley.v1.CreateInvitationRequest
  * Use `create(CreateInvitationRequestSchema)` to create a new message.
  */
 export const CreateInvitationRequestSchema: GenMessage<CreateInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 23);
+  messageDesc(file_parley_v1_admin, 27);
 
 /**
  * CreateInvitationResponse is the response of AdminService.CreateInvitation.
@@ -932,7 +1007,7 @@ export type CreateInvitationResponse = Message<"parley.v1.CreateInvitationRespon
  * Use `create(CreateInvitationResponseSchema)` to create a new message.
  */
 export const CreateInvitationResponseSchema: GenMessage<CreateInvitationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 24);
+  messageDesc(file_parley_v1_admin, 28);
 
 /**
  * ListInvitationsRequest is the request of AdminService.ListInvitations.
@@ -960,7 +1035,7 @@ export type ListInvitationsRequest = Message<"parley.v1.ListInvitationsRequest">
  * Use `create(ListInvitationsRequestSchema)` to create a new message.
  */
 export const ListInvitationsRequestSchema: GenMessage<ListInvitationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 25);
+  messageDesc(file_parley_v1_admin, 29);
 
 /**
  * ListInvitationsResponse is the response of AdminService.ListInvitations.
@@ -988,7 +1063,7 @@ export type ListInvitationsResponse = Message<"parley.v1.ListInvitationsResponse
  * Use `create(ListInvitationsResponseSchema)` to create a new message.
  */
 export const ListInvitationsResponseSchema: GenMessage<ListInvitationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 26);
+  messageDesc(file_parley_v1_admin, 30);
 
 /**
  * RevokeInvitationRequest is the request of AdminService.RevokeInvitation.
@@ -1009,7 +1084,7 @@ export type RevokeInvitationRequest = Message<"parley.v1.RevokeInvitationRequest
  * Use `create(RevokeInvitationRequestSchema)` to create a new message.
  */
 export const RevokeInvitationRequestSchema: GenMessage<RevokeInvitationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 27);
+  messageDesc(file_parley_v1_admin, 31);
 
 /**
  * RevokeInvitationResponse is the response of AdminService.RevokeInvitation.
@@ -1030,7 +1105,7 @@ export type RevokeInvitationResponse = Message<"parley.v1.RevokeInvitationRespon
  * Use `create(RevokeInvitationResponseSchema)` to create a new message.
  */
 export const RevokeInvitationResponseSchema: GenMessage<RevokeInvitationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_admin, 28);
+  messageDesc(file_parley_v1_admin, 32);
 
 /**
  * WorkerState is the gateway's view of a worker.
@@ -1262,6 +1337,30 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RevokeInvitationRequestSchema;
     output: typeof RevokeInvitationResponseSchema;
+  },
+  /**
+   * ListOpenBatches lists every user's batches that have not ended (validating,
+   * in progress, finalizing, cancelling), oldest first, with their progress and
+   * owners' emails.
+   *
+   * @generated from rpc parley.v1.AdminService.ListOpenBatches
+   */
+  listOpenBatches: {
+    methodKind: "unary";
+    input: typeof ListOpenBatchesRequestSchema;
+    output: typeof ListOpenBatchesResponseSchema;
+  },
+  /**
+   * CancelBatch cancels any user's batch, as its owner's cancel does (logged
+   * with the calling admin).
+   * Errors: invalid_argument (batch_id), not_found, failed_precondition (ended).
+   *
+   * @generated from rpc parley.v1.AdminService.CancelBatch
+   */
+  cancelBatch: {
+    methodKind: "unary";
+    input: typeof AdminServiceCancelBatchRequestSchema;
+    output: typeof AdminServiceCancelBatchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_admin, 0);
