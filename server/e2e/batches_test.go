@@ -374,3 +374,39 @@ func TestBatchSurvivesKill9(t *testing.T) {
 		t.Fatalf("the balance fell %d; the 40 usage records sum to %d", before-after, sum)
 	}
 }
+
+// A batch larger than the balance runs until the balance is spent: the
+// lines it covers are answered, the rest fail with 429 insufficient_quota
+// in the error file, the batch still completes, and the balance never goes
+// below zero and falls by exactly what the usage records say.
+func TestBatchLargerThanTheBalance(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	a := s.newAccount(t, "small-balance@example.com")
+	s.topup(t, a, "0.0002") // 200,000 nano-USD: a few lines' holds at sim-small's price
+	c := s.api(protocols[0], cred{bearer: a.Key})
+	before := balanceNanos(t, c)
+	var lines []string
+	for i := range 60 {
+		b, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("p", i), "method": "POST", "url": "/v1/chat/completions",
+			"body": map[string]any{"model": "sim-small", "max_tokens": 100, "messages": []map[string]string{{"role": "user", "content": fmt.Sprint("line ", i)}}}})
+		lines = append(lines, string(b))
+	}
+	got := waitBatch(t, s, a.Key, createBatch(t, s, a.Key, "/v1/chat/completions", lines).ID, 60*time.Second)
+	if got.Status != "completed" || got.RequestCounts.Completed == 0 || got.RequestCounts.Failed == 0 || got.RequestCounts.Completed+got.RequestCounts.Failed != 60 {
+		t.Fatalf("ended: %+v", got)
+	}
+	for _, e := range fileLines(t, s, a.Key, got.ErrorFileID) {
+		if e.Response == nil || e.Response.StatusCode != 429 || !strings.Contains(string(e.Response.Body), "insufficient_quota") {
+			t.Fatalf("an error line: %+v %s", e, e.Response.Body)
+		}
+	}
+	var sum int64
+	for _, r := range usageOf(t, c, got.RequestCounts.Completed) {
+		sum += r.GetCostNanos()
+	}
+	after := balanceNanos(t, c)
+	if after < 0 || before-after != sum {
+		t.Fatalf("balance %d → %d; the usage records sum to %d", before, after, sum)
+	}
+	t.Logf("%d lines answered on a balance of %d nano-USD, %d refused; %d left", got.RequestCounts.Completed, before, got.RequestCounts.Failed, after)
+}

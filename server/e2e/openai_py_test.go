@@ -25,10 +25,16 @@ func TestOfficialOpenAIPythonSDK(t *testing.T) {
 	rich := s.newAccount(t, "py-sdk@example.com")
 	s.topup(t, rich, "5")
 	broke := s.newAccount(t, "py-broke@example.com")
+	// test_batches.py's expired batch: a gateway whose "24h" window is 3 s,
+	// at real sim time, one line at a time.
+	slow := startServer(t, append(fastAuth, "--test-batch-window", "3s", "--sim-time-scale", "1", "--batch-concurrency", "1")...)
+	late := slow.newAccount(t, "py-expiring@example.com")
+	slow.topup(t, late, "5")
 	// test_reasoning.py needs a gateway with a reasoning model: TestReasoningThroughPythonSDKs runs it.
 	cmd := exec.Command(python, "-m", "pytest", "-q", "-rs", "--ignore=test_reasoning.py") // -rs: skip reasons, for scripts/test-summary.sh
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PARLEY_URL="+s.BaseURL, "PARLEY_KEY="+rich.Key, "PARLEY_BROKE_KEY="+broke.Key)
+	cmd.Env = append(os.Environ(), "PARLEY_URL="+s.BaseURL, "PARLEY_KEY="+rich.Key, "PARLEY_BROKE_KEY="+broke.Key,
+		"PARLEY_EXPIRING_URL="+slow.BaseURL, "PARLEY_EXPIRING_KEY="+late.Key)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("pytest: %v\n%s", err, out)

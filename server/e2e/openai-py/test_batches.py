@@ -4,6 +4,7 @@ and error files (each custom_id answered once), list, cancel, and a
 malformed file that fails validation with its line numbers."""
 import io
 import json
+import os
 import time
 
 import openai
@@ -93,3 +94,19 @@ def test_cancel_and_errors(client):
         assert end.status == "cancelled" and end.cancelled_at
     except openai.BadRequestError:
         assert _wait(client, b.id).status == "completed"  # it ended before the cancel arrived
+
+
+def test_expired_batch_reports_expired_lines():
+    url, key = os.environ.get("PARLEY_EXPIRING_URL"), os.environ.get("PARLEY_EXPIRING_KEY")
+    if not url or not key:
+        pytest.skip("PARLEY_EXPIRING_URL is not set: run via `go test ./server/e2e/ -run TestOfficialOpenAIPythonSDK`")
+    client = openai.OpenAI(base_url=url.rstrip("/") + "/v1", api_key=key, max_retries=0)
+    lines = [_chat(f"late-{i}", "Tell me a long story.", max_tokens=64) for i in range(40)]
+    f = client.files.create(file=("late.jsonl", _jsonl(lines)), purpose="batch")
+    b = _wait(client, client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h").id)
+    assert b.status == "expired" and b.expired_at, b
+    errs = [json.loads(x) for x in client.files.content(b.error_file_id).text.splitlines()]
+    expired = [e for e in errs if e["error"] and e["error"]["code"] == "batch_expired"]
+    assert expired and all(e["response"] is None for e in expired)
+    answered = b.request_counts.completed
+    assert answered + len(errs) == 40 and b.request_counts.failed == len(errs)
