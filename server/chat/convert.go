@@ -51,3 +51,16 @@ func DeltaToProto(d llm.Delta) *parleyv1.GenerationDelta {
 func CitationToProto(c store.Citation) *parleyv1.Citation {
 	return &parleyv1.Citation{Number: int32(c.Number), FileId: c.FileID, Filename: c.Filename, Quote: c.Quote, Score: c.Score}
 }
+
+// OutcomeOf is the outcome a generation's started and finished events
+// tell (what a follower of its log knows of it).
+func OutcomeOf(st *parleyv1.GenerationStarted, fin *parleyv1.GenerationFinished) *Outcome {
+	u := fin.GetUsage()
+	out := &Outcome{RequestID: st.GetRequestId(), Model: st.GetModel(), FinishReason: finishFromProto(fin.GetFinishReason()),
+		Usage: llm.Usage{PromptTokens: int(u.GetPromptTokens()), CompletionTokens: int(u.GetCompletionTokens()),
+			CachedTokens: int(u.GetCachedTokens()), Estimated: u.GetEstimated()}, CostNanos: fin.GetCostNanos()}
+	for _, c := range fin.GetChoices() {
+		out.Choices = append(out.Choices, finishFromProto(c.GetFinishReason()))
+	}
+	return out
+}

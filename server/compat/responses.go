@@ -367,11 +367,7 @@ func (h *openAIHandler) CreateResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Background {
-		if req.Stream {
-			h.fail(w, r, apierr.InvalidArgument("stream", "is not supported with background: poll GET /v1/responses/{id}"))
-			return
-		}
-		h.startBackground(w, r, caller.UserID, plan)
+		h.startBackground(w, r, caller.UserID, plan, req.Stream)
 		return
 	}
 	if req.Stream {
@@ -404,13 +400,28 @@ func writeResponseJSON(w http.ResponseWriter, v any) {
 // responses.
 func (h *openAIHandler) GetResponse(w http.ResponseWriter, r *http.Request) {
 	caller, _ := auth.FromContext(r.Context())
-	if v := r.URL.Query().Get("stream"); v != "" && v != "false" {
-		h.fail(w, r, apierr.InvalidArgument("stream", "is not supported: a stored response is already complete"))
-		return
+	q := r.URL.Query()
+	stream := q.Get("stream") != "" && q.Get("stream") != "false"
+	after := -1
+	if v := q.Get("starting_after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			h.fail(w, r, apierr.InvalidArgument("starting_after", fmt.Sprintf("must be a whole number of 0 or more, got %q", v)))
+			return
+		}
+		after = n
 	}
 	s, err := h.loadResponse(r.Context(), caller.UserID, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if stream {
+		if !s.resp.Background {
+			h.fail(w, r, apierr.InvalidArgument("stream", "is only for a background response: this one was answered when it was created"))
+			return
+		}
+		h.followResponse(w, r, s, after)
 		return
 	}
 	writeResponseJSON(w, h.liveStatus(r.Context(), s))
@@ -533,13 +544,16 @@ func (s *responseStream) finish(_ int, out *chat.Outcome) {
 // shares it (through the chunkWriter's lock).
 type responseStream struct {
 	chunkWriter
-	plan  *responsePlan
-	save  func(*chat.Outcome, []store.Part) error // completes the response and stores it
-	seq   int
-	items []*streamItem // output items by output_index
-	msg   *streamItem
-	calls map[int32]*streamItem // by the engine's call index
-	n     int                   // calls so far
+	plan *responsePlan
+	save func(*chat.Outcome, []store.Part) error // completes the response and stores it
+	seq  int
+	// writeFrom is the first event number written: those before it a
+	// resumed stream's client has already (0: all).
+	writeFrom int
+	items     []*streamItem // output items by output_index
+	msg       *streamItem
+	calls     map[int32]*streamItem // by the engine's call index
+	n         int                   // calls so far
 	// thought is the reasoning item open (more reasoning joins it until
 	// text or a call comes); thoughts counts them.
 	thought  *streamItem
@@ -560,6 +574,10 @@ type streamItem struct {
 // event writes one typed event: its type as the SSE event name and, first
 // in the data as OpenAI puts it, with the next sequence number.
 func (s *responseStream) event(typ string, fields map[string]any) error {
+	if s.seq < s.writeFrom {
+		s.seq++
+		return nil
+	}
 	c := &s.chunkWriter
 	c.mu.Lock()
 	defer c.mu.Unlock()

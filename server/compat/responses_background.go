@@ -6,19 +6,24 @@ import (
 	"net/http"
 	"time"
 
+	"connectrpc.com/connect"
+
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/sse"
 )
 
 // Background responses (background: true, with store): POST /v1/responses
-// stores the response as queued and returns it at once; the generation runs
+// stores the response as queued and returns it at once (or, with stream,
+// streams its events from the generation's log); the generation runs
 // detached from the request (chat.Core.Detach) at BackgroundPriority, and
 // its end rewrites the stored response (completed, incomplete, failed or
-// cancelled). GET /v1/responses/{id} polls it from any gateway; POST
+// cancelled). GET /v1/responses/{id} polls it from any gateway, and with
+// stream=true (and starting_after=N) streams, or resumes, its events; POST
 // /v1/responses/{id}/cancel stops it from any gateway. A response whose
 // gateway died before it ended reads as failed.
 
@@ -27,7 +32,7 @@ import (
 const BackgroundPriority = llm.PriorityFree
 
 // startBackground stores plan's response as queued and starts it.
-func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, userID string, plan *responsePlan) {
+func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, userID string, plan *responsePlan, stream bool) {
 	if !plan.store {
 		h.fail(w, r, apierr.InvalidArgument("background", "requires store: true (a background response is read back from the store)"))
 		return
@@ -55,6 +60,16 @@ func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, 
 	})
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if stream {
+		// Streamed from its log: the generation goes on if this client goes.
+		s, err := h.loadResponse(r.Context(), userID, id)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.followResponse(w, r, s, -1)
 		return
 	}
 	writeResponseJSON(w, &plan.resp)
@@ -184,4 +199,53 @@ func (h *openAIHandler) CancelResponse(w http.ResponseWriter, r *http.Request) {
 		s = again
 	}
 	writeResponseJSON(w, h.liveStatus(r.Context(), s))
+}
+
+// followResponse streams a background response's typed events from its
+// generation's log (kept while it runs and for a few minutes after), from
+// the start, writing those numbered after startingAfter: a client that
+// lost its stream resumes it, on any gateway, with
+// GET /v1/responses/{id}?stream=true&starting_after=N.
+func (h *openAIHandler) followResponse(w http.ResponseWriter, r *http.Request, s *storedResponse, startingAfter int) {
+	plan := &responsePlan{resp: s.resp, outID: s.Output.ID}
+	plan.resp.Output = nil
+	rs := &responseStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, plan: plan, calls: map[int32]*streamItem{},
+		writeFrom: startingAfter + 1}
+	var started *parleyv1.GenerationStarted
+	rs.save = func(out *chat.Outcome, _ []store.Part) error {
+		// The runner stores the response; the stream tells how it ended.
+		resp := &plan.resp
+		resp.Model, resp.Usage, resp.CompletedAt = out.Model, usageOf(out), nowPtr(h.Core.Now())
+		switch out.FinishReason {
+		case llm.FinishLength:
+			resp.Status, resp.IncompleteDetails = "incomplete", &responseIncomplete{Reason: "max_output_tokens"}
+		case llm.FinishCancelled:
+			resp.Status = "cancelled"
+		case llm.FinishError:
+			resp.Status = "failed"
+		default:
+			resp.Status = "completed"
+		}
+		return nil
+	}
+	stop := keepAlive(h.PingInterval, rs.ping)
+	defer stop()
+	err := h.Core.Follow(r.Context(), s.resp.ID, 0, func(ev *parleyv1.GenerationEvent) error {
+		switch k := ev.GetKind().(type) {
+		case *parleyv1.GenerationEvent_Started:
+			started = k.Started
+			return rs.start(0, k.Started)
+		case *parleyv1.GenerationEvent_Delta:
+			return rs.delta(0, k.Delta)
+		case *parleyv1.GenerationEvent_Finished:
+			rs.finish(0, chat.OutcomeOf(started, k.Finished))
+		}
+		return nil
+	})
+	if err != nil && !rs.started() {
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			err = apierr.FailedPrecondition("the response's events are kept only while it runs and for 5 minutes after; GET it without stream")
+		}
+		h.fail(w, r, err)
+	}
 }

@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,5 +108,105 @@ func TestBackgroundResponses(t *testing.T) {
 	s = startServer(t, args...)
 	if got := getResponse(t, s, a.Key, dying.ID); got.Status != "failed" || got.Error == nil {
 		t.Fatalf("a response whose gateway died: %+v", got)
+	}
+	// A stream cut short resumes after the last event its client saw.
+	resumeAcross(t, s, s, a.Key)
+	if status, raw := batchCall(t, s, a.Key, "GET", "/v1/responses/"+r.ID+"?stream=true&starting_after=x", nil); status != 400 || !strings.Contains(string(raw), "starting_after") {
+		t.Fatalf("a bad starting_after: %d %s", status, raw)
+	}
+}
+
+type bgEvent struct {
+	Type     string `json:"type"`
+	Seq      int    `json:"sequence_number"`
+	Delta    string `json:"delta"`
+	Response *struct {
+		ID string `json:"id"`
+	} `json:"response"`
+}
+
+// readEvents reads a Responses SSE stream's events until it ends or stop
+// says so.
+func readRespEvents(t *testing.T, res *http.Response, stop func(bgEvent) bool) []bgEvent {
+	t.Helper()
+	defer res.Body.Close()
+	var out []bgEvent
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		var ev bgEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		out = append(out, ev)
+		if stop != nil && stop(ev) {
+			break
+		}
+	}
+	return out
+}
+
+func streamCall(t *testing.T, s *server, key, method, path string, body any) *http.Response {
+	t.Helper()
+	var r io.Reader = http.NoBody
+	if body != nil {
+		data, _ := json.Marshal(body)
+		r = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequestWithContext(ctxTimeout(t, 60*time.Second), method, s.BaseURL+path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := h1Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, b)
+	}
+	return res
+}
+
+// resumeAcross streams a background response from g0, drops the stream
+// after a few text deltas, resumes it from g1 after the last event seen,
+// and checks the two parts join into the stored answer, numbered without a
+// gap or a repeat.
+func resumeAcross(t *testing.T, g0, g1 *server, key string) {
+	first := readRespEvents(t, streamCall(t, g0, key, "POST", "/v1/responses", map[string]any{"model": "sim-small", "input": "Tell me a story.",
+		"background": true, "stream": true, "max_output_tokens": 60}), func(ev bgEvent) bool { return ev.Type == "response.output_text.delta" && ev.Seq >= 6 })
+	if len(first) == 0 || first[0].Type != "response.created" || first[0].Response == nil {
+		t.Fatalf("the stream began %+v", first)
+	}
+	id, last := first[0].Response.ID, first[len(first)-1].Seq
+	rest := readRespEvents(t, streamCall(t, g1, key, "GET", fmt.Sprintf("/v1/responses/%s?stream=true&starting_after=%d", id, last), nil), nil)
+	if len(rest) == 0 || rest[0].Seq != last+1 {
+		t.Fatalf("resumed after %d: %+v", last, rest)
+	}
+	var text strings.Builder
+	for i, ev := range append(first, rest...) {
+		if ev.Seq != i {
+			t.Fatalf("event %d numbered %d", i, ev.Seq)
+		}
+		if ev.Type == "response.output_text.delta" {
+			text.WriteString(ev.Delta)
+		}
+	}
+	if end := rest[len(rest)-1].Type; end != "response.completed" && end != "response.incomplete" {
+		t.Fatalf("the resumed stream ended with %s", end)
+	}
+	var got bgResponse
+	deadline := time.Now().Add(10 * time.Second)
+	for got = getResponse(t, g1, key, id); got.Status == "queued" || got.Status == "in_progress"; got = getResponse(t, g1, key, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %s", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(got.Output) == 0 || got.Output[0].Content[0].Text != text.String() {
+		t.Fatalf("the streamed text %q, the stored %+v", text.String(), got.Output)
 	}
 }

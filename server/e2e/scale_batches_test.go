@@ -67,7 +67,7 @@ func TestScaleBatchSurvivesAGatewayKilled(t *testing.T) {
 }
 
 // A background response started on one gateway is polled and cancelled
-// through the other.
+// through the other, and a stream of one cut short resumes on the other.
 func TestScaleBackgroundResponseAcrossGateways(t *testing.T) {
 	scaleMode(t)
 	args := append(fastAuth, "--sim-time-scale", "1")
@@ -91,4 +91,6 @@ func TestScaleBackgroundResponseAcrossGateways(t *testing.T) {
 	if got := getResponse(t, g0, a.Key, r.ID); got.Status != "cancelled" || got.Usage == nil {
 		t.Fatalf("seen from gateway 0 after the cancel: %+v", got)
 	}
+	// A stream begun on gateway 0 and cut short resumes on gateway 1.
+	resumeAcross(t, g0, g1, a.Key)
 }

@@ -25,3 +25,27 @@ def test_background_requires_store(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(model="sim-small", input="hi", background=True, store=False)
     assert "background" in str(e.value)
+
+
+def test_background_stream_resumes(client):
+    stream = client.responses.create(model="sim-small", input="Tell me a story.", background=True, stream=True,
+                                     max_output_tokens=40)
+    seen, rid = [], None
+    for ev in stream:
+        seen.append(ev)
+        if ev.type == "response.created":
+            rid = ev.response.id
+        if ev.type == "response.output_text.delta" and len(seen) >= 5:
+            break
+    stream.close()
+    last = seen[-1].sequence_number
+    rest = list(client.responses.retrieve(rid, stream=True, starting_after=last))
+    assert rest[0].sequence_number == last + 1
+    assert rest[-1].type in ("response.completed", "response.incomplete")
+    text = "".join(e.delta for e in seen + rest if e.type == "response.output_text.delta")
+    final = client.responses.retrieve(rid)
+    deadline = time.time() + 10
+    while final.status in ("queued", "in_progress") and time.time() < deadline:
+        time.sleep(0.05)
+        final = client.responses.retrieve(rid)
+    assert final.output_text == text
