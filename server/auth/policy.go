@@ -54,8 +54,12 @@ var Policy = map[string]Access{
 
 	parleyv1connect.ModelServiceListModelsProcedure: AccessAny,
 
-	parleyv1connect.ChatServiceCompleteProcedure:       AccessAny,
-	parleyv1connect.ChatServiceCompleteStreamProcedure: AccessAny,
+	parleyv1connect.ChatServiceCompleteProcedure:         AccessAny,
+	parleyv1connect.ChatServiceCompleteStreamProcedure:   AccessAny,
+	parleyv1connect.ChatServiceStartBackgroundProcedure:  AccessAny,
+	parleyv1connect.ChatServiceGetBackgroundProcedure:    AccessAny,
+	parleyv1connect.ChatServiceCancelBackgroundProcedure: AccessAny,
+	parleyv1connect.ChatServiceFollowBackgroundProcedure: AccessAny,
 
 	parleyv1connect.EmbeddingServiceEmbedProcedure: AccessAny,
 

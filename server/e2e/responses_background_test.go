@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 )
 
 type bgResponse struct {
@@ -208,5 +212,89 @@ func resumeAcross(t *testing.T, g0, g1 *server, key string) {
 	}
 	if len(got.Output) == 0 || got.Output[0].Content[0].Text != text.String() {
 		t.Fatalf("the streamed text %q, the stored %+v", text.String(), got.Output)
+	}
+}
+
+// ChatService's background generations over Connect and gRPC: started,
+// followed, the stream dropped and resumed after the last seq seen, read
+// back completed with the same text; one cancelled; another user's is
+// not found.
+func TestBackgroundGenerationsOverConnect(t *testing.T) {
+	s := startServer(t, append(fastAuth, "--sim-time-scale", "1")...)
+	a, b := s.newAccount(t, "bg-connect@example.com"), s.newAccount(t, "bg-other@example.com")
+	s.topup(t, a, "5")
+	for _, p := range protocols[:2] {
+		t.Run(p.name, func(t *testing.T) {
+			c := s.api(p, cred{bearer: a.Key})
+			ctx := ctxTimeout(t, 60*time.Second)
+			st, err := c.Chat.StartBackground(ctx, connect.NewRequest(&parleyv1.StartBackgroundRequest{Request: &parleyv1.CompleteRequest{
+				Model: "sim-small", Messages: userText("Tell me a story."), MaxOutputTokens: 40}}))
+			if err != nil || st.Msg.GetGeneration().GetStatus() != parleyv1.BackgroundStatus_BACKGROUND_STATUS_QUEUED {
+				t.Fatalf("StartBackground: %v %v", st, err)
+			}
+			id := st.Msg.GetGeneration().GetId()
+			var text strings.Builder
+			var last uint64
+			follow, err := c.Chat.FollowBackground(ctx, connect.NewRequest(&parleyv1.FollowBackgroundRequest{Id: id}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for deltas := 0; deltas < 3 && follow.Receive(); {
+				ev := follow.Msg().GetEvent()
+				last = ev.GetSeq()
+				if d := ev.GetDelta().GetText(); d != "" {
+					text.WriteString(d)
+					deltas++
+				}
+			}
+			follow.Close()
+			rest, err := c.Chat.FollowBackground(ctx, connect.NewRequest(&parleyv1.FollowBackgroundRequest{Id: id, AfterSeq: last}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := true
+			var fin *parleyv1.GenerationFinished
+			for rest.Receive() {
+				ev := rest.Msg().GetEvent()
+				if first && ev.GetSeq() != last+1 {
+					t.Fatalf("resumed after %d at %d", last, ev.GetSeq())
+				}
+				first = false
+				text.WriteString(ev.GetDelta().GetText())
+				if f := ev.GetFinished(); f != nil {
+					fin = f
+				}
+			}
+			if err := rest.Err(); err != nil || fin == nil {
+				t.Fatalf("the resumed stream: %v, finished %v", err, fin)
+			}
+			var g *parleyv1.BackgroundGeneration
+			waitFor(t, 10*time.Second, "the stored end", func() bool {
+				res, err := c.Chat.GetBackground(ctx, connect.NewRequest(&parleyv1.GetBackgroundRequest{Id: id}))
+				g = res.Msg.GetGeneration()
+				return err == nil && g.GetStatus() == parleyv1.BackgroundStatus_BACKGROUND_STATUS_COMPLETED
+			})
+			if got := g.GetResponse().GetMessage().GetParts()[0].GetText(); got != text.String() || g.GetResponse().GetCostNanos() == 0 {
+				t.Fatalf("stored %q (cost %d), streamed %q", got, g.GetResponse().GetCostNanos(), text.String())
+			}
+			other := s.api(p, cred{bearer: b.Key})
+			if _, err := other.Chat.GetBackground(ctx, connect.NewRequest(&parleyv1.GetBackgroundRequest{Id: id})); connect.CodeOf(err) != connect.CodeNotFound {
+				t.Fatalf("another user's GetBackground: %v", err)
+			}
+			if _, err := other.Chat.CancelBackground(ctx, connect.NewRequest(&parleyv1.CancelBackgroundRequest{Id: id})); connect.CodeOf(err) != connect.CodeNotFound {
+				t.Fatalf("another user's CancelBackground: %v", err)
+			}
+
+			long, err := c.Chat.StartBackground(ctx, connect.NewRequest(&parleyv1.StartBackgroundRequest{Request: &parleyv1.CompleteRequest{
+				Model: "sim-small", Messages: userText("Tell me everything."), MaxOutputTokens: 1000}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cc, err := c.Chat.CancelBackground(ctx, connect.NewRequest(&parleyv1.CancelBackgroundRequest{Id: long.Msg.GetGeneration().GetId()}))
+			if err != nil || cc.Msg.GetGeneration().GetStatus() != parleyv1.BackgroundStatus_BACKGROUND_STATUS_CANCELLED {
+				t.Fatalf("CancelBackground: %v %v", cc, err)
+			}
+		})
 	}
 }

@@ -21,6 +21,501 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BackgroundStatus is where a background generation is.
+type BackgroundStatus int32
+
+const (
+	BackgroundStatus_BACKGROUND_STATUS_UNSPECIFIED BackgroundStatus = 0
+	BackgroundStatus_BACKGROUND_STATUS_QUEUED      BackgroundStatus = 1
+	BackgroundStatus_BACKGROUND_STATUS_IN_PROGRESS BackgroundStatus = 2
+	BackgroundStatus_BACKGROUND_STATUS_COMPLETED   BackgroundStatus = 3
+	BackgroundStatus_BACKGROUND_STATUS_CANCELLED   BackgroundStatus = 4
+	// FAILED: the generation failed, or the gateway running it stopped.
+	BackgroundStatus_BACKGROUND_STATUS_FAILED BackgroundStatus = 5
+)
+
+// Enum value maps for BackgroundStatus.
+var (
+	BackgroundStatus_name = map[int32]string{
+		0: "BACKGROUND_STATUS_UNSPECIFIED",
+		1: "BACKGROUND_STATUS_QUEUED",
+		2: "BACKGROUND_STATUS_IN_PROGRESS",
+		3: "BACKGROUND_STATUS_COMPLETED",
+		4: "BACKGROUND_STATUS_CANCELLED",
+		5: "BACKGROUND_STATUS_FAILED",
+	}
+	BackgroundStatus_value = map[string]int32{
+		"BACKGROUND_STATUS_UNSPECIFIED": 0,
+		"BACKGROUND_STATUS_QUEUED":      1,
+		"BACKGROUND_STATUS_IN_PROGRESS": 2,
+		"BACKGROUND_STATUS_COMPLETED":   3,
+		"BACKGROUND_STATUS_CANCELLED":   4,
+		"BACKGROUND_STATUS_FAILED":      5,
+	}
+)
+
+func (x BackgroundStatus) Enum() *BackgroundStatus {
+	p := new(BackgroundStatus)
+	*p = x
+	return p
+}
+
+func (x BackgroundStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BackgroundStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_chat_proto_enumTypes[0].Descriptor()
+}
+
+func (BackgroundStatus) Type() protoreflect.EnumType {
+	return &file_parley_v1_chat_proto_enumTypes[0]
+}
+
+func (x BackgroundStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BackgroundStatus.Descriptor instead.
+func (BackgroundStatus) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{0}
+}
+
+// BackgroundGeneration is a generation started with StartBackground.
+type BackgroundGeneration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id names it ("gen_…").
+	Id     string           `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Status BackgroundStatus `protobuf:"varint,2,opt,name=status,proto3,enum=parley.v1.BackgroundStatus" json:"status,omitempty"`
+	// Response is its answer once it has ended (COMPLETED or CANCELLED: the part
+	// generated), as Complete returns it.
+	Response *CompleteResponse `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	// Error says why it failed.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackgroundGeneration) Reset() {
+	*x = BackgroundGeneration{}
+	mi := &file_parley_v1_chat_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackgroundGeneration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackgroundGeneration) ProtoMessage() {}
+
+func (x *BackgroundGeneration) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackgroundGeneration.ProtoReflect.Descriptor instead.
+func (*BackgroundGeneration) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *BackgroundGeneration) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BackgroundGeneration) GetStatus() BackgroundStatus {
+	if x != nil {
+		return x.Status
+	}
+	return BackgroundStatus_BACKGROUND_STATUS_UNSPECIFIED
+}
+
+func (x *BackgroundGeneration) GetResponse() *CompleteResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *BackgroundGeneration) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type StartBackgroundRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Request is what to generate, as for Complete.
+	Request       *CompleteRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBackgroundRequest) Reset() {
+	*x = StartBackgroundRequest{}
+	mi := &file_parley_v1_chat_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBackgroundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBackgroundRequest) ProtoMessage() {}
+
+func (x *StartBackgroundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBackgroundRequest.ProtoReflect.Descriptor instead.
+func (*StartBackgroundRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StartBackgroundRequest) GetRequest() *CompleteRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type StartBackgroundResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    *BackgroundGeneration  `protobuf:"bytes,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartBackgroundResponse) Reset() {
+	*x = StartBackgroundResponse{}
+	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartBackgroundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartBackgroundResponse) ProtoMessage() {}
+
+func (x *StartBackgroundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartBackgroundResponse.ProtoReflect.Descriptor instead.
+func (*StartBackgroundResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StartBackgroundResponse) GetGeneration() *BackgroundGeneration {
+	if x != nil {
+		return x.Generation
+	}
+	return nil
+}
+
+type GetBackgroundRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBackgroundRequest) Reset() {
+	*x = GetBackgroundRequest{}
+	mi := &file_parley_v1_chat_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBackgroundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBackgroundRequest) ProtoMessage() {}
+
+func (x *GetBackgroundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBackgroundRequest.ProtoReflect.Descriptor instead.
+func (*GetBackgroundRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetBackgroundRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetBackgroundResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    *BackgroundGeneration  `protobuf:"bytes,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBackgroundResponse) Reset() {
+	*x = GetBackgroundResponse{}
+	mi := &file_parley_v1_chat_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBackgroundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBackgroundResponse) ProtoMessage() {}
+
+func (x *GetBackgroundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBackgroundResponse.ProtoReflect.Descriptor instead.
+func (*GetBackgroundResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetBackgroundResponse) GetGeneration() *BackgroundGeneration {
+	if x != nil {
+		return x.Generation
+	}
+	return nil
+}
+
+type CancelBackgroundRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackgroundRequest) Reset() {
+	*x = CancelBackgroundRequest{}
+	mi := &file_parley_v1_chat_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackgroundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackgroundRequest) ProtoMessage() {}
+
+func (x *CancelBackgroundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackgroundRequest.ProtoReflect.Descriptor instead.
+func (*CancelBackgroundRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CancelBackgroundRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CancelBackgroundResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    *BackgroundGeneration  `protobuf:"bytes,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBackgroundResponse) Reset() {
+	*x = CancelBackgroundResponse{}
+	mi := &file_parley_v1_chat_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBackgroundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBackgroundResponse) ProtoMessage() {}
+
+func (x *CancelBackgroundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBackgroundResponse.ProtoReflect.Descriptor instead.
+func (*CancelBackgroundResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelBackgroundResponse) GetGeneration() *BackgroundGeneration {
+	if x != nil {
+		return x.Generation
+	}
+	return nil
+}
+
+type FollowBackgroundRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// AfterSeq is the last event's seq the client has (0: from the first).
+	AfterSeq      uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowBackgroundRequest) Reset() {
+	*x = FollowBackgroundRequest{}
+	mi := &file_parley_v1_chat_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowBackgroundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowBackgroundRequest) ProtoMessage() {}
+
+func (x *FollowBackgroundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowBackgroundRequest.ProtoReflect.Descriptor instead.
+func (*FollowBackgroundRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FollowBackgroundRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FollowBackgroundRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+type FollowBackgroundResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Event         *GenerationEvent       `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FollowBackgroundResponse) Reset() {
+	*x = FollowBackgroundResponse{}
+	mi := &file_parley_v1_chat_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FollowBackgroundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FollowBackgroundResponse) ProtoMessage() {}
+
+func (x *FollowBackgroundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_chat_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FollowBackgroundResponse.ProtoReflect.Descriptor instead.
+func (*FollowBackgroundResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *FollowBackgroundResponse) GetEvent() *GenerationEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
 // CompleteRequest is the request of ChatService.Complete.
 type CompleteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -73,7 +568,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_parley_v1_chat_proto_msgTypes[0]
+	mi := &file_parley_v1_chat_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -85,7 +580,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[0]
+	mi := &file_parley_v1_chat_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -98,7 +593,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{0}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompleteRequest) GetModel() string {
@@ -238,7 +733,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_parley_v1_chat_proto_msgTypes[1]
+	mi := &file_parley_v1_chat_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +745,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[1]
+	mi := &file_parley_v1_chat_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +758,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{1}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteResponse) GetRequestId() string {
@@ -332,7 +827,7 @@ type Choice struct {
 
 func (x *Choice) Reset() {
 	*x = Choice{}
-	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	mi := &file_parley_v1_chat_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +839,7 @@ func (x *Choice) String() string {
 func (*Choice) ProtoMessage() {}
 
 func (x *Choice) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[2]
+	mi := &file_parley_v1_chat_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +852,7 @@ func (x *Choice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Choice.ProtoReflect.Descriptor instead.
 func (*Choice) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Choice) GetIndex() int32 {
@@ -441,7 +936,7 @@ type CompleteStreamRequest struct {
 
 func (x *CompleteStreamRequest) Reset() {
 	*x = CompleteStreamRequest{}
-	mi := &file_parley_v1_chat_proto_msgTypes[3]
+	mi := &file_parley_v1_chat_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -453,7 +948,7 @@ func (x *CompleteStreamRequest) String() string {
 func (*CompleteStreamRequest) ProtoMessage() {}
 
 func (x *CompleteStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[3]
+	mi := &file_parley_v1_chat_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -466,7 +961,7 @@ func (x *CompleteStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteStreamRequest.ProtoReflect.Descriptor instead.
 func (*CompleteStreamRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompleteStreamRequest) GetModel() string {
@@ -592,7 +1087,7 @@ type CompleteStreamResponse struct {
 
 func (x *CompleteStreamResponse) Reset() {
 	*x = CompleteStreamResponse{}
-	mi := &file_parley_v1_chat_proto_msgTypes[4]
+	mi := &file_parley_v1_chat_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +1099,7 @@ func (x *CompleteStreamResponse) String() string {
 func (*CompleteStreamResponse) ProtoMessage() {}
 
 func (x *CompleteStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[4]
+	mi := &file_parley_v1_chat_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +1112,7 @@ func (x *CompleteStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteStreamResponse.ProtoReflect.Descriptor instead.
 func (*CompleteStreamResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompleteStreamResponse) GetEvent() *GenerationEvent {
@@ -645,7 +1140,7 @@ type FileSearch struct {
 
 func (x *FileSearch) Reset() {
 	*x = FileSearch{}
-	mi := &file_parley_v1_chat_proto_msgTypes[5]
+	mi := &file_parley_v1_chat_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +1152,7 @@ func (x *FileSearch) String() string {
 func (*FileSearch) ProtoMessage() {}
 
 func (x *FileSearch) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_chat_proto_msgTypes[5]
+	mi := &file_parley_v1_chat_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +1165,7 @@ func (x *FileSearch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSearch.ProtoReflect.Descriptor instead.
 func (*FileSearch) Descriptor() ([]byte, []int) {
-	return file_parley_v1_chat_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_chat_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FileSearch) GetVectorStoreIds() []string {
@@ -705,7 +1200,35 @@ var File_parley_v1_chat_proto protoreflect.FileDescriptor
 
 const file_parley_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\x1a\x1cparley/v1/vector_store.proto\"\x9d\x05\n" +
+	"\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\x1a\x1cparley/v1/vector_store.proto\"\xaa\x01\n" +
+	"\x14BackgroundGeneration\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x1b.parley.v1.BackgroundStatusR\x06status\x127\n" +
+	"\bresponse\x18\x03 \x01(\v2\x1b.parley.v1.CompleteResponseR\bresponse\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"N\n" +
+	"\x16StartBackgroundRequest\x124\n" +
+	"\arequest\x18\x01 \x01(\v2\x1a.parley.v1.CompleteRequestR\arequest\"Z\n" +
+	"\x17StartBackgroundResponse\x12?\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\v2\x1f.parley.v1.BackgroundGenerationR\n" +
+	"generation\"&\n" +
+	"\x14GetBackgroundRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"X\n" +
+	"\x15GetBackgroundResponse\x12?\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\v2\x1f.parley.v1.BackgroundGenerationR\n" +
+	"generation\")\n" +
+	"\x17CancelBackgroundRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"[\n" +
+	"\x18CancelBackgroundResponse\x12?\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\v2\x1f.parley.v1.BackgroundGenerationR\n" +
+	"generation\"F\n" +
+	"\x17FollowBackgroundRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\"L\n" +
+	"\x18FollowBackgroundResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x9d\x05\n" +
 	"\x0fCompleteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.parley.v1.MessageR\bmessages\x12*\n" +
@@ -776,10 +1299,21 @@ const file_parley_v1_chat_proto_rawDesc = "" +
 	"\x10vector_store_ids\x18\x01 \x03(\tR\x0evectorStoreIds\x12&\n" +
 	"\x0fmax_num_results\x18\x02 \x01(\x05R\rmaxNumResults\x122\n" +
 	"\x06filter\x18\x03 \x01(\v2\x1a.parley.v1.AttributeFilterR\x06filter\x12'\n" +
-	"\x0fscore_threshold\x18\x04 \x01(\x01R\x0escoreThreshold2\xab\x01\n" +
+	"\x0fscore_threshold\x18\x04 \x01(\x01R\x0escoreThreshold*\xd6\x01\n" +
+	"\x10BackgroundStatus\x12!\n" +
+	"\x1dBACKGROUND_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18BACKGROUND_STATUS_QUEUED\x10\x01\x12!\n" +
+	"\x1dBACKGROUND_STATUS_IN_PROGRESS\x10\x02\x12\x1f\n" +
+	"\x1bBACKGROUND_STATUS_COMPLETED\x10\x03\x12\x1f\n" +
+	"\x1bBACKGROUND_STATUS_CANCELLED\x10\x04\x12\x1c\n" +
+	"\x18BACKGROUND_STATUS_FAILED\x10\x052\x95\x04\n" +
 	"\vChatService\x12C\n" +
 	"\bComplete\x12\x1a.parley.v1.CompleteRequest\x1a\x1b.parley.v1.CompleteResponse\x12W\n" +
-	"\x0eCompleteStream\x12 .parley.v1.CompleteStreamRequest\x1a!.parley.v1.CompleteStreamResponse0\x01B3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x0eCompleteStream\x12 .parley.v1.CompleteStreamRequest\x1a!.parley.v1.CompleteStreamResponse0\x01\x12X\n" +
+	"\x0fStartBackground\x12!.parley.v1.StartBackgroundRequest\x1a\".parley.v1.StartBackgroundResponse\x12R\n" +
+	"\rGetBackground\x12\x1f.parley.v1.GetBackgroundRequest\x1a .parley.v1.GetBackgroundResponse\x12[\n" +
+	"\x10CancelBackground\x12\".parley.v1.CancelBackgroundRequest\x1a#.parley.v1.CancelBackgroundResponse\x12]\n" +
+	"\x10FollowBackground\x12\".parley.v1.FollowBackgroundRequest\x1a#.parley.v1.FollowBackgroundResponse0\x01B3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_chat_proto_rawDescOnce sync.Once
@@ -793,53 +1327,79 @@ func file_parley_v1_chat_proto_rawDescGZIP() []byte {
 	return file_parley_v1_chat_proto_rawDescData
 }
 
-var file_parley_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_parley_v1_chat_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_parley_v1_chat_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_parley_v1_chat_proto_goTypes = []any{
-	(*CompleteRequest)(nil),        // 0: parley.v1.CompleteRequest
-	(*CompleteResponse)(nil),       // 1: parley.v1.CompleteResponse
-	(*Choice)(nil),                 // 2: parley.v1.Choice
-	(*CompleteStreamRequest)(nil),  // 3: parley.v1.CompleteStreamRequest
-	(*CompleteStreamResponse)(nil), // 4: parley.v1.CompleteStreamResponse
-	(*FileSearch)(nil),             // 5: parley.v1.FileSearch
-	(*Message)(nil),                // 6: parley.v1.Message
-	(*Tool)(nil),                   // 7: parley.v1.Tool
-	(*ToolChoice)(nil),             // 8: parley.v1.ToolChoice
-	(*ResponseFormat)(nil),         // 9: parley.v1.ResponseFormat
-	(FinishReason)(0),              // 10: parley.v1.FinishReason
-	(*Usage)(nil),                  // 11: parley.v1.Usage
-	(*TokenLogprob)(nil),           // 12: parley.v1.TokenLogprob
-	(*GenerationEvent)(nil),        // 13: parley.v1.GenerationEvent
-	(*AttributeFilter)(nil),        // 14: parley.v1.AttributeFilter
+	(BackgroundStatus)(0),            // 0: parley.v1.BackgroundStatus
+	(*BackgroundGeneration)(nil),     // 1: parley.v1.BackgroundGeneration
+	(*StartBackgroundRequest)(nil),   // 2: parley.v1.StartBackgroundRequest
+	(*StartBackgroundResponse)(nil),  // 3: parley.v1.StartBackgroundResponse
+	(*GetBackgroundRequest)(nil),     // 4: parley.v1.GetBackgroundRequest
+	(*GetBackgroundResponse)(nil),    // 5: parley.v1.GetBackgroundResponse
+	(*CancelBackgroundRequest)(nil),  // 6: parley.v1.CancelBackgroundRequest
+	(*CancelBackgroundResponse)(nil), // 7: parley.v1.CancelBackgroundResponse
+	(*FollowBackgroundRequest)(nil),  // 8: parley.v1.FollowBackgroundRequest
+	(*FollowBackgroundResponse)(nil), // 9: parley.v1.FollowBackgroundResponse
+	(*CompleteRequest)(nil),          // 10: parley.v1.CompleteRequest
+	(*CompleteResponse)(nil),         // 11: parley.v1.CompleteResponse
+	(*Choice)(nil),                   // 12: parley.v1.Choice
+	(*CompleteStreamRequest)(nil),    // 13: parley.v1.CompleteStreamRequest
+	(*CompleteStreamResponse)(nil),   // 14: parley.v1.CompleteStreamResponse
+	(*FileSearch)(nil),               // 15: parley.v1.FileSearch
+	(*GenerationEvent)(nil),          // 16: parley.v1.GenerationEvent
+	(*Message)(nil),                  // 17: parley.v1.Message
+	(*Tool)(nil),                     // 18: parley.v1.Tool
+	(*ToolChoice)(nil),               // 19: parley.v1.ToolChoice
+	(*ResponseFormat)(nil),           // 20: parley.v1.ResponseFormat
+	(FinishReason)(0),                // 21: parley.v1.FinishReason
+	(*Usage)(nil),                    // 22: parley.v1.Usage
+	(*TokenLogprob)(nil),             // 23: parley.v1.TokenLogprob
+	(*AttributeFilter)(nil),          // 24: parley.v1.AttributeFilter
 }
 var file_parley_v1_chat_proto_depIdxs = []int32{
-	6,  // 0: parley.v1.CompleteRequest.messages:type_name -> parley.v1.Message
-	7,  // 1: parley.v1.CompleteRequest.tools:type_name -> parley.v1.Tool
-	8,  // 2: parley.v1.CompleteRequest.tool_choice:type_name -> parley.v1.ToolChoice
-	9,  // 3: parley.v1.CompleteRequest.response_format:type_name -> parley.v1.ResponseFormat
-	5,  // 4: parley.v1.CompleteRequest.file_search:type_name -> parley.v1.FileSearch
-	6,  // 5: parley.v1.CompleteResponse.message:type_name -> parley.v1.Message
-	10, // 6: parley.v1.CompleteResponse.finish_reason:type_name -> parley.v1.FinishReason
-	11, // 7: parley.v1.CompleteResponse.usage:type_name -> parley.v1.Usage
-	2,  // 8: parley.v1.CompleteResponse.choices:type_name -> parley.v1.Choice
-	6,  // 9: parley.v1.Choice.message:type_name -> parley.v1.Message
-	10, // 10: parley.v1.Choice.finish_reason:type_name -> parley.v1.FinishReason
-	12, // 11: parley.v1.Choice.logprobs:type_name -> parley.v1.TokenLogprob
-	6,  // 12: parley.v1.CompleteStreamRequest.messages:type_name -> parley.v1.Message
-	7,  // 13: parley.v1.CompleteStreamRequest.tools:type_name -> parley.v1.Tool
-	8,  // 14: parley.v1.CompleteStreamRequest.tool_choice:type_name -> parley.v1.ToolChoice
-	9,  // 15: parley.v1.CompleteStreamRequest.response_format:type_name -> parley.v1.ResponseFormat
-	5,  // 16: parley.v1.CompleteStreamRequest.file_search:type_name -> parley.v1.FileSearch
-	13, // 17: parley.v1.CompleteStreamResponse.event:type_name -> parley.v1.GenerationEvent
-	14, // 18: parley.v1.FileSearch.filter:type_name -> parley.v1.AttributeFilter
-	0,  // 19: parley.v1.ChatService.Complete:input_type -> parley.v1.CompleteRequest
-	3,  // 20: parley.v1.ChatService.CompleteStream:input_type -> parley.v1.CompleteStreamRequest
-	1,  // 21: parley.v1.ChatService.Complete:output_type -> parley.v1.CompleteResponse
-	4,  // 22: parley.v1.ChatService.CompleteStream:output_type -> parley.v1.CompleteStreamResponse
-	21, // [21:23] is the sub-list for method output_type
-	19, // [19:21] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	0,  // 0: parley.v1.BackgroundGeneration.status:type_name -> parley.v1.BackgroundStatus
+	11, // 1: parley.v1.BackgroundGeneration.response:type_name -> parley.v1.CompleteResponse
+	10, // 2: parley.v1.StartBackgroundRequest.request:type_name -> parley.v1.CompleteRequest
+	1,  // 3: parley.v1.StartBackgroundResponse.generation:type_name -> parley.v1.BackgroundGeneration
+	1,  // 4: parley.v1.GetBackgroundResponse.generation:type_name -> parley.v1.BackgroundGeneration
+	1,  // 5: parley.v1.CancelBackgroundResponse.generation:type_name -> parley.v1.BackgroundGeneration
+	16, // 6: parley.v1.FollowBackgroundResponse.event:type_name -> parley.v1.GenerationEvent
+	17, // 7: parley.v1.CompleteRequest.messages:type_name -> parley.v1.Message
+	18, // 8: parley.v1.CompleteRequest.tools:type_name -> parley.v1.Tool
+	19, // 9: parley.v1.CompleteRequest.tool_choice:type_name -> parley.v1.ToolChoice
+	20, // 10: parley.v1.CompleteRequest.response_format:type_name -> parley.v1.ResponseFormat
+	15, // 11: parley.v1.CompleteRequest.file_search:type_name -> parley.v1.FileSearch
+	17, // 12: parley.v1.CompleteResponse.message:type_name -> parley.v1.Message
+	21, // 13: parley.v1.CompleteResponse.finish_reason:type_name -> parley.v1.FinishReason
+	22, // 14: parley.v1.CompleteResponse.usage:type_name -> parley.v1.Usage
+	12, // 15: parley.v1.CompleteResponse.choices:type_name -> parley.v1.Choice
+	17, // 16: parley.v1.Choice.message:type_name -> parley.v1.Message
+	21, // 17: parley.v1.Choice.finish_reason:type_name -> parley.v1.FinishReason
+	23, // 18: parley.v1.Choice.logprobs:type_name -> parley.v1.TokenLogprob
+	17, // 19: parley.v1.CompleteStreamRequest.messages:type_name -> parley.v1.Message
+	18, // 20: parley.v1.CompleteStreamRequest.tools:type_name -> parley.v1.Tool
+	19, // 21: parley.v1.CompleteStreamRequest.tool_choice:type_name -> parley.v1.ToolChoice
+	20, // 22: parley.v1.CompleteStreamRequest.response_format:type_name -> parley.v1.ResponseFormat
+	15, // 23: parley.v1.CompleteStreamRequest.file_search:type_name -> parley.v1.FileSearch
+	16, // 24: parley.v1.CompleteStreamResponse.event:type_name -> parley.v1.GenerationEvent
+	24, // 25: parley.v1.FileSearch.filter:type_name -> parley.v1.AttributeFilter
+	10, // 26: parley.v1.ChatService.Complete:input_type -> parley.v1.CompleteRequest
+	13, // 27: parley.v1.ChatService.CompleteStream:input_type -> parley.v1.CompleteStreamRequest
+	2,  // 28: parley.v1.ChatService.StartBackground:input_type -> parley.v1.StartBackgroundRequest
+	4,  // 29: parley.v1.ChatService.GetBackground:input_type -> parley.v1.GetBackgroundRequest
+	6,  // 30: parley.v1.ChatService.CancelBackground:input_type -> parley.v1.CancelBackgroundRequest
+	8,  // 31: parley.v1.ChatService.FollowBackground:input_type -> parley.v1.FollowBackgroundRequest
+	11, // 32: parley.v1.ChatService.Complete:output_type -> parley.v1.CompleteResponse
+	14, // 33: parley.v1.ChatService.CompleteStream:output_type -> parley.v1.CompleteStreamResponse
+	3,  // 34: parley.v1.ChatService.StartBackground:output_type -> parley.v1.StartBackgroundResponse
+	5,  // 35: parley.v1.ChatService.GetBackground:output_type -> parley.v1.GetBackgroundResponse
+	7,  // 36: parley.v1.ChatService.CancelBackground:output_type -> parley.v1.CancelBackgroundResponse
+	9,  // 37: parley.v1.ChatService.FollowBackground:output_type -> parley.v1.FollowBackgroundResponse
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_chat_proto_init() }
@@ -849,20 +1409,21 @@ func file_parley_v1_chat_proto_init() {
 	}
 	file_parley_v1_common_proto_init()
 	file_parley_v1_vector_store_proto_init()
-	file_parley_v1_chat_proto_msgTypes[0].OneofWrappers = []any{}
-	file_parley_v1_chat_proto_msgTypes[3].OneofWrappers = []any{}
+	file_parley_v1_chat_proto_msgTypes[9].OneofWrappers = []any{}
+	file_parley_v1_chat_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_chat_proto_rawDesc), len(file_parley_v1_chat_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   6,
+			NumEnums:      1,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_parley_v1_chat_proto_goTypes,
 		DependencyIndexes: file_parley_v1_chat_proto_depIdxs,
+		EnumInfos:         file_parley_v1_chat_proto_enumTypes,
 		MessageInfos:      file_parley_v1_chat_proto_msgTypes,
 	}.Build()
 	File_parley_v1_chat_proto = out.File

@@ -38,6 +38,18 @@ const (
 	// ChatServiceCompleteStreamProcedure is the fully-qualified name of the ChatService's
 	// CompleteStream RPC.
 	ChatServiceCompleteStreamProcedure = "/parley.v1.ChatService/CompleteStream"
+	// ChatServiceStartBackgroundProcedure is the fully-qualified name of the ChatService's
+	// StartBackground RPC.
+	ChatServiceStartBackgroundProcedure = "/parley.v1.ChatService/StartBackground"
+	// ChatServiceGetBackgroundProcedure is the fully-qualified name of the ChatService's GetBackground
+	// RPC.
+	ChatServiceGetBackgroundProcedure = "/parley.v1.ChatService/GetBackground"
+	// ChatServiceCancelBackgroundProcedure is the fully-qualified name of the ChatService's
+	// CancelBackground RPC.
+	ChatServiceCancelBackgroundProcedure = "/parley.v1.ChatService/CancelBackground"
+	// ChatServiceFollowBackgroundProcedure is the fully-qualified name of the ChatService's
+	// FollowBackground RPC.
+	ChatServiceFollowBackgroundProcedure = "/parley.v1.ChatService/FollowBackground"
 )
 
 // ChatServiceClient is a client for the parley.v1.ChatService service.
@@ -51,6 +63,27 @@ type ChatServiceClient interface {
 	// deltas, finished. Errors before the first event are as for Complete; a failure
 	// after it ends the stream with finished.finish_reason = FINISH_REASON_ERROR.
 	CompleteStream(context.Context, *connect.Request[v1.CompleteStreamRequest]) (*connect.ServerStreamForClient[v1.CompleteStreamResponse], error)
+	// StartBackground starts a generation that runs after this call has returned
+	// (the Responses API's background: true): it is stored, runs at the lowest
+	// interactive priority, and is read with GetBackground, followed with
+	// FollowBackground and stopped with CancelBackground, from any gateway.
+	// Errors: as for Complete before it starts; invalid_argument (file_search: not
+	// in the background).
+	StartBackground(context.Context, *connect.Request[v1.StartBackgroundRequest]) (*connect.Response[v1.StartBackgroundResponse], error)
+	// GetBackground returns a background generation: its status and, once it has
+	// ended, its whole answer.
+	// Errors: not_found.
+	GetBackground(context.Context, *connect.Request[v1.GetBackgroundRequest]) (*connect.Response[v1.GetBackgroundResponse], error)
+	// CancelBackground stops a background generation, on whichever gateway runs it,
+	// and returns it as it ended (charged for what it generated).
+	// Errors: not_found.
+	CancelBackground(context.Context, *connect.Request[v1.CancelBackgroundRequest]) (*connect.Response[v1.CancelBackgroundResponse], error)
+	// FollowBackground streams a background generation's events after after_seq
+	// (GenerationEvent.seq), then each new one until it ends: a client that lost its
+	// stream resumes where it stopped. The events are kept while it runs and for 5
+	// minutes after.
+	// Errors: not_found, failed_precondition (its events are no longer kept).
+	FollowBackground(context.Context, *connect.Request[v1.FollowBackgroundRequest]) (*connect.ServerStreamForClient[v1.FollowBackgroundResponse], error)
 }
 
 // NewChatServiceClient constructs a client for the parley.v1.ChatService service. By default, it
@@ -76,13 +109,41 @@ func NewChatServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(chatServiceMethods.ByName("CompleteStream")),
 			connect.WithClientOptions(opts...),
 		),
+		startBackground: connect.NewClient[v1.StartBackgroundRequest, v1.StartBackgroundResponse](
+			httpClient,
+			baseURL+ChatServiceStartBackgroundProcedure,
+			connect.WithSchema(chatServiceMethods.ByName("StartBackground")),
+			connect.WithClientOptions(opts...),
+		),
+		getBackground: connect.NewClient[v1.GetBackgroundRequest, v1.GetBackgroundResponse](
+			httpClient,
+			baseURL+ChatServiceGetBackgroundProcedure,
+			connect.WithSchema(chatServiceMethods.ByName("GetBackground")),
+			connect.WithClientOptions(opts...),
+		),
+		cancelBackground: connect.NewClient[v1.CancelBackgroundRequest, v1.CancelBackgroundResponse](
+			httpClient,
+			baseURL+ChatServiceCancelBackgroundProcedure,
+			connect.WithSchema(chatServiceMethods.ByName("CancelBackground")),
+			connect.WithClientOptions(opts...),
+		),
+		followBackground: connect.NewClient[v1.FollowBackgroundRequest, v1.FollowBackgroundResponse](
+			httpClient,
+			baseURL+ChatServiceFollowBackgroundProcedure,
+			connect.WithSchema(chatServiceMethods.ByName("FollowBackground")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // chatServiceClient implements ChatServiceClient.
 type chatServiceClient struct {
-	complete       *connect.Client[v1.CompleteRequest, v1.CompleteResponse]
-	completeStream *connect.Client[v1.CompleteStreamRequest, v1.CompleteStreamResponse]
+	complete         *connect.Client[v1.CompleteRequest, v1.CompleteResponse]
+	completeStream   *connect.Client[v1.CompleteStreamRequest, v1.CompleteStreamResponse]
+	startBackground  *connect.Client[v1.StartBackgroundRequest, v1.StartBackgroundResponse]
+	getBackground    *connect.Client[v1.GetBackgroundRequest, v1.GetBackgroundResponse]
+	cancelBackground *connect.Client[v1.CancelBackgroundRequest, v1.CancelBackgroundResponse]
+	followBackground *connect.Client[v1.FollowBackgroundRequest, v1.FollowBackgroundResponse]
 }
 
 // Complete calls parley.v1.ChatService.Complete.
@@ -93,6 +154,26 @@ func (c *chatServiceClient) Complete(ctx context.Context, req *connect.Request[v
 // CompleteStream calls parley.v1.ChatService.CompleteStream.
 func (c *chatServiceClient) CompleteStream(ctx context.Context, req *connect.Request[v1.CompleteStreamRequest]) (*connect.ServerStreamForClient[v1.CompleteStreamResponse], error) {
 	return c.completeStream.CallServerStream(ctx, req)
+}
+
+// StartBackground calls parley.v1.ChatService.StartBackground.
+func (c *chatServiceClient) StartBackground(ctx context.Context, req *connect.Request[v1.StartBackgroundRequest]) (*connect.Response[v1.StartBackgroundResponse], error) {
+	return c.startBackground.CallUnary(ctx, req)
+}
+
+// GetBackground calls parley.v1.ChatService.GetBackground.
+func (c *chatServiceClient) GetBackground(ctx context.Context, req *connect.Request[v1.GetBackgroundRequest]) (*connect.Response[v1.GetBackgroundResponse], error) {
+	return c.getBackground.CallUnary(ctx, req)
+}
+
+// CancelBackground calls parley.v1.ChatService.CancelBackground.
+func (c *chatServiceClient) CancelBackground(ctx context.Context, req *connect.Request[v1.CancelBackgroundRequest]) (*connect.Response[v1.CancelBackgroundResponse], error) {
+	return c.cancelBackground.CallUnary(ctx, req)
+}
+
+// FollowBackground calls parley.v1.ChatService.FollowBackground.
+func (c *chatServiceClient) FollowBackground(ctx context.Context, req *connect.Request[v1.FollowBackgroundRequest]) (*connect.ServerStreamForClient[v1.FollowBackgroundResponse], error) {
+	return c.followBackground.CallServerStream(ctx, req)
 }
 
 // ChatServiceHandler is an implementation of the parley.v1.ChatService service.
@@ -106,6 +187,27 @@ type ChatServiceHandler interface {
 	// deltas, finished. Errors before the first event are as for Complete; a failure
 	// after it ends the stream with finished.finish_reason = FINISH_REASON_ERROR.
 	CompleteStream(context.Context, *connect.Request[v1.CompleteStreamRequest], *connect.ServerStream[v1.CompleteStreamResponse]) error
+	// StartBackground starts a generation that runs after this call has returned
+	// (the Responses API's background: true): it is stored, runs at the lowest
+	// interactive priority, and is read with GetBackground, followed with
+	// FollowBackground and stopped with CancelBackground, from any gateway.
+	// Errors: as for Complete before it starts; invalid_argument (file_search: not
+	// in the background).
+	StartBackground(context.Context, *connect.Request[v1.StartBackgroundRequest]) (*connect.Response[v1.StartBackgroundResponse], error)
+	// GetBackground returns a background generation: its status and, once it has
+	// ended, its whole answer.
+	// Errors: not_found.
+	GetBackground(context.Context, *connect.Request[v1.GetBackgroundRequest]) (*connect.Response[v1.GetBackgroundResponse], error)
+	// CancelBackground stops a background generation, on whichever gateway runs it,
+	// and returns it as it ended (charged for what it generated).
+	// Errors: not_found.
+	CancelBackground(context.Context, *connect.Request[v1.CancelBackgroundRequest]) (*connect.Response[v1.CancelBackgroundResponse], error)
+	// FollowBackground streams a background generation's events after after_seq
+	// (GenerationEvent.seq), then each new one until it ends: a client that lost its
+	// stream resumes where it stopped. The events are kept while it runs and for 5
+	// minutes after.
+	// Errors: not_found, failed_precondition (its events are no longer kept).
+	FollowBackground(context.Context, *connect.Request[v1.FollowBackgroundRequest], *connect.ServerStream[v1.FollowBackgroundResponse]) error
 }
 
 // NewChatServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -127,12 +229,44 @@ func NewChatServiceHandler(svc ChatServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(chatServiceMethods.ByName("CompleteStream")),
 		connect.WithHandlerOptions(opts...),
 	)
+	chatServiceStartBackgroundHandler := connect.NewUnaryHandler(
+		ChatServiceStartBackgroundProcedure,
+		svc.StartBackground,
+		connect.WithSchema(chatServiceMethods.ByName("StartBackground")),
+		connect.WithHandlerOptions(opts...),
+	)
+	chatServiceGetBackgroundHandler := connect.NewUnaryHandler(
+		ChatServiceGetBackgroundProcedure,
+		svc.GetBackground,
+		connect.WithSchema(chatServiceMethods.ByName("GetBackground")),
+		connect.WithHandlerOptions(opts...),
+	)
+	chatServiceCancelBackgroundHandler := connect.NewUnaryHandler(
+		ChatServiceCancelBackgroundProcedure,
+		svc.CancelBackground,
+		connect.WithSchema(chatServiceMethods.ByName("CancelBackground")),
+		connect.WithHandlerOptions(opts...),
+	)
+	chatServiceFollowBackgroundHandler := connect.NewServerStreamHandler(
+		ChatServiceFollowBackgroundProcedure,
+		svc.FollowBackground,
+		connect.WithSchema(chatServiceMethods.ByName("FollowBackground")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.ChatService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ChatServiceCompleteProcedure:
 			chatServiceCompleteHandler.ServeHTTP(w, r)
 		case ChatServiceCompleteStreamProcedure:
 			chatServiceCompleteStreamHandler.ServeHTTP(w, r)
+		case ChatServiceStartBackgroundProcedure:
+			chatServiceStartBackgroundHandler.ServeHTTP(w, r)
+		case ChatServiceGetBackgroundProcedure:
+			chatServiceGetBackgroundHandler.ServeHTTP(w, r)
+		case ChatServiceCancelBackgroundProcedure:
+			chatServiceCancelBackgroundHandler.ServeHTTP(w, r)
+		case ChatServiceFollowBackgroundProcedure:
+			chatServiceFollowBackgroundHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -148,4 +282,20 @@ func (UnimplementedChatServiceHandler) Complete(context.Context, *connect.Reques
 
 func (UnimplementedChatServiceHandler) CompleteStream(context.Context, *connect.Request[v1.CompleteStreamRequest], *connect.ServerStream[v1.CompleteStreamResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ChatService.CompleteStream is not implemented"))
+}
+
+func (UnimplementedChatServiceHandler) StartBackground(context.Context, *connect.Request[v1.StartBackgroundRequest]) (*connect.Response[v1.StartBackgroundResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ChatService.StartBackground is not implemented"))
+}
+
+func (UnimplementedChatServiceHandler) GetBackground(context.Context, *connect.Request[v1.GetBackgroundRequest]) (*connect.Response[v1.GetBackgroundResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ChatService.GetBackground is not implemented"))
+}
+
+func (UnimplementedChatServiceHandler) CancelBackground(context.Context, *connect.Request[v1.CancelBackgroundRequest]) (*connect.Response[v1.CancelBackgroundResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ChatService.CancelBackground is not implemented"))
+}
+
+func (UnimplementedChatServiceHandler) FollowBackground(context.Context, *connect.Request[v1.FollowBackgroundRequest], *connect.ServerStream[v1.FollowBackgroundResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ChatService.FollowBackground is not implemented"))
 }

@@ -23,6 +23,18 @@ class ChatService(Protocol):
     def complete_stream(self, request: parley_dot_v1_dot_chat__pb2.CompleteStreamRequest, ctx: RequestContext) -> AsyncIterator[parley_dot_v1_dot_chat__pb2.CompleteStreamResponse]:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def start_background(self, request: parley_dot_v1_dot_chat__pb2.StartBackgroundRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.StartBackgroundResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def get_background(self, request: parley_dot_v1_dot_chat__pb2.GetBackgroundRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.GetBackgroundResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def cancel_background(self, request: parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    def follow_background(self, request: parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest, ctx: RequestContext) -> AsyncIterator[parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse]:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class ChatServiceASGIApplication(ConnectASGIApplication[ChatService]):
     def __init__(self, service: ChatService | AsyncGenerator[ChatService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -48,6 +60,46 @@ class ChatServiceASGIApplication(ConnectASGIApplication[ChatService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.complete_stream,
+                ),
+                "/parley.v1.ChatService/StartBackground": Endpoint.unary(
+                    method=MethodInfo(
+                        name="StartBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.StartBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.StartBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.start_background,
+                ),
+                "/parley.v1.ChatService/GetBackground": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.GetBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.GetBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_background,
+                ),
+                "/parley.v1.ChatService/CancelBackground": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CancelBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.cancel_background,
+                ),
+                "/parley.v1.ChatService/FollowBackground": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="FollowBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.follow_background,
                 ),
             },
             interceptors=interceptors,
@@ -102,11 +154,99 @@ class ChatServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def start_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.StartBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_chat__pb2.StartBackgroundResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="StartBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.StartBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.StartBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.GetBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_chat__pb2.GetBackgroundResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.GetBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.GetBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def cancel_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CancelBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def follow_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse]:
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="FollowBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class ChatServiceSync(Protocol):
     def complete(self, request: parley_dot_v1_dot_chat__pb2.CompleteRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.CompleteResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def complete_stream(self, request: parley_dot_v1_dot_chat__pb2.CompleteStreamRequest, ctx: RequestContext) -> Iterator[parley_dot_v1_dot_chat__pb2.CompleteStreamResponse]:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def start_background(self, request: parley_dot_v1_dot_chat__pb2.StartBackgroundRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.StartBackgroundResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_background(self, request: parley_dot_v1_dot_chat__pb2.GetBackgroundRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.GetBackgroundResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def cancel_background(self, request: parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest, ctx: RequestContext) -> parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def follow_background(self, request: parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest, ctx: RequestContext) -> Iterator[parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse]:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -133,6 +273,46 @@ class ChatServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.complete_stream,
+                ),
+                "/parley.v1.ChatService/StartBackground": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="StartBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.StartBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.StartBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.start_background,
+                ),
+                "/parley.v1.ChatService/GetBackground": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.GetBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.GetBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_background,
+                ),
+                "/parley.v1.ChatService/CancelBackground": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CancelBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.cancel_background,
+                ),
+                "/parley.v1.ChatService/FollowBackground": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="FollowBackground",
+                        service_name="parley.v1.ChatService",
+                        input=parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest,
+                        output=parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.follow_background,
                 ),
             },
             interceptors=interceptors,
@@ -181,6 +361,86 @@ class ChatServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.ChatService",
                 input=parley_dot_v1_dot_chat__pb2.CompleteStreamRequest,
                 output=parley_dot_v1_dot_chat__pb2.CompleteStreamResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def start_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.StartBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_chat__pb2.StartBackgroundResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="StartBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.StartBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.StartBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.GetBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_chat__pb2.GetBackgroundResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.GetBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.GetBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def cancel_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CancelBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.CancelBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.CancelBackgroundResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def follow_background(
+        self,
+        request: parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Iterator[parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse]:
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="FollowBackground",
+                service_name="parley.v1.ChatService",
+                input=parley_dot_v1_dot_chat__pb2.FollowBackgroundRequest,
+                output=parley_dot_v1_dot_chat__pb2.FollowBackgroundResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -26,7 +26,7 @@ from parley.v1 import common_pb2 as parley_dot_v1_dot_common__pb2
 from parley.v1 import vector_store_pb2 as parley_dot_v1_dot_vector__store__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\x1a\x1cparley/v1/vector_store.proto\"\xfa\x03\n\x0f\x43ompleteRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.parley.v1.Message\x12\x19\n\x11max_output_tokens\x18\x03 \x01(\x03\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\x11\n\x04seed\x18\x07 \x01(\x03H\x02\x88\x01\x01\x12\x0c\n\x04user\x18\x08 \x01(\t\x12\x1e\n\x05tools\x18\t \x03(\x0b\x32\x0f.parley.v1.Tool\x12*\n\x0btool_choice\x18\n \x01(\x0b\x32\x15.parley.v1.ToolChoice\x12 \n\x13parallel_tool_calls\x18\x0b \x01(\x08H\x03\x88\x01\x01\x12\x32\n\x0fresponse_format\x18\x0c \x01(\x0b\x32\x19.parley.v1.ResponseFormat\x12\t\n\x01n\x18\r \x01(\x05\x12\x10\n\x08logprobs\x18\x0e \x01(\x08\x12\x14\n\x0ctop_logprobs\x18\x0f \x01(\x05\x12*\n\x0b\x66ile_search\x18\x10 \x01(\x0b\x32\x15.parley.v1.FileSearchB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x07\n\x05_seedB\x16\n\x14_parallel_tool_calls\"\xe3\x01\n\x10\x43ompleteResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12#\n\x07message\x18\x03 \x01(\x0b\x32\x12.parley.v1.Message\x12.\n\rfinish_reason\x18\x04 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12\x1f\n\x05usage\x18\x05 \x01(\x0b\x32\x10.parley.v1.Usage\x12\x12\n\ncost_nanos\x18\x06 \x01(\x03\x12\"\n\x07\x63hoices\x18\x07 \x03(\x0b\x32\x11.parley.v1.Choice\"\x97\x01\n\x06\x43hoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.parley.v1.Message\x12.\n\rfinish_reason\x18\x03 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12)\n\x08logprobs\x18\x04 \x03(\x0b\x32\x17.parley.v1.TokenLogprob\"\x80\x04\n\x15\x43ompleteStreamRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.parley.v1.Message\x12\x19\n\x11max_output_tokens\x18\x03 \x01(\x03\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\x11\n\x04seed\x18\x07 \x01(\x03H\x02\x88\x01\x01\x12\x0c\n\x04user\x18\x08 \x01(\t\x12\x1e\n\x05tools\x18\t \x03(\x0b\x32\x0f.parley.v1.Tool\x12*\n\x0btool_choice\x18\n \x01(\x0b\x32\x15.parley.v1.ToolChoice\x12 \n\x13parallel_tool_calls\x18\x0b \x01(\x08H\x03\x88\x01\x01\x12\x32\n\x0fresponse_format\x18\x0c \x01(\x0b\x32\x19.parley.v1.ResponseFormat\x12\t\n\x01n\x18\r \x01(\x05\x12\x10\n\x08logprobs\x18\x0e \x01(\x08\x12\x14\n\x0ctop_logprobs\x18\x0f \x01(\x05\x12*\n\x0b\x66ile_search\x18\x10 \x01(\x0b\x32\x15.parley.v1.FileSearchB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x07\n\x05_seedB\x16\n\x14_parallel_tool_calls\"C\n\x16\x43ompleteStreamResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1a.parley.v1.GenerationEvent\"\x84\x01\n\nFileSearch\x12\x18\n\x10vector_store_ids\x18\x01 \x03(\t\x12\x17\n\x0fmax_num_results\x18\x02 \x01(\x05\x12*\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x1a.parley.v1.AttributeFilter\x12\x17\n\x0fscore_threshold\x18\x04 \x01(\x01\x32\xab\x01\n\x0b\x43hatService\x12\x43\n\x08\x43omplete\x12\x1a.parley.v1.CompleteRequest\x1a\x1b.parley.v1.CompleteResponse\x12W\n\x0e\x43ompleteStream\x12 .parley.v1.CompleteStreamRequest\x1a!.parley.v1.CompleteStreamResponse0\x01\x42\x33Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14parley/v1/chat.proto\x12\tparley.v1\x1a\x16parley/v1/common.proto\x1a\x1cparley/v1/vector_store.proto\"\x8d\x01\n\x14\x42\x61\x63kgroundGeneration\x12\n\n\x02id\x18\x01 \x01(\t\x12+\n\x06status\x18\x02 \x01(\x0e\x32\x1b.parley.v1.BackgroundStatus\x12-\n\x08response\x18\x03 \x01(\x0b\x32\x1b.parley.v1.CompleteResponse\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"E\n\x16StartBackgroundRequest\x12+\n\x07request\x18\x01 \x01(\x0b\x32\x1a.parley.v1.CompleteRequest\"N\n\x17StartBackgroundResponse\x12\x33\n\ngeneration\x18\x01 \x01(\x0b\x32\x1f.parley.v1.BackgroundGeneration\"\"\n\x14GetBackgroundRequest\x12\n\n\x02id\x18\x01 \x01(\t\"L\n\x15GetBackgroundResponse\x12\x33\n\ngeneration\x18\x01 \x01(\x0b\x32\x1f.parley.v1.BackgroundGeneration\"%\n\x17\x43\x61ncelBackgroundRequest\x12\n\n\x02id\x18\x01 \x01(\t\"O\n\x18\x43\x61ncelBackgroundResponse\x12\x33\n\ngeneration\x18\x01 \x01(\x0b\x32\x1f.parley.v1.BackgroundGeneration\"8\n\x17\x46ollowBackgroundRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"E\n\x18\x46ollowBackgroundResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1a.parley.v1.GenerationEvent\"\xfa\x03\n\x0f\x43ompleteRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.parley.v1.Message\x12\x19\n\x11max_output_tokens\x18\x03 \x01(\x03\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\x11\n\x04seed\x18\x07 \x01(\x03H\x02\x88\x01\x01\x12\x0c\n\x04user\x18\x08 \x01(\t\x12\x1e\n\x05tools\x18\t \x03(\x0b\x32\x0f.parley.v1.Tool\x12*\n\x0btool_choice\x18\n \x01(\x0b\x32\x15.parley.v1.ToolChoice\x12 \n\x13parallel_tool_calls\x18\x0b \x01(\x08H\x03\x88\x01\x01\x12\x32\n\x0fresponse_format\x18\x0c \x01(\x0b\x32\x19.parley.v1.ResponseFormat\x12\t\n\x01n\x18\r \x01(\x05\x12\x10\n\x08logprobs\x18\x0e \x01(\x08\x12\x14\n\x0ctop_logprobs\x18\x0f \x01(\x05\x12*\n\x0b\x66ile_search\x18\x10 \x01(\x0b\x32\x15.parley.v1.FileSearchB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x07\n\x05_seedB\x16\n\x14_parallel_tool_calls\"\xe3\x01\n\x10\x43ompleteResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12#\n\x07message\x18\x03 \x01(\x0b\x32\x12.parley.v1.Message\x12.\n\rfinish_reason\x18\x04 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12\x1f\n\x05usage\x18\x05 \x01(\x0b\x32\x10.parley.v1.Usage\x12\x12\n\ncost_nanos\x18\x06 \x01(\x03\x12\"\n\x07\x63hoices\x18\x07 \x03(\x0b\x32\x11.parley.v1.Choice\"\x97\x01\n\x06\x43hoice\x12\r\n\x05index\x18\x01 \x01(\x05\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.parley.v1.Message\x12.\n\rfinish_reason\x18\x03 \x01(\x0e\x32\x17.parley.v1.FinishReason\x12)\n\x08logprobs\x18\x04 \x03(\x0b\x32\x17.parley.v1.TokenLogprob\"\x80\x04\n\x15\x43ompleteStreamRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.parley.v1.Message\x12\x19\n\x11max_output_tokens\x18\x03 \x01(\x03\x12\x18\n\x0btemperature\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05top_p\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\x11\n\x04seed\x18\x07 \x01(\x03H\x02\x88\x01\x01\x12\x0c\n\x04user\x18\x08 \x01(\t\x12\x1e\n\x05tools\x18\t \x03(\x0b\x32\x0f.parley.v1.Tool\x12*\n\x0btool_choice\x18\n \x01(\x0b\x32\x15.parley.v1.ToolChoice\x12 \n\x13parallel_tool_calls\x18\x0b \x01(\x08H\x03\x88\x01\x01\x12\x32\n\x0fresponse_format\x18\x0c \x01(\x0b\x32\x19.parley.v1.ResponseFormat\x12\t\n\x01n\x18\r \x01(\x05\x12\x10\n\x08logprobs\x18\x0e \x01(\x08\x12\x14\n\x0ctop_logprobs\x18\x0f \x01(\x05\x12*\n\x0b\x66ile_search\x18\x10 \x01(\x0b\x32\x15.parley.v1.FileSearchB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x07\n\x05_seedB\x16\n\x14_parallel_tool_calls\"C\n\x16\x43ompleteStreamResponse\x12)\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1a.parley.v1.GenerationEvent\"\x84\x01\n\nFileSearch\x12\x18\n\x10vector_store_ids\x18\x01 \x03(\t\x12\x17\n\x0fmax_num_results\x18\x02 \x01(\x05\x12*\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x1a.parley.v1.AttributeFilter\x12\x17\n\x0fscore_threshold\x18\x04 \x01(\x01*\xd6\x01\n\x10\x42\x61\x63kgroundStatus\x12!\n\x1d\x42\x41\x43KGROUND_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x42\x41\x43KGROUND_STATUS_QUEUED\x10\x01\x12!\n\x1d\x42\x41\x43KGROUND_STATUS_IN_PROGRESS\x10\x02\x12\x1f\n\x1b\x42\x41\x43KGROUND_STATUS_COMPLETED\x10\x03\x12\x1f\n\x1b\x42\x41\x43KGROUND_STATUS_CANCELLED\x10\x04\x12\x1c\n\x18\x42\x41\x43KGROUND_STATUS_FAILED\x10\x05\x32\x95\x04\n\x0b\x43hatService\x12\x43\n\x08\x43omplete\x12\x1a.parley.v1.CompleteRequest\x1a\x1b.parley.v1.CompleteResponse\x12W\n\x0e\x43ompleteStream\x12 .parley.v1.CompleteStreamRequest\x1a!.parley.v1.CompleteStreamResponse0\x01\x12X\n\x0fStartBackground\x12!.parley.v1.StartBackgroundRequest\x1a\".parley.v1.StartBackgroundResponse\x12R\n\rGetBackground\x12\x1f.parley.v1.GetBackgroundRequest\x1a .parley.v1.GetBackgroundResponse\x12[\n\x10\x43\x61ncelBackground\x12\".parley.v1.CancelBackgroundRequest\x1a#.parley.v1.CancelBackgroundResponse\x12]\n\x10\x46ollowBackground\x12\".parley.v1.FollowBackgroundRequest\x1a#.parley.v1.FollowBackgroundResponse0\x01\x42\x33Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,18 +34,38 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'parley.v1.chat_pb2', _globa
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
-  _globals['_COMPLETEREQUEST']._serialized_start=90
-  _globals['_COMPLETEREQUEST']._serialized_end=596
-  _globals['_COMPLETERESPONSE']._serialized_start=599
-  _globals['_COMPLETERESPONSE']._serialized_end=826
-  _globals['_CHOICE']._serialized_start=829
-  _globals['_CHOICE']._serialized_end=980
-  _globals['_COMPLETESTREAMREQUEST']._serialized_start=983
-  _globals['_COMPLETESTREAMREQUEST']._serialized_end=1495
-  _globals['_COMPLETESTREAMRESPONSE']._serialized_start=1497
-  _globals['_COMPLETESTREAMRESPONSE']._serialized_end=1564
-  _globals['_FILESEARCH']._serialized_start=1567
-  _globals['_FILESEARCH']._serialized_end=1699
-  _globals['_CHATSERVICE']._serialized_start=1702
-  _globals['_CHATSERVICE']._serialized_end=1873
+  _globals['_BACKGROUNDSTATUS']._serialized_start=2360
+  _globals['_BACKGROUNDSTATUS']._serialized_end=2574
+  _globals['_BACKGROUNDGENERATION']._serialized_start=90
+  _globals['_BACKGROUNDGENERATION']._serialized_end=231
+  _globals['_STARTBACKGROUNDREQUEST']._serialized_start=233
+  _globals['_STARTBACKGROUNDREQUEST']._serialized_end=302
+  _globals['_STARTBACKGROUNDRESPONSE']._serialized_start=304
+  _globals['_STARTBACKGROUNDRESPONSE']._serialized_end=382
+  _globals['_GETBACKGROUNDREQUEST']._serialized_start=384
+  _globals['_GETBACKGROUNDREQUEST']._serialized_end=418
+  _globals['_GETBACKGROUNDRESPONSE']._serialized_start=420
+  _globals['_GETBACKGROUNDRESPONSE']._serialized_end=496
+  _globals['_CANCELBACKGROUNDREQUEST']._serialized_start=498
+  _globals['_CANCELBACKGROUNDREQUEST']._serialized_end=535
+  _globals['_CANCELBACKGROUNDRESPONSE']._serialized_start=537
+  _globals['_CANCELBACKGROUNDRESPONSE']._serialized_end=616
+  _globals['_FOLLOWBACKGROUNDREQUEST']._serialized_start=618
+  _globals['_FOLLOWBACKGROUNDREQUEST']._serialized_end=674
+  _globals['_FOLLOWBACKGROUNDRESPONSE']._serialized_start=676
+  _globals['_FOLLOWBACKGROUNDRESPONSE']._serialized_end=745
+  _globals['_COMPLETEREQUEST']._serialized_start=748
+  _globals['_COMPLETEREQUEST']._serialized_end=1254
+  _globals['_COMPLETERESPONSE']._serialized_start=1257
+  _globals['_COMPLETERESPONSE']._serialized_end=1484
+  _globals['_CHOICE']._serialized_start=1487
+  _globals['_CHOICE']._serialized_end=1638
+  _globals['_COMPLETESTREAMREQUEST']._serialized_start=1641
+  _globals['_COMPLETESTREAMREQUEST']._serialized_end=2153
+  _globals['_COMPLETESTREAMRESPONSE']._serialized_start=2155
+  _globals['_COMPLETESTREAMRESPONSE']._serialized_end=2222
+  _globals['_FILESEARCH']._serialized_start=2225
+  _globals['_FILESEARCH']._serialized_end=2357
+  _globals['_CHATSERVICE']._serialized_start=2577
+  _globals['_CHATSERVICE']._serialized_end=3110
 # @@protoc_insertion_point(module_scope)

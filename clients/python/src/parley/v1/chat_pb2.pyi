@@ -1,12 +1,90 @@
 from parley.v1 import common_pb2 as _common_pb2
 from parley.v1 import vector_store_pb2 as _vector_store_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class BackgroundStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BACKGROUND_STATUS_UNSPECIFIED: _ClassVar[BackgroundStatus]
+    BACKGROUND_STATUS_QUEUED: _ClassVar[BackgroundStatus]
+    BACKGROUND_STATUS_IN_PROGRESS: _ClassVar[BackgroundStatus]
+    BACKGROUND_STATUS_COMPLETED: _ClassVar[BackgroundStatus]
+    BACKGROUND_STATUS_CANCELLED: _ClassVar[BackgroundStatus]
+    BACKGROUND_STATUS_FAILED: _ClassVar[BackgroundStatus]
+BACKGROUND_STATUS_UNSPECIFIED: BackgroundStatus
+BACKGROUND_STATUS_QUEUED: BackgroundStatus
+BACKGROUND_STATUS_IN_PROGRESS: BackgroundStatus
+BACKGROUND_STATUS_COMPLETED: BackgroundStatus
+BACKGROUND_STATUS_CANCELLED: BackgroundStatus
+BACKGROUND_STATUS_FAILED: BackgroundStatus
+
+class BackgroundGeneration(_message.Message):
+    __slots__ = ("id", "status", "response", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    status: BackgroundStatus
+    response: CompleteResponse
+    error: str
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[BackgroundStatus, str]] = ..., response: _Optional[_Union[CompleteResponse, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class StartBackgroundRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: CompleteRequest
+    def __init__(self, request: _Optional[_Union[CompleteRequest, _Mapping]] = ...) -> None: ...
+
+class StartBackgroundResponse(_message.Message):
+    __slots__ = ("generation",)
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    generation: BackgroundGeneration
+    def __init__(self, generation: _Optional[_Union[BackgroundGeneration, _Mapping]] = ...) -> None: ...
+
+class GetBackgroundRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GetBackgroundResponse(_message.Message):
+    __slots__ = ("generation",)
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    generation: BackgroundGeneration
+    def __init__(self, generation: _Optional[_Union[BackgroundGeneration, _Mapping]] = ...) -> None: ...
+
+class CancelBackgroundRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class CancelBackgroundResponse(_message.Message):
+    __slots__ = ("generation",)
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    generation: BackgroundGeneration
+    def __init__(self, generation: _Optional[_Union[BackgroundGeneration, _Mapping]] = ...) -> None: ...
+
+class FollowBackgroundRequest(_message.Message):
+    __slots__ = ("id", "after_seq")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    after_seq: int
+    def __init__(self, id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+
+class FollowBackgroundResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: _common_pb2.GenerationEvent
+    def __init__(self, event: _Optional[_Union[_common_pb2.GenerationEvent, _Mapping]] = ...) -> None: ...
 
 class CompleteRequest(_message.Message):
     __slots__ = ("model", "messages", "max_output_tokens", "temperature", "top_p", "stop", "seed", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format", "n", "logprobs", "top_logprobs", "file_search")

@@ -2,8 +2,8 @@
 // @generated from file parley/v1/chat.proto (package parley.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FinishReason, GenerationEvent, Message as Message$1, ResponseFormat, TokenLogprob, Tool, ToolChoice, Usage } from "./common_pb.js";
 import { file_parley_v1_common } from "./common_pb.js";
 import type { AttributeFilter } from "./vector_store_pb.js";
@@ -14,7 +14,193 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/chat.proto.
  */
 export const file_parley_v1_chat: GenFile = /*@__PURE__*/
-  fileDesc("ChRwYXJsZXkvdjEvY2hhdC5wcm90bxIJcGFybGV5LnYxIvoDCg9Db21wbGV0ZVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBRIqCgtmaWxlX3NlYXJjaBgQIAEoCzIVLnBhcmxleS52MS5GaWxlU2VhcmNoQg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCBwoFX3NlZWRCFgoUX3BhcmFsbGVsX3Rvb2xfY2FsbHMi4wEKEENvbXBsZXRlUmVzcG9uc2USEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCRIjCgdtZXNzYWdlGAMgASgLMhIucGFybGV5LnYxLk1lc3NhZ2USLgoNZmluaXNoX3JlYXNvbhgEIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYBSABKAsyEC5wYXJsZXkudjEuVXNhZ2USEgoKY29zdF9uYW5vcxgGIAEoAxIiCgdjaG9pY2VzGAcgAygLMhEucGFybGV5LnYxLkNob2ljZSKXAQoGQ2hvaWNlEg0KBWluZGV4GAEgASgFEiMKB21lc3NhZ2UYAiABKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIuCg1maW5pc2hfcmVhc29uGAMgASgOMhcucGFybGV5LnYxLkZpbmlzaFJlYXNvbhIpCghsb2dwcm9icxgEIAMoCzIXLnBhcmxleS52MS5Ub2tlbkxvZ3Byb2IigAQKFUNvbXBsZXRlU3RyZWFtUmVxdWVzdBINCgVtb2RlbBgBIAEoCRIkCghtZXNzYWdlcxgCIAMoCzISLnBhcmxleS52MS5NZXNzYWdlEhkKEW1heF9vdXRwdXRfdG9rZW5zGAMgASgDEhgKC3RlbXBlcmF0dXJlGAQgASgBSACIAQESEgoFdG9wX3AYBSABKAFIAYgBARIMCgRzdG9wGAYgAygJEhEKBHNlZWQYByABKANIAogBARIMCgR1c2VyGAggASgJEh4KBXRvb2xzGAkgAygLMg8ucGFybGV5LnYxLlRvb2wSKgoLdG9vbF9jaG9pY2UYCiABKAsyFS5wYXJsZXkudjEuVG9vbENob2ljZRIgChNwYXJhbGxlbF90b29sX2NhbGxzGAsgASgISAOIAQESMgoPcmVzcG9uc2VfZm9ybWF0GAwgASgLMhkucGFybGV5LnYxLlJlc3BvbnNlRm9ybWF0EgkKAW4YDSABKAUSEAoIbG9ncHJvYnMYDiABKAgSFAoMdG9wX2xvZ3Byb2JzGA8gASgFEioKC2ZpbGVfc2VhcmNoGBAgASgLMhUucGFybGV5LnYxLkZpbGVTZWFyY2hCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIHCgVfc2VlZEIWChRfcGFyYWxsZWxfdG9vbF9jYWxscyJDChZDb21wbGV0ZVN0cmVhbVJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCKEAQoKRmlsZVNlYXJjaBIYChB2ZWN0b3Jfc3RvcmVfaWRzGAEgAygJEhcKD21heF9udW1fcmVzdWx0cxgCIAEoBRIqCgZmaWx0ZXIYAyABKAsyGi5wYXJsZXkudjEuQXR0cmlidXRlRmlsdGVyEhcKD3Njb3JlX3RocmVzaG9sZBgEIAEoATKrAQoLQ2hhdFNlcnZpY2USQwoIQ29tcGxldGUSGi5wYXJsZXkudjEuQ29tcGxldGVSZXF1ZXN0GhsucGFybGV5LnYxLkNvbXBsZXRlUmVzcG9uc2USVwoOQ29tcGxldGVTdHJlYW0SIC5wYXJsZXkudjEuQ29tcGxldGVTdHJlYW1SZXF1ZXN0GiEucGFybGV5LnYxLkNvbXBsZXRlU3RyZWFtUmVzcG9uc2UwAUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_parley_v1_common, file_parley_v1_vector_store]);
+  fileDesc("ChRwYXJsZXkvdjEvY2hhdC5wcm90bxIJcGFybGV5LnYxIo0BChRCYWNrZ3JvdW5kR2VuZXJhdGlvbhIKCgJpZBgBIAEoCRIrCgZzdGF0dXMYAiABKA4yGy5wYXJsZXkudjEuQmFja2dyb3VuZFN0YXR1cxItCghyZXNwb25zZRgDIAEoCzIbLnBhcmxleS52MS5Db21wbGV0ZVJlc3BvbnNlEg0KBWVycm9yGAQgASgJIkUKFlN0YXJ0QmFja2dyb3VuZFJlcXVlc3QSKwoHcmVxdWVzdBgBIAEoCzIaLnBhcmxleS52MS5Db21wbGV0ZVJlcXVlc3QiTgoXU3RhcnRCYWNrZ3JvdW5kUmVzcG9uc2USMwoKZ2VuZXJhdGlvbhgBIAEoCzIfLnBhcmxleS52MS5CYWNrZ3JvdW5kR2VuZXJhdGlvbiIiChRHZXRCYWNrZ3JvdW5kUmVxdWVzdBIKCgJpZBgBIAEoCSJMChVHZXRCYWNrZ3JvdW5kUmVzcG9uc2USMwoKZ2VuZXJhdGlvbhgBIAEoCzIfLnBhcmxleS52MS5CYWNrZ3JvdW5kR2VuZXJhdGlvbiIlChdDYW5jZWxCYWNrZ3JvdW5kUmVxdWVzdBIKCgJpZBgBIAEoCSJPChhDYW5jZWxCYWNrZ3JvdW5kUmVzcG9uc2USMwoKZ2VuZXJhdGlvbhgBIAEoCzIfLnBhcmxleS52MS5CYWNrZ3JvdW5kR2VuZXJhdGlvbiI4ChdGb2xsb3dCYWNrZ3JvdW5kUmVxdWVzdBIKCgJpZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYRm9sbG93QmFja2dyb3VuZFJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCL6AwoPQ29tcGxldGVSZXF1ZXN0Eg0KBW1vZGVsGAEgASgJEiQKCG1lc3NhZ2VzGAIgAygLMhIucGFybGV5LnYxLk1lc3NhZ2USGQoRbWF4X291dHB1dF90b2tlbnMYAyABKAMSGAoLdGVtcGVyYXR1cmUYBCABKAFIAIgBARISCgV0b3BfcBgFIAEoAUgBiAEBEgwKBHN0b3AYBiADKAkSEQoEc2VlZBgHIAEoA0gCiAEBEgwKBHVzZXIYCCABKAkSHgoFdG9vbHMYCSADKAsyDy5wYXJsZXkudjEuVG9vbBIqCgt0b29sX2Nob2ljZRgKIAEoCzIVLnBhcmxleS52MS5Ub29sQ2hvaWNlEiAKE3BhcmFsbGVsX3Rvb2xfY2FsbHMYCyABKAhIA4gBARIyCg9yZXNwb25zZV9mb3JtYXQYDCABKAsyGS5wYXJsZXkudjEuUmVzcG9uc2VGb3JtYXQSCQoBbhgNIAEoBRIQCghsb2dwcm9icxgOIAEoCBIUCgx0b3BfbG9ncHJvYnMYDyABKAUSKgoLZmlsZV9zZWFyY2gYECABKAsyFS5wYXJsZXkudjEuRmlsZVNlYXJjaEIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQgcKBV9zZWVkQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzIuMBChBDb21wbGV0ZVJlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSIwoHbWVzc2FnZRgDIAEoCzISLnBhcmxleS52MS5NZXNzYWdlEi4KDWZpbmlzaF9yZWFzb24YBCABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAUgASgLMhAucGFybGV5LnYxLlVzYWdlEhIKCmNvc3RfbmFub3MYBiABKAMSIgoHY2hvaWNlcxgHIAMoCzIRLnBhcmxleS52MS5DaG9pY2UilwEKBkNob2ljZRINCgVpbmRleBgBIAEoBRIjCgdtZXNzYWdlGAIgASgLMhIucGFybGV5LnYxLk1lc3NhZ2USLgoNZmluaXNoX3JlYXNvbhgDIAEoDjIXLnBhcmxleS52MS5GaW5pc2hSZWFzb24SKQoIbG9ncHJvYnMYBCADKAsyFy5wYXJsZXkudjEuVG9rZW5Mb2dwcm9iIoAEChVDb21wbGV0ZVN0cmVhbVJlcXVlc3QSDQoFbW9kZWwYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5wYXJsZXkudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgDIAEoAxIYCgt0ZW1wZXJhdHVyZRgEIAEoAUgAiAEBEhIKBXRvcF9wGAUgASgBSAGIAQESDAoEc3RvcBgGIAMoCRIRCgRzZWVkGAcgASgDSAKIAQESDAoEdXNlchgIIAEoCRIeCgV0b29scxgJIAMoCzIPLnBhcmxleS52MS5Ub29sEioKC3Rvb2xfY2hvaWNlGAogASgLMhUucGFybGV5LnYxLlRvb2xDaG9pY2USIAoTcGFyYWxsZWxfdG9vbF9jYWxscxgLIAEoCEgDiAEBEjIKD3Jlc3BvbnNlX2Zvcm1hdBgMIAEoCzIZLnBhcmxleS52MS5SZXNwb25zZUZvcm1hdBIJCgFuGA0gASgFEhAKCGxvZ3Byb2JzGA4gASgIEhQKDHRvcF9sb2dwcm9icxgPIAEoBRIqCgtmaWxlX3NlYXJjaBgQIAEoCzIVLnBhcmxleS52MS5GaWxlU2VhcmNoQg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCBwoFX3NlZWRCFgoUX3BhcmFsbGVsX3Rvb2xfY2FsbHMiQwoWQ29tcGxldGVTdHJlYW1SZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQihAEKCkZpbGVTZWFyY2gSGAoQdmVjdG9yX3N0b3JlX2lkcxgBIAMoCRIXCg9tYXhfbnVtX3Jlc3VsdHMYAiABKAUSKgoGZmlsdGVyGAMgASgLMhoucGFybGV5LnYxLkF0dHJpYnV0ZUZpbHRlchIXCg9zY29yZV90aHJlc2hvbGQYBCABKAEq1gEKEEJhY2tncm91bmRTdGF0dXMSIQodQkFDS0dST1VORF9TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhCQUNLR1JPVU5EX1NUQVRVU19RVUVVRUQQARIhCh1CQUNLR1JPVU5EX1NUQVRVU19JTl9QUk9HUkVTUxACEh8KG0JBQ0tHUk9VTkRfU1RBVFVTX0NPTVBMRVRFRBADEh8KG0JBQ0tHUk9VTkRfU1RBVFVTX0NBTkNFTExFRBAEEhwKGEJBQ0tHUk9VTkRfU1RBVFVTX0ZBSUxFRBAFMpUECgtDaGF0U2VydmljZRJDCghDb21wbGV0ZRIaLnBhcmxleS52MS5Db21wbGV0ZVJlcXVlc3QaGy5wYXJsZXkudjEuQ29tcGxldGVSZXNwb25zZRJXCg5Db21wbGV0ZVN0cmVhbRIgLnBhcmxleS52MS5Db21wbGV0ZVN0cmVhbVJlcXVlc3QaIS5wYXJsZXkudjEuQ29tcGxldGVTdHJlYW1SZXNwb25zZTABElgKD1N0YXJ0QmFja2dyb3VuZBIhLnBhcmxleS52MS5TdGFydEJhY2tncm91bmRSZXF1ZXN0GiIucGFybGV5LnYxLlN0YXJ0QmFja2dyb3VuZFJlc3BvbnNlElIKDUdldEJhY2tncm91bmQSHy5wYXJsZXkudjEuR2V0QmFja2dyb3VuZFJlcXVlc3QaIC5wYXJsZXkudjEuR2V0QmFja2dyb3VuZFJlc3BvbnNlElsKEENhbmNlbEJhY2tncm91bmQSIi5wYXJsZXkudjEuQ2FuY2VsQmFja2dyb3VuZFJlcXVlc3QaIy5wYXJsZXkudjEuQ2FuY2VsQmFja2dyb3VuZFJlc3BvbnNlEl0KEEZvbGxvd0JhY2tncm91bmQSIi5wYXJsZXkudjEuRm9sbG93QmFja2dyb3VuZFJlcXVlc3QaIy5wYXJsZXkudjEuRm9sbG93QmFja2dyb3VuZFJlc3BvbnNlMAFCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_parley_v1_common, file_parley_v1_vector_store]);
+
+/**
+ * BackgroundGeneration is a generation started with StartBackground.
+ *
+ * @generated from message parley.v1.BackgroundGeneration
+ */
+export type BackgroundGeneration = Message<"parley.v1.BackgroundGeneration"> & {
+  /**
+   * Id names it ("gen_…").
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: parley.v1.BackgroundStatus status = 2;
+   */
+  status: BackgroundStatus;
+
+  /**
+   * Response is its answer once it has ended (COMPLETED or CANCELLED: the part
+   * generated), as Complete returns it.
+   *
+   * @generated from field: parley.v1.CompleteResponse response = 3;
+   */
+  response?: CompleteResponse | undefined;
+
+  /**
+   * Error says why it failed.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message parley.v1.BackgroundGeneration.
+ * Use `create(BackgroundGenerationSchema)` to create a new message.
+ */
+export const BackgroundGenerationSchema: GenMessage<BackgroundGeneration> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 0);
+
+/**
+ * @generated from message parley.v1.StartBackgroundRequest
+ */
+export type StartBackgroundRequest = Message<"parley.v1.StartBackgroundRequest"> & {
+  /**
+   * Request is what to generate, as for Complete.
+   *
+   * @generated from field: parley.v1.CompleteRequest request = 1;
+   */
+  request?: CompleteRequest | undefined;
+};
+
+/**
+ * Describes the message parley.v1.StartBackgroundRequest.
+ * Use `create(StartBackgroundRequestSchema)` to create a new message.
+ */
+export const StartBackgroundRequestSchema: GenMessage<StartBackgroundRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 1);
+
+/**
+ * @generated from message parley.v1.StartBackgroundResponse
+ */
+export type StartBackgroundResponse = Message<"parley.v1.StartBackgroundResponse"> & {
+  /**
+   * @generated from field: parley.v1.BackgroundGeneration generation = 1;
+   */
+  generation?: BackgroundGeneration | undefined;
+};
+
+/**
+ * Describes the message parley.v1.StartBackgroundResponse.
+ * Use `create(StartBackgroundResponseSchema)` to create a new message.
+ */
+export const StartBackgroundResponseSchema: GenMessage<StartBackgroundResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 2);
+
+/**
+ * @generated from message parley.v1.GetBackgroundRequest
+ */
+export type GetBackgroundRequest = Message<"parley.v1.GetBackgroundRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message parley.v1.GetBackgroundRequest.
+ * Use `create(GetBackgroundRequestSchema)` to create a new message.
+ */
+export const GetBackgroundRequestSchema: GenMessage<GetBackgroundRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 3);
+
+/**
+ * @generated from message parley.v1.GetBackgroundResponse
+ */
+export type GetBackgroundResponse = Message<"parley.v1.GetBackgroundResponse"> & {
+  /**
+   * @generated from field: parley.v1.BackgroundGeneration generation = 1;
+   */
+  generation?: BackgroundGeneration | undefined;
+};
+
+/**
+ * Describes the message parley.v1.GetBackgroundResponse.
+ * Use `create(GetBackgroundResponseSchema)` to create a new message.
+ */
+export const GetBackgroundResponseSchema: GenMessage<GetBackgroundResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 4);
+
+/**
+ * @generated from message parley.v1.CancelBackgroundRequest
+ */
+export type CancelBackgroundRequest = Message<"parley.v1.CancelBackgroundRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message parley.v1.CancelBackgroundRequest.
+ * Use `create(CancelBackgroundRequestSchema)` to create a new message.
+ */
+export const CancelBackgroundRequestSchema: GenMessage<CancelBackgroundRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 5);
+
+/**
+ * @generated from message parley.v1.CancelBackgroundResponse
+ */
+export type CancelBackgroundResponse = Message<"parley.v1.CancelBackgroundResponse"> & {
+  /**
+   * @generated from field: parley.v1.BackgroundGeneration generation = 1;
+   */
+  generation?: BackgroundGeneration | undefined;
+};
+
+/**
+ * Describes the message parley.v1.CancelBackgroundResponse.
+ * Use `create(CancelBackgroundResponseSchema)` to create a new message.
+ */
+export const CancelBackgroundResponseSchema: GenMessage<CancelBackgroundResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 6);
+
+/**
+ * @generated from message parley.v1.FollowBackgroundRequest
+ */
+export type FollowBackgroundRequest = Message<"parley.v1.FollowBackgroundRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * AfterSeq is the last event's seq the client has (0: from the first).
+   *
+   * @generated from field: uint64 after_seq = 2;
+   */
+  afterSeq: bigint;
+};
+
+/**
+ * Describes the message parley.v1.FollowBackgroundRequest.
+ * Use `create(FollowBackgroundRequestSchema)` to create a new message.
+ */
+export const FollowBackgroundRequestSchema: GenMessage<FollowBackgroundRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 7);
+
+/**
+ * @generated from message parley.v1.FollowBackgroundResponse
+ */
+export type FollowBackgroundResponse = Message<"parley.v1.FollowBackgroundResponse"> & {
+  /**
+   * @generated from field: parley.v1.GenerationEvent event = 1;
+   */
+  event?: GenerationEvent | undefined;
+};
+
+/**
+ * Describes the message parley.v1.FollowBackgroundResponse.
+ * Use `create(FollowBackgroundResponseSchema)` to create a new message.
+ */
+export const FollowBackgroundResponseSchema: GenMessage<FollowBackgroundResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_chat, 8);
 
 /**
  * CompleteRequest is the request of ChatService.Complete.
@@ -151,7 +337,7 @@ export type CompleteRequest = Message<"parley.v1.CompleteRequest"> & {
  * Use `create(CompleteRequestSchema)` to create a new message.
  */
 export const CompleteRequestSchema: GenMessage<CompleteRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 0);
+  messageDesc(file_parley_v1_chat, 9);
 
 /**
  * CompleteResponse is the response of ChatService.Complete.
@@ -216,7 +402,7 @@ export type CompleteResponse = Message<"parley.v1.CompleteResponse"> & {
  * Use `create(CompleteResponseSchema)` to create a new message.
  */
 export const CompleteResponseSchema: GenMessage<CompleteResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 1);
+  messageDesc(file_parley_v1_chat, 10);
 
 /**
  * Choice is one of a completion's alternative answers.
@@ -258,7 +444,7 @@ export type Choice = Message<"parley.v1.Choice"> & {
  * Use `create(ChoiceSchema)` to create a new message.
  */
 export const ChoiceSchema: GenMessage<Choice> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 2);
+  messageDesc(file_parley_v1_chat, 11);
 
 /**
  * CompleteStreamRequest is the request of ChatService.CompleteStream. Its fields mean
@@ -396,7 +582,7 @@ export type CompleteStreamRequest = Message<"parley.v1.CompleteStreamRequest"> &
  * Use `create(CompleteStreamRequestSchema)` to create a new message.
  */
 export const CompleteStreamRequestSchema: GenMessage<CompleteStreamRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 3);
+  messageDesc(file_parley_v1_chat, 12);
 
 /**
  * CompleteStreamResponse is one message of ChatService.CompleteStream's stream.
@@ -417,7 +603,7 @@ export type CompleteStreamResponse = Message<"parley.v1.CompleteStreamResponse">
  * Use `create(CompleteStreamResponseSchema)` to create a new message.
  */
 export const CompleteStreamResponseSchema: GenMessage<CompleteStreamResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 4);
+  messageDesc(file_parley_v1_chat, 13);
 
 /**
  * FileSearch is the file search run before a ChatService generation (the
@@ -460,7 +646,52 @@ export type FileSearch = Message<"parley.v1.FileSearch"> & {
  * Use `create(FileSearchSchema)` to create a new message.
  */
 export const FileSearchSchema: GenMessage<FileSearch> = /*@__PURE__*/
-  messageDesc(file_parley_v1_chat, 5);
+  messageDesc(file_parley_v1_chat, 14);
+
+/**
+ * BackgroundStatus is where a background generation is.
+ *
+ * @generated from enum parley.v1.BackgroundStatus
+ */
+export enum BackgroundStatus {
+  /**
+   * @generated from enum value: BACKGROUND_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: BACKGROUND_STATUS_QUEUED = 1;
+   */
+  QUEUED = 1,
+
+  /**
+   * @generated from enum value: BACKGROUND_STATUS_IN_PROGRESS = 2;
+   */
+  IN_PROGRESS = 2,
+
+  /**
+   * @generated from enum value: BACKGROUND_STATUS_COMPLETED = 3;
+   */
+  COMPLETED = 3,
+
+  /**
+   * @generated from enum value: BACKGROUND_STATUS_CANCELLED = 4;
+   */
+  CANCELLED = 4,
+
+  /**
+   * FAILED: the generation failed, or the gateway running it stopped.
+   *
+   * @generated from enum value: BACKGROUND_STATUS_FAILED = 5;
+   */
+  FAILED = 5,
+}
+
+/**
+ * Describes the enum parley.v1.BackgroundStatus.
+ */
+export const BackgroundStatusSchema: GenEnum<BackgroundStatus> = /*@__PURE__*/
+  enumDesc(file_parley_v1_chat, 0);
 
 /**
  * ChatService is the stateless API channel: the caller sends the whole context and
@@ -497,6 +728,59 @@ export const ChatService: GenService<{
     methodKind: "server_streaming";
     input: typeof CompleteStreamRequestSchema;
     output: typeof CompleteStreamResponseSchema;
+  },
+  /**
+   * StartBackground starts a generation that runs after this call has returned
+   * (the Responses API's background: true): it is stored, runs at the lowest
+   * interactive priority, and is read with GetBackground, followed with
+   * FollowBackground and stopped with CancelBackground, from any gateway.
+   * Errors: as for Complete before it starts; invalid_argument (file_search: not
+   * in the background).
+   *
+   * @generated from rpc parley.v1.ChatService.StartBackground
+   */
+  startBackground: {
+    methodKind: "unary";
+    input: typeof StartBackgroundRequestSchema;
+    output: typeof StartBackgroundResponseSchema;
+  },
+  /**
+   * GetBackground returns a background generation: its status and, once it has
+   * ended, its whole answer.
+   * Errors: not_found.
+   *
+   * @generated from rpc parley.v1.ChatService.GetBackground
+   */
+  getBackground: {
+    methodKind: "unary";
+    input: typeof GetBackgroundRequestSchema;
+    output: typeof GetBackgroundResponseSchema;
+  },
+  /**
+   * CancelBackground stops a background generation, on whichever gateway runs it,
+   * and returns it as it ended (charged for what it generated).
+   * Errors: not_found.
+   *
+   * @generated from rpc parley.v1.ChatService.CancelBackground
+   */
+  cancelBackground: {
+    methodKind: "unary";
+    input: typeof CancelBackgroundRequestSchema;
+    output: typeof CancelBackgroundResponseSchema;
+  },
+  /**
+   * FollowBackground streams a background generation's events after after_seq
+   * (GenerationEvent.seq), then each new one until it ends: a client that lost its
+   * stream resumes where it stopped. The events are kept while it runs and for 5
+   * minutes after.
+   * Errors: not_found, failed_precondition (its events are no longer kept).
+   *
+   * @generated from rpc parley.v1.ChatService.FollowBackground
+   */
+  followBackground: {
+    methodKind: "server_streaming";
+    input: typeof FollowBackgroundRequestSchema;
+    output: typeof FollowBackgroundResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_chat, 0);
