@@ -48,26 +48,9 @@ func (c *Core) Detach(ctx context.Context, key string, fn func(ctx context.Conte
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()
-		keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(work))
-		kept := make(chan struct{})
-		go func() {
-			defer close(kept)
-			tick := time.NewTicker(keepEvery)
-			defer tick.Stop()
-			for {
-				select {
-				case <-keepCtx.Done():
-					return
-				case <-tick.C:
-					if err := c.Generations.Keep(keepCtx, key); err != nil && keepCtx.Err() == nil {
-						c.Logger.ErrorContext(keepCtx, "renewing detached work's claim", "key", key, "err", err)
-					}
-				}
-			}
-		}()
+		stopKeeping := c.keepClaim(work, key)
 		defer func() {
 			stopKeeping()
-			<-kept
 			c.owned.remove(key)
 			cancel()
 			if err := c.Generations.Finish(context.WithoutCancel(work), key, linger); err != nil {
@@ -77,4 +60,32 @@ func (c *Core) Detach(ctx context.Context, key string, fn func(ctx context.Conte
 		fn(work, c.publisher(context.WithoutCancel(work), key))
 	}()
 	return nil
+}
+
+// keepClaim renews key's claim in Generations every keepEvery, however
+// long its generation waits for a worker, until the returned stop (which
+// waits for the renewals to end): if this gateway dies the claim lapses
+// soon, and the generation reads as stopped.
+func (c *Core) keepClaim(ctx context.Context, key string) (stop func()) {
+	keepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		tick := time.NewTicker(keepEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-keepCtx.Done():
+				return
+			case <-tick.C:
+				if err := c.Generations.Keep(keepCtx, key); err != nil && keepCtx.Err() == nil {
+					c.Logger.ErrorContext(keepCtx, "renewing a generation's claim", "key", key, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-kept
+	}
 }

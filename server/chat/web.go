@@ -507,26 +507,9 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	// Renew the conversation's claim while the generation runs, however
 	// long it waits for a worker: if this gateway dies the claim lapses
 	// soon, and the answer reads as interrupted.
-	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
-	kept := make(chan struct{})
-	go func() {
-		defer close(kept)
-		tick := time.NewTicker(keepEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-keepCtx.Done():
-				return
-			case <-tick.C:
-				if err := c.Generations.Keep(keepCtx, conv.ID); err != nil && keepCtx.Err() == nil {
-					c.Logger.ErrorContext(keepCtx, "renewing a generation's claim", "conversation", conv.ID, "err", err)
-				}
-			}
-		}
-	}()
+	stopKeeping := c.keepClaim(ctx, conv.ID)
 	defer func() {
 		stopKeeping()
-		<-kept
 		c.owned.remove(conv.ID)
 		if err := c.Generations.Finish(context.WithoutCancel(ctx), conv.ID, linger); err != nil {
 			c.Logger.Error("finishing a generation's log", "conversation", conv.ID, "err", err)

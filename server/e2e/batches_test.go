@@ -324,19 +324,28 @@ func TestBatchSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
 	args := append(fastAuth, "--data-dir", dir, "--sim-time-scale", "1", "--batch-concurrency", "4", "--batch-lease", "2s")
 	s := startServer(t, args...)
-	a := s.newAccount(t, "kill9@example.com")
-	s.topup(t, a, "10")
-	before := balanceNanos(t, s.api(protocols[0], cred{bearer: a.Key}))
+	killMidBatch(t, s, s, func() *server { return startServer(t, args...) })
+}
+
+// killMidBatch runs a 40-line batch made on g0, kills g0 with SIGKILL once a
+// few lines are answered, and checks that the gateway then running (g1, or
+// what restart starts when g1 is g0) finishes it with each line answered
+// and charged once.
+func killMidBatch(t *testing.T, g0, g1 *server, restart func() *server) {
+	t.Helper()
+	a := g0.newAccount(t, "kill9@example.com")
+	g0.topup(t, a, "10")
+	before := balanceNanos(t, g0.api(protocols[0], cred{bearer: a.Key}))
 	var lines []string
 	for i := range 40 {
 		b, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("k", i), "method": "POST", "url": "/v1/chat/completions",
 			"body": map[string]any{"model": "sim-small", "max_tokens": 24, "messages": []map[string]string{{"role": "user", "content": fmt.Sprint("line ", i)}}}})
 		lines = append(lines, string(b))
 	}
-	b := createBatch(t, s, a.Key, "/v1/chat/completions", lines)
+	b := createBatch(t, g0, a.Key, "/v1/chat/completions", lines)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, body := batchCall(t, s, a.Key, "GET", "/v1/batches/"+b.ID, nil)
+		_, body := batchCall(t, g0, a.Key, "GET", "/v1/batches/"+b.ID, nil)
 		var cur batchJSON
 		_ = json.Unmarshal(body, &cur)
 		if cur.RequestCounts.Completed >= 4 {
@@ -347,17 +356,19 @@ func TestBatchSurvivesKill9(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	s.Signal(syscall.SIGKILL)
-	if _, err := s.Wait(10 * time.Second); err != nil {
+	g0.Signal(syscall.SIGKILL)
+	if _, err := g0.Wait(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	s2 := startServer(t, args...)
-	got := waitBatch(t, s2, a.Key, b.ID, 90*time.Second)
+	if g1 == g0 {
+		g1 = restart()
+	}
+	got := waitBatch(t, g1, a.Key, b.ID, 90*time.Second)
 	if got.Status != "completed" || got.RequestCounts.Completed != 40 || got.RequestCounts.Failed != 0 {
-		t.Fatalf("after the restart: %+v", got)
+		t.Fatalf("after the kill: %+v", got)
 	}
 	seen := map[string]int{}
-	for _, o := range fileLines(t, s2, a.Key, got.OutputFileID) {
+	for _, o := range fileLines(t, g1, a.Key, got.OutputFileID) {
 		seen[o.CustomID]++
 	}
 	for i := range 40 {
@@ -365,7 +376,7 @@ func TestBatchSurvivesKill9(t *testing.T) {
 			t.Fatalf("k%d is in the output %d times", i, n)
 		}
 	}
-	c := s2.api(protocols[0], cred{bearer: a.Key})
+	c := g1.api(protocols[0], cred{bearer: a.Key})
 	var sum int64
 	for _, r := range usageOf(t, c, 40) {
 		sum += r.GetCostNanos()
