@@ -1,6 +1,9 @@
 package chat
 
-import "flag"
+import (
+	"flag"
+	"fmt"
+)
 
 // Config is the generation core as `parley serve` configures it: the
 // budgets of one request, the largest prompt and the API channel's
@@ -11,6 +14,8 @@ type Config struct {
 	MaxPromptBytes int
 	// APIPriority is Core.APIPriority.
 	APIPriority int
+	// BackgroundPriority is Core.BackgroundPriority.
+	BackgroundPriority int
 }
 
 // RegisterFlags registers the core's settings with their defaults, filling
@@ -26,4 +31,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxPromptBytes, "max-prompt-bytes", 8<<20, "largest prompt text of a request, refused before it is tokenized")
 	// 2 is the pro tier's priority (llm.PriorityPro).
 	fs.IntVar(&c.APIPriority, "api-priority", 2, "scheduling priority of API requests among the web tiers (0 free … 3 max)")
+	fs.IntVar(&c.BackgroundPriority, "background-priority", 0, "scheduling priority of background responses and generations (-1 below every tier, like ingestion; 0 free … 3 max)")
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if c.BackgroundPriority < -1 || c.BackgroundPriority > 3 || c.APIPriority < 0 || c.APIPriority > 3 {
+		return fmt.Errorf("--api-priority must be 0 to 3 and --background-priority -1 to 3")
+	}
+	return nil
 }

@@ -46,6 +46,9 @@ type Core struct {
 	Router  Router
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// BackgroundPriority is background responses' and generations'
+	// scheduling priority (WithPriority on the work Detach runs).
+	BackgroundPriority int
 	// APIPriority is the API channel's scheduling priority among the web
 	// tiers (see Priority).
 	APIPriority int

@@ -20,16 +20,13 @@ import (
 // Background responses (background: true, with store): POST /v1/responses
 // stores the response as queued and returns it at once (or, with stream,
 // streams its events from the generation's log); the generation runs
-// detached from the request (chat.Core.Detach) at BackgroundPriority, and
+// detached from the request (chat.Core.Detach) at the core's
+// BackgroundPriority (--background-priority), and
 // its end rewrites the stored response (completed, incomplete, failed or
 // cancelled). GET /v1/responses/{id} polls it from any gateway, and with
 // stream=true (and starting_after=N) streams, or resumes, its events; POST
 // /v1/responses/{id}/cancel stops it from any gateway. A response whose
 // gateway died before it ended reads as failed.
-
-// BackgroundPriority is the scheduling priority of background responses:
-// the lowest interactive tier's, below the API channel's default.
-const BackgroundPriority = llm.PriorityFree
 
 // startBackground stores plan's response as queued and starts it.
 func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, userID string, plan *responsePlan, stream bool) {
@@ -49,7 +46,7 @@ func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	id := plan.resp.ID
-	ctx := chat.WithPriority(r.Context(), BackgroundPriority)
+	ctx := chat.WithPriority(r.Context(), h.Core.BackgroundPriority)
 	err = h.Core.Detach(ctx, id, func(ctx context.Context, publish chat.Emit) {
 		var all chat.Collector
 		res, err := h.Core.Complete(ctx, plan.chat, func(ev *parleyv1.GenerationEvent) error {

@@ -39,6 +39,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	if err := cfg.RequestLog.Validate(); err != nil {
 		return err
 	}
+	if err := cfg.Core.Validate(); err != nil {
+		return err
+	}
 	if err := cfg.Batch.Validate(); err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	}
 	core := &chat.Core{
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched,
-		Logger: logger, Now: time.Now, APIPriority: cfg.Core.APIPriority, MaxPromptBytes: cfg.Core.MaxPromptBytes,
+		Logger: logger, Now: time.Now, APIPriority: cfg.Core.APIPriority, BackgroundPriority: cfg.Core.BackgroundPriority, MaxPromptBytes: cfg.Core.MaxPromptBytes,
 		Budgets: cfg.Core.Budgets, Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Memories: stores.Memories, Background: life.Context("generations"), Attachments: attachments,
 		Metrics: chat.NewMetrics(metrics.Registry), Cache: respCache, CacheByDefault: cacheByDefault,
