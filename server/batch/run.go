@@ -35,21 +35,27 @@ func (s *Service) Wake() {
 	}
 }
 
-// Run claims and runs batches, one at a time, until ctx ends: each is
-// validated, its lines run, and it is finalized; a batch whose claim this
-// gateway loses is left to the gateway that took it.
+// Run claims and runs batches, up to Parallel at once, until ctx ends:
+// each is validated, its lines run, and it is finalized; a batch whose
+// claim this gateway loses is left to the gateway that took it.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.Config.Poll)
-	defer t.Stop()
-	for {
-		for ctx.Err() == nil && s.runNext(ctx) {
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.wake:
-		}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range max(s.Config.Parallel, 1) {
+		wg.Go(func() {
+			t := time.NewTicker(s.Config.Poll)
+			defer t.Stop()
+			for {
+				for ctx.Err() == nil && s.runNext(ctx) {
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				case <-s.wake: // (kept until a free loop takes it)
+				}
+			}
+		})
 	}
 }
 

@@ -421,3 +421,30 @@ func TestBatchLargerThanTheBalance(t *testing.T) {
 	}
 	t.Logf("%d lines answered on a balance of %d nano-USD, %d refused; %d left", got.RequestCounts.Completed, before, got.RequestCounts.Failed, after)
 }
+
+// One user's long batch does not hold up another's: a gateway runs
+// batches side by side (--batch-parallel), so a short batch submitted
+// after a long one ends while the long one is still running.
+func TestBatchesRunSideBySide(t *testing.T) {
+	s := startServer(t, append(fastAuth, "--sim-time-scale", "1", "--batch-concurrency", "2")...)
+	a, b := s.newAccount(t, "long-batch@example.com"), s.newAccount(t, "short-batch@example.com")
+	s.topup(t, a, "10")
+	s.topup(t, b, "10")
+	var long []string
+	for i := range 200 {
+		long = append(long, chatLine(fmt.Sprint("l", i), "sim-small", "tell me a long story"))
+	}
+	lb := createBatch(t, s, a.Key, "/v1/chat/completions", long)
+	waitFor(t, 20*time.Second, "the long batch to start", func() bool {
+		_, body := batchCall(t, s, a.Key, "GET", "/v1/batches/"+lb.ID, nil)
+		return strings.Contains(string(body), `"in_progress"`)
+	})
+	sb := waitBatch(t, s, b.Key, createBatch(t, s, b.Key, "/v1/chat/completions", []string{chatLine("s0", "sim-small", "hi")}).ID, 30*time.Second)
+	if sb.Status != "completed" {
+		t.Fatalf("the short batch: %+v", sb)
+	}
+	_, body := batchCall(t, s, a.Key, "GET", "/v1/batches/"+lb.ID, nil)
+	if !strings.Contains(string(body), `"in_progress"`) {
+		t.Fatalf("the long batch ended first: %s", body)
+	}
+}
