@@ -254,6 +254,23 @@ func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 			if skip {
 				continue
 			}
+			// As the window's last quarter begins the lines queue (below
+			// every interactive request) rather than wait for idle slots.
+			priority := llm.PriorityIdle
+			if s.now().After(b.ExpiresAt.Add(-window / 4)) {
+				priority = llm.PriorityBackground
+			}
+			if priority == llm.PriorityIdle && s.IdleSlots != nil && s.IdleSlots(lineModel(l.Body)) <= 0 {
+				// No spare slot now: look again shortly, from this line.
+				mu.Lock()
+				delete(running, l.Index)
+				mu.Unlock()
+				cursor = l.Index - 1
+				d := min(max(2*time.Duration(backoff.Load()), 25*time.Millisecond), 500*time.Millisecond)
+				backoff.Store(int64(d))
+				pause.Store(s.now().Add(d).UnixNano())
+				break
+			}
 			if !acquire(ctx, sem, func() bool { return active.Load() < limit.Load() }) {
 				// No slot for a while: look at the batch's status again
 				// (a cancel, the window's end) before waiting on.
@@ -264,12 +281,6 @@ func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 				break
 			}
 			started++
-			// As the window's last quarter begins the lines queue (below
-			// every interactive request) rather than wait for idle slots.
-			priority := llm.PriorityIdle
-			if s.now().After(b.ExpiresAt.Add(-window / 4)) {
-				priority = llm.PriorityBackground
-			}
 			wg.Add(1)
 			active.Add(1)
 			go func() {
@@ -359,6 +370,15 @@ func retry(status int, body []byte) bool {
 		return e.Error.Code != "insufficient_quota"
 	}
 	return false
+}
+
+// lineModel is the model a line's body names.
+func lineModel(body string) string {
+	var b struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal([]byte(body), &b)
+	return b.Model
 }
 
 // lineCost is what an answered line cost at its model's batch prices, from

@@ -66,6 +66,10 @@ type Service struct {
 	// Events, when set, is told when a batch ends (batch.completed, …):
 	// the webhooks.
 	Events Notifier
+	// IdleSlots, when set, says how many lines of a model the workers
+	// would take on idle capacity now (scheduler.IdleSlots): lines are
+	// sent only while it is positive, instead of being sent and refused.
+	IdleSlots func(model string) int
 	Config Config
 	Logger *slog.Logger
 	Now    func() time.Time

@@ -1,5 +1,7 @@
 package scheduler
 
+import "slices"
+
 // filter drops the candidates unfit for a job, compacting cands in place and
 // returning what is left. Filters run in order over the whole list, as the
 // Gateway API Inference Extension's do.
@@ -61,3 +63,24 @@ func hasCapacity(j *pickJob, cands []candidate) []candidate {
 // slots, at least one (measured: an eighth let bursts onto a worker's
 // reported load, which lags, queue interactive requests behind batch lines).
 func IdleReserve(capacity int) int { return max(1, capacity/4) }
+
+// IdleSlots is how many jobs of model at llm.PriorityIdle the workers
+// would take now: the slots past each live, unejected worker's
+// IdleReserve, none while a job of the model waits. Work on idle capacity
+// (a batch) asks before it sends, instead of being refused.
+func (s *Scheduler) IdleSlots(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[model]; q != nil && q.Len() > 0 {
+		return 0
+	}
+	now := s.cfg.Now().UnixNano()
+	n := 0
+	for _, m := range s.members {
+		if !m.live || now < m.ejectedUntil || !slices.Contains(m.models, model) {
+			continue
+		}
+		n += max(0, m.slots-m.load()-IdleReserve(m.slots))
+	}
+	return n
+}

@@ -200,6 +200,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		if webhooks != nil {
 			batches.Events = webhooks
 		}
+		batches.IdleSlots = sched.IdleSlots
 		batches.Start()
 		life.Go("sweeps", batches.Run)
 		compatCfg.Batches = batches
