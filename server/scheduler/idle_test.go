@@ -81,3 +81,31 @@ func TestIdleWorkNeverTakesWorkerQueuePlaces(t *testing.T) {
 		}
 	}
 }
+
+// IdleSlots counts what idle work may take now: the slots past the
+// reserve, none while a job of the model waits.
+func TestIdleSlots(t *testing.T) {
+	w := newFake(8)
+	b := newBlocker(w)
+	s := newScheduler(t, Config{WorkerQueue: 8}, w)
+	eventually(t, "connected", func() bool { return s.IdleSlots("m") == 6 }) // 8 slots less a reserve of 2
+	if n := s.IdleSlots("other-model"); n != 0 {
+		t.Fatalf("a model no worker serves: %d", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 16)
+	for i := range 4 {
+		go func() { _, err := s.Generate(ctx, seeded(llm.PriorityFree, int64(i)), discard); errs <- err }()
+		<-b.started
+	}
+	if n := s.IdleSlots("m"); n != 2 {
+		t.Fatalf("with 4 running: %d, want 2", n)
+	}
+	close(b.release)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
