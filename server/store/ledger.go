@@ -69,7 +69,7 @@ type Ledger interface {
 	// Reserve moves r.AmountNanos from available to reserved, atomically and
 	// only if available covers it; otherwise it fails with
 	// *InsufficientFundsError. It returns the balance afterwards, or
-	// ErrConflict if the reservation ID exists.
+	// ErrConflict if the reservation ID exists (whatever the balance).
 	Reserve(ctx context.Context, r Reservation) (Balance, error)
 	// Settle charges min(costNanos, amount) and returns the rest of the
 	// reservation to available, and stores the request's usage record in

@@ -120,6 +120,15 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 		SELECT available_nanos, reserved_nanos FROM b`,
 		r.AmountNanos, r.UserID, r.ID, ts(r.CreatedAt), ts(r.ExpiresAt)).Scan(&b.AvailableNanos, &b.ReservedNanos)
 	if errors.Is(err, pgx.ErrNoRows) {
+		// An ID taken is a conflict whatever the balance: a retry of work
+		// whose hold exists finds it (billing.ReserveAs).
+		var taken bool
+		if err := l.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reservations WHERE id = $1)`, r.ID).Scan(&taken); err != nil {
+			return store.Balance{}, mapErr(err)
+		}
+		if taken {
+			return store.Balance{}, fmt.Errorf("%w: reservation %s exists", store.ErrConflict, r.ID)
+		}
 		cur, err := l.Account(ctx, r.UserID)
 		if err != nil {
 			return store.Balance{}, err

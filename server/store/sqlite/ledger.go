@@ -231,6 +231,15 @@ func reserveTx(ctx context.Context, tx *txn, r store.Reservation) (store.Balance
 			WHERE user_id = ?2 AND available_nanos >= ?1
 			RETURNING available_nanos, reserved_nanos`, r.AmountNanos, r.UserID).Scan(&b.AvailableNanos, &b.ReservedNanos)
 	if errors.Is(err, sql.ErrNoRows) {
+		// An ID taken is a conflict whatever the balance: a retry of work
+		// whose hold exists finds it (billing.ReserveAs).
+		var taken bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM reservations WHERE id = ?)`, r.ID).Scan(&taken); err != nil {
+			return store.Balance{}, err
+		}
+		if taken {
+			return store.Balance{}, fmt.Errorf("%w: reservation %s exists", store.ErrConflict, r.ID)
+		}
 		cur, rerr := availableTx(ctx, tx, r.UserID)
 		if rerr != nil {
 			return store.Balance{}, rerr

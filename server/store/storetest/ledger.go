@@ -143,6 +143,10 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		}
 		_, err = s.Ledger.Reserve(ctx, r1)
 		wantErr(t, err, store.ErrConflict, "Reserve duplicate ID")
+		over := r1
+		over.AmountNanos = 1 << 40 // more than the balance: the ID is still what is reported
+		_, err = s.Ledger.Reserve(ctx, over)
+		wantErr(t, err, store.ErrConflict, "Reserve duplicate ID over the balance")
 		wantBalance(t, s, u.ID, 600, 400)
 
 		_, err = s.Ledger.Reserve(ctx, reservation(u.ID, 601, time.Hour))
