@@ -2,10 +2,8 @@ package api
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -35,23 +33,6 @@ type backgroundRecord struct {
 	Response json.RawMessage `json:"response,omitempty"` // a CompleteResponse, in protojson
 }
 
-func backgroundID(convID, msgID string) string {
-	return "gen_" + strings.ReplaceAll(convID, "-", "") + strings.ReplaceAll(msgID, "-", "")
-}
-
-func parseBackgroundID(id string) (convID, msgID string, ok bool) {
-	h, found := strings.CutPrefix(id, "gen_")
-	if !found || len(h) != 64 {
-		return "", "", false
-	}
-	if _, err := hex.DecodeString(h); err != nil {
-		return "", "", false
-	}
-	c, err1 := uuid.Parse(h[:32])
-	m, err2 := uuid.Parse(h[32:])
-	return c.String(), m.String(), err1 == nil && err2 == nil
-}
-
 // StartBackground starts a generation that outlives the call.
 func (h *ChatHandler) StartBackground(ctx context.Context, req *connect.Request[parleyv1.StartBackgroundRequest]) (*connect.Response[parleyv1.StartBackgroundResponse], error) {
 	p, ok := auth.FromContext(ctx)
@@ -75,7 +56,7 @@ func (h *ChatHandler) StartBackground(ctx context.Context, req *connect.Request[
 	if err := h.Core.SaveResponse(ctx, p.UserID, conv, true, nil, out, chat.ResponseRecord{Response: rec}); err != nil {
 		return nil, err
 	}
-	id := backgroundID(conv.ID, out.ID)
+	id := chat.StoredID("gen_", conv.ID, out.ID)
 	err = h.Core.Detach(chat.WithPriority(ctx, h.Core.BackgroundPriority), id, func(ctx context.Context, publish chat.Emit) {
 		var all chat.Collector
 		res, err := h.Core.Complete(ctx, r, func(ev *parleyv1.GenerationEvent) error {
@@ -132,7 +113,7 @@ var backgroundStatuses = map[string]parleyv1.BackgroundStatus{
 // background reads the caller's background generation as of now.
 func (h *ChatHandler) background(ctx context.Context, id string) (*parleyv1.BackgroundGeneration, error) {
 	p, _ := auth.FromContext(ctx)
-	convID, msgID, ok := parseBackgroundID(id)
+	convID, msgID, ok := chat.ParseStoredID("gen_", id)
 	if !ok {
 		return nil, apierr.NotFound("background generation")
 	}

@@ -88,40 +88,19 @@ func (s *Service) runNext(ctx context.Context) bool {
 // cancelled when the claim is lost (another gateway took it), and release
 // reports whether it was.
 func (s *Service) holdClaim(ctx context.Context, c store.BatchClaim) (work context.Context, release func() (lost bool)) {
-	work, cancel := context.WithCancel(ctx)
-	var lost atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(s.Config.Lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-work.Done():
-				return
-			case <-t.C:
-			}
-			renewed, err := s.Store.RenewBatch(work, c, s.now(), s.Config.Lease)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				lost.Store(true)
-				cancel()
-				s.logger().WarnContext(ctx, "a batch's claim was lost; leaving it to the gateway that took it", "batch", c.BatchID)
-				return
-			case err != nil:
-				if work.Err() == nil {
-					s.logger().WarnContext(ctx, "renewing a batch's claim", "batch", c.BatchID, "err", err)
-				}
-			default:
-				c = renewed
-			}
+	return store.KeepClaim(ctx, s.Config.Lease, func(ctx context.Context) error {
+		renewed, err := s.Store.RenewBatch(ctx, c, s.now(), s.Config.Lease)
+		if err == nil {
+			c = renewed
 		}
-	}()
-	return work, func() bool {
-		cancel()
-		<-done
-		return lost.Load()
-	}
+		return err
+	}, func(lost bool, err error) {
+		if lost {
+			s.logger().WarnContext(ctx, "a batch's claim was lost; leaving it to the gateway that took it", "batch", c.BatchID)
+		} else {
+			s.logger().WarnContext(ctx, "renewing a batch's claim", "batch", c.BatchID, "err", err)
+		}
+	})
 }
 
 // run takes a claimed batch from where it is to its end.
@@ -340,7 +319,7 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, l store.BatchLine,
 	if !json.Valid(body) {
 		body, _ = json.Marshal(map[string]any{"error": map[string]any{"message": string(body), "type": "server_error"}})
 	}
-	result, _ := json.Marshal(outputLine{ID: "batch_req_" + strings.ReplaceAll(requestID, "-", ""), CustomID: l.CustomID,
+	result, _ := json.Marshal(outputLine{ID: lineItemID(requestID), CustomID: l.CustomID,
 		Response: &lineResponse{StatusCode: status, RequestID: requestID, Body: body}})
 	cost := int64(0)
 	if !failed {
@@ -412,6 +391,12 @@ func LineRequestID(batchID string, index int) string {
 	return uuid.NewSHA1(lineNamespace, []byte(batchID+":"+strconv.Itoa(index))).String()
 }
 
+// lineItemID is a line's id in the output and error files: "batch_req_"
+// and its request id's hex.
+func lineItemID(requestID string) string {
+	return "batch_req_" + strings.ReplaceAll(requestID, "-", "")
+}
+
 // outputLine is a line of a batch's output or error file, as OpenAI
 // writes it.
 type outputLine struct {
@@ -465,7 +450,7 @@ func (s *Service) finalize(ctx context.Context, c store.BatchClaim, b store.Batc
 				break
 			}
 			for _, l := range pending {
-				line, _ := json.Marshal(outputLine{ID: "batch_req_" + strings.ReplaceAll(LineRequestID(b.ID, l.Index), "-", ""),
+				line, _ := json.Marshal(outputLine{ID: lineItemID(LineRequestID(b.ID, l.Index)),
 					CustomID: l.CustomID, Error: &why})
 				if _, err := s.Store.FinishBatchLine(ctx, b.ID, l.Index, true, string(line), 0); err != nil {
 					return err

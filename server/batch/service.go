@@ -70,9 +70,9 @@ type Service struct {
 	// would take on idle capacity now (scheduler.IdleSlots): lines are
 	// sent only while it is positive, instead of being sent and refused.
 	IdleSlots func(model string) int
-	Config Config
-	Logger *slog.Logger
-	Now    func() time.Time
+	Config    Config
+	Logger    *slog.Logger
+	Now       func() time.Time
 
 	wake chan struct{}
 }

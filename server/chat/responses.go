@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/store"
 )
@@ -22,6 +24,28 @@ import (
 // chain is walked through the records, not by position, so responses that
 // branch from one response, or continue it at the same time, each see
 // exactly their own history.
+
+// StoredID names a stored response (or background generation) by its
+// conversation and output message: prefix ("resp_", "gen_") and both UUIDs
+// in hex, so finding it is one LoadResponse.
+func StoredID(prefix, convID, msgID string) string {
+	return prefix + strings.ReplaceAll(convID, "-", "") + strings.ReplaceAll(msgID, "-", "")
+}
+
+// ParseStoredID splits an id StoredID made with prefix into its
+// conversation and output message ids.
+func ParseStoredID(prefix, id string) (convID, msgID string, ok bool) {
+	h, found := strings.CutPrefix(id, prefix)
+	if !found || len(h) != 64 {
+		return "", "", false
+	}
+	c, err1 := uuid.Parse(h[:32])
+	m, err2 := uuid.Parse(h[32:])
+	if err1 != nil || err2 != nil {
+		return "", "", false
+	}
+	return c.String(), m.String(), true
+}
 
 // ResponseRecord is what a stored response keeps besides its messages.
 type ResponseRecord struct {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
-	"github.com/google/uuid"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/chat"
@@ -27,21 +26,12 @@ func hexID(id string) string { return strings.ReplaceAll(id, "-", "") }
 
 // responseID is the id of the response whose output message is msgID in
 // conversation convID.
-func responseID(convID, msgID string) string { return "resp_" + hexID(convID) + hexID(msgID) }
+func responseID(convID, msgID string) string { return chat.StoredID("resp_", convID, msgID) }
 
 // parseResponseID splits a response id into its conversation and output
 // message ids.
 func parseResponseID(id string) (convID, msgID string, ok bool) {
-	h, found := strings.CutPrefix(id, "resp_")
-	if !found || len(h) != 64 {
-		return "", "", false
-	}
-	c, err1 := uuid.Parse(h[:32])
-	m, err2 := uuid.Parse(h[32:])
-	if err1 != nil || err2 != nil {
-		return "", "", false
-	}
-	return c.String(), m.String(), true
+	return chat.ParseStoredID("resp_", id)
 }
 
 // errNoResponse is the answer for an id that names no response of the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -364,40 +363,19 @@ func (s *Service) Ingest(ctx context.Context, claim store.IngestionClaim) {
 // whether the claim was lost.
 func (s *Service) holdClaim(ctx context.Context, claim store.IngestionClaim) (work context.Context, release func() (lost bool)) {
 	cfg := s.cfg()
-	work, cancel := context.WithCancel(ctx)
-	var gone atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(cfg.Lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-work.Done():
-				return
-			case <-t.C:
-			}
-			renewed, err := s.Stores.RenewIngestion(work, claim, s.now(), cfg.Lease)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				gone.Store(true)
-				cancel()
-				s.logger().WarnContext(ctx, "a file's ingestion claim was lost; leaving the file", "store", claim.File.StoreID, "file", claim.File.FileID)
-				return
-			case err != nil:
-				if work.Err() == nil {
-					s.logger().WarnContext(ctx, "renewing a file's ingestion claim", "store", claim.File.StoreID, "file", claim.File.FileID, "err", err)
-				}
-			default:
-				claim = renewed
-			}
+	return store.KeepClaim(ctx, cfg.Lease, func(ctx context.Context) error {
+		renewed, err := s.Stores.RenewIngestion(ctx, claim, s.now(), cfg.Lease)
+		if err == nil {
+			claim = renewed
 		}
-	}()
-	return work, func() bool {
-		cancel()
-		<-done
-		return gone.Load()
-	}
+		return err
+	}, func(lost bool, err error) {
+		if lost {
+			s.logger().WarnContext(ctx, "a file's ingestion claim was lost; leaving the file", "store", claim.File.StoreID, "file", claim.File.FileID)
+		} else {
+			s.logger().WarnContext(ctx, "renewing a file's ingestion claim", "store", claim.File.StoreID, "file", claim.File.FileID, "err", err)
+		}
+	})
 }
 
 // failure is why an ingestion failed, as the owner reads it in last_error.
