@@ -73,6 +73,10 @@ type Serve struct {
 	// refuse calls without it. WorkerTokenFile names a file holding it
 	// instead (see ReadToken).
 	WorkerToken, WorkerTokenFile string
+	// UpstreamAPIKey is sent as a bearer token to the inference servers
+	// addressed directly (openai+http:// workers); UpstreamAPIKeyFile names
+	// a file holding it instead.
+	UpstreamAPIKey, UpstreamAPIKeyFile string
 	// SimTimeScale scales the in-process sim worker's delays (1 real pace, 0 none).
 	SimTimeScale float64
 	// Models is the catalog and its policy for unpriced models.
@@ -188,6 +192,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	g.Add(fs, GroupWorkers, false, c.Scheduler.RegisterFlags, c.Models.RegisterFlags, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.WorkerToken, "worker-token", "", "shared secret sent to the workers on every call (the workers' --worker-token)")
 		fs.StringVar(&c.WorkerTokenFile, "worker-token-file", "", "file holding the worker token (instead of --worker-token)")
+		fs.StringVar(&c.UpstreamAPIKey, "upstream-api-key", "", "bearer token sent to the inference servers addressed directly (openai+http:// in --workers or --worker-pool)")
+		fs.StringVar(&c.UpstreamAPIKeyFile, "upstream-api-key-file", "", "file holding the upstream API key (instead of --upstream-api-key)")
 		fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "time scale of the in-process sim worker (0 = no waiting)")
 	})
 	g.Add(fs, GroupLimits, false, c.Auth.RegisterFlags, c.Billing.RegisterFlags, c.Limits.RegisterFlags, c.Core.RegisterFlags)

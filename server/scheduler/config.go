@@ -10,7 +10,7 @@ import (
 // on workers (--workers, --worker-pool, the queue and pool spill bounds and
 // the scaling signal), with their defaults, filling c.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Func("workers", "comma-separated worker addresses (none: one in-process sim worker)", func(s string) error {
+	fs.Func("workers", "comma-separated worker addresses, host:port, or inference servers addressed directly, openai+http://host:port/v1 (none: one in-process sim worker)", func(s string) error {
 		c.Workers = nil
 		for _, part := range strings.Split(s, ",") {
 			if part = strings.TrimSpace(part); part != "" {
@@ -20,7 +20,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	// Worker pools (docs/config.md), tried in order: the first is primary.
-	fs.Func("worker-pool", "a named, ordered pool of workers, name=host:port[,host:port…]; repeat it, primary first (instead of --workers)", func(v string) error {
+	fs.Func("worker-pool", "a named, ordered pool of workers, name=host:port[,host:port…] (or openai+http://host:port/v1 addresses); repeat it, primary first (instead of --workers)", func(v string) error {
 		p, err := ParsePool(v)
 		c.Pools = append(c.Pools, p)
 		return err

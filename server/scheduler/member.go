@@ -224,7 +224,7 @@ func (s *Scheduler) capacityLocked(m *member) {
 			m.assumed = true
 			s.logger.Info("worker reports no batch size: assuming no fixed cap; admitting by measured queueing "+
 				"(held at what it runs while it reports requests waiting; an AIMD limit once its time to first token rises over its baseline) "+
-				"— set --max-batch on the worker to cap it", "worker", m.name, "pool", m.pool.name)
+				"— set --max-batch on the worker (or ?max-batch=N on an openai+http address) to cap it", "worker", m.name, "pool", m.pool.name)
 		}
 	}
 	m.slots = m.capacity

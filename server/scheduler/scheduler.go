@@ -48,6 +48,13 @@ type Config struct {
 	Resolve func(ctx context.Context, host string) ([]string, error)
 	// Dial reaches the worker at addr, host:port (default worker.Dial over h2c).
 	Dial func(addr string) worker.Engine
+	// DialUpstream makes the engine for an inference server addressed
+	// directly, openai+http://HOST:PORT/v1 among the addresses (the gateway
+	// gives it the openai engine, run in process); required when there is
+	// one.
+	DialUpstream func(Upstream) (worker.Engine, error)
+	// UpstreamAPIKey is passed on to DialUpstream.
+	UpstreamAPIKey string
 	// HTTPClient is the default Dial's client (default worker.H2CClient()).
 	HTTPClient *http.Client
 	// GatewayID names this gateway in workers' logs.
@@ -228,6 +235,9 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 			return nil, err
 		}
 		for _, t := range ts {
+			if t.direct != nil && cfg.DialUpstream == nil {
+				return nil, fmt.Errorf("scheduler: %s is an inference server, and this scheduler cannot address one directly (no DialUpstream)", t.addr)
+			}
 			if other, dup := seen[t.addr]; dup {
 				return nil, fmt.Errorf("scheduler: worker %s is in pool %q and in pool %q", t.addr, other, p.Name)
 			}

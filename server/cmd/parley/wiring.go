@@ -29,6 +29,8 @@ import (
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/scheduler"
 	"github.com/parleyhq/parley/server/webapp"
+	"github.com/parleyhq/parley/server/worker"
+	"github.com/parleyhq/parley/server/worker/openai"
 	"github.com/parleyhq/parley/server/worker/sim"
 )
 
@@ -60,7 +62,11 @@ func openScheduler(cfg *config.Serve, catalog *models.Catalog, metrics *obs.Metr
 	if !sc.InProcess() && workerToken == "" {
 		logger.Warn("no --worker-token: the workers must accept calls without one (loopback, or --insecure-no-worker-token)")
 	}
+	if sc.UpstreamAPIKey, err = config.ReadToken("upstream-api-key", cfg.UpstreamAPIKey, cfg.UpstreamAPIKeyFile); err != nil {
+		return nil, err
+	}
 	sc.Registerer, sc.WorkerToken, sc.OnModels = metrics.Registry, workerToken, catalog.Learn
+	sc.DialUpstream = directUpstreams(logger)
 	sched, err := scheduler.New(sc, logger)
 	if err != nil {
 		return nil, err
@@ -80,6 +86,17 @@ func openScheduler(cfg *config.Serve, catalog *models.Catalog, metrics *obs.Metr
 		sched.AddWorker("in-process", sim.New(sim.Config{Models: ids, TimeScale: cfg.SimTimeScale}))
 	}
 	return sched, nil
+}
+
+// directUpstreams dials the inference servers the gateway addresses
+// directly: the openai engine in process for each, sharing one HTTP client
+// (one connection pool per server).
+func directUpstreams(logger *slog.Logger) func(scheduler.Upstream) (worker.Engine, error) {
+	client := &http.Client{Transport: openai.UpstreamTransport()}
+	return func(u scheduler.Upstream) (worker.Engine, error) {
+		return openai.Open(openai.Config{BaseURL: u.BaseURL, APIKey: u.APIKey, Models: u.Models, MaxBatch: u.MaxBatch,
+			HTTPClient: client, Logger: logger.With("upstream", u.BaseURL)})
+	}
 }
 
 // openLimits makes the per-user request rates, tightened by the load of

@@ -2,10 +2,10 @@ package enginetest
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -52,7 +52,9 @@ func (p *Proxy) CutAfterEvents(n int) {
 	p.cutEvents = n
 }
 
-// DelayResponses holds back each connection's first response byte for d.
+// DelayResponses holds back the first response byte for d after each time
+// the client sent something: every response of a kept-alive connection, not
+// only its first.
 func (p *Proxy) DelayResponses(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -84,29 +86,42 @@ func (p *Proxy) serve() {
 		p.conns = append(p.conns, c, up)
 		cut, delay := p.cutEvents, p.delay
 		p.mu.Unlock()
+		var asked atomic.Int64 // reads from the client: requests, or parts of them
 		go func() {
-			_, _ = io.Copy(up, c)
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					asked.Add(1)
+					if _, werr := up.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
 			_ = up.Close()
 		}()
-		go p.respond(c, up, cut, delay)
+		go p.respond(c, up, cut, delay, &asked)
 	}
 }
 
 // respond copies the upstream's bytes to the client, delayed and cut as set.
-func (p *Proxy) respond(c, up net.Conn, cut int, delay time.Duration) {
+func (p *Proxy) respond(c, up net.Conn, cut int, delay time.Duration, asked *atomic.Int64) {
 	defer c.Close()
 	defer up.Close()
 	buf := make([]byte, 32<<10)
-	first := true
+	var answered int64 // the client's reads the delay has been paid for
 	events := 0
 	var seen []byte // the response so far, while counting events
 	for {
 		n, err := up.Read(buf)
 		if n > 0 {
-			if first && delay > 0 {
+			if a := asked.Load(); a > answered && delay > 0 {
 				time.Sleep(delay)
+				answered = a
 			}
-			first = false
 			chunk := buf[:n]
 			if cut > 0 {
 				start := len(seen)

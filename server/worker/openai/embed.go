@@ -9,10 +9,8 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"slices"
 
 	"github.com/parleyhq/parley/server/llm"
-	"github.com/parleyhq/parley/server/worker"
 )
 
 // maxEmbeddingsBody bounds an upstream's embeddings answer (2048 inputs of
@@ -23,7 +21,7 @@ const maxEmbeddingsBody = 256 << 20
 // (compact) vectors; an upstream that answers with float arrays is read too.
 // Refusals are *worker.UpstreamError, as Generate's.
 func (e *Engine) Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResult, error) {
-	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
+	if !e.serves(req.Model) {
 		return llm.EmbedResult{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
 	}
 	body := struct {

@@ -71,11 +71,15 @@ type Config struct {
 type Engine struct {
 	cfg    Config
 	tok    *tokenize.Tokenizer
-	models []worker.ModelInfo
+	direct bool // made by Open: a gateway's upstream, watched for liveness
 
 	mu       sync.Mutex
+	models   []worker.ModelInfo
+	maxBatch int // cfg.MaxBatch, or the slots the upstream told
 	inFlight int
 	upstream *upstreamLoad // nil until metrics are read
+	live     bool
+	liveErr  error // why it is not live
 	changed  chan struct{}
 
 	stop context.CancelFunc
@@ -85,8 +89,27 @@ type Engine struct {
 var _ worker.Engine = (*Engine)(nil)
 
 // New returns an engine for cfg, asking the upstream for its models when cfg
-// names none.
+// names none, and for its slots when cfg sets no MaxBatch: the worker's
+// engine, which fails to start while its one upstream does not answer.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ids := e.cfg.Models
+	if len(ids) == 0 {
+		if ids, err = e.listModels(ctx); err != nil {
+			return nil, err
+		}
+	}
+	e.setModels(ids)
+	e.learnMaxBatch(ctx)
+	e.live = true
+	e.start()
+	return e, nil
+}
+
+func newEngine(cfg Config) (*Engine, error) {
 	if cfg.BaseURL == "" {
 		return nil, errors.New("openai: no upstream URL")
 	}
@@ -98,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.MaxOutputTokens = 4096
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Transport: upstreamTransport()}
+		cfg.HTTPClient = &http.Client{Transport: UpstreamTransport()}
 	}
 	if cfg.FirstByteTimeout <= 0 {
 		cfg.FirstByteTimeout = 60 * time.Second
@@ -115,44 +138,54 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{cfg: cfg, tok: tokenize.Default(), changed: make(chan struct{}), done: make(chan struct{})}
-	ids := cfg.Models
-	if len(ids) == 0 {
-		var err error
-		if ids, err = e.listModels(ctx); err != nil {
-			return nil, err
-		}
-	}
-	for _, id := range ids {
-		e.models = append(e.models, worker.ModelInfo{
-			ID: id, DisplayName: id, Description: "Served by an OpenAI-compatible inference server.",
-			ContextWindow: cfg.ContextWindow, MaxOutputTokens: cfg.MaxOutputTokens,
-		})
-	}
-	if e.cfg.MaxBatch <= 0 {
-		if n, server := e.learnSlots(ctx); n > 0 {
-			e.cfg.MaxBatch = n
-			cfg.Logger.Info("upstream slots learned", "server", server, "slots", n)
-		} else {
-			cfg.Logger.Info("upstream's /props, /info and /get_server_info tell no slot count: its metrics may (logged at the first reading); else reporting none, so gateways admit until it reports requests waiting (set --max-batch to cap)")
-		}
-	}
-	pollCtx, stop := context.WithCancel(context.Background())
-	e.stop = stop
-	if cfg.MetricsURL == "-" {
-		close(e.done)
-	} else {
-		go e.pollMetrics(pollCtx)
-	}
-	return e, nil
+	return &Engine{cfg: cfg, tok: tokenize.Default(), maxBatch: cfg.MaxBatch, changed: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
-// upstreamTransport is the default client's transport: every stream is a
+// setModels sets the models served, each described by the configured
+// window and output bound.
+func (e *Engine) setModels(ids []string) {
+	models := make([]worker.ModelInfo, 0, len(ids))
+	for _, id := range ids {
+		models = append(models, worker.ModelInfo{
+			ID: id, DisplayName: id, Description: "Served by an OpenAI-compatible inference server.",
+			ContextWindow: e.cfg.ContextWindow, MaxOutputTokens: e.cfg.MaxOutputTokens,
+		})
+	}
+	e.mu.Lock()
+	e.models = models
+	e.notifyLocked()
+	e.mu.Unlock()
+}
+
+// learnMaxBatch asks the upstream for its slots when none is configured.
+func (e *Engine) learnMaxBatch(ctx context.Context) {
+	if e.cfg.MaxBatch > 0 {
+		return
+	}
+	if n, server := e.learnSlots(ctx); n > 0 {
+		e.mu.Lock()
+		e.maxBatch = n
+		e.notifyLocked()
+		e.mu.Unlock()
+		e.cfg.Logger.Info("upstream slots learned", "server", server, "slots", n)
+		return
+	}
+	e.cfg.Logger.Info("upstream's /props, /info and /get_server_info tell no slot count: its metrics may (logged at the first reading); else reporting none, so gateways admit until it reports requests waiting (set --max-batch to cap)")
+}
+
+// start begins watching the upstream (watch.go).
+func (e *Engine) start() {
+	ctx, stop := context.WithCancel(context.Background())
+	e.stop = stop
+	go e.watch(ctx)
+}
+
+// UpstreamTransport is the default client's transport: every stream is a
 // connection to the upstream, so as many are kept alive as are used (the
 // default keeps two, and every other answer paid for a new connection), and
 // their buffers are small (each open stream keeps them; the decoder has its
 // own).
-func upstreamTransport() *http.Transport {
+func UpstreamTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 0 // no limit
 	t.MaxIdleConnsPerHost = 4096
@@ -168,8 +201,20 @@ func (e *Engine) Close() {
 	<-e.done
 }
 
-// Models lists the models served.
-func (e *Engine) Models() []worker.ModelInfo { return slices.Clone(e.models) }
+// Models lists the models served (none yet, for an engine from Open whose
+// upstream has not answered).
+func (e *Engine) Models() []worker.ModelInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.models
+}
+
+// serves reports whether model is one the engine serves.
+func (e *Engine) serves(model string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == model })
+}
 
 func (e *Engine) listModels(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.FirstByteTimeout)
@@ -236,7 +281,7 @@ func (e *Engine) post(ctx context.Context, path string, body []byte) (*http.Requ
 // after the first delta ends the Result in FinishError. Cancelling ctx, or emit
 // failing, closes the upstream request at once.
 func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
-	if !slices.ContainsFunc(e.models, func(m worker.ModelInfo) bool { return m.ID == req.Model }) {
+	if !e.serves(req.Model) {
 		return llm.Result{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
 	}
 	if len(req.Messages) == 0 || req.MaxTokens < 0 {

@@ -52,7 +52,7 @@ const kvBasisPoints = 10000
 func (e *Engine) Load() worker.LoadReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := worker.LoadReport{MaxBatch: e.cfg.MaxBatch, InFlight: e.inFlight, Running: e.inFlight}
+	r := worker.LoadReport{MaxBatch: e.maxBatch, InFlight: e.inFlight, Running: e.inFlight}
 	for _, m := range e.models {
 		r.Models = append(r.Models, m.ID)
 	}
@@ -76,52 +76,6 @@ func (e *Engine) Load() worker.LoadReport {
 		}
 	}
 	return r
-}
-
-// pollMetrics reads the upstream's metrics and /slots every interval until
-// ctx ends. An endpoint the server lacks (404, 501, or none of the gauges)
-// is asked no more; with neither, the engine reports its own in-flight
-// requests.
-func (e *Engine) pollMetrics(ctx context.Context) {
-	defer close(e.done)
-	t := time.NewTicker(e.cfg.MetricsInterval)
-	defer t.Stop()
-	metricsOn, slotsOn := true, true
-	logged := false
-	for metricsOn || slotsOn {
-		u := &upstreamLoad{kvUsage: -1}
-		fresh := false
-		if metricsOn {
-			supported, err := e.readMetrics(ctx, u)
-			metricsOn = supported
-			fresh = supported && err == nil
-		}
-		if slotsOn {
-			supported, err := e.readSlots(ctx, u)
-			slotsOn = supported
-			fresh = fresh || (supported && err == nil)
-		}
-		if fresh {
-			u.at = time.Now()
-			e.mu.Lock()
-			if old := e.upstream; old == nil || old.running != u.running || old.waiting != u.waiting ||
-				old.kvUsage != u.kvUsage || old.kvUsed != u.kvUsed || old.slots != u.slots {
-				e.notifyLocked()
-			}
-			e.upstream = u
-			e.mu.Unlock()
-			if !logged {
-				logged = true
-				e.logLearned(u)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-	e.cfg.Logger.Info("upstream exposes no vLLM, SGLang or llama.cpp load metrics nor llama.cpp /slots; reporting in-flight requests", "url", e.cfg.MetricsURL)
 }
 
 // logLearned says, once, what the first reading told of the upstream's
