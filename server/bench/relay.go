@@ -23,15 +23,21 @@ import (
 )
 
 // RelayConfig is one run of the relay benchmark: a mock OpenAI-compatible
-// upstream, a worker (openai engine) in front of it and a gateway in front
-// of the worker, each its own process, with streamed answers driven through
-// the gateway and directly against the mock in the same run.
+// upstream, and in front of it a gateway, each its own process — through a
+// worker (openai engine) on the worker path, addressing the mock itself in
+// direct mode — with streamed answers driven through the gateway and
+// directly against the mock in the same run.
 type RelayConfig struct {
 	// Bin is the parley binary run as worker and gateway (default: this one).
 	Bin string
 	// BaselineBin, when set, is a second binary measured in the same run
 	// under the same load (e.g. the last release): its own worker and gateway.
 	BaselineBin string
+	// Paths are the relay paths measured for each binary: PathWorker
+	// (gateway → worker → mock) and PathDirect (gateway → mock); default
+	// both. A baseline that cannot address the mock directly is measured on
+	// the worker path alone.
+	Paths []string
 	// TokenDelays and Streams are the load runs: every pair is run.
 	TokenDelays []time.Duration
 	Streams     []int
@@ -91,11 +97,20 @@ func (r *relay) maxStreams() int {
 	return n
 }
 
-// variant is a parley binary under test with its worker and gateway.
+// The relay paths RelayConfig.Paths names.
+const (
+	PathWorker = "worker"
+	PathDirect = "direct"
+)
+
+// variant is a parley binary under test on one path, with its gateway and,
+// on the worker path, its worker.
 type variant struct {
 	name    string
 	bin     string
-	worker  *proc
+	base    bool  // the baseline binary
+	direct  bool  // the gateway addresses the mock itself: no worker
+	worker  *proc // nil in direct mode
 	gateway *proc
 	key     string
 	dir     string
@@ -114,6 +129,14 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	}
 	if cfg.Trials <= 0 {
 		cfg.Trials = 1
+	}
+	if len(cfg.Paths) == 0 {
+		cfg.Paths = []string{PathWorker, PathDirect}
+	}
+	for _, p := range cfg.Paths {
+		if p != PathWorker && p != PathDirect {
+			return fmt.Errorf("bench relay: path %q: want %s or %s", p, PathWorker, PathDirect)
+		}
 	}
 	if cfg.Tokens <= 0 {
 		cfg.Tokens = 50
@@ -144,14 +167,15 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	}
 	r.tmp = tmp
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(out, "parley bench relay: mock upstream → parley worker (openai engine) → parley serve → client over /v1/chat/completions (SSE)\n")
+	fmt.Fprintf(out, "parley bench relay: client over /v1/chat/completions (SSE) → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock)\n",
+		strings.Join(cfg.Paths, ", "))
 	fmt.Fprintf(out, "binary %s", cfg.Bin)
 	if cfg.BaselineBin != "" {
 		fmt.Fprintf(out, ", baseline %s", cfg.BaselineBin)
 	}
 	fmt.Fprintf(out, "; %d tokens per answer, %d answers per run, medians of %d trials; %d CPUs; pinned servers %q load %q\n",
 		cfg.Tokens, cfg.Answers, cfg.Trials, cpuCount(), cfg.CPUsServers, cfg.CPUsLoad)
-	fmt.Fprintf(out, "workers started with --max-batch %d (the mock reports no slots: the relay is measured, not the admission of an engine of unknown size)", r.maxStreams())
+	fmt.Fprintf(out, "workers started with --max-batch %d, direct upstreams given max-batch=%[1]d (the mock reports no slots: the relay is measured, not the admission of an engine of unknown size)", r.maxStreams())
 	if len(cfg.WorkerArgs) > 0 {
 		fmt.Fprintf(out, " then %s", strings.Join(cfg.WorkerArgs, " "))
 	}
@@ -207,13 +231,40 @@ func (r *relay) progress(format string, args ...any) {
 	}
 }
 
-// variants are the binaries under test, the baseline first.
-func (r *relay) variants() []*variant {
+// variants are the binaries under test on each path, the baseline first.
+func (r *relay) variants(ctx context.Context) []*variant {
 	var vs []*variant
-	if r.cfg.BaselineBin != "" {
-		vs = append(vs, &variant{name: "relay[baseline]", bin: r.cfg.BaselineBin})
+	add := func(bin string, base bool) {
+		for _, p := range r.cfg.Paths {
+			v := &variant{name: "relay", bin: bin, base: base, direct: p == PathDirect}
+			var tags []string
+			if base {
+				tags = append(tags, "baseline")
+			}
+			if v.direct {
+				if !knowsDirect(ctx, bin) {
+					continue
+				}
+				tags = append(tags, "direct")
+			}
+			if len(tags) > 0 {
+				v.name += "[" + strings.Join(tags, ",") + "]"
+			}
+			vs = append(vs, v)
+		}
 	}
-	return append(vs, &variant{name: "relay", bin: r.cfg.Bin})
+	if r.cfg.BaselineBin != "" {
+		add(r.cfg.BaselineBin, true)
+	}
+	add(r.cfg.Bin, false)
+	return vs
+}
+
+// knowsDirect reports whether bin's gateway can address an inference
+// server directly (an older release measured as the baseline may not).
+func knowsDirect(ctx context.Context, bin string) bool {
+	out, _ := exec.CommandContext(ctx, bin, "serve", "--help").CombinedOutput()
+	return bytes.Contains(out, []byte("openai+http://"))
 }
 
 func (r *relay) startMock(ctx context.Context) (*proc, error) {
@@ -232,21 +283,26 @@ func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
 	if err := os.WriteFile(models, []byte(mockCatalog), 0o600); err != nil {
 		return err
 	}
-	base, wargs, gargs := v.name != "relay", r.cfg.WorkerArgs, r.cfg.GatewayArgs
+	base, wargs, gargs := v.base, r.cfg.WorkerArgs, r.cfg.GatewayArgs
 	if base {
 		wargs, gargs = r.cfg.BaselineWorkerArgs, r.cfg.BaselineGatewayArgs
 	}
-	args := []string{"worker", "--listen", "127.0.0.1:0", "--engine", "openai", "--upstream", mock.url + "/v1", "--models", "mock"}
-	if r.cfg.ProfileDir != "" && !base {
-		v.wDebug = freeAddr()
-		args = append(args, "--debug-listen", v.wDebug)
-	}
-	if knowsFlag(ctx, v.bin, "worker", "max-batch") {
-		args = append(args, "--max-batch", strconv.Itoa(r.maxStreams()))
-	}
-	var err error
-	if v.worker, err = startProc(ctx, v.name+" worker", r.cfg.CPUsServers, v.bin, append(args, wargs...)...); err != nil {
-		return err
+	// The gateway's --workers: the worker, or the mock itself.
+	workers := "openai+" + mock.url + "/v1?model=mock&max-batch=" + strconv.Itoa(r.maxStreams())
+	if !v.direct {
+		args := []string{"worker", "--listen", "127.0.0.1:0", "--engine", "openai", "--upstream", mock.url + "/v1", "--models", "mock"}
+		if r.cfg.ProfileDir != "" && !base {
+			v.wDebug = freeAddr()
+			args = append(args, "--debug-listen", v.wDebug)
+		}
+		if knowsFlag(ctx, v.bin, "worker", "max-batch") {
+			args = append(args, "--max-batch", strconv.Itoa(r.maxStreams()))
+		}
+		var err error
+		if v.worker, err = startProc(ctx, v.name+" worker", r.cfg.CPUsServers, v.bin, append(args, wargs...)...); err != nil {
+			return err
+		}
+		workers = v.worker.addr()
 	}
 	const email, password = "bench@parley.invalid", "a long bench password"
 	store := []string{"--data-dir", v.dir}
@@ -263,7 +319,7 @@ func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
 		return fmt.Errorf("parley admin create-key: %v", err)
 	}
 	v.key = strings.TrimSpace(string(key))
-	args = []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", v.dir, "--workers", v.worker.addr(), "--models-file", models}
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", v.dir, "--workers", workers, "--models-file", models}
 	if knowsFlag(ctx, v.bin, "serve", "rate-limits") {
 		// A release from before the request-rate limits has none to turn off.
 		args = append(args, relayGatewayArgs...)
@@ -382,7 +438,10 @@ func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget,
 	var s loadSample
 	ps := []pc{{mock.pid(), &s.cpuMock}, {0, &s.cpuClient}}
 	if v != nil {
-		ps = append(ps, pc{v.gateway.pid(), &s.cpuGateway}, pc{v.worker.pid(), &s.cpuWorker})
+		ps = append(ps, pc{v.gateway.pid(), &s.cpuGateway})
+	}
+	if v != nil && v.worker != nil {
+		ps = append(ps, pc{v.worker.pid(), &s.cpuWorker})
 	}
 	before := make([]float64, len(ps))
 	for i, p := range ps {
@@ -391,6 +450,9 @@ func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget,
 	var profiles sync.WaitGroup
 	if profile != "" && v != nil && v.gDebug != "" {
 		for _, dp := range []struct{ addr, name string }{{v.gDebug, "gateway"}, {v.wDebug, "worker"}} {
+			if dp.addr == "" {
+				continue
+			}
 			profiles.Go(func() {
 				if err := fetchProfile(ctx, dp.addr, r.cfg.ProfileSeconds, filepath.Join(r.cfg.ProfileDir, profile+"-"+dp.name+".pprof")); err != nil {
 					r.progress("profile of the %s: %v", dp.name, err)
@@ -437,7 +499,7 @@ func (r *relay) loadRuns(ctx context.Context) error {
 		return err
 	}
 	defer mock.stop()
-	vs := r.variants()
+	vs := r.variants(ctx)
 	defer func() {
 		for _, v := range vs {
 			v.stop()
@@ -516,7 +578,7 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 	d := rows["direct"]
 	ms := func(x time.Duration) string { return fmt.Sprintf("%.1fms", float64(x)/1e6) }
 	plus := func(x time.Duration) string { return fmt.Sprintf("%+.1fms", float64(x)/1e6) }
-	line := func(name string, s []loadSample) {
+	line := func(name string, s []loadSample, direct bool) {
 		gw, wk := medianOf(s, func(x loadSample) float64 { return x.cpuGateway }), medianOf(s, func(x loadSample) float64 { return x.cpuWorker })
 		cpu := func(x float64) string {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -532,6 +594,9 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 		if name == "direct" {
 			g, w, sum = "-", "-", "-"
 		}
+		if direct {
+			w = "-"
+		}
 		if ok == 0 { // no figure without a success behind it
 			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", name, ok, errs)
 			return
@@ -541,9 +606,9 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 			ms(medianOf(s, func(x loadSample) time.Duration { return x.gap50 })), ms(medianOf(s, func(x loadSample) time.Duration { return x.gap99 })),
 			g, w, sum, cpu(medianOf(s, func(x loadSample) float64 { return x.cpuMock })), cpu(medianOf(s, func(x loadSample) float64 { return x.cpuClient })))
 	}
-	line("direct", d)
+	line("direct", d, false)
 	for _, v := range vs {
-		line(v.name, rows[v.name])
+		line(v.name, rows[v.name], v.direct)
 	}
 	okAll := func(s []loadSample) bool {
 		for _, x := range s {
@@ -609,11 +674,12 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		openTime                  time.Duration
 		gap50, gap99, gapMax      time.Duration
 		rssMock, rssWorker, rssGw float64 // bytes per stream
+		noWorker                  bool
 		thrWorker, thrGw          int
 		errs                      errorTally
 	}
 	var rows []row
-	paths := append([]*variant{nil}, r.variants()...)
+	paths := append([]*variant{nil}, r.variants(ctx)...)
 	for _, v := range paths {
 		name := "direct"
 		if v != nil {
@@ -641,10 +707,13 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			base int64
 			dst  *float64
 		}
-		rw := row{name: name}
+		rw := row{name: name, noWorker: v == nil || v.worker == nil}
 		ps := []*pr{{pid: mock.pid(), dst: &rw.rssMock}}
 		if v != nil {
-			ps = append(ps, &pr{pid: v.worker.pid(), dst: &rw.rssWorker}, &pr{pid: v.gateway.pid(), dst: &rw.rssGw})
+			ps = append(ps, &pr{pid: v.gateway.pid(), dst: &rw.rssGw})
+		}
+		if v != nil && v.worker != nil {
+			ps = append(ps, &pr{pid: v.worker.pid(), dst: &rw.rssWorker})
 		}
 		time.Sleep(time.Second)
 		for _, p := range ps {
@@ -659,7 +728,10 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 				*p.dst = float64(rss-p.base) / float64(max(open, 1))
 			}
 			if v != nil {
-				rw.thrWorker, rw.thrGw = threads(v.worker.pid()), threads(v.gateway.pid())
+				rw.thrGw = threads(v.gateway.pid())
+			}
+			if v != nil && v.worker != nil {
+				rw.thrWorker = threads(v.worker.pid())
 			}
 		})
 		client.close()
@@ -693,6 +765,9 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		if rw.name != "direct" {
 			added = fmt.Sprintf("%+.1fms", float64(rw.gap99-rows[0].gap99)/1e6)
 			gw, wk, thr = kb(rw.rssGw), kb(rw.rssWorker), fmt.Sprintf("%d/%d", rw.thrGw, rw.thrWorker)
+			if rw.noWorker {
+				wk, thr = "-", fmt.Sprintf("%d/-", rw.thrGw)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%.1fms\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%s\t\n", rw.name, rw.opened, rw.errors, rw.openTime.Seconds(),
 			float64(rw.gap50)/1e6, float64(rw.gap99)/1e6, float64(rw.gapMax)/1e6, added, gw, wk, kb(rw.rssMock), thr)

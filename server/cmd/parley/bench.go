@@ -70,6 +70,15 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.HoldOpening, "hold-opening", 1000, "held streams waiting for their first token at once while opening")
 	fs.StringVar(&cfg.Bin, "bin", "", "parley binary run as worker and gateway (default: this one)")
 	fs.StringVar(&cfg.BaselineBin, "baseline-bin", "", "a second parley binary measured in the same run, e.g. the previous release")
+	fs.Func("paths", "comma-separated relay paths to measure: worker (gateway → worker → mock), direct (gateway → mock) (default both)", func(v string) error {
+		cfg.Paths = nil
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cfg.Paths = append(cfg.Paths, p)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&cfg.CPUsServers, "cpus-servers", "", "pin worker and gateway to these CPUs (taskset list, e.g. 1)")
 	fs.StringVar(&cfg.CPUsLoad, "cpus-load", "", "pin the mock and the load client to these CPUs (e.g. 0)")
 	fs.Func("worker-args", "extra flags for the worker, space-separated", fieldsOf(&cfg.WorkerArgs))
