@@ -21,8 +21,12 @@ import (
 // own count of the streams it holds open. It can fail every chat request
 // with a 500 before any token, and be stopped and started again on its port.
 type inference struct {
-	addr   string
-	gap    time.Duration
+	addr  string
+	gap   time.Duration
+	model string
+	// slots, when set, bounds the streams it generates at once: the rest
+	// queue for one, as a real server's do.
+	slots  chan struct{}
 	fail   atomic.Bool
 	busy   atomic.Int64 // streams it is generating now: its slots in use
 	served atomic.Int64 // chat requests answered with a stream
@@ -35,12 +39,21 @@ type inference struct {
 const inferenceModel = "direct-model"
 
 func startInference(t *testing.T, gap time.Duration) *inference {
+	return startInferenceSlots(t, gap, inferenceModel, 0)
+}
+
+// startInferenceSlots is startInference serving model with that many
+// slots (0: no bound).
+func startInferenceSlots(t *testing.T, gap time.Duration, model string, slots int) *inference {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &inference{addr: ln.Addr().String(), gap: gap}
+	f := &inference{addr: ln.Addr().String(), gap: gap, model: model}
+	if slots > 0 {
+		f.slots = make(chan struct{}, slots)
+	}
 	f.serve(t, ln)
 	t.Cleanup(f.stop)
 	return f
@@ -52,7 +65,7 @@ func (f *inference) URL() string { return "openai+http://" + f.addr + "/v1" }
 func (f *inference) serve(t *testing.T, ln net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, inferenceModel)
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, f.model)
 	})
 	mux.HandleFunc("POST /v1/chat/completions", f.chat)
 	srv := &http.Server{Handler: mux}
@@ -102,6 +115,14 @@ func (f *inference) chat(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"CUDA error: an illegal memory access was encountered"}}`, http.StatusInternalServerError)
 		return
 	}
+	if f.slots != nil {
+		select {
+		case f.slots <- struct{}{}:
+			defer func() { <-f.slots }()
+		case <-r.Context().Done():
+			return
+		}
+	}
 	f.served.Add(1)
 	f.busy.Add(1)
 	defer f.busy.Add(-1)
@@ -113,11 +134,11 @@ func (f *inference) chat(w http.ResponseWriter, r *http.Request) {
 			return // the client closed the request: the slot is free
 		case <-time.After(f.gap):
 		}
-		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok%d \"},\"finish_reason\":null}]}\n\n", inferenceModel, i)
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok%d \"},\"finish_reason\":null}]}\n\n", f.model, i)
 		fl.Flush()
 	}
 	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
-		inferenceModel, req.MaxTokens, req.MaxTokens+9)
+		f.model, req.MaxTokens, req.MaxTokens+9)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
 }

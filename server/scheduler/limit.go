@@ -20,6 +20,15 @@ import (
 //     within a tenth of it), raises it by max(1, limit/16) per limit samples:
 //     a round of generations adds one slot, or a sixteenth at large limits.
 //
+// A TTFT is measured by this gateway, so a gateway short of CPU measures
+// its own delays too: a sample whose rise over the baseline is within
+// lagFactor times the gateway's own lag (lagProbe: how late it runs a
+// timer) is not evidence of the worker's queueing and is set aside — it
+// neither cuts the limit nor moves the smoothed TTFT or the baseline. A
+// gateway starved of CPU thus does not refuse work its worker keeps up
+// with; a worker that queues while the gateway is busy still shows, once its
+// queueing exceeds what the lag explains.
+//
 // Engine-reported waiting requests hold the worker at what it runs besides
 // (member.go); the limiter only sees TTFT. Guarded by the scheduler's lock.
 type limiter struct {
@@ -37,6 +46,11 @@ const (
 	limitAlpha  = 0.2                     // weight of a new sample in the smoothed TTFT
 	limitWindow = int64(30 * time.Second) // baseline windows
 	minCutEvery = int64(100 * time.Millisecond)
+	// lagFactor is how many of the gateway's scheduling delays a TTFT may
+	// hold: the wait for the response, for its first bytes, and for the
+	// first token's write. lagFloor is timer jitter, not lag.
+	lagFactor = 4
+	lagFloor  = time.Millisecond
 )
 
 // limitEvent says what a sample did to the limit.
@@ -46,6 +60,9 @@ const (
 	limitKept limitEvent = iota
 	limitCut
 	limitRaised
+	// limitLagged: the sample was set aside, the gateway's own lag
+	// explaining its rise.
+	limitLagged
 )
 
 // cap returns the admission limit, 0 when there is none.
@@ -70,9 +87,12 @@ func (l *limiter) base() float64 {
 }
 
 // sample takes one generation's TTFT, at now, with load generations on the
-// worker (this one included).
-func (l *limiter) sample(now int64, ttft time.Duration, load int) limitEvent {
+// worker (this one included), while the gateway ran up to lag late.
+func (l *limiter) sample(now int64, ttft time.Duration, load int, lag time.Duration) limitEvent {
 	x := max(ttft.Seconds(), 1e-6)
+	if lag > lagFloor && l.win[0] > 0 && x-l.base() <= lagFactor*lag.Seconds() {
+		return limitLagged
+	}
 	if now-l.winStart >= limitWindow {
 		l.win[1], l.win[0], l.winStart = l.win[0], 0, now
 	}

@@ -21,7 +21,7 @@ func TestLimiterRules(t *testing.T) {
 	// Steady low TTFT at any load: no cap.
 	for range 100 {
 		now += int64(ms(10))
-		if l.sample(now, ms(20), 500) != limitKept {
+		if l.sample(now, ms(20), 500, 0) != limitKept {
 			t.Fatal("a steady TTFT changed the limit")
 		}
 	}
@@ -32,7 +32,7 @@ func TestLimiterRules(t *testing.T) {
 	cuts := 0
 	for range 20 {
 		now += int64(ms(1))
-		if l.sample(now, ms(400), 300) == limitCut {
+		if l.sample(now, ms(400), 300, 0) == limitCut {
 			cuts++
 		}
 	}
@@ -41,14 +41,14 @@ func TestLimiterRules(t *testing.T) {
 	}
 	// Still high a cut interval later: cut again, from the limit.
 	now += int64(time.Second)
-	if l.sample(now, ms(400), 300) != limitCut || l.cap() != 147 {
+	if l.sample(now, ms(400), 300, 0) != limitCut || l.cap() != 147 {
 		t.Fatalf("second cut to %d, want 147", l.cap())
 	}
 	// TTFT back to its baseline while the limit binds: it grows, by about
 	// one slot per round of limit generations.
 	for range 147 {
 		now += int64(ms(1))
-		l.sample(now, ms(20), 147)
+		l.sample(now, ms(20), 147, 0)
 	}
 	if c := l.cap(); c < 155 || c > 160 {
 		t.Errorf("after a round of low TTFT the limit is %d, want about 147+147/16", c)
@@ -57,7 +57,7 @@ func TestLimiterRules(t *testing.T) {
 	c := l.cap()
 	for range 1000 {
 		now += int64(ms(1))
-		l.sample(now, ms(20), 10)
+		l.sample(now, ms(20), 10, 0)
 	}
 	if l.cap() != c {
 		t.Errorf("grew from %d to %d while not binding", c, l.cap())

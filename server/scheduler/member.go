@@ -239,7 +239,9 @@ func (s *Scheduler) firstToken(m *member, ttft time.Duration) {
 		return
 	}
 	before := m.capacity
-	switch m.limit.sample(s.cfg.Now().UnixNano(), ttft, m.load()) {
+	switch m.limit.sample(s.cfg.Now().UnixNano(), ttft, m.load(), s.cfg.Lag()) {
+	case limitLagged:
+		s.metrics.lagged.Inc()
 	case limitCut:
 		s.logger.Info("worker queueing measured: admission limit lowered", "worker", m.name, "pool", m.pool.name,
 			"limit", m.limit.cap(), "ttft", ttft.String(), "baseline", m.limit.baseline().String())

@@ -10,6 +10,7 @@ type metrics struct {
 	ejections  *prometheus.CounterVec
 	rejections *prometheus.CounterVec
 	retries    prometheus.Counter
+	lagged     prometheus.Counter
 
 	poolPicks     *prometheus.CounterVec
 	poolQueueWait *prometheus.HistogramVec
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "parley_scheduler_retries_total",
 			Help: "Generations retried on another worker after one failed before the first token.",
 		}),
+		lagged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_scheduler_ttft_samples_lagged_total",
+			Help: "Times to first token not taken as a worker's queueing by the admission limit, the gateway's own lag (parley_gateway_lag_seconds) explaining their rise.",
+		}),
 	}
 	m.poolPicks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "parley_scheduler_pool_picks_total",
@@ -61,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.picks[r] = picks.WithLabelValues(reasonNames[r])
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries,
+		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries, m.lagged,
 			m.poolPicks, m.poolQueueWait, m.poolSpills} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

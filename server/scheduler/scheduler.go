@@ -121,6 +121,12 @@ type Config struct {
 	// scheduler's lock: the gateway learns its models from its workers.
 	OnModels func(worker, pool string, models []string)
 
+	// Lag is how late this process runs what is ready to run, lately
+	// (default: a probe timer's lateness, the most over the last two
+	// seconds): TTFT samples it explains are not taken for a worker's
+	// queueing (limiter).
+	Lag func() time.Duration
+
 	// Registerer receives the scheduler's metrics (none when nil).
 	Registerer prometheus.Registerer
 	// Now is the clock (default time.Now).
@@ -200,6 +206,8 @@ type Scheduler struct {
 	seq     uint64
 	waits   map[scaleKey]*waitWindow // recent queue waits, for the scaling signal
 
+	lag *lagProbe // nil when Config.Lag was given
+
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
@@ -266,10 +274,19 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	for _, p := range pools {
 		s.poolLocked(p.Name) // fixes the order before any worker connects
 	}
+	if s.cfg.Lag == nil {
+		s.lag = startLagProbe()
+		s.cfg.Lag = s.lag.Lag
+	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s)} {
+		lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_gateway_lag_seconds",
+			Help: "How late this gateway ran a timer due every 10 ms, the most over the last two seconds: over a few milliseconds, its CPUs are saturated.",
+		}, func() float64 { return s.cfg.Lag().Seconds() })
+		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s), lag} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				stop()
+				s.closeLag()
 				return nil, err
 			}
 		}
@@ -287,12 +304,20 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 func (s *Scheduler) Close() {
 	s.stop()
 	s.wg.Wait()
+	s.closeLag()
 	s.mu.Lock()
 	members := s.members
 	s.members = nil
 	s.mu.Unlock()
 	for _, m := range members {
 		m.close()
+	}
+}
+
+func (s *Scheduler) closeLag() {
+	if s.lag != nil {
+		s.lag.close()
+		s.lag = nil
 	}
 }
 
