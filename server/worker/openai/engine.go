@@ -180,19 +180,21 @@ func (e *Engine) start() {
 	go e.watch(ctx)
 }
 
-// UpstreamTransport is the default client's transport: every stream is a
+// UpstreamTransport is the default client's transport. Every stream is a
 // connection to the upstream, so as many are kept alive as are used (the
-// default keeps two, and every other answer paid for a new connection), and
-// their buffers are small (each open stream keeps them; the decoder has its
-// own).
-func UpstreamTransport() *http.Transport {
+// default keeps two, and every other answer paid for a new connection).
+// Plain-HTTP requests go through streamTransport (no goroutine and one small
+// buffer per open stream); https and proxied ones through net/http's
+// Transport, whose buffers are small too (each open stream keeps them; the
+// decoder has its own).
+func UpstreamTransport() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 0 // no limit
-	t.MaxIdleConnsPerHost = 4096
-	t.IdleConnTimeout = 90 * time.Second
+	t.MaxIdleConnsPerHost = streamMaxIdle
+	t.IdleConnTimeout = streamIdleTimeout
 	t.WriteBufferSize = 1024
 	t.ReadBufferSize = 2048
-	return t
+	return newStreamTransport(t)
 }
 
 // Close stops polling the upstream's metrics.
