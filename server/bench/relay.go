@@ -61,7 +61,8 @@ type RelayConfig struct {
 	WorkerArgs, GatewayArgs                 []string
 	BaselineWorkerArgs, BaselineGatewayArgs []string
 	// ProfileDir, when set, receives CPU profiles of the gateway and worker
-	// (ProfileSeconds long) taken in each load run's first trial.
+	// (ProfileSeconds long) taken in each load run's first trial, named by
+	// variant, pacing and streams (relay-direct-20ms-c50-gateway.pprof).
 	ProfileDir     string
 	ProfileSeconds int
 	// MaxErrorRate is the share of requests that may fail before RunRelay
@@ -532,7 +533,7 @@ func (r *relay) loadRuns(ctx context.Context) error {
 				for _, v := range vs {
 					profile := ""
 					if trial == 0 && r.cfg.ProfileDir != "" {
-						profile = fmt.Sprintf("relay-%v-c%d", delay, streams)
+						profile = fmt.Sprintf("%s-%v-c%d", strings.NewReplacer("[", "-", "]", "").Replace(v.name), delay, streams)
 					}
 					r.progress("tokens %v apart, %d streams, trial %d: %s", delay, streams, trial+1, v.name)
 					t := streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}

@@ -26,7 +26,9 @@ type streamServer struct {
 	cancelled chan time.Time // a request's context ended before its stream did
 }
 
-func newStreamServer(t *testing.T, n int, gap time.Duration) *streamServer {
+// idle, when set, is the server's IdleTimeout: it closes connections that
+// sit idle that long.
+func newStreamServer(t *testing.T, n int, gap time.Duration, idle ...time.Duration) *streamServer {
 	s := &streamServer{cancelled: make(chan time.Time, 100)}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -49,6 +51,9 @@ func newStreamServer(t *testing.T, n int, gap time.Duration) *streamServer {
 		if st == http.StateNew {
 			s.conns.Add(1)
 		}
+	}
+	if len(idle) > 0 {
+		s.Config.IdleTimeout = idle[0] // before Start: the server reads it from its own goroutine
 	}
 	s.Start()
 	t.Cleanup(s.Close)
@@ -173,8 +178,7 @@ func TestStreamTransportCancel(t *testing.T) {
 // A pooled connection the server closed while it sat idle: the request goes
 // again on a new connection instead of failing.
 func TestStreamTransportReplaysOnAClosedIdleConnection(t *testing.T) {
-	srv := newStreamServer(t, 1, 0)
-	srv.Config.IdleTimeout = 30 * time.Millisecond
+	srv := newStreamServer(t, 1, 0, 30*time.Millisecond)
 	c := &http.Client{Transport: UpstreamTransport()}
 	for i := range 3 {
 		if got := readAll(t, must(post(t, c, context.Background(), srv.URL, "z"))); got != "data: 0 z\n\ndata: [DONE]\n\n" {
