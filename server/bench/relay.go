@@ -52,6 +52,14 @@ type RelayConfig struct {
 	// HoldOpening bounds the streams waiting for their first token while a
 	// hold run opens them.
 	HoldOpening int
+	// Burst lists burst runs: that many streams opened at BurstRate a
+	// second (default 1,000), tokens BurstDelay apart (default 100 ms),
+	// on a quiet box and, with BurstBusy, beside that many processes that
+	// spin on a CPU each.
+	Burst      []int
+	BurstRate  float64
+	BurstDelay time.Duration
+	BurstBusy  int
 	// CPUsServers and CPUsLoad pin the worker and gateway, and the mock and
 	// this process, to CPU lists (taskset syntax; empty: not pinned).
 	CPUsServers, CPUsLoad string
@@ -92,7 +100,7 @@ func knowsFlag(ctx context.Context, bin, command, name string) bool {
 // figure of the admission policy, not of the relay.
 func (r *relay) maxStreams() int {
 	n := 1
-	for _, s := range append(slices.Clone(r.cfg.Streams), r.cfg.Hold...) {
+	for _, s := range slices.Concat(r.cfg.Streams, r.cfg.Hold, r.cfg.Burst) {
 		n = max(n, s)
 	}
 	return n
@@ -201,6 +209,11 @@ func (r *relay) runs(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, n := range r.cfg.Burst {
+		if err := r.burstRun(ctx, n); err != nil {
+			return err
+		}
+	}
 	if len(r.cfg.TokenDelays) == 0 || len(r.cfg.Streams) == 0 || r.cfg.Answers <= 0 {
 		return nil
 	}
@@ -266,6 +279,22 @@ func (r *relay) variants(ctx context.Context) []*variant {
 func knowsDirect(ctx context.Context, bin string) bool {
 	out, _ := exec.CommandContext(ctx, bin, "serve", "--help").CombinedOutput()
 	return bytes.Contains(out, []byte("openai+http://"))
+}
+
+// startPath starts a fresh mock and, unless v is nil (the direct path),
+// v's processes on it; t is where the path's client connects.
+func (r *relay) startPath(ctx context.Context, v *variant) (mock *proc, t streamTarget, err error) {
+	if mock, err = r.startMock(ctx); err != nil {
+		return nil, t, err
+	}
+	if v == nil {
+		return mock, streamTarget{url: mock.url, model: "mock"}, nil
+	}
+	if err := r.start(ctx, v, mock); err != nil {
+		mock.stop()
+		return nil, t, err
+	}
+	return mock, streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}, nil
 }
 
 func (r *relay) startMock(ctx context.Context) (*proc, error) {
@@ -533,7 +562,7 @@ func (r *relay) loadRuns(ctx context.Context) error {
 				for _, v := range vs {
 					profile := ""
 					if trial == 0 && r.cfg.ProfileDir != "" {
-						profile = fmt.Sprintf("%s-%v-c%d", strings.NewReplacer("[", "-", "]", "").Replace(v.name), delay, streams)
+						profile = fmt.Sprintf("%s-%v-c%d", profileName(v.name), delay, streams)
 					}
 					r.progress("tokens %v apart, %d streams, trial %d: %s", delay, streams, trial+1, v.name)
 					t := streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}
@@ -577,8 +606,7 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\tok\terrors\tTTFT p50\tTTFT p99\tgap p50\tgap p99\tCPU-s/1k gateway\tworker\tgw+worker\tmock\tclient\t")
 	d := rows["direct"]
-	ms := func(x time.Duration) string { return fmt.Sprintf("%.1fms", float64(x)/1e6) }
-	plus := func(x time.Duration) string { return fmt.Sprintf("%+.1fms", float64(x)/1e6) }
+	ms, plus := fmtMS, plusMS
 	line := func(name string, s []loadSample, direct bool) {
 		gw, wk := medianOf(s, func(x loadSample) float64 { return x.cpuGateway }), medianOf(s, func(x loadSample) float64 { return x.cpuWorker })
 		cpu := func(x float64) string {
@@ -687,17 +715,9 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			name = v.name
 		}
 		r.progress("hold %d streams: %s", n, name)
-		mock, err := r.startMock(ctx)
+		mock, t, err := r.startPath(ctx, v)
 		if err != nil {
 			return err
-		}
-		t := streamTarget{url: mock.url, model: "mock"}
-		if v != nil {
-			if err := r.start(ctx, v, mock); err != nil {
-				mock.stop()
-				return err
-			}
-			t = streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}
 		}
 		client := newLoadClient(n, spread)
 		// A short warm-up, so the baseline memory is that of a process that
@@ -779,4 +799,10 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		return errors.Join(ctx.Err())
 	}
 	return nil
+}
+
+// profileName is a variant's name as it reads in a file name
+// (relay[direct] → relay-direct).
+func profileName(variant string) string {
+	return strings.NewReplacer("[", "-", "]", "", ",", "-").Replace(variant)
 }

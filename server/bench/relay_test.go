@@ -52,3 +52,22 @@ func TestHold(t *testing.T) {
 		t.Errorf("open %d, opened %d, errors %d (%s), %d gaps", open, res.opened, res.errors, res.firstErr, len(res.gaps))
 	}
 }
+
+// A burst opens its streams at the rate asked, not as fast as it can, and
+// reads every one to its end.
+func TestBurst(t *testing.T) {
+	srv := httptest.NewServer(NewMock(MockConfig{}))
+	defer srv.Close()
+	c := newLoadClient(40, 1)
+	defer c.close()
+	target := streamTarget{url: srv.URL, model: "mock"}
+	start := time.Now()
+	st := c.burst(context.Background(), target, target.body(pace(time.Millisecond, 5), 5), 40, 200)
+	if st.answers != 40 || st.errors != 0 || len(st.ttft) != 40 {
+		t.Errorf("answers %d, errors %d (%s), %d first tokens", st.answers, st.errors, st.firstErr, len(st.ttft))
+	}
+	// 40 streams at 200 a second: the last opens 195 ms after the first.
+	if took := time.Since(start); took < 190*time.Millisecond {
+		t.Errorf("40 streams at 200/s took %v, want at least 195 ms", took)
+	}
+}

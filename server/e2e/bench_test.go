@@ -57,7 +57,8 @@ func TestBenchFailsOnRefusals(t *testing.T) {
 func TestBenchRelayNoErrors(t *testing.T) {
 	ctx := ctxTimeout(t, 120*time.Second)
 	cmd := exec.CommandContext(ctx, parleyBin, "bench", "relay", "--tokens", "5", "--token-delay", "1ms",
-		"--streams", "8", "--answers", "60", "--trials", "1", "--hold", "30", "--hold-delay", "50ms", "--hold-for", "500ms", "--quiet")
+		"--streams", "8", "--answers", "60", "--trials", "1", "--hold", "30", "--hold-delay", "50ms", "--hold-for", "500ms",
+		"--burst", "40", "--burst-rate", "400", "--burst-delay", "5ms", "--quiet")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench relay: %v\n%s", err, out)
@@ -66,6 +67,9 @@ func TestBenchRelayNoErrors(t *testing.T) {
 		if !strings.Contains(string(out), want) && !(want == "relay  30      0" && regexp.MustCompile(`relay\s+30\s+0\s`).Match(out)) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+	if !regexp.MustCompile(`0\s+relay\[direct\]\s+40\s+0\s`).Match(out) {
+		t.Errorf("the burst's direct-mode row is not 40 ok, 0 errors:\n%s", out)
 	}
 	if !regexp.MustCompile(`relay\s+60\s+0\s`).Match(out) {
 		t.Errorf("the load run's relay row is not 60 ok, 0 errors:\n%s", out)

@@ -3,10 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,4 +290,88 @@ func TestMeasureLlamaCpp(t *testing.T) {
 	pTTFT, pTPS := measure(st.gw.BaseURL, st.acct.Key)
 	t.Logf("llama.cpp directly: TTFT median %.1f ms, %.0f tokens/s (median of %d streams of %d tokens)", median(dTTFT), median(dTPS), n, tokens)
 	t.Logf("through Parley:     TTFT median %.1f ms, %.0f tokens/s", median(pTTFT), median(pTPS))
+}
+
+// What gateways addressing a llama.cpp server directly cost it: each polls
+// its /metrics and /slots once a second. The server's CPU time over a window
+// with no gateway, then with `gateways` of them, and over the same polls
+// made back to back (the cost of one).
+func TestMeasureDirectPolls(t *testing.T) {
+	if os.Getenv("PARLEY_MEASURE") == "" {
+		t.Skip("a measurement: set PARLEY_MEASURE=1")
+	}
+	ls := enginetest.Llama(t)
+	pid := listenerPID(t, ls.URL)
+	const gateways, window, polls = 8, 20 * time.Second, 2000
+	idle0 := cpuSeconds(t, pid)
+	time.Sleep(window)
+	idle := cpuSeconds(t, pid) - idle0
+	catalog := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(catalog, fmt.Appendf(nil, "models:\n- id: %s\n  display_name: Tiny\n  context_window: 1024\n  max_output_tokens: 600\n"+
+		"  input_price_nanos_per_million: 1\n  output_price_nanos_per_million: 1\n", ls.Model), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upstream := "openai+" + ls.URL + "/v1"
+	for range gateways {
+		gw := startServer(t, "--workers", upstream, "--models-file", catalog)
+		waitFor(t, 15*time.Second, "the gateway sees the server", func() bool { return readyWorkers(t, gw) == 1 })
+	}
+	time.Sleep(2 * time.Second) // past their first discovery
+	with0 := cpuSeconds(t, pid)
+	time.Sleep(window)
+	with := cpuSeconds(t, pid) - with0
+	c := &http.Client{}
+	get := func(path string) {
+		res, err := c.Get(ls.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	b0 := cpuSeconds(t, pid)
+	start := time.Now()
+	for range polls {
+		get("/metrics")
+		get("/slots")
+	}
+	each := (cpuSeconds(t, pid) - b0) / polls
+	t.Logf("llama.cpp server CPU: idle %.2f s in %v; with %d gateways polling it directly %.2f s (%.2f ms a gateway a second, %.3f%% of a core)",
+		idle, window, gateways, with, (with-idle)/float64(gateways)/window.Seconds()*1000, (with-idle)/window.Seconds()*100)
+	t.Logf("one poll (GET /metrics and /slots) back to back: %.3f ms of its CPU, %.2f ms wall (%d polls)",
+		each*1000, float64(time.Since(start).Microseconds())/1000/polls, polls)
+}
+
+// listenerPID is the process listening on url's port on this machine,
+// found through /proc (Linux only).
+func listenerPID(t *testing.T, rawURL string) int {
+	t.Helper()
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			// local_address is HEXIP:HEXPORT; state 0A is LISTEN.
+			if len(fs) > 9 && fs[3] == "0A" && strings.HasSuffix(fs[1], fmt.Sprintf(":%04X", port)) {
+				inodes["socket:["+fs[9]+"]"] = true
+			}
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range procs {
+		if target, err := os.Readlink(fd); err == nil && inodes[target] {
+			pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
+			return pid
+		}
+	}
+	t.Skipf("no process of this user listens on port %d", port)
+	return 0
 }

@@ -68,6 +68,10 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&cfg.HoldDelay, "hold-delay", time.Second, "delay between the tokens of held streams")
 	fs.DurationVar(&cfg.HoldFor, "hold-for", 10*time.Second, "how long held streams stay open after the last has opened")
 	fs.IntVar(&cfg.HoldOpening, "hold-opening", 1000, "held streams waiting for their first token at once while opening")
+	fs.Func("burst", "comma-separated numbers of streams to open in a burst (time to first token while they open)", intList(&cfg.Burst))
+	fs.Float64Var(&cfg.BurstRate, "burst-rate", 1000, "streams opened a second in a burst")
+	fs.DurationVar(&cfg.BurstDelay, "burst-delay", 100*time.Millisecond, "delay between the tokens of a burst's streams")
+	fs.IntVar(&cfg.BurstBusy, "burst-busy", 0, "also run each burst beside this many processes spinning on a CPU each (other work on the box)")
 	fs.StringVar(&cfg.Bin, "bin", "", "parley binary run as worker and gateway (default: this one)")
 	fs.StringVar(&cfg.BaselineBin, "baseline-bin", "", "a second parley binary measured in the same run, e.g. the previous release")
 	fs.Func("paths", "comma-separated relay paths to measure: worker (gateway → worker → mock), direct (gateway → mock) (default both)", func(v string) error {
