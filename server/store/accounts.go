@@ -119,6 +119,20 @@ type APIKey struct {
 	RevokedAt time.Time
 	// ResponseCache is the key's response cache default.
 	ResponseCache ResponseCacheMode
+	// OrgID is the organisation of an organisation's key ("" for a
+	// person's): UserID is then the organisation's billing user, CreatedBy
+	// the member who made it, and TeamID its team ("" for a member's own
+	// key in the organisation).
+	OrgID, TeamID, CreatedBy string
+	// Models lists the models the key may use (their ids or aliases; all
+	// when empty).
+	Models []string
+	// AllowedIPs lists the client addresses (CIDR prefixes) the key works
+	// from (any when empty).
+	AllowedIPs []string
+	// RPM and TPM bound the key's requests and tokens (input and output)
+	// a minute; 0 is no bound.
+	RPM, TPM int64
 }
 
 // Usable reports whether k authenticates requests at now: not revoked and not

@@ -40,6 +40,10 @@ type Reservation struct {
 	// ExpiresAt is when ReleaseExpired may return the money to the user, if
 	// the request never settled (for example, its gateway died).
 	ExpiresAt time.Time
+	// Budgets names the organisation scopes the request falls under: the
+	// hold is taken against every budget set on them, in the same
+	// transaction as the balance, or not at all (*BudgetExceededError).
+	Budgets BudgetScopes
 }
 
 // Settlement is the outcome of settling a reservation.

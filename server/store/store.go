@@ -147,4 +147,8 @@ type Store struct {
 	// Webhooks holds webhook endpoints and their deliveries; nil where the
 	// backend keeps none.
 	Webhooks Webhooks
+	// Organizations holds organisations, their members, teams and budgets;
+	// nil where the backend keeps none. It lives in the Ledger's database:
+	// budgets are held in the same transaction as the balance.
+	Organizations Organizations
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -118,29 +119,50 @@ func (a accounts) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 	if !k.ResponseCache.Valid() {
 		return fmt.Errorf("%w: API key response cache mode %q", store.ErrInvalidArgument, k.ResponseCache)
 	}
-	_, err := a.db.exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, secret_hash, created_at, expires_at, response_cache)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		k.ID, k.UserID, k.Name, k.Prefix, k.SecretHash, ts(k.CreatedAt), ts(k.ExpiresAt), string(k.ResponseCache))
+	_, err := a.db.exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, secret_hash, created_at, expires_at, response_cache,
+			org_id, team_id, created_by, models, allowed_ips, rpm, tpm)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		k.ID, k.UserID, k.Name, k.Prefix, k.SecretHash, ts(k.CreatedAt), ts(k.ExpiresAt), string(k.ResponseCache),
+		k.OrgID, k.TeamID, k.CreatedBy, jsonList(k.Models), jsonList(k.AllowedIPs), k.RPM, k.TPM)
 	return err
 }
 
-const keyCols = `k.id, k.user_id, k.name, k.prefix, k.secret_hash, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.response_cache`
+const keyCols = `k.id, k.user_id, k.name, k.prefix, k.secret_hash, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.response_cache,
+	k.org_id, k.team_id, k.created_by, k.models, k.allowed_ips, k.rpm, k.tpm`
 
 type keyScan struct {
 	k                store.APIKey
 	created, expires int64
 	used, revoked    *int64
+	models, ips      string
 }
 
 func (s *keyScan) dest() []any {
-	return []any{&s.k.ID, &s.k.UserID, &s.k.Name, &s.k.Prefix, &s.k.SecretHash, &s.created, &s.expires, &s.used, &s.revoked, &s.k.ResponseCache}
+	return []any{&s.k.ID, &s.k.UserID, &s.k.Name, &s.k.Prefix, &s.k.SecretHash, &s.created, &s.expires, &s.used, &s.revoked, &s.k.ResponseCache,
+		&s.k.OrgID, &s.k.TeamID, &s.k.CreatedBy, &s.models, &s.ips, &s.k.RPM, &s.k.TPM}
 }
 
 func (s *keyScan) key() store.APIKey {
 	k := s.k
 	k.CreatedAt, k.ExpiresAt = fromTS(s.created), fromTS(s.expires)
 	k.LastUsedAt, k.RevokedAt = fromNullTS(s.used), fromNullTS(s.revoked)
+	k.Models, k.AllowedIPs = listOf(s.models), listOf(s.ips)
 	return k
+}
+
+// jsonList and listOf store a list of strings as a JSON array.
+func jsonList(v []string) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func listOf(s string) []string {
+	var v []string
+	_ = json.Unmarshal([]byte(s), &v)
+	return v
 }
 
 func (a accounts) GetAPIKeyByHash(ctx context.Context, secretHash []byte) (store.APIKey, store.User, error) {

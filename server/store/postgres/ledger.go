@@ -110,15 +110,32 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 	var b store.Balance
 	// One statement: the balance moves and the reservation row appears
 	// together, or (insufficient funds, duplicate ID) neither happens.
-	err := l.db.pool.QueryRow(ctx, `WITH b AS (
+	const q = `WITH b AS (
 			UPDATE billing_accounts
 			SET available_nanos = available_nanos - $1, reserved_nanos = reserved_nanos + $1
 			WHERE user_id = $2 AND available_nanos >= $1
 			RETURNING user_id, available_nanos, reserved_nanos),
 		r AS (INSERT INTO reservations (id, user_id, amount_nanos, status, created_at, expires_at)
 			SELECT $3, user_id, $1, 'held', $4, $5 FROM b)
-		SELECT available_nanos, reserved_nanos FROM b`,
-		r.AmountNanos, r.UserID, r.ID, ts(r.CreatedAt), ts(r.ExpiresAt)).Scan(&b.AvailableNanos, &b.ReservedNanos)
+		SELECT available_nanos, reserved_nanos FROM b`
+	args := []any{r.AmountNanos, r.UserID, r.ID, ts(r.CreatedAt), ts(r.ExpiresAt)}
+	var err error
+	if r.Budgets.IsZero() {
+		err = l.db.pool.QueryRow(ctx, q, args...).Scan(&b.AvailableNanos, &b.ReservedNanos)
+	} else {
+		// An organisation's request: the balance first (its row orders the
+		// organisation's holds), then its budgets, in one transaction.
+		err = pgx.BeginFunc(ctx, l.db.pool, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, q, args...).Scan(&b.AvailableNanos, &b.ReservedNanos); err != nil {
+				return err
+			}
+			return holdBudgets(ctx, tx, r)
+		})
+	}
+	var over *store.BudgetExceededError
+	if errors.As(err, &over) {
+		return store.Balance{}, over
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// An ID taken is a conflict whatever the balance: a retry of work
 		// whose hold exists finds it (billing.ReserveAs).
@@ -167,7 +184,14 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			RETURNING user_id, amount_nanos, charged_nanos, refunded_nanos),
 		b AS (UPDATE billing_accounts ba
 			SET reserved_nanos = ba.reserved_nanos - r.amount_nanos, available_nanos = ba.available_nanos + r.refunded_nanos
-			FROM r WHERE ba.user_id = r.user_id)`
+			FROM r WHERE ba.user_id = r.user_id RETURNING ba.user_id),
+		bb AS (UPDATE budgets bu
+			SET reserved_nanos = bu.reserved_nanos - CASE WHEN bu.window_start = rb.window_start THEN rb.amount_nanos ELSE 0 END,
+				spent_nanos = bu.spent_nanos + CASE WHEN bu.window_start = rb.window_start THEN r.charged_nanos ELSE 0 END
+			FROM reservation_budgets rb, r, b WHERE rb.reservation_id = $3 AND bu.id = rb.budget_id),
+		rbd AS (DELETE FROM reservation_budgets WHERE reservation_id = $3)`
+	// bb reads b, so the balance's row is locked before the budgets' (as
+	// Reserve takes them): no deadlock between a reserve and a settle.
 	args := []any{costNanos, ts(now), reservationID}
 	if record != nil {
 		q += `,
@@ -213,6 +237,14 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		if _, err = tx.Exec(ctx, `UPDATE billing_accounts SET available_nanos = available_nanos - $1 WHERE user_id = $2`, s.ChargedNanos, userID); err != nil {
 			return err
 		}
+		// The sweeper released the budgets' holds; the charge still counts
+		// as spent in the window it was held in.
+		if _, err = tx.Exec(ctx, `WITH bb AS (UPDATE budgets bu
+				SET spent_nanos = bu.spent_nanos + CASE WHEN bu.window_start = rb.window_start THEN $1 ELSE 0 END
+				FROM reservation_budgets rb WHERE rb.reservation_id = $2 AND bu.id = rb.budget_id)
+			DELETE FROM reservation_budgets WHERE reservation_id = $2`, s.ChargedNanos, reservationID); err != nil {
+			return err
+		}
 		if record == nil {
 			return nil
 		}
@@ -238,11 +270,47 @@ func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error
 	err := l.db.pool.QueryRow(ctx, `WITH r AS (
 			UPDATE reservations SET status = 'released', closed_at = $1
 			WHERE status = 'held' AND expires_at <= $1
-			RETURNING user_id, amount_nanos),
+			RETURNING id, user_id, amount_nanos),
 		s AS (SELECT user_id, sum(amount_nanos)::bigint AS total, count(*) AS n FROM r GROUP BY user_id),
 		b AS (UPDATE billing_accounts ba
 			SET available_nanos = ba.available_nanos + s.total, reserved_nanos = ba.reserved_nanos - s.total
-			FROM s WHERE ba.user_id = s.user_id)
+			FROM s WHERE ba.user_id = s.user_id RETURNING ba.user_id),
+		bb AS (UPDATE budgets bu SET reserved_nanos = bu.reserved_nanos - x.total
+			FROM (SELECT rb.budget_id, rb.window_start, sum(rb.amount_nanos)::bigint AS total FROM reservation_budgets rb JOIN r ON r.id = rb.reservation_id
+			      WHERE (SELECT count(*) FROM b) >= 0 GROUP BY rb.budget_id, rb.window_start) x
+			WHERE bu.id = x.budget_id AND bu.window_start = x.window_start)
 		SELECT coalesce(sum(n), 0)::bigint FROM s`, ts(now)).Scan(&n)
 	return n, mapErr(err)
+}
+
+// holdBudgets takes r's hold against every budget of its scopes, locked in
+// id order, in the window holding r.CreatedAt (rolling an ended window on
+// the way), or fails with *BudgetExceededError and the transaction rolls
+// back the balance's part too.
+func holdBudgets(ctx context.Context, tx pgx.Tx, r store.Reservation) error {
+	sc := r.Budgets
+	rows, err := tx.Query(ctx, `SELECT `+budgetCols+` FROM budgets b JOIN organizations o ON o.id = b.org_id
+		WHERE b.org_id = $1 AND ((b.scope = 'organization' AND b.scope_id = $1) OR (b.scope = 'team' AND b.scope_id = $2)
+			OR (b.scope = 'key' AND b.scope_id = $3) OR (b.scope = 'member' AND b.scope_id = $4))
+		ORDER BY b.id FOR UPDATE OF b`, sc.OrgID, sc.TeamID, sc.KeyID, sc.MemberID)
+	if err != nil {
+		return err
+	}
+	budgets, err := collectRows(rows, func(row pgx.Rows) (store.Budget, error) { return scanBudget(row, r.CreatedAt) })
+	if err != nil {
+		return err
+	}
+	for _, b := range budgets {
+		if b.SpentNanos+b.ReservedNanos+r.AmountNanos > b.LimitNanos {
+			return &store.BudgetExceededError{Budget: b, RequiredNanos: r.AmountNanos}
+		}
+	}
+	for _, b := range budgets {
+		if _, err := tx.Exec(ctx, `WITH u AS (UPDATE budgets SET window_start = $1, spent_nanos = $2, reserved_nanos = $6 WHERE id = $4)
+			INSERT INTO reservation_budgets (reservation_id, budget_id, amount_nanos, window_start) VALUES ($5, $4, $3, $1)`,
+			ts(b.WindowStart), b.SpentNanos, r.AmountNanos, b.ID, r.ID, b.ReservedNanos+r.AmountNanos); err != nil {
+			return err
+		}
+	}
+	return nil
 }

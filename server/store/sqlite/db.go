@@ -140,6 +140,7 @@ func (db *DB) Store() store.Store {
 		Memories:      memories{db},
 		Batches:       batches{db},
 		Webhooks:      webhooks{db},
+		Organizations: organizations{db},
 	}
 }
 

@@ -162,6 +162,9 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err := affectedOne(res, "billing account"); err != nil {
 				return err
 			}
+			if err := settleBudgets(ctx, tx, reservationID, s.ChargedNanos, true); err != nil {
+				return err
+			}
 			return recordCharge(ctx, tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -184,6 +187,9 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err := affectedOne(res, "billing account"); err != nil {
 				return err
 			}
+			if err := settleBudgets(ctx, tx, reservationID, s.ChargedNanos, false); err != nil {
+				return err
+			}
 			return recordCharge(ctx, tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -204,6 +210,14 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error) {
 	var n int64
 	err := l.db.write(ctx, func(tx *txn) error {
+		// The budgets the released holds were taken against hold them no
+		// more; a late settle still counts its charge as spent.
+		if _, err := tx.ExecContext(ctx, `UPDATE budgets SET reserved_nanos = budgets.reserved_nanos - x.total
+			FROM (SELECT rb.budget_id, rb.window_start, sum(rb.amount_nanos) AS total FROM reservation_budgets rb JOIN reservations r ON r.id = rb.reservation_id
+			      WHERE r.status = 'held' AND r.expires_at <= ?1 GROUP BY rb.budget_id, rb.window_start) AS x
+			WHERE budgets.id = x.budget_id AND budgets.window_start = x.window_start`, ts(now)); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE billing_accounts AS b
 			SET available_nanos = b.available_nanos + x.total, reserved_nanos = b.reserved_nanos - x.total
 			FROM (SELECT user_id, sum(amount_nanos) AS total FROM reservations
@@ -251,5 +265,69 @@ func reserveTx(ctx context.Context, tx *txn, r store.Reservation) (store.Balance
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO reservations (id, user_id, amount_nanos, status, created_at, expires_at)
 		VALUES (?, ?, ?, 'held', ?, ?)`, r.ID, r.UserID, r.AmountNanos, ts(r.CreatedAt), ts(r.ExpiresAt))
-	return b, err
+	if err != nil {
+		return store.Balance{}, err
+	}
+	return b, holdBudgets(ctx, tx, r)
+}
+
+// holdBudgets takes r's hold against every budget of its scopes, in the
+// window holding r.CreatedAt (rolling an ended window on the way), or fails
+// with *BudgetExceededError; the caller's transaction then rolls back the
+// balance's part too.
+func holdBudgets(ctx context.Context, tx *txn, r store.Reservation) error {
+	sc := r.Budgets
+	if sc.IsZero() {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+budgetCols+` FROM budgets b JOIN organizations o ON o.id = b.org_id
+		WHERE b.org_id = ?1 AND ((b.scope = 'organization' AND b.scope_id = ?1) OR (b.scope = 'team' AND b.scope_id = ?2)
+			OR (b.scope = 'key' AND b.scope_id = ?3) OR (b.scope = 'member' AND b.scope_id = ?4))
+		ORDER BY b.id`, sc.OrgID, sc.TeamID, sc.KeyID, sc.MemberID)
+	if err != nil {
+		return err
+	}
+	budgets, err := collect(rows, func(r2 *sql.Rows) (store.Budget, error) { return scanBudget(r2, r.CreatedAt) })
+	if err != nil {
+		return err
+	}
+	for _, b := range budgets {
+		if b.SpentNanos+b.ReservedNanos+r.AmountNanos > b.LimitNanos {
+			return &store.BudgetExceededError{Budget: b, RequiredNanos: r.AmountNanos}
+		}
+	}
+	for _, b := range budgets {
+		if _, err := tx.ExecContext(ctx, `UPDATE budgets SET window_start = ?, spent_nanos = ?, reserved_nanos = ? WHERE id = ?`,
+			ts(b.WindowStart), b.SpentNanos, b.ReservedNanos+r.AmountNanos, b.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reservation_budgets (reservation_id, budget_id, amount_nanos, window_start) VALUES (?, ?, ?, ?)`,
+			r.ID, b.ID, r.AmountNanos, ts(b.WindowStart)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleBudgets closes a reservation's holds on its budgets: in the window
+// each was taken in, charged counts as spent and, unless the sweeper
+// already released it (held false), the hold leaves reserved; a window
+// that has ended since counts nothing (a charge is never counted in a
+// later period; its holds were dropped when it rolled).
+func settleBudgets(ctx context.Context, tx *txn, reservationID string, charged int64, held bool) error {
+	release := "rb.amount_nanos"
+	if !held {
+		release = "0"
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE budgets SET reserved_nanos = budgets.reserved_nanos - CASE WHEN budgets.window_start = rb.window_start THEN `+release+` ELSE 0 END,
+			spent_nanos = budgets.spent_nanos + CASE WHEN budgets.window_start = rb.window_start THEN ?1 ELSE 0 END
+		FROM reservation_budgets rb WHERE rb.reservation_id = ?2 AND budgets.id = rb.budget_id`, charged, reservationID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM reservation_budgets WHERE reservation_id = ?`, reservationID)
+	return err
 }

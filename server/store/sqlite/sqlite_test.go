@@ -41,14 +41,19 @@ func TestMessages(t *testing.T)      { t.Parallel(); storetest.TestMessages(t, n
 func TestLedger(t *testing.T)        { t.Parallel(); storetest.TestLedger(t, newStore) }
 func TestUsage(t *testing.T)         { t.Parallel(); storetest.TestUsage(t, newStore) }
 func TestLedgerOutbox(t *testing.T)  { t.Parallel(); storetest.TestLedger(t, newOutboxStore) }
-func TestUsageOutbox(t *testing.T)   { t.Parallel(); storetest.TestUsageOutbox(t, newOutboxStore) }
-func TestAttachments(t *testing.T)   { t.Parallel(); storetest.TestAttachments(t, newStore) }
-func TestAudit(t *testing.T)         { t.Parallel(); storetest.TestAudit(t, newStore) }
-func TestVectorStores(t *testing.T)  { t.Parallel(); storetest.TestVectorStores(t, newStore) }
-func TestProjects(t *testing.T)      { t.Parallel(); storetest.TestProjects(t, newStore) }
-func TestMemories(t *testing.T)      { t.Parallel(); storetest.TestMemories(t, newStore) }
-func TestBatches(t *testing.T)       { t.Parallel(); storetest.TestBatches(t, newStore) }
-func TestWebhooks(t *testing.T)      { t.Parallel(); storetest.TestWebhooks(t, newStore) }
+func TestOrganizations(t *testing.T) { t.Parallel(); storetest.TestOrganizations(t, newStore) }
+func TestOrganizationsOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestOrganizations(t, newOutboxStore)
+}
+func TestUsageOutbox(t *testing.T)  { t.Parallel(); storetest.TestUsageOutbox(t, newOutboxStore) }
+func TestAttachments(t *testing.T)  { t.Parallel(); storetest.TestAttachments(t, newStore) }
+func TestAudit(t *testing.T)        { t.Parallel(); storetest.TestAudit(t, newStore) }
+func TestVectorStores(t *testing.T) { t.Parallel(); storetest.TestVectorStores(t, newStore) }
+func TestProjects(t *testing.T)     { t.Parallel(); storetest.TestProjects(t, newStore) }
+func TestMemories(t *testing.T)     { t.Parallel(); storetest.TestMemories(t, newStore) }
+func TestBatches(t *testing.T)      { t.Parallel(); storetest.TestBatches(t, newStore) }
+func TestWebhooks(t *testing.T)     { t.Parallel(); storetest.TestWebhooks(t, newStore) }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
