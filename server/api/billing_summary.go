@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"slices"
 	"strings"
 	"time"
@@ -27,27 +28,9 @@ const (
 func (h *BillingHandler) GetUsageSummary(ctx context.Context, req *connect.Request[parleyv1.GetUsageSummaryRequest]) (*connect.Response[parleyv1.GetUsageSummaryResponse], error) {
 	p, _ := auth.FromContext(ctx)
 	m := req.Msg
-	end := time.Now()
-	if m.EndTime != nil {
-		if err := m.GetEndTime().CheckValid(); err != nil {
-			return nil, apierr.InvalidArgument("end_time", "is not a valid time")
-		}
-		end = m.GetEndTime().AsTime()
-	}
-	start := end.Add(-defaultSummarySpan)
-	if m.StartTime != nil {
-		if err := m.GetStartTime().CheckValid(); err != nil {
-			return nil, apierr.InvalidArgument("start_time", "is not a valid time")
-		}
-		start = m.GetStartTime().AsTime()
-	}
-	switch {
-	case start.Unix() < 0:
-		return nil, apierr.InvalidArgument("start_time", "must not be before 1970")
-	case !start.Before(end):
-		return nil, apierr.InvalidArgument("end_time", "must be after start_time")
-	case end.Sub(start) > maxSummarySpan:
-		return nil, apierr.InvalidArgument("end_time", "must be at most 400 days after start_time")
+	start, end, err := usageRange(m.GetStartTime(), m.GetEndTime())
+	if err != nil {
+		return nil, err
 	}
 	off := m.GetUtcOffsetMinutes()
 	if off < -maxUTCOffset || off > maxUTCOffset {
@@ -86,12 +69,7 @@ func (h *BillingHandler) GetUsageSummary(ctx context.Context, req *connect.Reque
 		addToBucket(b, d)
 		addToBucket(res.Total, d)
 	}
-	slices.SortFunc(res.Buckets, func(a, b *parleyv1.UsageBucket) int {
-		if c := strings.Compare(a.Day, b.Day); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Model, b.Model)
-	})
+	sortBuckets(res.Buckets)
 	return connect.NewResponse(res), nil
 }
 
@@ -101,4 +79,42 @@ func addToBucket(b *parleyv1.UsageBucket, d store.UsageDay) {
 	b.CompletionTokens += d.CompletionTokens
 	b.CachedTokens += d.CachedTokens
 	b.CostNanos += d.CostNanos
+}
+
+// usageRange reads a summary's range: end unset is now, start unset is
+// defaultSummarySpan before end, at most maxSummarySpan long.
+func usageRange(startTS, endTS *timestamppb.Timestamp) (start, end time.Time, err error) {
+	end = time.Now()
+	if endTS != nil {
+		if endTS.CheckValid() != nil {
+			return start, end, apierr.InvalidArgument("end_time", "is not a valid time")
+		}
+		end = endTS.AsTime()
+	}
+	start = end.Add(-defaultSummarySpan)
+	if startTS != nil {
+		if startTS.CheckValid() != nil {
+			return start, end, apierr.InvalidArgument("start_time", "is not a valid time")
+		}
+		start = startTS.AsTime()
+	}
+	switch {
+	case start.Unix() < 0:
+		return start, end, apierr.InvalidArgument("start_time", "must not be before 1970")
+	case !start.Before(end):
+		return start, end, apierr.InvalidArgument("end_time", "must be after start_time")
+	case end.Sub(start) > maxSummarySpan:
+		return start, end, apierr.InvalidArgument("end_time", "must be at most 400 days after start_time")
+	}
+	return start, end, nil
+}
+
+// sortBuckets orders buckets by day, then model.
+func sortBuckets(bs []*parleyv1.UsageBucket) {
+	slices.SortFunc(bs, func(a, b *parleyv1.UsageBucket) int {
+		if c := strings.Compare(a.Day, b.Day); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Model, b.Model)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/models"
 	"github.com/parleyhq/parley/server/store"
 )
@@ -17,9 +18,13 @@ type ModelHandler struct {
 }
 
 // ListModels lists every model offered, in catalog order.
-func (h *ModelHandler) ListModels(context.Context, *connect.Request[parleyv1.ListModelsRequest]) (*connect.Response[parleyv1.ListModelsResponse], error) {
+func (h *ModelHandler) ListModels(ctx context.Context, _ *connect.Request[parleyv1.ListModelsRequest]) (*connect.Response[parleyv1.ListModelsResponse], error) {
 	res := &parleyv1.ListModelsResponse{}
-	for _, m := range h.Catalog.All() {
+	var allowed []string
+	if p, ok := auth.FromContext(ctx); ok && p.Org != nil {
+		allowed = p.Org.Models // an organisation's key lists what it may use
+	}
+	for _, m := range h.Catalog.Visible(allowed) {
 		res.Models = append(res.Models, ModelToProto(m))
 	}
 	return connect.NewResponse(res), nil

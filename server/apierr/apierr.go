@@ -7,6 +7,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"math"
 	"strconv"
 	"time"
@@ -72,6 +73,11 @@ func PermissionDeniedField(field, msg string) *connect.Error {
 	return err
 }
 
+// AlreadyExists reports that what (e.g. "a team named x") exists.
+func AlreadyExists(what string) *connect.Error {
+	return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("%s already exists", what))
+}
+
 // FailedPrecondition reports a request the current state does not allow.
 func FailedPrecondition(msg string) *connect.Error {
 	return connect.NewError(connect.CodeFailedPrecondition, errors.New(msg))
@@ -90,6 +96,32 @@ func LimitExceeded(msg string, limit *parleyv1.LimitStatus, retryAfter time.Dura
 	err := ResourceExhausted(msg, retryAfter)
 	withDetail(err, &parleyv1.LimitExceeded{Limit: limit})
 	return err
+}
+
+// BudgetExceeded reports an organisation budget that a request's hold
+// would overrun: which one, how much of it the period used, and when it
+// resets (the zero time for a total budget: waiting does not help).
+func BudgetExceeded(scope, scopeID string, limitNanos, usedNanos, requiredNanos int64, resetsAt, now time.Time) *connect.Error {
+	msg := fmt.Sprintf("%s budget exceeded (%s %s): %s of %s used this period, this request needs up to %s", scope, scope, scopeID,
+		USD(usedNanos), USD(limitNanos), USD(requiredNanos))
+	st := &parleyv1.LimitStatus{Kind: parleyv1.LimitKind_LIMIT_KIND_BUDGET, Limit: limitNanos, Used: usedNanos, Remaining: max(limitNanos-usedNanos, 0),
+		NextRequestAmount: requiredNanos}
+	var retry time.Duration
+	if resetsAt.IsZero() {
+		msg += "; it never resets: raise the limit"
+	} else {
+		msg += "; it resets at " + resetsAt.UTC().Format(time.RFC3339)
+		st.ResetsAt, st.NextRequestAt = timestamppb.New(resetsAt), timestamppb.New(resetsAt)
+		retry = resetsAt.Sub(now)
+	}
+	return LimitExceeded(msg, st, retry)
+}
+
+// IsBudgetExceeded reports whether err is a BudgetExceeded.
+func IsBudgetExceeded(err error) bool {
+	var le parleyv1.LimitExceeded
+	ce := new(connect.Error)
+	return errors.As(err, &ce) && Detail(ce, &le) && le.GetLimit().GetKind() == parleyv1.LimitKind_LIMIT_KIND_BUDGET
 }
 
 // InsufficientBalance reports a balance short of what a request needs.

@@ -114,6 +114,18 @@ func (a *Authenticator) CreateAPIKey(ctx context.Context, p Principal, name stri
 	if !cache.Valid() {
 		return store.APIKey{}, "", apierr.InvalidArgument("response_cache", "must be on, off or unset")
 	}
+	k, secret, err := a.IssueAPIKey(ctx, store.APIKey{UserID: p.UserID, Name: name, ResponseCache: cache}, ttl)
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	a.record(ctx, p.UserID, store.AuditAPIKeyCreated, c, map[string]string{"key_id": k.ID, "prefix": k.Prefix})
+	return k, secret, nil
+}
+
+// IssueAPIKey stores k, given its owner, name and scope, with a new id and
+// secret, living ttl (0: MaxAPIKeyTTL), and returns it with the secret,
+// which exists nowhere else. The caller records it in the audit log.
+func (a *Authenticator) IssueAPIKey(ctx context.Context, k store.APIKey, ttl time.Duration) (store.APIKey, string, error) {
 	switch {
 	case ttl == 0:
 		ttl = MaxAPIKeyTTL
@@ -125,15 +137,26 @@ func (a *Authenticator) CreateAPIKey(ctx context.Context, p Principal, name stri
 	secret := newAPIKeySecret()
 	d, _ := parseAPIKeySecret(secret)
 	now := a.now().UTC()
-	k := store.APIKey{
-		ID: newID(), UserID: p.UserID, Name: name, Prefix: secret[:keyPrefixLen],
-		SecretHash: d[:], CreatedAt: now, ExpiresAt: now.Add(ttl), ResponseCache: cache,
-	}
+	k.ID, k.Prefix, k.SecretHash, k.CreatedAt, k.ExpiresAt = newID(), secret[:keyPrefixLen], d[:], now, now.Add(ttl)
 	if err := a.accounts.CreateAPIKey(ctx, k); err != nil {
 		return store.APIKey{}, "", a.internal("creating an API key", err)
 	}
-	a.record(ctx, p.UserID, store.AuditAPIKeyCreated, c, map[string]string{"key_id": k.ID, "prefix": k.Prefix})
 	return k, secret, nil
+}
+
+// RevokeOwnedAPIKey revokes the key keyID of the account ownerID (an
+// organisation's billing user) and has every gateway drop it from its
+// cache. The caller records it in the audit log.
+func (a *Authenticator) RevokeOwnedAPIKey(ctx context.Context, ownerID, keyID string) error {
+	err := a.accounts.RevokeAPIKey(ctx, ownerID, keyID, a.now().UTC())
+	if errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("API key")
+	}
+	if err != nil {
+		return a.internal("revoking an API key", err)
+	}
+	a.broadcast(ctx, Eviction{KeyID: keyID})
+	return nil
 }
 
 // ListAPIKeys lists p's keys, newest first.

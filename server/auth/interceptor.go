@@ -28,7 +28,8 @@ type originKey struct{}
 // Without it only the configured web origins count as same-site.
 func RecordOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, selfOrigin(r))))
+		ctx := context.WithValue(r.Context(), originKey{}, selfOrigin(r))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, remoteIPKey{}, ClientOf(r.RemoteAddr, "").IP)))
 	})
 }
 
@@ -84,9 +85,16 @@ func (a *Authenticator) admit(ctx context.Context, access Access, h http.Header,
 			return ctx, apierr.PermissionDenied("this procedure is for administrators")
 		}
 	}
+	if ip, _ := ctx.Value(remoteIPKey{}).(string); !p.AllowsIP(ip) {
+		return ctx, apierr.PermissionDenied("this API key is not allowed from " + ip + " (its organisation's IP allow-list)")
+	}
 	ctx = WithPrincipal(ctx, p)
 	return context.WithValue(ctx, credentialKey{}, credential{entry: c, digest: d}), nil
 }
+
+// remoteIPKey carries the client's address (RecordOrigin), for an
+// organisation key's IP allow-list.
+type remoteIPKey struct{}
 
 // Interceptor returns the Connect interceptor that authenticates every
 // unary and streaming call by Policy. It needs RecordOrigin around the

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/store"
@@ -45,6 +47,69 @@ type Principal struct {
 	ResponseCache store.ResponseCacheMode
 	// Admin grants the AdminService.
 	Admin bool
+	// Org is set when an organisation's key authenticated the call
+	// (UserID is then the organisation's billing user).
+	Org *OrgKey
+}
+
+// OrgKey is what an organisation's key carries into every request: the
+// scopes its holds are taken against and the key's own bounds.
+type OrgKey struct {
+	OrgID, TeamID string
+	// MemberID is the member who made the key.
+	MemberID string
+	// Models lists the models the key may use (ids or aliases); all when
+	// empty.
+	Models []string
+	// AllowedIPs lists the prefixes the key works from; any when empty.
+	AllowedIPs []netip.Prefix
+	// RPM and TPM bound the key's requests and tokens a minute; 0: none.
+	RPM, TPM int64
+}
+
+// Budgets names the scopes p's holds are taken against: none for a
+// person.
+func (p Principal) Budgets() store.BudgetScopes {
+	if p.Org == nil {
+		return store.BudgetScopes{}
+	}
+	return store.BudgetScopes{OrgID: p.Org.OrgID, TeamID: p.Org.TeamID, KeyID: p.KeyID, MemberID: p.Org.MemberID}
+}
+
+// AllowsIP reports whether ip may use the key (always for a person).
+func (p Principal) AllowsIP(ip string) bool {
+	if p.Org == nil || len(p.Org.AllowedIPs) == 0 {
+		return true
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, pre := range p.Org.AllowedIPs {
+		if pre.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParsePrefixes reads CIDR prefixes or single addresses.
+func ParsePrefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		if pre, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, pre.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or CIDR prefix", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 type principalKey struct{}
@@ -64,8 +129,14 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 }
 
 func principalOf(u store.User, ch Channel, key store.APIKey) Principal {
-	return Principal{
+	p := Principal{
 		UserID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Tier: u.Tier,
 		Channel: ch, KeyID: key.ID, ResponseCache: key.ResponseCache, Admin: u.Admin,
 	}
+	if key.OrgID != "" {
+		ips, _ := ParsePrefixes(key.AllowedIPs) // checked when the key was made
+		p.Org = &OrgKey{OrgID: key.OrgID, TeamID: key.TeamID, MemberID: key.CreatedBy, Models: key.Models, AllowedIPs: ips, RPM: key.RPM, TPM: key.TPM}
+		p.Admin = false // an organisation's billing user is never a site admin
+	}
+	return p
 }

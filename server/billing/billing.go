@@ -60,6 +60,14 @@ func (b *Billing) Reserve(ctx context.Context, userID string, amountNanos int64)
 // charges the work once, however often it was attempted (Settle is
 // idempotent).
 func (b *Billing) ReserveAs(ctx context.Context, id, userID string, amountNanos int64) (Hold, error) {
+	return b.ReserveScoped(ctx, id, userID, store.BudgetScopes{}, amountNanos)
+}
+
+// ReserveScoped is ReserveAs for a request of an organisation's key: the
+// hold is also taken against every budget of scopes, in the same
+// transaction, or refused (resource_exhausted naming the budget and when
+// it resets).
+func (b *Billing) ReserveScoped(ctx context.Context, id, userID string, scopes store.BudgetScopes, amountNanos int64) (Hold, error) {
 	if amountNanos <= 0 {
 		return Hold{}, nil // a free model: nothing to hold
 	}
@@ -69,8 +77,13 @@ func (b *Billing) ReserveAs(ctx context.Context, id, userID string, amountNanos 
 	}
 	h := Hold{ID: id, AmountNanos: amountNanos}
 	_, err := b.ledger.Reserve(ctx, store.Reservation{
-		ID: h.ID, UserID: userID, AmountNanos: amountNanos, CreatedAt: now, ExpiresAt: now.Add(b.holdTTL),
+		ID: h.ID, UserID: userID, AmountNanos: amountNanos, CreatedAt: now, ExpiresAt: now.Add(b.holdTTL), Budgets: scopes,
 	})
+	var over *store.BudgetExceededError
+	if errors.As(err, &over) {
+		bu := over.Budget
+		return Hold{}, apierr.BudgetExceeded(string(bu.Scope), bu.ScopeID, bu.LimitNanos, bu.SpentNanos+bu.ReservedNanos, over.RequiredNanos, bu.ResetsAt, now)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		b.logger.WarnContext(ctx, "a hold taken by an earlier attempt is settled by this one", "reservation", id)
 		if b.Holds != nil {

@@ -106,7 +106,7 @@ func (c *Core) replay(ctx context.Context, p auth.Principal, m *models.Model, re
 	fin := proto.Clone(stored[len(stored)-1].GetFinished()).(*parleyv1.GenerationFinished)
 	u := fin.GetUsage()
 	cost := m.CacheHitCost(u.GetPromptTokens(), u.GetCompletionTokens())
-	hold, err := c.Billing.Reserve(ctx, p.UserID, cost)
+	hold, err := c.Billing.ReserveScoped(ctx, "", p.UserID, p.Budgets(), cost)
 	if err != nil {
 		return nil, err
 	}

@@ -190,6 +190,17 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	if err != nil {
 		return nil, req.renamed(err)
 	}
+	// An organisation's key: its models, then its own rates (the prompt and
+	// the most output taken up front, what was not used given back).
+	if !c.keyAllows(p, req.Model, m) {
+		return nil, req.renamed(keyRefuses(p, req.Model))
+	}
+	giveBack, err := c.Limits.KeyRate(ctx, p.KeyID, keyRates(p), int64(promptTokens)+maxOut*int64(max(req.N, 1)))
+	if err != nil {
+		return nil, err
+	}
+	var used int64
+	defer func() { giveBack(used) }()
 	// Answer from the response cache when the request opts in and is
 	// deterministic: before any hold at the full price, and any GPU work.
 	cached, err := c.consultCache(ctx, p, m, &req, maxOut, emit)
@@ -201,7 +212,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	// Admit: hold the most this request can cost: the prompt once (counted,
 	// or bounded from above where counting costs), and the most output for
 	// each choice.
-	hold, err := c.Billing.ReserveAs(ctx, terms.holdID(), p.UserID, terms.cost(m, int64(promptTokens), maxOut*int64(max(req.N, 1))))
+	hold, err := c.Billing.ReserveScoped(ctx, terms.holdID(), p.UserID, p.Budgets(), terms.cost(m, int64(promptTokens), maxOut*int64(max(req.N, 1))))
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +242,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 
 	// Settle: charge what was used, return the rest, and record the usage
 	// with the charge, in one write.
+	used = int64(out.Usage.PromptTokens + out.Usage.CompletionTokens)
 	out.CostNanos = terms.cost(m, int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
 	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
 		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: terms.channel(), Model: m.ID,

@@ -69,6 +69,8 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 		return nil, c.Models.Unknown("model", req.Model)
 	case !m.Embeds():
 		return nil, apierr.InvalidArgument("model", m.ID+" is a chat model; it does not embed")
+	case !c.keyAllows(p, req.Model, m):
+		return nil, rename(keyRefuses(p, req.Model))
 	case len(req.Inputs) == 0:
 		return nil, rename(apierr.InvalidArgument("inputs", "must not be empty"))
 	case len(req.Inputs) > MaxEmbedInputs:
@@ -140,7 +142,12 @@ func (c *Core) Embed(ctx context.Context, req EmbedRequest) (*EmbedOutcome, erro
 	if req.Web {
 		return c.embedWeb(ctx, p, m, req, requestID, priority, exact, tokens, count)
 	}
-	hold, err := c.Billing.ReserveAs(ctx, terms.holdID(), p.UserID, terms.cost(m, int64(tokens), 0))
+	giveBack, err := c.Limits.KeyRate(ctx, p.KeyID, keyRates(p), int64(tokens))
+	if err != nil {
+		return nil, err
+	}
+	defer giveBack(int64(tokens))
+	hold, err := c.Billing.ReserveScoped(ctx, terms.holdID(), p.UserID, p.Budgets(), terms.cost(m, int64(tokens), 0))
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,14 @@
 package compat
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/models"
 )
 
@@ -75,7 +77,7 @@ func anthropicClient(r *http.Request) bool { return r.Header.Get("anthropic-vers
 // Models serves GET /v1/models: OpenAI's list, or Anthropic's to an
 // Anthropic client (not paged: the catalog is short).
 func (h *openAIHandler) Models(w http.ResponseWriter, r *http.Request) {
-	all := h.Catalog.All()
+	all := h.Catalog.Visible(keyModels(r.Context()))
 	w.Header().Set("Content-Type", "application/json")
 	if anthropicClient(r) {
 		setAnthropicRequestID(w)
@@ -111,6 +113,7 @@ func (h *openAIHandler) Models(w http.ResponseWriter, r *http.Request) {
 func (h *openAIHandler) Model(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	m, ok := h.Catalog.Lookup(id)
+	ok = ok && h.Catalog.Permits(keyModels(r.Context()), id, m)
 	if !ok || (anthropicClient(r) && m.Embeds()) {
 		if anthropicClient(r) {
 			setAnthropicRequestID(w)
@@ -127,4 +130,13 @@ func (h *openAIHandler) Model(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(toOpenAIModel(m))
+}
+
+// keyModels is the model list of the organisation key that authenticated
+// ctx (nil: every model).
+func keyModels(ctx context.Context) []string {
+	if p, ok := auth.FromContext(ctx); ok && p.Org != nil {
+		return p.Org.Models
+	}
+	return nil
 }

@@ -216,7 +216,7 @@ func writeOpenAIError(w http.ResponseWriter, _ *http.Request, err error) {
 	if d, ok := apierr.RetryAfter(err); ok {
 		w.Header().Set(apierr.RetryAfterHeader, strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
-	if body.Error.Code != nil && *body.Error.Code == "insufficient_quota" {
+	if body.Error.Code != nil && (*body.Error.Code == "insufficient_quota" || *body.Error.Code == "budget_exceeded") {
 		// Retrying cannot help until the balance is topped up; the OpenAI SDKs
 		// read this header before their own rules.
 		w.Header().Set("X-Should-Retry", "false")
@@ -255,6 +255,9 @@ func openAIError(err error) (int, openaiwire.ErrorResponse) {
 		status, typ = http.StatusTooManyRequests, "rate_limit_error"
 		if apierr.Detail(ce, &parleyv1.InsufficientBalance{}) {
 			typ, code = "insufficient_quota", str("insufficient_quota")
+		}
+		if apierr.IsBudgetExceeded(ce) {
+			typ, code = "insufficient_quota", str("budget_exceeded")
 		}
 	case connect.CodeUnavailable:
 		status, typ = http.StatusServiceUnavailable, "server_error"

@@ -422,3 +422,37 @@ func Defaults() []*Model {
 		},
 	}
 }
+
+// Permits reports whether a list of allowed models (an organisation key's:
+// ids or aliases; empty allows every model) lets a request that asked for
+// asked use m.
+func (c *Catalog) Permits(allowed []string, asked string, m *Model) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	for _, a := range allowed {
+		if a == asked || a == m.ID {
+			return true
+		}
+		if am, ok := c.Lookup(a); ok && am.ID == m.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// Visible is All narrowed to what allowed permits (every model when it is
+// empty).
+func (c *Catalog) Visible(allowed []string) []*Model {
+	all := c.All()
+	if len(allowed) == 0 {
+		return all
+	}
+	var out []*Model
+	for _, m := range all {
+		if c.Permits(allowed, m.ID, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

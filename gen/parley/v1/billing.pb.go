@@ -38,6 +38,13 @@ const (
 	// Requests per minute across all models (model empty), with a burst: the
 	// gateway's per-user rate, which tightens while the workers are loaded.
 	LimitKind_LIMIT_KIND_REQUEST_RATE LimitKind = 4
+	// Nano-USD spent and held in a budget's period (OrganizationService budgets);
+	// model empty, the message names the budget.
+	LimitKind_LIMIT_KIND_BUDGET LimitKind = 5
+	// Requests a minute of one organisation key (its requests_per_minute).
+	LimitKind_LIMIT_KIND_KEY_REQUEST_RATE LimitKind = 6
+	// Tokens, input and output, a minute of one organisation key (its tokens_per_minute).
+	LimitKind_LIMIT_KIND_KEY_TOKEN_RATE LimitKind = 7
 )
 
 // Enum value maps for LimitKind.
@@ -48,13 +55,19 @@ var (
 		2: "LIMIT_KIND_INPUT_TOKENS",
 		3: "LIMIT_KIND_OUTPUT_TOKENS",
 		4: "LIMIT_KIND_REQUEST_RATE",
+		5: "LIMIT_KIND_BUDGET",
+		6: "LIMIT_KIND_KEY_REQUEST_RATE",
+		7: "LIMIT_KIND_KEY_TOKEN_RATE",
 	}
 	LimitKind_value = map[string]int32{
-		"LIMIT_KIND_UNSPECIFIED":   0,
-		"LIMIT_KIND_REQUESTS":      1,
-		"LIMIT_KIND_INPUT_TOKENS":  2,
-		"LIMIT_KIND_OUTPUT_TOKENS": 3,
-		"LIMIT_KIND_REQUEST_RATE":  4,
+		"LIMIT_KIND_UNSPECIFIED":      0,
+		"LIMIT_KIND_REQUESTS":         1,
+		"LIMIT_KIND_INPUT_TOKENS":     2,
+		"LIMIT_KIND_OUTPUT_TOKENS":    3,
+		"LIMIT_KIND_REQUEST_RATE":     4,
+		"LIMIT_KIND_BUDGET":           5,
+		"LIMIT_KIND_KEY_REQUEST_RATE": 6,
+		"LIMIT_KIND_KEY_TOKEN_RATE":   7,
 	}
 )
 
@@ -1070,13 +1083,16 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\x05 \x01(\x03R\x10completionTokens\x12#\n" +
 	"\rcached_tokens\x18\x06 \x01(\x03R\fcachedTokens\x12\x1d\n" +
 	"\n" +
-	"cost_nanos\x18\a \x01(\x03R\tcostNanos*\x98\x01\n" +
+	"cost_nanos\x18\a \x01(\x03R\tcostNanos*\xef\x01\n" +
 	"\tLimitKind\x12\x1a\n" +
 	"\x16LIMIT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LIMIT_KIND_REQUESTS\x10\x01\x12\x1b\n" +
 	"\x17LIMIT_KIND_INPUT_TOKENS\x10\x02\x12\x1c\n" +
 	"\x18LIMIT_KIND_OUTPUT_TOKENS\x10\x03\x12\x1b\n" +
-	"\x17LIMIT_KIND_REQUEST_RATE\x10\x04*\x82\x01\n" +
+	"\x17LIMIT_KIND_REQUEST_RATE\x10\x04\x12\x15\n" +
+	"\x11LIMIT_KIND_BUDGET\x10\x05\x12\x1f\n" +
+	"\x1bLIMIT_KIND_KEY_REQUEST_RATE\x10\x06\x12\x1d\n" +
+	"\x19LIMIT_KIND_KEY_TOKEN_RATE\x10\a*\x82\x01\n" +
 	"\fUsageGroupBy\x12\x1e\n" +
 	"\x1aUSAGE_GROUP_BY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12USAGE_GROUP_BY_DAY\x10\x01\x12\x18\n" +

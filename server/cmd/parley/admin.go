@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/config"
+	"github.com/parleyhq/parley/server/org"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/memlimit"
 )
@@ -23,6 +25,7 @@ import (
 var adminTasks = []subcommand{
 	{"create-user", "create a user: --email E --password P [--tier free|plus|pro|max] [--admin]"},
 	{"topup", "add to (or deduct from) a user's balance: --email E --usd N"},
+	{"org-topup", "add to (or deduct from) an organisation's balance: --org ID --usd N"},
 	{"create-key", "create an API key, printing the secret once: --email E [--ttl D] [--name N] [--response-cache on|off]"},
 	{"usage", "a user's usage records, newest first, one line each: --email E [--end-user U] [--limit N]"},
 	{"create-invite", "issue a sign-up invitation (for --signup invite), printing its code once: [--uses N] [--ttl D] [--note S]"},
@@ -79,6 +82,12 @@ func admin(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			usd := fs.Float64("usd", 0, "amount in US dollars to add (negative to deduct)")
 			run = func(ctx context.Context, s *stores, u store.User) error {
 				return topup(ctx, s, stdout, u, *usd)
+			}
+		case "org-topup":
+			orgID := fs.String("org", "", "the organisation's id (OrganizationService.ListOrganizations)")
+			usd := fs.Float64("usd", 0, "amount in US dollars to add (negative to deduct)")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				return orgTopup(ctx, s, stdout, *orgID, *usd)
 			}
 		case "create-key":
 			ttl := fs.Duration("ttl", auth.MaxAPIKeyTTL, "how long the key lives (at most 720h)")
@@ -156,6 +165,27 @@ func topup(ctx context.Context, s *stores, stdout io.Writer, u store.User, usd f
 	auth.New(s.Accounts, s.Audit, memlimit.New(0), time.Now, auth.Config{}).
 		RecordBalanceAdjusted(ctx, u.ID, "cli", delta, balance, "admin topup", auth.Client{IP: "cli", UserAgent: "parley admin"})
 	fmt.Fprintf(stdout, "balance of %s: %d nano-USD ($%.9f)\n", u.Email, balance, float64(balance)/1e9)
+	return nil
+}
+
+// orgTopup adds usd to an organisation's balance (negative: deducts it),
+// in its audit log as by the operator.
+func orgTopup(ctx context.Context, s *stores, stdout io.Writer, orgID string, usd float64) error {
+	if math.IsNaN(usd) || math.Abs(usd) > 1e9 || usd == 0 {
+		return errors.New("--usd: give a non-zero amount of at most 1e9")
+	}
+	if s.Organizations == nil {
+		return errors.New("this store keeps no organisations")
+	}
+	svc := &org.Service{Orgs: s.Organizations, Ledger: s.Ledger, Audit: s.Audit, Logger: slog.Default(), Now: time.Now}
+	balance, err := svc.TopUp(ctx, orgID, int64(math.Round(usd*1e9)), "admin topup")
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("--org: no organisation %q", orgID)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "balance of organisation %s: %d nano-USD ($%.9f)\n", orgID, balance, float64(balance)/1e9)
 	return nil
 }
 

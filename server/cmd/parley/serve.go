@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/server/knowledge"
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/obs/tracing"
+	"github.com/parleyhq/parley/server/org"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
 	"github.com/parleyhq/parley/server/webapp"
@@ -228,6 +229,10 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 			Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger, Catalog: catalog,
 			Batches: batches,
 		},
+		organizations: &api.OrganizationHandler{Orgs: &org.Service{
+			Orgs: stores.Organizations, Accounts: stores.Accounts, Ledger: stores.Ledger, Audit: stores.Audit,
+			Auth: authn, Catalog: catalog, Logger: logger, Now: time.Now,
+		}, Usage: stores.Usage, Audit: stores.Audit, Pages: pages},
 	})
 
 	// The SSE form of every server-streaming RPC, over the same handlers.

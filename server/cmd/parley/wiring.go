@@ -195,6 +195,7 @@ type services struct {
 	webhooks      parleyv1connect.WebhookServiceHandler
 	billing       parleyv1connect.BillingServiceHandler
 	admin         parleyv1connect.AdminServiceHandler
+	organizations parleyv1connect.OrganizationServiceHandler
 }
 
 // serviceNames are the Connect services, for health and reflection.
@@ -214,6 +215,7 @@ var serviceNames = []string{
 	parleyv1connect.WebhookServiceName,
 	parleyv1connect.BillingServiceName,
 	parleyv1connect.AdminServiceName,
+	parleyv1connect.OrganizationServiceName,
 }
 
 // mountServices mounts the Connect services on mux, and gRPC health and
@@ -237,6 +239,7 @@ func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption,
 	mux.Handle(parleyv1connect.NewWebhookServiceHandler(s.webhooks, opts...))
 	mux.Handle(parleyv1connect.NewBillingServiceHandler(s.billing, opts...))
 	mux.Handle(parleyv1connect.NewAdminServiceHandler(s.admin, opts...))
+	mux.Handle(parleyv1connect.NewOrganizationServiceHandler(s.organizations, opts...))
 
 	health := grpchealth.NewStaticChecker(serviceNames...)
 	mux.Handle(grpchealth.NewHandler(health, publicOpts...))

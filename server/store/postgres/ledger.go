@@ -189,9 +189,11 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			SET reserved_nanos = bu.reserved_nanos - CASE WHEN bu.window_start = rb.window_start THEN rb.amount_nanos ELSE 0 END,
 				spent_nanos = bu.spent_nanos + CASE WHEN bu.window_start = rb.window_start THEN r.charged_nanos ELSE 0 END
 			FROM reservation_budgets rb, r, b WHERE rb.reservation_id = $3 AND bu.id = rb.budget_id),
-		rbd AS (DELETE FROM reservation_budgets WHERE reservation_id = $3)`
+		rbd AS (DELETE FROM reservation_budgets rb USING r WHERE rb.reservation_id = $3)`
 	// bb reads b, so the balance's row is locked before the budgets' (as
-	// Reserve takes them): no deadlock between a reserve and a settle.
+	// Reserve takes them): no deadlock between a reserve and a settle. rbd
+	// deletes only with r (a released reservation keeps its rows for a
+	// late settle).
 	args := []any{costNanos, ts(now), reservationID}
 	if record != nil {
 		q += `,
