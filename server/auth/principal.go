@@ -133,10 +133,18 @@ func principalOf(u store.User, ch Channel, key store.APIKey) Principal {
 		UserID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Tier: u.Tier,
 		Channel: ch, KeyID: key.ID, ResponseCache: key.ResponseCache, Admin: u.Admin,
 	}
-	if key.OrgID != "" {
-		ips, _ := ParsePrefixes(key.AllowedIPs) // checked when the key was made
-		p.Org = &OrgKey{OrgID: key.OrgID, TeamID: key.TeamID, MemberID: key.CreatedBy, Models: key.Models, AllowedIPs: ips, RPM: key.RPM, TPM: key.TPM}
+	if p.Org = OrgKeyOf(key); p.Org != nil {
 		p.Admin = false // an organisation's billing user is never a site admin
 	}
 	return p
+}
+
+// OrgKeyOf is the scope and bounds an organisation's key carries into its
+// requests; nil for a person's key.
+func OrgKeyOf(key store.APIKey) *OrgKey {
+	if key.OrgID == "" {
+		return nil
+	}
+	ips, _ := ParsePrefixes(key.AllowedIPs) // checked when the key was made
+	return &OrgKey{OrgID: key.OrgID, TeamID: key.TeamID, MemberID: key.CreatedBy, Models: key.Models, AllowedIPs: ips, RPM: key.RPM, TPM: key.TPM}
 }

@@ -299,6 +299,13 @@ func (s *Service) runLines(ctx context.Context, b store.Batch) (string, error) {
 func (s *Service) runLine(ctx context.Context, b store.Batch, l store.BatchLine, priority int) bool {
 	requestID := LineRequestID(b.ID, l.Index)
 	p := auth.Principal{UserID: b.UserID, Channel: auth.ChannelAPIKey, KeyID: b.APIKeyID}
+	if s.Keys != nil && b.APIKeyID != "" {
+		k, err := s.Keys(ctx, b.APIKeyID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false // tried again later
+		}
+		p.Org = auth.OrgKeyOf(k)
+	}
 	lctx := chat.WithBatchLine(auth.WithPrincipal(ctx, p), chat.BatchLine{RequestID: requestID, Priority: priority})
 	req, err := http.NewRequestWithContext(lctx, http.MethodPost, b.Endpoint, strings.NewReader(l.Body))
 	if err != nil {
@@ -334,7 +341,8 @@ func (s *Service) runLine(ctx context.Context, b store.Batch, l store.BatchLine,
 
 // retry reports whether a line's response says to try it again later:
 // unavailable (no idle capacity, no worker up), a gateway's overload, or a
-// rate limit — but not an exhausted balance, which fails the line.
+// rate limit — but not an exhausted balance or organisation budget, which
+// fails the line.
 func retry(status int, body []byte) bool {
 	switch status {
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
@@ -346,7 +354,7 @@ func retry(status int, body []byte) bool {
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(body, &e)
-		return e.Error.Code != "insufficient_quota"
+		return e.Error.Code != "insufficient_quota" && e.Error.Code != "budget_exceeded"
 	}
 	return false
 }

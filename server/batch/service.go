@@ -70,9 +70,13 @@ type Service struct {
 	// would take on idle capacity now (scheduler.IdleSlots): lines are
 	// sent only while it is positive, instead of being sent and refused.
 	IdleSlots func(model string) int
-	Config    Config
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Keys, when set, reads the key a batch was made with: the lines of an
+	// organisation's key are held against its budgets and keep to its
+	// models and rates, as the key's own requests do.
+	Keys   func(ctx context.Context, keyID string) (store.APIKey, error)
+	Config Config
+	Logger *slog.Logger
+	Now    func() time.Time
 
 	wake chan struct{}
 }

@@ -252,9 +252,20 @@ func checkDirect(t *testing.T, gws []*server, up []*inference) {
 		if up[0].asked.Load() == asked {
 			t.Fatal("server 0 was never tried: the failover was not exercised")
 		}
+		// Each gateway ejects on its own count of failures; one whose picks
+		// happened to go to server 1 has not seen enough yet: more
+		// requests (every one served) until it has.
 		for _, gw := range gws {
-			if readyWorkers(t, gw) != 1 || scrape(t, gw, fmt.Sprintf(`parley_scheduler_ejections_total{worker=%q}`, up[0].URL())) < 1 {
-				t.Fatalf("failing server not ejected: %s", metricsBody(t, gw.BaseURL))
+			ejected := func() bool {
+				return readyWorkers(t, gw) == 1 && scrape(t, gw, fmt.Sprintf(`parley_scheduler_ejections_total{worker=%q}`, up[0].URL())) >= 1
+			}
+			for i := 0; !ejected(); i++ {
+				if i == 40 {
+					t.Fatalf("failing server not ejected after 40 more requests: %s", metricsBody(t, gw.BaseURL))
+				}
+				if o := stream(gw, 3); !o.done || o.err != "" {
+					t.Fatalf("a request while server 0 fails: %+v", o)
+				}
 			}
 		}
 		up[0].fail.Store(false)

@@ -481,3 +481,53 @@ func TestOrganizationRoles(t *testing.T) {
 		t.Fatalf("a bad allow-list: %v", err)
 	}
 }
+
+// A batch made with an organisation's key is held against its budgets and
+// keeps to its models, line by line, as the key's own requests are (the
+// hole LiteLLM users reported: batches not checked against team budgets).
+func TestOrganizationBatchKeepsToTheKey(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	o := newOrgSetup(t, s, s.newAccount(t, "owner@example.com"), "Batchco")
+	s.admin(t, "org-topup", "--org", o.orgID, "--usd", "10")
+	ctx := ctxTimeout(t, 60*time.Second)
+	b, err := o.c.SetBudget(ctx, connect.NewRequest(&parleyv1.SetBudgetRequest{OrganizationId: o.orgID, Scope: parleyv1.BudgetScope_BUDGET_SCOPE_TEAM,
+		ScopeId: o.team, Period: parleyv1.BudgetPeriod_BUDGET_PERIOD_TOTAL, LimitNanos: 200_000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := o.key(t, &parleyv1.CreateOrganizationApiKeyRequest{TeamId: o.team, Name: "batch", Models: []string{"sim-small"}})
+	var lines []string
+	for i := range 40 {
+		body, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("p", i), "method": "POST", "url": "/v1/chat/completions",
+			"body": map[string]any{"model": "sim-small", "max_tokens": 100, "messages": []map[string]string{{"role": "user", "content": fmt.Sprint("line ", i)}}}})
+		lines = append(lines, string(body))
+	}
+	lines = append(lines, chatLine("other-model", "sim-large", "hello"))
+	got := waitBatch(t, s, key, createBatch(t, s, key, "/v1/chat/completions", lines).ID, 60*time.Second)
+	if got.Status != "completed" || got.RequestCounts.Completed == 0 || got.RequestCounts.Failed < 2 {
+		t.Fatalf("ended: %+v", got)
+	}
+	over, model := 0, 0
+	for _, e := range fileLines(t, s, key, got.ErrorFileID) {
+		switch {
+		case e.Response != nil && e.Response.StatusCode == 429 && strings.Contains(string(e.Response.Body), "budget_exceeded"):
+			over++
+		case e.CustomID == "other-model" && e.Response != nil && e.Response.StatusCode == 404:
+			model++
+		default:
+			t.Fatalf("an error line: %+v", e)
+		}
+	}
+	if over == 0 || model != 1 {
+		t.Fatalf("%d lines over the budget, %d for another model", over, model)
+	}
+	var spent int64
+	waitFor(t, 10*time.Second, "the batch's holds settled", func() bool {
+		bu := o.budget(t, b.Msg.GetBudget().GetBudgetId())
+		spent = bu.GetSpentNanos()
+		return bu.GetReservedNanos() == 0
+	})
+	if spent > 200_000 || spent == 0 {
+		t.Fatalf("the batch spent %d of a budget of 200000", spent)
+	}
+}

@@ -188,6 +188,10 @@ type Accounts interface {
 	// authenticate with them; expired keys are returned and the caller checks
 	// APIKey.Usable with its own clock.
 	GetAPIKeyByHash(ctx context.Context, secretHash []byte) (APIKey, User, error)
+	// GetAPIKey returns the key with the id, revoked or not, or
+	// ErrNotFound (work a key started later, such as a batch, reads its
+	// scope).
+	GetAPIKey(ctx context.Context, id string) (APIKey, error)
 	// ListAPIKeys lists a user's keys, revoked ones included (with
 	// RevokedAt), newest first.
 	ListAPIKeys(ctx context.Context, userID string, page PageRequest) ([]APIKey, string, error)

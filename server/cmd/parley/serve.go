@@ -197,6 +197,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	var batches *batch.Service
 	if stores.Batches != nil {
 		batches = &batch.Service{Store: stores.Batches, Files: attachments, Catalog: catalog, Exec: compat.BatchHandler(compatCfg),
+			Keys:   stores.Accounts.GetAPIKey,
 			Config: cfg.Batch, Logger: logger, Now: time.Now}
 		if webhooks != nil {
 			batches.Events = webhooks

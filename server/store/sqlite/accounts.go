@@ -179,6 +179,15 @@ func (a accounts) GetAPIKeyByHash(ctx context.Context, secretHash []byte) (store
 	return ks.key(), u, nil
 }
 
+func (a accounts) GetAPIKey(ctx context.Context, id string) (store.APIKey, error) {
+	var ks keyScan
+	err := a.db.r.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id).Scan(ks.dest()...)
+	if err != nil {
+		return store.APIKey{}, notFound(err, "API key")
+	}
+	return ks.key(), nil
+}
+
 func (a accounts) ListAPIKeys(ctx context.Context, userID string, p store.PageRequest) ([]store.APIKey, string, error) {
 	limit := p.Limit()
 	q := `SELECT ` + keyCols + ` FROM api_keys k WHERE k.user_id = ?`

@@ -122,6 +122,14 @@ func TestOrganizations(t *testing.T, newStore NewStore) {
 		noErr(t, s.Organizations.DeleteTeam(ctx, a.ID, a.team.ID, t0.Add(time.Minute)), "DeleteTeam")
 		_, _, err = s.Accounts.GetAPIKeyByHash(ctx, k.SecretHash)
 		wantErr(t, err, store.ErrNotFound, "a deleted team's key")
+		// Read by id, a revoked key still tells its scope.
+		byID, err := s.Accounts.GetAPIKey(ctx, k.ID)
+		noErr(t, err, "GetAPIKey")
+		if byID.OrgID != a.ID || byID.TeamID != a.team.ID || byID.RevokedAt.IsZero() {
+			t.Fatalf("GetAPIKey = %+v", byID)
+		}
+		_, err = s.Accounts.GetAPIKey(ctx, newID())
+		wantErr(t, err, store.ErrNotFound, "GetAPIKey of an unknown id")
 	})
 
 	t.Run("BudgetHoldsUnderConcurrency", func(t *testing.T) {
