@@ -19,6 +19,9 @@ class LimitKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LIMIT_KIND_INPUT_TOKENS: _ClassVar[LimitKind]
     LIMIT_KIND_OUTPUT_TOKENS: _ClassVar[LimitKind]
     LIMIT_KIND_REQUEST_RATE: _ClassVar[LimitKind]
+    LIMIT_KIND_BUDGET: _ClassVar[LimitKind]
+    LIMIT_KIND_KEY_REQUEST_RATE: _ClassVar[LimitKind]
+    LIMIT_KIND_KEY_TOKEN_RATE: _ClassVar[LimitKind]
 
 class UsageGroupBy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -31,6 +34,9 @@ LIMIT_KIND_REQUESTS: LimitKind
 LIMIT_KIND_INPUT_TOKENS: LimitKind
 LIMIT_KIND_OUTPUT_TOKENS: LimitKind
 LIMIT_KIND_REQUEST_RATE: LimitKind
+LIMIT_KIND_BUDGET: LimitKind
+LIMIT_KIND_KEY_REQUEST_RATE: LimitKind
+LIMIT_KIND_KEY_TOKEN_RATE: LimitKind
 USAGE_GROUP_BY_UNSPECIFIED: UsageGroupBy
 USAGE_GROUP_BY_DAY: UsageGroupBy
 USAGE_GROUP_BY_MODEL: UsageGroupBy
