@@ -26,6 +26,9 @@ const (
 // AuthHandler serves AuthService.
 type AuthHandler struct {
 	Auth *auth.Authenticator
+	// SSOLoginURL and SSOName are the identity provider's sign-in path and
+	// button label; empty when single sign-on is off.
+	SSOLoginURL, SSOName string
 }
 
 var _ parleyv1connect.AuthServiceHandler = (*AuthHandler)(nil)
@@ -69,7 +72,7 @@ func (h *AuthHandler) GetSignUpPolicy(context.Context, *connect.Request[parleyv1
 	case auth.SignUpClosed:
 		p = parleyv1.SignUpPolicy_SIGN_UP_POLICY_CLOSED
 	}
-	return connect.NewResponse(&parleyv1.GetSignUpPolicyResponse{Policy: p}), nil
+	return connect.NewResponse(&parleyv1.GetSignUpPolicyResponse{Policy: p, SsoLoginUrl: h.SSOLoginURL, SsoName: h.SSOName}), nil
 }
 
 // Login checks the password and sets the session cookie.

@@ -64,7 +64,11 @@ func keyOf[K comparable, V comparable](m map[K]V, v V) K {
 }
 
 func orgToProto(o store.Organization) *parleyv1.Organization {
-	return &parleyv1.Organization{OrganizationId: o.ID, Name: o.Name, TimeZone: o.TimeZone, CreatedAt: timestamppb.New(o.CreatedAt)}
+	return &parleyv1.Organization{OrganizationId: o.ID, Name: o.Name, TimeZone: o.TimeZone, CreatedAt: timestamppb.New(o.CreatedAt), SsoDomain: o.SSODomain}
+}
+
+func teamToProto(t store.Team) *parleyv1.Team {
+	return &parleyv1.Team{TeamId: t.ID, Name: t.Name, CreatedAt: timestamppb.New(t.CreatedAt), SsoGroup: t.SSOGroup}
 }
 
 func budgetToProto(b store.Budget) *parleyv1.Budget {
@@ -194,11 +198,24 @@ func (h *OrganizationHandler) CreateTeam(ctx context.Context, req *connect.Reque
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.Orgs.CreateTeam(ctx, c, req.Msg.GetName())
+	t, err := h.Orgs.CreateTeam(ctx, c, req.Msg.GetName(), req.Msg.GetSsoGroup())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&parleyv1.CreateTeamResponse{Team: &parleyv1.Team{TeamId: t.ID, Name: t.Name, CreatedAt: timestamppb.New(t.CreatedAt)}}), nil
+	return connect.NewResponse(&parleyv1.CreateTeamResponse{Team: teamToProto(t)}), nil
+}
+
+// UpdateTeam renames a team or sets its identity provider group.
+func (h *OrganizationHandler) UpdateTeam(ctx context.Context, req *connect.Request[parleyv1.UpdateTeamRequest]) (*connect.Response[parleyv1.UpdateTeamResponse], error) {
+	c, err := h.caller(ctx, req, req.Msg.GetOrganizationId())
+	if err != nil {
+		return nil, err
+	}
+	t, err := h.Orgs.UpdateTeam(ctx, c, req.Msg.GetTeamId(), req.Msg.GetName(), req.Msg.SsoGroup)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&parleyv1.UpdateTeamResponse{Team: teamToProto(t)}), nil
 }
 
 // ListTeams lists the teams the caller may see.
@@ -213,7 +230,7 @@ func (h *OrganizationHandler) ListTeams(ctx context.Context, req *connect.Reques
 	}
 	res := &parleyv1.ListTeamsResponse{}
 	for _, t := range ts {
-		res.Teams = append(res.Teams, &parleyv1.Team{TeamId: t.ID, Name: t.Name, CreatedAt: timestamppb.New(t.CreatedAt)})
+		res.Teams = append(res.Teams, teamToProto(t))
 	}
 	return connect.NewResponse(res), nil
 }

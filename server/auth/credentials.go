@@ -126,3 +126,7 @@ func credentialsOf(h http.Header) (kind Channel, raw string, present bool) {
 	}
 	return 0, "", false
 }
+
+// SecureCookies reports whether cookies carry the Secure attribute (off
+// only for plain-HTTP development).
+func (a *Authenticator) SecureCookies() bool { return !a.cfg.InsecureCookies }

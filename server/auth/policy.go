@@ -59,6 +59,7 @@ var Policy = map[string]Access{
 	parleyv1connect.OrganizationServiceListMembersProcedure:                 AccessSession,
 	parleyv1connect.OrganizationServiceCreateTeamProcedure:                  AccessSession,
 	parleyv1connect.OrganizationServiceListTeamsProcedure:                   AccessSession,
+	parleyv1connect.OrganizationServiceUpdateTeamProcedure:                  AccessSession,
 	parleyv1connect.OrganizationServiceDeleteTeamProcedure:                  AccessSession,
 	parleyv1connect.OrganizationServiceSetTeamMemberProcedure:               AccessSession,
 	parleyv1connect.OrganizationServiceRemoveTeamMemberProcedure:            AccessSession,

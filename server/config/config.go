@@ -25,6 +25,7 @@ import (
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/respcache"
 	"github.com/parleyhq/parley/server/scheduler"
+	"github.com/parleyhq/parley/server/sso"
 	"github.com/parleyhq/parley/server/webhook"
 )
 
@@ -97,6 +98,8 @@ type Serve struct {
 	Batch batch.Config
 	// Webhook is the webhook deliveries'.
 	Webhook webhook.Config
+	// SSO is the OpenID Connect provider people may sign in through.
+	SSO sso.Config
 	// Cache is the response cache.
 	Cache respcache.Settings
 
@@ -162,6 +165,7 @@ const (
 	GroupKnowledge     = "vector stores"
 	GroupBatch         = "batches and webhooks"
 	GroupCache         = "cache"
+	GroupSSO           = "single sign-on"
 	GroupRegions       = "regions"
 	GroupObservability = "observability"
 	GroupTesting       = "testing only (hidden unless --help-all)"
@@ -201,6 +205,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	g.Add(fs, GroupKnowledge, false, c.Knowledge.RegisterFlags)
 	g.Add(fs, GroupBatch, false, c.Batch.RegisterFlags, c.Webhook.RegisterFlags)
 	g.Add(fs, GroupCache, false, c.Cache.RegisterFlags)
+	g.Add(fs, GroupSSO, false, c.SSO.RegisterFlags)
 	g.Add(fs, GroupObservability, false, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (empty: tracing off)")
 		fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")

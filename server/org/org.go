@@ -282,21 +282,71 @@ func (s *Service) Members(ctx context.Context, c Caller) ([]store.OrgMember, err
 }
 
 // CreateTeam makes a team.
-func (s *Service) CreateTeam(ctx context.Context, c Caller, name string) (store.Team, error) {
+func (s *Service) CreateTeam(ctx context.Context, c Caller, name, ssoGroup string) (store.Team, error) {
 	if !can(c.Role, manage) {
 		return store.Team{}, denied("managing teams")
 	}
 	if err := Name("name", name); err != nil {
 		return store.Team{}, err
 	}
-	t := store.Team{ID: newID(), OrgID: c.Org.ID, Name: name, CreatedAt: s.Now().UTC()}
+	if err := group(ssoGroup); err != nil {
+		return store.Team{}, err
+	}
+	t := store.Team{ID: newID(), OrgID: c.Org.ID, Name: name, SSOGroup: ssoGroup, CreatedAt: s.Now().UTC()}
 	if err := s.Orgs.CreateTeam(ctx, t); errors.Is(err, store.ErrConflict) {
 		return store.Team{}, apierr.AlreadyExists("a team named " + name)
 	} else if err != nil {
 		return store.Team{}, s.internal("creating a team", err)
 	}
-	s.record(ctx, c, "org_team_created", map[string]string{"team_id": t.ID, "name": name})
+	s.record(ctx, c, "org_team_created", map[string]string{"team_id": t.ID, "name": name, "sso_group": ssoGroup})
 	return t, nil
+}
+
+// UpdateTeam renames a team (name not empty) or sets its identity
+// provider group (ssoGroup not nil; empty clears it).
+func (s *Service) UpdateTeam(ctx context.Context, c Caller, teamID, name string, ssoGroup *string) (store.Team, error) {
+	if !can(c.Role, manage) {
+		return store.Team{}, denied("managing teams")
+	}
+	t, _, err := s.team(ctx, c, teamID)
+	if err != nil {
+		return t, err
+	}
+	if name != "" {
+		if err := Name("name", name); err != nil {
+			return t, err
+		}
+		t.Name = name
+	}
+	if ssoGroup != nil {
+		if err := group(*ssoGroup); err != nil {
+			return t, err
+		}
+		t.SSOGroup = *ssoGroup
+	}
+	if err := s.Orgs.UpdateTeam(ctx, t); errors.Is(err, store.ErrConflict) {
+		return t, apierr.AlreadyExists("a team named " + name)
+	} else if errors.Is(err, store.ErrNotFound) {
+		return t, apierr.NotFound("team")
+	} else if err != nil {
+		return t, s.internal("updating a team", err)
+	}
+	s.record(ctx, c, "org_team_updated", map[string]string{"team_id": t.ID, "name": t.Name, "sso_group": t.SSOGroup})
+	return t, nil
+}
+
+// group checks an identity provider group name: what a groups claim
+// carries, at most 256 bytes of printable text.
+func group(g string) error {
+	if len(g) > 256 {
+		return apierr.InvalidArgument("sso_group", "is longer than 256 bytes")
+	}
+	for _, r := range g {
+		if r < 0x20 || r == 0x7f {
+			return apierr.InvalidArgument("sso_group", "holds a control character")
+		}
+	}
+	return nil
 }
 
 // Teams lists every team for roles that manage or read the bill, the

@@ -141,8 +141,15 @@ func (k APIKey) Usable(now time.Time) bool {
 	return k.RevokedAt.IsZero() && now.Before(k.ExpiresAt)
 }
 
-// Accounts stores users, browser sessions, API keys and sign-up
-// invitations.
+// Identity links an account at an OpenID Connect provider (its issuer and
+// the subject it names the person by) to a user.
+type Identity struct {
+	Issuer, Subject, UserID string
+	CreatedAt               time.Time
+}
+
+// Accounts stores users, browser sessions, API keys, identity provider
+// accounts and sign-up invitations.
 type Accounts interface {
 	Invitations
 
@@ -200,6 +207,12 @@ type Accounts interface {
 	// Revoking a revoked key succeeds and keeps the first RevokedAt, so
 	// retries are safe.
 	RevokeAPIKey(ctx context.Context, userID, keyID string, at time.Time) error
+	// GetUserByIdentity returns the user an identity provider's account
+	// (issuer, subject) is linked to, or ErrNotFound.
+	GetUserByIdentity(ctx context.Context, issuer, subject string) (User, error)
+	// LinkIdentity links the provider's account to a user; ErrConflict if
+	// it is linked already.
+	LinkIdentity(ctx context.Context, id Identity) error
 	// TouchAPIKeys records last use times in one batch, keyed by key ID. A
 	// time older than the stored one is ignored, as are unknown IDs.
 	TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error

@@ -53,7 +53,12 @@ type Organization struct {
 	Name          string
 	BillingUserID string
 	// TimeZone is an IANA name; budget periods begin at midnight there.
-	TimeZone  string
+	TimeZone string
+	// SSODomain, when set, is the email domain whose people join the
+	// organisation as members when they first sign in through the
+	// identity provider with a verified address. Unique across
+	// organisations; only the operator sets it.
+	SSODomain string
 	CreatedBy string
 	CreatedAt time.Time
 }
@@ -76,9 +81,13 @@ type Membership struct {
 
 // Team groups members and keys of an organisation under one budget.
 type Team struct {
-	ID        string
-	OrgID     string
-	Name      string
+	ID    string
+	OrgID string
+	Name  string
+	// SSOGroup, when set, is the identity provider's group whose people
+	// are this team's members: each sign-in through the provider adds
+	// those in the group and removes those no longer in it.
+	SSOGroup  string
 	CreatedAt time.Time
 }
 
@@ -212,8 +221,12 @@ type Organizations interface {
 	CreateOrganization(ctx context.Context, o Organization, billing User, owner OrgMember) error
 	// GetOrganization returns the organisation, or ErrNotFound.
 	GetOrganization(ctx context.Context, id string) (Organization, error)
-	// UpdateOrganization changes o's name and time zone; ErrNotFound.
+	// UpdateOrganization changes o's name, time zone and SSO domain;
+	// ErrNotFound, ErrConflict if the domain is another's.
 	UpdateOrganization(ctx context.Context, o Organization) error
+	// GetOrganizationBySSODomain returns the organisation whose SSODomain
+	// is domain (lower case), or ErrNotFound.
+	GetOrganizationBySSODomain(ctx context.Context, domain string) (Organization, error)
 	// ListMemberships lists the organisations userID is a member of, by name.
 	ListMemberships(ctx context.Context, userID string) ([]Membership, error)
 
@@ -233,8 +246,9 @@ type Organizations interface {
 	// GetTeam returns the organisation's team, or ErrNotFound (also for a
 	// team of another organisation).
 	GetTeam(ctx context.Context, orgID, teamID string) (Team, error)
-	// RenameTeam renames the team; ErrNotFound, ErrConflict.
-	RenameTeam(ctx context.Context, orgID, teamID, name string) error
+	// UpdateTeam changes t's name and SSO group; ErrNotFound,
+	// ErrConflict.
+	UpdateTeam(ctx context.Context, t Team) error
 	// DeleteTeam deletes the team, its memberships and its budget, and
 	// revokes its keys at at; ErrNotFound.
 	DeleteTeam(ctx context.Context, orgID, teamID string, at time.Time) error

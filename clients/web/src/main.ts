@@ -31,13 +31,15 @@ document.body.innerHTML = `
     <h1>Parley</h1>
     <p class="muted" id="auth-sub">Create an account to start chatting.</p>
     <label>Email <input name="email" type="email" required autocomplete="username"></label>
-    <label>Password <input name="password" type="password" required minlength="10" autocomplete="current-password"></label>
+    <label>Password <input name="password" type="password" required minlength="10" maxlength="256" autocomplete="current-password" aria-describedby="password-rule"></label>
+    <p class="muted small" id="password-rule">At least 10 characters.</p>
     <label id="name-row">Name <input name="display_name" autocomplete="name"></label>
     <label id="invite-row" hidden>Invitation code <input name="invitation_code" autocomplete="off" spellcheck="false" placeholder="inv_…"></label>
     <p class="muted" id="signup-closed" hidden>Sign-up is closed on this server: ask its operator for an account.</p>
     <button type="submit" id="auth-submit" class="primary">Sign up</button>
     <p class="error" id="auth-error" role="alert"></p>
     <button type="button" class="link" id="auth-toggle">Have an account? Log in</button>
+    <a id="sso-login" class="button" href="/auth/oidc/login" hidden>Sign in with single sign-on</a>
   </form>
 </section>
 <div id="main" class="main" hidden>
@@ -222,6 +224,9 @@ let signUpPolicy = SignUpPolicy.UNSPECIFIED;
 const inviteInput = document.querySelector<HTMLInputElement>("input[name=invitation_code]")!;
 const invited = new URLSearchParams(location.search).get("invite")?.trim() ?? "";
 if (invited) inviteInput.value = invited;
+// A sign-in through the identity provider that failed comes back with why.
+const ssoError = new URLSearchParams(location.search).get("sso_error") ?? "";
+if (ssoError) history.replaceState(null, "", location.pathname + location.hash);
 function showAuth() {
   me = undefined;
   $("main").hidden = true;
@@ -229,7 +234,17 @@ function showAuth() {
   authMode(!!invited || !localStorage.getItem("parley.returning"));
   document.title = "Parley";
   if (signUpPolicy === SignUpPolicy.UNSPECIFIED) {
-    auth.getSignUpPolicy({}).then((r) => { signUpPolicy = r.policy; authMode(signingUp); }, () => { /* the form stays as it is; SignUp says */ });
+    auth.getSignUpPolicy({}).then((r) => {
+      signUpPolicy = r.policy;
+      authMode(signingUp);
+      const sso = $<HTMLAnchorElement>("sso-login");
+      if (r.ssoLoginUrl) {
+        sso.href = `${r.ssoLoginUrl}?return=${encodeURIComponent(location.pathname + location.hash)}`;
+        sso.textContent = `Sign in with ${r.ssoName || "single sign-on"}`;
+      }
+      sso.hidden = !r.ssoLoginUrl;
+      if (ssoError) $("auth-error").textContent = ssoError;
+    }, () => { /* the form stays as it is; SignUp says */ });
   }
 }
 $("auth-toggle").onclick = () => authMode(!signingUp);
@@ -242,6 +257,7 @@ function authMode(up: boolean) {
   $("auth-toggle").textContent = signingUp ? "Have an account? Log in" : "New here? Sign up";
   $("auth-sub").textContent = !signingUp ? "Welcome back." : invite ? "Sign-up is by invitation: enter your code." : "Create an account to start chatting.";
   $("name-row").hidden = !signingUp;
+  $("password-rule").hidden = !signingUp;
   $("invite-row").hidden = !invite;
   inviteInput.required = invite;
   $("signup-closed").hidden = !closed;

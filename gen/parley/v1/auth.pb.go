@@ -286,7 +286,12 @@ func (*GetSignUpPolicyRequest) Descriptor() ([]byte, []int) {
 type GetSignUpPolicyResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The server's policy (its --signup).
-	Policy        SignUpPolicy `protobuf:"varint,1,opt,name=policy,proto3,enum=parley.v1.SignUpPolicy" json:"policy,omitempty"`
+	Policy SignUpPolicy `protobuf:"varint,1,opt,name=policy,proto3,enum=parley.v1.SignUpPolicy" json:"policy,omitempty"`
+	// Where a browser goes to sign in through the identity provider (OpenID
+	// Connect, --oidc-issuer); empty when single sign-on is off.
+	SsoLoginUrl string `protobuf:"bytes,2,opt,name=sso_login_url,json=ssoLoginUrl,proto3" json:"sso_login_url,omitempty"`
+	// The provider's name for the sign-in button, e.g. "Acme SSO".
+	SsoName       string `protobuf:"bytes,3,opt,name=sso_name,json=ssoName,proto3" json:"sso_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -326,6 +331,20 @@ func (x *GetSignUpPolicyResponse) GetPolicy() SignUpPolicy {
 		return x.Policy
 	}
 	return SignUpPolicy_SIGN_UP_POLICY_UNSPECIFIED
+}
+
+func (x *GetSignUpPolicyResponse) GetSsoLoginUrl() string {
+	if x != nil {
+		return x.SsoLoginUrl
+	}
+	return ""
+}
+
+func (x *GetSignUpPolicyResponse) GetSsoName() string {
+	if x != nil {
+		return x.SsoName
+	}
+	return ""
 }
 
 // SignUpResponse is the response of AuthService.SignUp. The `Session_id` cookie is set
@@ -689,9 +708,11 @@ const file_parley_v1_auth_proto_rawDesc = "" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12!\n" +
 	"\fdisplay_name\x18\x03 \x01(\tR\vdisplayName\x12'\n" +
 	"\x0finvitation_code\x18\x04 \x01(\tR\x0einvitationCode\"\x18\n" +
-	"\x16GetSignUpPolicyRequest\"J\n" +
+	"\x16GetSignUpPolicyRequest\"\x89\x01\n" +
 	"\x17GetSignUpPolicyResponse\x12/\n" +
-	"\x06policy\x18\x01 \x01(\x0e2\x17.parley.v1.SignUpPolicyR\x06policy\"\x7f\n" +
+	"\x06policy\x18\x01 \x01(\x0e2\x17.parley.v1.SignUpPolicyR\x06policy\x12\"\n" +
+	"\rsso_login_url\x18\x02 \x01(\tR\vssoLoginUrl\x12\x19\n" +
+	"\bsso_name\x18\x03 \x01(\tR\assoName\"\x7f\n" +
 	"\x0eSignUpResponse\x12#\n" +
 	"\x04user\x18\x01 \x01(\v2\x0f.parley.v1.UserR\x04user\x12H\n" +
 	"\x12session_expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x10sessionExpiresAt\"@\n" +

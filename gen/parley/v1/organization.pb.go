@@ -270,7 +270,11 @@ type Organization struct {
 	// The IANA time zone budget periods follow, e.g. "Europe/Berlin".
 	TimeZone string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
 	// When it was created.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The email domain whose people join as members when they first sign in through
+	// the identity provider with a verified address (see docs/sso.md); empty when
+	// none. Only the operator sets it (`parley admin org-sso`).
+	SsoDomain     string `protobuf:"bytes,5,opt,name=sso_domain,json=ssoDomain,proto3" json:"sso_domain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +335,13 @@ func (x *Organization) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *Organization) GetSsoDomain() string {
+	if x != nil {
+		return x.SsoDomain
+	}
+	return ""
 }
 
 // Member is a user's membership of an organisation.
@@ -414,7 +425,11 @@ type Team struct {
 	// Its name, unique in the organisation.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// When it was created.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The identity provider group whose people are the team's members: each sign-in
+	// through the provider adds those in the group and removes those no longer in
+	// it. Empty: membership is managed here only.
+	SsoGroup      string `protobuf:"bytes,4,opt,name=sso_group,json=ssoGroup,proto3" json:"sso_group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -468,6 +483,13 @@ func (x *Team) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *Team) GetSsoGroup() string {
+	if x != nil {
+		return x.SsoGroup
+	}
+	return ""
 }
 
 // TeamMember is a member's membership of a team.
@@ -1513,7 +1535,9 @@ type CreateTeamRequest struct {
 	// Required.
 	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	// Required. 1–100 characters.
-	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. The identity provider group whose people are the team's members.
+	SsoGroup      string `protobuf:"bytes,3,opt,name=sso_group,json=ssoGroup,proto3" json:"sso_group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1558,6 +1582,13 @@ func (x *CreateTeamRequest) GetOrganizationId() string {
 func (x *CreateTeamRequest) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateTeamRequest) GetSsoGroup() string {
+	if x != nil {
+		return x.SsoGroup
 	}
 	return ""
 }
@@ -1700,6 +1731,125 @@ func (x *ListTeamsResponse) GetTeams() []*Team {
 	return nil
 }
 
+// UpdateTeamRequest is the request of OrganizationService.UpdateTeam.
+type UpdateTeamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// Required.
+	TeamId string `protobuf:"bytes,2,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
+	// Optional. A new name; empty keeps it.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. A new identity provider group; unset keeps it, empty clears it.
+	SsoGroup      *string `protobuf:"bytes,4,opt,name=sso_group,json=ssoGroup,proto3,oneof" json:"sso_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTeamRequest) Reset() {
+	*x = UpdateTeamRequest{}
+	mi := &file_parley_v1_organization_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTeamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTeamRequest) ProtoMessage() {}
+
+func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTeamRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTeamRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *UpdateTeamRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpdateTeamRequest) GetTeamId() string {
+	if x != nil {
+		return x.TeamId
+	}
+	return ""
+}
+
+func (x *UpdateTeamRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateTeamRequest) GetSsoGroup() string {
+	if x != nil && x.SsoGroup != nil {
+		return *x.SsoGroup
+	}
+	return ""
+}
+
+// UpdateTeamResponse is the response of OrganizationService.UpdateTeam.
+type UpdateTeamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The team as it is now.
+	Team          *Team `protobuf:"bytes,1,opt,name=team,proto3" json:"team,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTeamResponse) Reset() {
+	*x = UpdateTeamResponse{}
+	mi := &file_parley_v1_organization_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTeamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTeamResponse) ProtoMessage() {}
+
+func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTeamResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTeamResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *UpdateTeamResponse) GetTeam() *Team {
+	if x != nil {
+		return x.Team
+	}
+	return nil
+}
+
 // DeleteTeamRequest is the request of OrganizationService.DeleteTeam.
 type DeleteTeamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1713,7 +1863,7 @@ type DeleteTeamRequest struct {
 
 func (x *DeleteTeamRequest) Reset() {
 	*x = DeleteTeamRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[25]
+	mi := &file_parley_v1_organization_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1875,7 @@ func (x *DeleteTeamRequest) String() string {
 func (*DeleteTeamRequest) ProtoMessage() {}
 
 func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[25]
+	mi := &file_parley_v1_organization_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1888,7 @@ func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTeamRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{25}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteTeamRequest) GetOrganizationId() string {
@@ -1764,7 +1914,7 @@ type DeleteTeamResponse struct {
 
 func (x *DeleteTeamResponse) Reset() {
 	*x = DeleteTeamResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[26]
+	mi := &file_parley_v1_organization_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1926,7 @@ func (x *DeleteTeamResponse) String() string {
 func (*DeleteTeamResponse) ProtoMessage() {}
 
 func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[26]
+	mi := &file_parley_v1_organization_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1939,7 @@ func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTeamResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{26}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{28}
 }
 
 // SetTeamMemberRequest is the request of OrganizationService.SetTeamMember.
@@ -1809,7 +1959,7 @@ type SetTeamMemberRequest struct {
 
 func (x *SetTeamMemberRequest) Reset() {
 	*x = SetTeamMemberRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[27]
+	mi := &file_parley_v1_organization_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1971,7 @@ func (x *SetTeamMemberRequest) String() string {
 func (*SetTeamMemberRequest) ProtoMessage() {}
 
 func (x *SetTeamMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[27]
+	mi := &file_parley_v1_organization_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1984,7 @@ func (x *SetTeamMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTeamMemberRequest.ProtoReflect.Descriptor instead.
 func (*SetTeamMemberRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{27}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetTeamMemberRequest) GetOrganizationId() string {
@@ -1874,7 +2024,7 @@ type SetTeamMemberResponse struct {
 
 func (x *SetTeamMemberResponse) Reset() {
 	*x = SetTeamMemberResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[28]
+	mi := &file_parley_v1_organization_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2036,7 @@ func (x *SetTeamMemberResponse) String() string {
 func (*SetTeamMemberResponse) ProtoMessage() {}
 
 func (x *SetTeamMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[28]
+	mi := &file_parley_v1_organization_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2049,7 @@ func (x *SetTeamMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTeamMemberResponse.ProtoReflect.Descriptor instead.
 func (*SetTeamMemberResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{28}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{30}
 }
 
 // RemoveTeamMemberRequest is the request of OrganizationService.RemoveTeamMember.
@@ -1917,7 +2067,7 @@ type RemoveTeamMemberRequest struct {
 
 func (x *RemoveTeamMemberRequest) Reset() {
 	*x = RemoveTeamMemberRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[29]
+	mi := &file_parley_v1_organization_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2079,7 @@ func (x *RemoveTeamMemberRequest) String() string {
 func (*RemoveTeamMemberRequest) ProtoMessage() {}
 
 func (x *RemoveTeamMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[29]
+	mi := &file_parley_v1_organization_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2092,7 @@ func (x *RemoveTeamMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTeamMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveTeamMemberRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{29}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RemoveTeamMemberRequest) GetOrganizationId() string {
@@ -1975,7 +2125,7 @@ type RemoveTeamMemberResponse struct {
 
 func (x *RemoveTeamMemberResponse) Reset() {
 	*x = RemoveTeamMemberResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[30]
+	mi := &file_parley_v1_organization_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2137,7 @@ func (x *RemoveTeamMemberResponse) String() string {
 func (*RemoveTeamMemberResponse) ProtoMessage() {}
 
 func (x *RemoveTeamMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[30]
+	mi := &file_parley_v1_organization_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2150,7 @@ func (x *RemoveTeamMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTeamMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveTeamMemberResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{30}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{32}
 }
 
 // ListTeamMembersRequest is the request of OrganizationService.ListTeamMembers.
@@ -2016,7 +2166,7 @@ type ListTeamMembersRequest struct {
 
 func (x *ListTeamMembersRequest) Reset() {
 	*x = ListTeamMembersRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[31]
+	mi := &file_parley_v1_organization_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2178,7 @@ func (x *ListTeamMembersRequest) String() string {
 func (*ListTeamMembersRequest) ProtoMessage() {}
 
 func (x *ListTeamMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[31]
+	mi := &file_parley_v1_organization_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2191,7 @@ func (x *ListTeamMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListTeamMembersRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{31}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListTeamMembersRequest) GetOrganizationId() string {
@@ -2069,7 +2219,7 @@ type ListTeamMembersResponse struct {
 
 func (x *ListTeamMembersResponse) Reset() {
 	*x = ListTeamMembersResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[32]
+	mi := &file_parley_v1_organization_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2231,7 @@ func (x *ListTeamMembersResponse) String() string {
 func (*ListTeamMembersResponse) ProtoMessage() {}
 
 func (x *ListTeamMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[32]
+	mi := &file_parley_v1_organization_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2244,7 @@ func (x *ListTeamMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListTeamMembersResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{32}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListTeamMembersResponse) GetMembers() []*TeamMember {
@@ -2124,7 +2274,7 @@ type SetBudgetRequest struct {
 
 func (x *SetBudgetRequest) Reset() {
 	*x = SetBudgetRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[33]
+	mi := &file_parley_v1_organization_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2286,7 @@ func (x *SetBudgetRequest) String() string {
 func (*SetBudgetRequest) ProtoMessage() {}
 
 func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[33]
+	mi := &file_parley_v1_organization_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2299,7 @@ func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetRequest.ProtoReflect.Descriptor instead.
 func (*SetBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{33}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetBudgetRequest) GetOrganizationId() string {
@@ -2198,7 +2348,7 @@ type SetBudgetResponse struct {
 
 func (x *SetBudgetResponse) Reset() {
 	*x = SetBudgetResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[34]
+	mi := &file_parley_v1_organization_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2360,7 @@ func (x *SetBudgetResponse) String() string {
 func (*SetBudgetResponse) ProtoMessage() {}
 
 func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[34]
+	mi := &file_parley_v1_organization_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2373,7 @@ func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetResponse.ProtoReflect.Descriptor instead.
 func (*SetBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{34}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetBudgetResponse) GetBudget() *Budget {
@@ -2246,7 +2396,7 @@ type DeleteBudgetRequest struct {
 
 func (x *DeleteBudgetRequest) Reset() {
 	*x = DeleteBudgetRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[35]
+	mi := &file_parley_v1_organization_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2408,7 @@ func (x *DeleteBudgetRequest) String() string {
 func (*DeleteBudgetRequest) ProtoMessage() {}
 
 func (x *DeleteBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[35]
+	mi := &file_parley_v1_organization_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2421,7 @@ func (x *DeleteBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBudgetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{35}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeleteBudgetRequest) GetOrganizationId() string {
@@ -2297,7 +2447,7 @@ type DeleteBudgetResponse struct {
 
 func (x *DeleteBudgetResponse) Reset() {
 	*x = DeleteBudgetResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[36]
+	mi := &file_parley_v1_organization_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2459,7 @@ func (x *DeleteBudgetResponse) String() string {
 func (*DeleteBudgetResponse) ProtoMessage() {}
 
 func (x *DeleteBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[36]
+	mi := &file_parley_v1_organization_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2472,7 @@ func (x *DeleteBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBudgetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{36}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{38}
 }
 
 // ListBudgetsRequest is the request of OrganizationService.ListBudgets.
@@ -2336,7 +2486,7 @@ type ListBudgetsRequest struct {
 
 func (x *ListBudgetsRequest) Reset() {
 	*x = ListBudgetsRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[37]
+	mi := &file_parley_v1_organization_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2498,7 @@ func (x *ListBudgetsRequest) String() string {
 func (*ListBudgetsRequest) ProtoMessage() {}
 
 func (x *ListBudgetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[37]
+	mi := &file_parley_v1_organization_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2511,7 @@ func (x *ListBudgetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBudgetsRequest.ProtoReflect.Descriptor instead.
 func (*ListBudgetsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{37}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListBudgetsRequest) GetOrganizationId() string {
@@ -2382,7 +2532,7 @@ type ListBudgetsResponse struct {
 
 func (x *ListBudgetsResponse) Reset() {
 	*x = ListBudgetsResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[38]
+	mi := &file_parley_v1_organization_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2544,7 @@ func (x *ListBudgetsResponse) String() string {
 func (*ListBudgetsResponse) ProtoMessage() {}
 
 func (x *ListBudgetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[38]
+	mi := &file_parley_v1_organization_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2557,7 @@ func (x *ListBudgetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBudgetsResponse.ProtoReflect.Descriptor instead.
 func (*ListBudgetsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{38}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListBudgetsResponse) GetBudgets() []*Budget {
@@ -2449,7 +2599,7 @@ type CreateOrganizationApiKeyRequest struct {
 
 func (x *CreateOrganizationApiKeyRequest) Reset() {
 	*x = CreateOrganizationApiKeyRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[39]
+	mi := &file_parley_v1_organization_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2611,7 @@ func (x *CreateOrganizationApiKeyRequest) String() string {
 func (*CreateOrganizationApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[39]
+	mi := &file_parley_v1_organization_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2624,7 @@ func (x *CreateOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrganizationApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrganizationApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{39}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CreateOrganizationApiKeyRequest) GetOrganizationId() string {
@@ -2563,7 +2713,7 @@ type CreateOrganizationApiKeyResponse struct {
 
 func (x *CreateOrganizationApiKeyResponse) Reset() {
 	*x = CreateOrganizationApiKeyResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[40]
+	mi := &file_parley_v1_organization_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2725,7 @@ func (x *CreateOrganizationApiKeyResponse) String() string {
 func (*CreateOrganizationApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[40]
+	mi := &file_parley_v1_organization_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2738,7 @@ func (x *CreateOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrganizationApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrganizationApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{40}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateOrganizationApiKeyResponse) GetKey() *OrganizationApiKey {
@@ -2630,7 +2780,7 @@ type ListOrganizationApiKeysRequest struct {
 
 func (x *ListOrganizationApiKeysRequest) Reset() {
 	*x = ListOrganizationApiKeysRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[41]
+	mi := &file_parley_v1_organization_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2792,7 @@ func (x *ListOrganizationApiKeysRequest) String() string {
 func (*ListOrganizationApiKeysRequest) ProtoMessage() {}
 
 func (x *ListOrganizationApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[41]
+	mi := &file_parley_v1_organization_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2805,7 @@ func (x *ListOrganizationApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrganizationApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListOrganizationApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{41}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListOrganizationApiKeysRequest) GetOrganizationId() string {
@@ -2700,7 +2850,7 @@ type ListOrganizationApiKeysResponse struct {
 
 func (x *ListOrganizationApiKeysResponse) Reset() {
 	*x = ListOrganizationApiKeysResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[42]
+	mi := &file_parley_v1_organization_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2862,7 @@ func (x *ListOrganizationApiKeysResponse) String() string {
 func (*ListOrganizationApiKeysResponse) ProtoMessage() {}
 
 func (x *ListOrganizationApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[42]
+	mi := &file_parley_v1_organization_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +2875,7 @@ func (x *ListOrganizationApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrganizationApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListOrganizationApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{42}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListOrganizationApiKeysResponse) GetKeys() []*OrganizationApiKey {
@@ -2756,7 +2906,7 @@ type RevokeOrganizationApiKeyRequest struct {
 
 func (x *RevokeOrganizationApiKeyRequest) Reset() {
 	*x = RevokeOrganizationApiKeyRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[43]
+	mi := &file_parley_v1_organization_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2918,7 @@ func (x *RevokeOrganizationApiKeyRequest) String() string {
 func (*RevokeOrganizationApiKeyRequest) ProtoMessage() {}
 
 func (x *RevokeOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[43]
+	mi := &file_parley_v1_organization_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2931,7 @@ func (x *RevokeOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeOrganizationApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeOrganizationApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{43}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RevokeOrganizationApiKeyRequest) GetOrganizationId() string {
@@ -2808,7 +2958,7 @@ type RevokeOrganizationApiKeyResponse struct {
 
 func (x *RevokeOrganizationApiKeyResponse) Reset() {
 	*x = RevokeOrganizationApiKeyResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[44]
+	mi := &file_parley_v1_organization_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +2970,7 @@ func (x *RevokeOrganizationApiKeyResponse) String() string {
 func (*RevokeOrganizationApiKeyResponse) ProtoMessage() {}
 
 func (x *RevokeOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[44]
+	mi := &file_parley_v1_organization_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +2983,7 @@ func (x *RevokeOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeOrganizationApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeOrganizationApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{44}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{46}
 }
 
 // GetOrganizationUsageRequest is the request of OrganizationService.GetOrganizationUsage.
@@ -2851,7 +3001,7 @@ type GetOrganizationUsageRequest struct {
 
 func (x *GetOrganizationUsageRequest) Reset() {
 	*x = GetOrganizationUsageRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[45]
+	mi := &file_parley_v1_organization_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3013,7 @@ func (x *GetOrganizationUsageRequest) String() string {
 func (*GetOrganizationUsageRequest) ProtoMessage() {}
 
 func (x *GetOrganizationUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[45]
+	mi := &file_parley_v1_organization_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3026,7 @@ func (x *GetOrganizationUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetOrganizationUsageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{45}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetOrganizationUsageRequest) GetOrganizationId() string {
@@ -2913,7 +3063,7 @@ type GetOrganizationUsageResponse struct {
 
 func (x *GetOrganizationUsageResponse) Reset() {
 	*x = GetOrganizationUsageResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[46]
+	mi := &file_parley_v1_organization_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3075,7 @@ func (x *GetOrganizationUsageResponse) String() string {
 func (*GetOrganizationUsageResponse) ProtoMessage() {}
 
 func (x *GetOrganizationUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[46]
+	mi := &file_parley_v1_organization_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3088,7 @@ func (x *GetOrganizationUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetOrganizationUsageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{46}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetOrganizationUsageResponse) GetBuckets() []*UsageBucket {
@@ -2971,7 +3121,7 @@ type ListOrganizationAuditEventsRequest struct {
 
 func (x *ListOrganizationAuditEventsRequest) Reset() {
 	*x = ListOrganizationAuditEventsRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[47]
+	mi := &file_parley_v1_organization_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2983,7 +3133,7 @@ func (x *ListOrganizationAuditEventsRequest) String() string {
 func (*ListOrganizationAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListOrganizationAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[47]
+	mi := &file_parley_v1_organization_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2996,7 +3146,7 @@ func (x *ListOrganizationAuditEventsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListOrganizationAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrganizationAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{47}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListOrganizationAuditEventsRequest) GetOrganizationId() string {
@@ -3034,7 +3184,7 @@ type ListOrganizationAuditEventsResponse struct {
 
 func (x *ListOrganizationAuditEventsResponse) Reset() {
 	*x = ListOrganizationAuditEventsResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[48]
+	mi := &file_parley_v1_organization_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3196,7 @@ func (x *ListOrganizationAuditEventsResponse) String() string {
 func (*ListOrganizationAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListOrganizationAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[48]
+	mi := &file_parley_v1_organization_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3209,7 @@ func (x *ListOrganizationAuditEventsResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListOrganizationAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrganizationAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{48}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListOrganizationAuditEventsResponse) GetEvents() []*AuditEvent {
@@ -3080,24 +3230,27 @@ var File_parley_v1_organization_proto protoreflect.FileDescriptor
 
 const file_parley_v1_organization_proto_rawDesc = "" +
 	"\n" +
-	"\x1cparley/v1/organization.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15parley/v1/admin.proto\x1a\x17parley/v1/api_key.proto\x1a\x17parley/v1/billing.proto\"\xa3\x01\n" +
+	"\x1cparley/v1/organization.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15parley/v1/admin.proto\x1a\x17parley/v1/api_key.proto\x1a\x17parley/v1/billing.proto\"\xc2\x01\n" +
 	"\fOrganization\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x129\n" +
 	"\n" +
-	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xa3\x01\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"sso_domain\x18\x05 \x01(\tR\tssoDomain\"\xa3\x01\n" +
 	"\x06Member\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12/\n" +
 	"\x04role\x18\x03 \x01(\x0e2\x1b.parley.v1.OrganizationRoleR\x04role\x129\n" +
 	"\n" +
-	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"n\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8b\x01\n" +
 	"\x04Team\x12\x17\n" +
 	"\ateam_id\x18\x01 \x01(\tR\x06teamId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x129\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"d\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1b\n" +
+	"\tsso_group\x18\x04 \x01(\tR\bssoGroup\"d\n" +
 	"\n" +
 	"TeamMember\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
@@ -3161,16 +3314,26 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x12ListMembersRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"B\n" +
 	"\x13ListMembersResponse\x12+\n" +
-	"\amembers\x18\x01 \x03(\v2\x11.parley.v1.MemberR\amembers\"P\n" +
+	"\amembers\x18\x01 \x03(\v2\x11.parley.v1.MemberR\amembers\"m\n" +
 	"\x11CreateTeamRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"9\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
+	"\tsso_group\x18\x03 \x01(\tR\bssoGroup\"9\n" +
 	"\x12CreateTeamResponse\x12#\n" +
 	"\x04team\x18\x01 \x01(\v2\x0f.parley.v1.TeamR\x04team\";\n" +
 	"\x10ListTeamsRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\":\n" +
 	"\x11ListTeamsResponse\x12%\n" +
-	"\x05teams\x18\x01 \x03(\v2\x0f.parley.v1.TeamR\x05teams\"U\n" +
+	"\x05teams\x18\x01 \x03(\v2\x0f.parley.v1.TeamR\x05teams\"\x99\x01\n" +
+	"\x11UpdateTeamRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x17\n" +
+	"\ateam_id\x18\x02 \x01(\tR\x06teamId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
+	"\tsso_group\x18\x04 \x01(\tH\x00R\bssoGroup\x88\x01\x01B\f\n" +
+	"\n" +
+	"_sso_group\"9\n" +
+	"\x12UpdateTeamResponse\x12#\n" +
+	"\x04team\x18\x01 \x01(\v2\x0f.parley.v1.TeamR\x04team\"U\n" +
 	"\x11DeleteTeamRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x17\n" +
 	"\ateam_id\x18\x02 \x01(\tR\x06teamId\"\x14\n" +
@@ -3275,7 +3438,7 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x13BUDGET_PERIOD_DAILY\x10\x01\x12\x18\n" +
 	"\x14BUDGET_PERIOD_WEEKLY\x10\x02\x12\x19\n" +
 	"\x15BUDGET_PERIOD_MONTHLY\x10\x03\x12\x17\n" +
-	"\x13BUDGET_PERIOD_TOTAL\x10\x042\x8f\x0f\n" +
+	"\x13BUDGET_PERIOD_TOTAL\x10\x042\xda\x0f\n" +
 	"\x13OrganizationService\x12a\n" +
 	"\x12CreateOrganization\x12$.parley.v1.CreateOrganizationRequest\x1a%.parley.v1.CreateOrganizationResponse\x12^\n" +
 	"\x11ListOrganizations\x12#.parley.v1.ListOrganizationsRequest\x1a$.parley.v1.ListOrganizationsResponse\x12X\n" +
@@ -3287,6 +3450,8 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\n" +
 	"CreateTeam\x12\x1c.parley.v1.CreateTeamRequest\x1a\x1d.parley.v1.CreateTeamResponse\x12F\n" +
 	"\tListTeams\x12\x1b.parley.v1.ListTeamsRequest\x1a\x1c.parley.v1.ListTeamsResponse\x12I\n" +
+	"\n" +
+	"UpdateTeam\x12\x1c.parley.v1.UpdateTeamRequest\x1a\x1d.parley.v1.UpdateTeamResponse\x12I\n" +
 	"\n" +
 	"DeleteTeam\x12\x1c.parley.v1.DeleteTeamRequest\x1a\x1d.parley.v1.DeleteTeamResponse\x12R\n" +
 	"\rSetTeamMember\x12\x1f.parley.v1.SetTeamMemberRequest\x1a .parley.v1.SetTeamMemberResponse\x12[\n" +
@@ -3314,7 +3479,7 @@ func file_parley_v1_organization_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_organization_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_parley_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_parley_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_parley_v1_organization_proto_goTypes = []any{
 	(OrganizationRole)(0),                       // 0: parley.v1.OrganizationRole
 	(TeamRole)(0),                               // 1: parley.v1.TeamRole
@@ -3345,124 +3510,129 @@ var file_parley_v1_organization_proto_goTypes = []any{
 	(*CreateTeamResponse)(nil),                  // 26: parley.v1.CreateTeamResponse
 	(*ListTeamsRequest)(nil),                    // 27: parley.v1.ListTeamsRequest
 	(*ListTeamsResponse)(nil),                   // 28: parley.v1.ListTeamsResponse
-	(*DeleteTeamRequest)(nil),                   // 29: parley.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                  // 30: parley.v1.DeleteTeamResponse
-	(*SetTeamMemberRequest)(nil),                // 31: parley.v1.SetTeamMemberRequest
-	(*SetTeamMemberResponse)(nil),               // 32: parley.v1.SetTeamMemberResponse
-	(*RemoveTeamMemberRequest)(nil),             // 33: parley.v1.RemoveTeamMemberRequest
-	(*RemoveTeamMemberResponse)(nil),            // 34: parley.v1.RemoveTeamMemberResponse
-	(*ListTeamMembersRequest)(nil),              // 35: parley.v1.ListTeamMembersRequest
-	(*ListTeamMembersResponse)(nil),             // 36: parley.v1.ListTeamMembersResponse
-	(*SetBudgetRequest)(nil),                    // 37: parley.v1.SetBudgetRequest
-	(*SetBudgetResponse)(nil),                   // 38: parley.v1.SetBudgetResponse
-	(*DeleteBudgetRequest)(nil),                 // 39: parley.v1.DeleteBudgetRequest
-	(*DeleteBudgetResponse)(nil),                // 40: parley.v1.DeleteBudgetResponse
-	(*ListBudgetsRequest)(nil),                  // 41: parley.v1.ListBudgetsRequest
-	(*ListBudgetsResponse)(nil),                 // 42: parley.v1.ListBudgetsResponse
-	(*CreateOrganizationApiKeyRequest)(nil),     // 43: parley.v1.CreateOrganizationApiKeyRequest
-	(*CreateOrganizationApiKeyResponse)(nil),    // 44: parley.v1.CreateOrganizationApiKeyResponse
-	(*ListOrganizationApiKeysRequest)(nil),      // 45: parley.v1.ListOrganizationApiKeysRequest
-	(*ListOrganizationApiKeysResponse)(nil),     // 46: parley.v1.ListOrganizationApiKeysResponse
-	(*RevokeOrganizationApiKeyRequest)(nil),     // 47: parley.v1.RevokeOrganizationApiKeyRequest
-	(*RevokeOrganizationApiKeyResponse)(nil),    // 48: parley.v1.RevokeOrganizationApiKeyResponse
-	(*GetOrganizationUsageRequest)(nil),         // 49: parley.v1.GetOrganizationUsageRequest
-	(*GetOrganizationUsageResponse)(nil),        // 50: parley.v1.GetOrganizationUsageResponse
-	(*ListOrganizationAuditEventsRequest)(nil),  // 51: parley.v1.ListOrganizationAuditEventsRequest
-	(*ListOrganizationAuditEventsResponse)(nil), // 52: parley.v1.ListOrganizationAuditEventsResponse
-	(*timestamppb.Timestamp)(nil),               // 53: google.protobuf.Timestamp
-	(*ApiKey)(nil),                              // 54: parley.v1.ApiKey
-	(*GetBalanceResponse)(nil),                  // 55: parley.v1.GetBalanceResponse
-	(*durationpb.Duration)(nil),                 // 56: google.protobuf.Duration
-	(*UsageBucket)(nil),                         // 57: parley.v1.UsageBucket
-	(*AuditEvent)(nil),                          // 58: parley.v1.AuditEvent
+	(*UpdateTeamRequest)(nil),                   // 29: parley.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                  // 30: parley.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                   // 31: parley.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                  // 32: parley.v1.DeleteTeamResponse
+	(*SetTeamMemberRequest)(nil),                // 33: parley.v1.SetTeamMemberRequest
+	(*SetTeamMemberResponse)(nil),               // 34: parley.v1.SetTeamMemberResponse
+	(*RemoveTeamMemberRequest)(nil),             // 35: parley.v1.RemoveTeamMemberRequest
+	(*RemoveTeamMemberResponse)(nil),            // 36: parley.v1.RemoveTeamMemberResponse
+	(*ListTeamMembersRequest)(nil),              // 37: parley.v1.ListTeamMembersRequest
+	(*ListTeamMembersResponse)(nil),             // 38: parley.v1.ListTeamMembersResponse
+	(*SetBudgetRequest)(nil),                    // 39: parley.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),                   // 40: parley.v1.SetBudgetResponse
+	(*DeleteBudgetRequest)(nil),                 // 41: parley.v1.DeleteBudgetRequest
+	(*DeleteBudgetResponse)(nil),                // 42: parley.v1.DeleteBudgetResponse
+	(*ListBudgetsRequest)(nil),                  // 43: parley.v1.ListBudgetsRequest
+	(*ListBudgetsResponse)(nil),                 // 44: parley.v1.ListBudgetsResponse
+	(*CreateOrganizationApiKeyRequest)(nil),     // 45: parley.v1.CreateOrganizationApiKeyRequest
+	(*CreateOrganizationApiKeyResponse)(nil),    // 46: parley.v1.CreateOrganizationApiKeyResponse
+	(*ListOrganizationApiKeysRequest)(nil),      // 47: parley.v1.ListOrganizationApiKeysRequest
+	(*ListOrganizationApiKeysResponse)(nil),     // 48: parley.v1.ListOrganizationApiKeysResponse
+	(*RevokeOrganizationApiKeyRequest)(nil),     // 49: parley.v1.RevokeOrganizationApiKeyRequest
+	(*RevokeOrganizationApiKeyResponse)(nil),    // 50: parley.v1.RevokeOrganizationApiKeyResponse
+	(*GetOrganizationUsageRequest)(nil),         // 51: parley.v1.GetOrganizationUsageRequest
+	(*GetOrganizationUsageResponse)(nil),        // 52: parley.v1.GetOrganizationUsageResponse
+	(*ListOrganizationAuditEventsRequest)(nil),  // 53: parley.v1.ListOrganizationAuditEventsRequest
+	(*ListOrganizationAuditEventsResponse)(nil), // 54: parley.v1.ListOrganizationAuditEventsResponse
+	(*timestamppb.Timestamp)(nil),               // 55: google.protobuf.Timestamp
+	(*ApiKey)(nil),                              // 56: parley.v1.ApiKey
+	(*GetBalanceResponse)(nil),                  // 57: parley.v1.GetBalanceResponse
+	(*durationpb.Duration)(nil),                 // 58: google.protobuf.Duration
+	(*UsageBucket)(nil),                         // 59: parley.v1.UsageBucket
+	(*AuditEvent)(nil),                          // 60: parley.v1.AuditEvent
 }
 var file_parley_v1_organization_proto_depIdxs = []int32{
-	53, // 0: parley.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
+	55, // 0: parley.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: parley.v1.Member.role:type_name -> parley.v1.OrganizationRole
-	53, // 2: parley.v1.Member.created_at:type_name -> google.protobuf.Timestamp
-	53, // 3: parley.v1.Team.created_at:type_name -> google.protobuf.Timestamp
+	55, // 2: parley.v1.Member.created_at:type_name -> google.protobuf.Timestamp
+	55, // 3: parley.v1.Team.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: parley.v1.TeamMember.role:type_name -> parley.v1.TeamRole
 	2,  // 5: parley.v1.Budget.scope:type_name -> parley.v1.BudgetScope
 	3,  // 6: parley.v1.Budget.period:type_name -> parley.v1.BudgetPeriod
-	53, // 7: parley.v1.Budget.period_start:type_name -> google.protobuf.Timestamp
-	53, // 8: parley.v1.Budget.resets_at:type_name -> google.protobuf.Timestamp
-	54, // 9: parley.v1.OrganizationApiKey.api_key:type_name -> parley.v1.ApiKey
+	55, // 7: parley.v1.Budget.period_start:type_name -> google.protobuf.Timestamp
+	55, // 8: parley.v1.Budget.resets_at:type_name -> google.protobuf.Timestamp
+	56, // 9: parley.v1.OrganizationApiKey.api_key:type_name -> parley.v1.ApiKey
 	4,  // 10: parley.v1.CreateOrganizationResponse.organization:type_name -> parley.v1.Organization
 	14, // 11: parley.v1.ListOrganizationsResponse.memberships:type_name -> parley.v1.OrganizationMembership
 	4,  // 12: parley.v1.OrganizationMembership.organization:type_name -> parley.v1.Organization
 	0,  // 13: parley.v1.OrganizationMembership.role:type_name -> parley.v1.OrganizationRole
 	4,  // 14: parley.v1.GetOrganizationResponse.organization:type_name -> parley.v1.Organization
 	0,  // 15: parley.v1.GetOrganizationResponse.role:type_name -> parley.v1.OrganizationRole
-	55, // 16: parley.v1.GetOrganizationResponse.balance:type_name -> parley.v1.GetBalanceResponse
+	57, // 16: parley.v1.GetOrganizationResponse.balance:type_name -> parley.v1.GetBalanceResponse
 	4,  // 17: parley.v1.UpdateOrganizationResponse.organization:type_name -> parley.v1.Organization
 	0,  // 18: parley.v1.AddMemberRequest.role:type_name -> parley.v1.OrganizationRole
 	5,  // 19: parley.v1.AddMemberResponse.member:type_name -> parley.v1.Member
 	5,  // 20: parley.v1.ListMembersResponse.members:type_name -> parley.v1.Member
 	6,  // 21: parley.v1.CreateTeamResponse.team:type_name -> parley.v1.Team
 	6,  // 22: parley.v1.ListTeamsResponse.teams:type_name -> parley.v1.Team
-	1,  // 23: parley.v1.SetTeamMemberRequest.role:type_name -> parley.v1.TeamRole
-	7,  // 24: parley.v1.ListTeamMembersResponse.members:type_name -> parley.v1.TeamMember
-	2,  // 25: parley.v1.SetBudgetRequest.scope:type_name -> parley.v1.BudgetScope
-	3,  // 26: parley.v1.SetBudgetRequest.period:type_name -> parley.v1.BudgetPeriod
-	8,  // 27: parley.v1.SetBudgetResponse.budget:type_name -> parley.v1.Budget
-	8,  // 28: parley.v1.ListBudgetsResponse.budgets:type_name -> parley.v1.Budget
-	56, // 29: parley.v1.CreateOrganizationApiKeyRequest.ttl:type_name -> google.protobuf.Duration
-	3,  // 30: parley.v1.CreateOrganizationApiKeyRequest.budget_period:type_name -> parley.v1.BudgetPeriod
-	9,  // 31: parley.v1.CreateOrganizationApiKeyResponse.key:type_name -> parley.v1.OrganizationApiKey
-	8,  // 32: parley.v1.CreateOrganizationApiKeyResponse.budget:type_name -> parley.v1.Budget
-	9,  // 33: parley.v1.ListOrganizationApiKeysResponse.keys:type_name -> parley.v1.OrganizationApiKey
-	53, // 34: parley.v1.GetOrganizationUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	53, // 35: parley.v1.GetOrganizationUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	57, // 36: parley.v1.GetOrganizationUsageResponse.buckets:type_name -> parley.v1.UsageBucket
-	57, // 37: parley.v1.GetOrganizationUsageResponse.total:type_name -> parley.v1.UsageBucket
-	58, // 38: parley.v1.ListOrganizationAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	10, // 39: parley.v1.OrganizationService.CreateOrganization:input_type -> parley.v1.CreateOrganizationRequest
-	12, // 40: parley.v1.OrganizationService.ListOrganizations:input_type -> parley.v1.ListOrganizationsRequest
-	15, // 41: parley.v1.OrganizationService.GetOrganization:input_type -> parley.v1.GetOrganizationRequest
-	17, // 42: parley.v1.OrganizationService.UpdateOrganization:input_type -> parley.v1.UpdateOrganizationRequest
-	19, // 43: parley.v1.OrganizationService.AddMember:input_type -> parley.v1.AddMemberRequest
-	21, // 44: parley.v1.OrganizationService.RemoveMember:input_type -> parley.v1.RemoveMemberRequest
-	23, // 45: parley.v1.OrganizationService.ListMembers:input_type -> parley.v1.ListMembersRequest
-	25, // 46: parley.v1.OrganizationService.CreateTeam:input_type -> parley.v1.CreateTeamRequest
-	27, // 47: parley.v1.OrganizationService.ListTeams:input_type -> parley.v1.ListTeamsRequest
-	29, // 48: parley.v1.OrganizationService.DeleteTeam:input_type -> parley.v1.DeleteTeamRequest
-	31, // 49: parley.v1.OrganizationService.SetTeamMember:input_type -> parley.v1.SetTeamMemberRequest
-	33, // 50: parley.v1.OrganizationService.RemoveTeamMember:input_type -> parley.v1.RemoveTeamMemberRequest
-	35, // 51: parley.v1.OrganizationService.ListTeamMembers:input_type -> parley.v1.ListTeamMembersRequest
-	37, // 52: parley.v1.OrganizationService.SetBudget:input_type -> parley.v1.SetBudgetRequest
-	39, // 53: parley.v1.OrganizationService.DeleteBudget:input_type -> parley.v1.DeleteBudgetRequest
-	41, // 54: parley.v1.OrganizationService.ListBudgets:input_type -> parley.v1.ListBudgetsRequest
-	43, // 55: parley.v1.OrganizationService.CreateOrganizationApiKey:input_type -> parley.v1.CreateOrganizationApiKeyRequest
-	45, // 56: parley.v1.OrganizationService.ListOrganizationApiKeys:input_type -> parley.v1.ListOrganizationApiKeysRequest
-	47, // 57: parley.v1.OrganizationService.RevokeOrganizationApiKey:input_type -> parley.v1.RevokeOrganizationApiKeyRequest
-	49, // 58: parley.v1.OrganizationService.GetOrganizationUsage:input_type -> parley.v1.GetOrganizationUsageRequest
-	51, // 59: parley.v1.OrganizationService.ListOrganizationAuditEvents:input_type -> parley.v1.ListOrganizationAuditEventsRequest
-	11, // 60: parley.v1.OrganizationService.CreateOrganization:output_type -> parley.v1.CreateOrganizationResponse
-	13, // 61: parley.v1.OrganizationService.ListOrganizations:output_type -> parley.v1.ListOrganizationsResponse
-	16, // 62: parley.v1.OrganizationService.GetOrganization:output_type -> parley.v1.GetOrganizationResponse
-	18, // 63: parley.v1.OrganizationService.UpdateOrganization:output_type -> parley.v1.UpdateOrganizationResponse
-	20, // 64: parley.v1.OrganizationService.AddMember:output_type -> parley.v1.AddMemberResponse
-	22, // 65: parley.v1.OrganizationService.RemoveMember:output_type -> parley.v1.RemoveMemberResponse
-	24, // 66: parley.v1.OrganizationService.ListMembers:output_type -> parley.v1.ListMembersResponse
-	26, // 67: parley.v1.OrganizationService.CreateTeam:output_type -> parley.v1.CreateTeamResponse
-	28, // 68: parley.v1.OrganizationService.ListTeams:output_type -> parley.v1.ListTeamsResponse
-	30, // 69: parley.v1.OrganizationService.DeleteTeam:output_type -> parley.v1.DeleteTeamResponse
-	32, // 70: parley.v1.OrganizationService.SetTeamMember:output_type -> parley.v1.SetTeamMemberResponse
-	34, // 71: parley.v1.OrganizationService.RemoveTeamMember:output_type -> parley.v1.RemoveTeamMemberResponse
-	36, // 72: parley.v1.OrganizationService.ListTeamMembers:output_type -> parley.v1.ListTeamMembersResponse
-	38, // 73: parley.v1.OrganizationService.SetBudget:output_type -> parley.v1.SetBudgetResponse
-	40, // 74: parley.v1.OrganizationService.DeleteBudget:output_type -> parley.v1.DeleteBudgetResponse
-	42, // 75: parley.v1.OrganizationService.ListBudgets:output_type -> parley.v1.ListBudgetsResponse
-	44, // 76: parley.v1.OrganizationService.CreateOrganizationApiKey:output_type -> parley.v1.CreateOrganizationApiKeyResponse
-	46, // 77: parley.v1.OrganizationService.ListOrganizationApiKeys:output_type -> parley.v1.ListOrganizationApiKeysResponse
-	48, // 78: parley.v1.OrganizationService.RevokeOrganizationApiKey:output_type -> parley.v1.RevokeOrganizationApiKeyResponse
-	50, // 79: parley.v1.OrganizationService.GetOrganizationUsage:output_type -> parley.v1.GetOrganizationUsageResponse
-	52, // 80: parley.v1.OrganizationService.ListOrganizationAuditEvents:output_type -> parley.v1.ListOrganizationAuditEventsResponse
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	6,  // 23: parley.v1.UpdateTeamResponse.team:type_name -> parley.v1.Team
+	1,  // 24: parley.v1.SetTeamMemberRequest.role:type_name -> parley.v1.TeamRole
+	7,  // 25: parley.v1.ListTeamMembersResponse.members:type_name -> parley.v1.TeamMember
+	2,  // 26: parley.v1.SetBudgetRequest.scope:type_name -> parley.v1.BudgetScope
+	3,  // 27: parley.v1.SetBudgetRequest.period:type_name -> parley.v1.BudgetPeriod
+	8,  // 28: parley.v1.SetBudgetResponse.budget:type_name -> parley.v1.Budget
+	8,  // 29: parley.v1.ListBudgetsResponse.budgets:type_name -> parley.v1.Budget
+	58, // 30: parley.v1.CreateOrganizationApiKeyRequest.ttl:type_name -> google.protobuf.Duration
+	3,  // 31: parley.v1.CreateOrganizationApiKeyRequest.budget_period:type_name -> parley.v1.BudgetPeriod
+	9,  // 32: parley.v1.CreateOrganizationApiKeyResponse.key:type_name -> parley.v1.OrganizationApiKey
+	8,  // 33: parley.v1.CreateOrganizationApiKeyResponse.budget:type_name -> parley.v1.Budget
+	9,  // 34: parley.v1.ListOrganizationApiKeysResponse.keys:type_name -> parley.v1.OrganizationApiKey
+	55, // 35: parley.v1.GetOrganizationUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	55, // 36: parley.v1.GetOrganizationUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	59, // 37: parley.v1.GetOrganizationUsageResponse.buckets:type_name -> parley.v1.UsageBucket
+	59, // 38: parley.v1.GetOrganizationUsageResponse.total:type_name -> parley.v1.UsageBucket
+	60, // 39: parley.v1.ListOrganizationAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	10, // 40: parley.v1.OrganizationService.CreateOrganization:input_type -> parley.v1.CreateOrganizationRequest
+	12, // 41: parley.v1.OrganizationService.ListOrganizations:input_type -> parley.v1.ListOrganizationsRequest
+	15, // 42: parley.v1.OrganizationService.GetOrganization:input_type -> parley.v1.GetOrganizationRequest
+	17, // 43: parley.v1.OrganizationService.UpdateOrganization:input_type -> parley.v1.UpdateOrganizationRequest
+	19, // 44: parley.v1.OrganizationService.AddMember:input_type -> parley.v1.AddMemberRequest
+	21, // 45: parley.v1.OrganizationService.RemoveMember:input_type -> parley.v1.RemoveMemberRequest
+	23, // 46: parley.v1.OrganizationService.ListMembers:input_type -> parley.v1.ListMembersRequest
+	25, // 47: parley.v1.OrganizationService.CreateTeam:input_type -> parley.v1.CreateTeamRequest
+	27, // 48: parley.v1.OrganizationService.ListTeams:input_type -> parley.v1.ListTeamsRequest
+	29, // 49: parley.v1.OrganizationService.UpdateTeam:input_type -> parley.v1.UpdateTeamRequest
+	31, // 50: parley.v1.OrganizationService.DeleteTeam:input_type -> parley.v1.DeleteTeamRequest
+	33, // 51: parley.v1.OrganizationService.SetTeamMember:input_type -> parley.v1.SetTeamMemberRequest
+	35, // 52: parley.v1.OrganizationService.RemoveTeamMember:input_type -> parley.v1.RemoveTeamMemberRequest
+	37, // 53: parley.v1.OrganizationService.ListTeamMembers:input_type -> parley.v1.ListTeamMembersRequest
+	39, // 54: parley.v1.OrganizationService.SetBudget:input_type -> parley.v1.SetBudgetRequest
+	41, // 55: parley.v1.OrganizationService.DeleteBudget:input_type -> parley.v1.DeleteBudgetRequest
+	43, // 56: parley.v1.OrganizationService.ListBudgets:input_type -> parley.v1.ListBudgetsRequest
+	45, // 57: parley.v1.OrganizationService.CreateOrganizationApiKey:input_type -> parley.v1.CreateOrganizationApiKeyRequest
+	47, // 58: parley.v1.OrganizationService.ListOrganizationApiKeys:input_type -> parley.v1.ListOrganizationApiKeysRequest
+	49, // 59: parley.v1.OrganizationService.RevokeOrganizationApiKey:input_type -> parley.v1.RevokeOrganizationApiKeyRequest
+	51, // 60: parley.v1.OrganizationService.GetOrganizationUsage:input_type -> parley.v1.GetOrganizationUsageRequest
+	53, // 61: parley.v1.OrganizationService.ListOrganizationAuditEvents:input_type -> parley.v1.ListOrganizationAuditEventsRequest
+	11, // 62: parley.v1.OrganizationService.CreateOrganization:output_type -> parley.v1.CreateOrganizationResponse
+	13, // 63: parley.v1.OrganizationService.ListOrganizations:output_type -> parley.v1.ListOrganizationsResponse
+	16, // 64: parley.v1.OrganizationService.GetOrganization:output_type -> parley.v1.GetOrganizationResponse
+	18, // 65: parley.v1.OrganizationService.UpdateOrganization:output_type -> parley.v1.UpdateOrganizationResponse
+	20, // 66: parley.v1.OrganizationService.AddMember:output_type -> parley.v1.AddMemberResponse
+	22, // 67: parley.v1.OrganizationService.RemoveMember:output_type -> parley.v1.RemoveMemberResponse
+	24, // 68: parley.v1.OrganizationService.ListMembers:output_type -> parley.v1.ListMembersResponse
+	26, // 69: parley.v1.OrganizationService.CreateTeam:output_type -> parley.v1.CreateTeamResponse
+	28, // 70: parley.v1.OrganizationService.ListTeams:output_type -> parley.v1.ListTeamsResponse
+	30, // 71: parley.v1.OrganizationService.UpdateTeam:output_type -> parley.v1.UpdateTeamResponse
+	32, // 72: parley.v1.OrganizationService.DeleteTeam:output_type -> parley.v1.DeleteTeamResponse
+	34, // 73: parley.v1.OrganizationService.SetTeamMember:output_type -> parley.v1.SetTeamMemberResponse
+	36, // 74: parley.v1.OrganizationService.RemoveTeamMember:output_type -> parley.v1.RemoveTeamMemberResponse
+	38, // 75: parley.v1.OrganizationService.ListTeamMembers:output_type -> parley.v1.ListTeamMembersResponse
+	40, // 76: parley.v1.OrganizationService.SetBudget:output_type -> parley.v1.SetBudgetResponse
+	42, // 77: parley.v1.OrganizationService.DeleteBudget:output_type -> parley.v1.DeleteBudgetResponse
+	44, // 78: parley.v1.OrganizationService.ListBudgets:output_type -> parley.v1.ListBudgetsResponse
+	46, // 79: parley.v1.OrganizationService.CreateOrganizationApiKey:output_type -> parley.v1.CreateOrganizationApiKeyResponse
+	48, // 80: parley.v1.OrganizationService.ListOrganizationApiKeys:output_type -> parley.v1.ListOrganizationApiKeysResponse
+	50, // 81: parley.v1.OrganizationService.RevokeOrganizationApiKey:output_type -> parley.v1.RevokeOrganizationApiKeyResponse
+	52, // 82: parley.v1.OrganizationService.GetOrganizationUsage:output_type -> parley.v1.GetOrganizationUsageResponse
+	54, // 83: parley.v1.OrganizationService.ListOrganizationAuditEvents:output_type -> parley.v1.ListOrganizationAuditEventsResponse
+	62, // [62:84] is the sub-list for method output_type
+	40, // [40:62] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_organization_proto_init() }
@@ -3473,13 +3643,14 @@ func file_parley_v1_organization_proto_init() {
 	file_parley_v1_admin_proto_init()
 	file_parley_v1_api_key_proto_init()
 	file_parley_v1_billing_proto_init()
+	file_parley_v1_organization_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_organization_proto_rawDesc), len(file_parley_v1_organization_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   49,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

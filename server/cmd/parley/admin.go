@@ -26,6 +26,7 @@ var adminTasks = []subcommand{
 	{"create-user", "create a user: --email E --password P [--tier free|plus|pro|max] [--admin]"},
 	{"topup", "add to (or deduct from) a user's balance: --email E --usd N"},
 	{"org-topup", "add to (or deduct from) an organisation's balance: --org ID --usd N"},
+	{"org-sso", "give an organisation its email domain for single sign-on (its people join it at their first sign-in): --org ID --domain D (empty clears it)"},
 	{"create-key", "create an API key, printing the secret once: --email E [--ttl D] [--name N] [--response-cache on|off]"},
 	{"usage", "a user's usage records, newest first, one line each: --email E [--end-user U] [--limit N]"},
 	{"create-invite", "issue a sign-up invitation (for --signup invite), printing its code once: [--uses N] [--ttl D] [--note S]"},
@@ -88,6 +89,12 @@ func admin(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			usd := fs.Float64("usd", 0, "amount in US dollars to add (negative to deduct)")
 			run = func(ctx context.Context, s *stores, _ store.User) error {
 				return orgTopup(ctx, s, stdout, *orgID, *usd)
+			}
+		case "org-sso":
+			orgID := fs.String("org", "", "the organisation's id (OrganizationService.ListOrganizations)")
+			domain := fs.String("domain", "", "the email domain, e.g. example.com; empty clears it")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				return orgSSO(ctx, s, stdout, *orgID, *domain)
 			}
 		case "create-key":
 			ttl := fs.Duration("ttl", auth.MaxAPIKeyTTL, "how long the key lives (at most 720h)")
@@ -186,6 +193,28 @@ func orgTopup(ctx context.Context, s *stores, stdout io.Writer, orgID string, us
 		return err
 	}
 	fmt.Fprintf(stdout, "balance of organisation %s: %d nano-USD ($%.9f)\n", orgID, balance, float64(balance)/1e9)
+	return nil
+}
+
+// orgSSO sets an organisation's SSO domain, in its audit log as by the
+// operator.
+func orgSSO(ctx context.Context, s *stores, stdout io.Writer, orgID, domain string) error {
+	if s.Organizations == nil {
+		return errors.New("this store keeps no organisations")
+	}
+	svc := &org.Service{Orgs: s.Organizations, Audit: s.Audit, Logger: slog.Default(), Now: time.Now}
+	o, err := svc.SetSSODomain(ctx, orgID, domain)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("--org: no organisation %q", orgID)
+	}
+	if err != nil {
+		return err
+	}
+	if o.SSODomain == "" {
+		fmt.Fprintf(stdout, "organisation %s has no SSO domain now\n", o.ID)
+		return nil
+	}
+	fmt.Fprintf(stdout, "organisation %s: people of @%s who sign in through the identity provider with a verified address join it\n", o.ID, o.SSODomain)
 	return nil
 }
 

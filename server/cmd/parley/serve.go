@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/obs/tracing"
 	"github.com/parleyhq/parley/server/org"
+	"github.com/parleyhq/parley/server/sso"
 	"github.com/parleyhq/parley/server/tokenize"
 	"github.com/parleyhq/parley/server/usage"
 	"github.com/parleyhq/parley/server/webapp"
@@ -50,6 +51,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		return err
 	}
 	if err := cfg.Knowledge.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.SSO.Validate(); err != nil {
 		return err
 	}
 	logger := obs.NewLogger(logOut, cfg.LogLevel)
@@ -208,8 +212,21 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		compatCfg.Batches = batches
 	}
 
+	orgs := &org.Service{
+		Orgs: stores.Organizations, Accounts: stores.Accounts, Ledger: stores.Ledger, Audit: stores.Audit,
+		Auth: authn, Catalog: catalog, Logger: logger, Now: time.Now,
+	}
+	authHandler := &api.AuthHandler{Auth: authn}
+	if cfg.SSO.Enabled() {
+		// Sign-in through the identity provider: plain HTTP redirects,
+		// ending in the session cookie a password login sets.
+		ssoHandler := metrics.HTTP("sso", &sso.Handler{Config: cfg.SSO, Auth: authn, Orgs: orgs, Logger: logger})
+		mux.Handle(sso.LoginPath, ssoHandler)
+		mux.Handle(sso.CallbackPath, ssoHandler)
+		authHandler.SSOLoginURL, authHandler.SSOName = sso.LoginPath, cfg.SSO.Name
+	}
 	health := mountServices(mux, handlerOpts, publicOpts, services{
-		auth:          &api.AuthHandler{Auth: authn},
+		auth:          authHandler,
 		apiKeys:       &api.ApiKeyHandler{Auth: authn, Pages: pages},
 		models:        &api.ModelHandler{Catalog: catalog},
 		chat:          &api.ChatHandler{Core: core},
@@ -230,10 +247,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 			Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger, Catalog: catalog,
 			Batches: batches,
 		},
-		organizations: &api.OrganizationHandler{Orgs: &org.Service{
-			Orgs: stores.Organizations, Accounts: stores.Accounts, Ledger: stores.Ledger, Audit: stores.Audit,
-			Auth: authn, Catalog: catalog, Logger: logger, Now: time.Now,
-		}, Usage: stores.Usage, Audit: stores.Audit, Pages: pages},
+		organizations: &api.OrganizationHandler{Orgs: orgs, Usage: stores.Usage, Audit: stores.Audit, Pages: pages},
 	})
 
 	// The SSE form of every server-streaming RPC, over the same handlers.

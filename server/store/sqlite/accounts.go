@@ -40,10 +40,10 @@ func userArgs(u store.User) []any {
 	return []any{u.ID, u.Email, emailKey(u.Email), u.DisplayName, u.PasswordHash, string(u.Tier), boolInt(u.Admin), ts(u.CreatedAt)}
 }
 
-func (a accounts) getUser(ctx context.Context, q *sql.DB, where string, arg any) (store.User, error) {
+func (a accounts) getUser(ctx context.Context, q *sql.DB, where string, args ...any) (store.User, error) {
 	var u store.User
 	var created int64
-	err := q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users u WHERE `+where, arg).Scan(userDest(&u, &created)...)
+	err := q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users u WHERE `+where, args...).Scan(userDest(&u, &created)...)
 	if err != nil {
 		return store.User{}, notFound(err, "user")
 	}
@@ -57,6 +57,16 @@ func (a accounts) GetUser(ctx context.Context, id string) (store.User, error) {
 
 func (a accounts) GetUserByEmail(ctx context.Context, email string) (store.User, error) {
 	return a.getUser(ctx, a.db.r, `u.email_key = ?`, emailKey(email))
+}
+
+func (a accounts) GetUserByIdentity(ctx context.Context, issuer, subject string) (store.User, error) {
+	return a.getUser(ctx, a.db.r, `u.id = (SELECT user_id FROM identities WHERE issuer = ? AND subject = ?)`, issuer, subject)
+}
+
+func (a accounts) LinkIdentity(ctx context.Context, id store.Identity) error {
+	_, err := a.db.exec(ctx, `INSERT INTO identities (issuer, subject, user_id, created_at) VALUES (?, ?, ?, ?)`,
+		id.Issuer, id.Subject, id.UserID, ts(id.CreatedAt))
+	return err
 }
 
 func (a accounts) SetUserTier(ctx context.Context, id string, tier store.Tier) (store.User, error) {

@@ -13,12 +13,12 @@ type organizations struct{ db *DB }
 
 var _ store.Organizations = organizations{}
 
-const orgCols = `o.id, o.name, o.billing_user_id, o.time_zone, o.created_by, o.created_at`
+const orgCols = `o.id, o.name, o.billing_user_id, o.time_zone, o.sso_domain, o.created_by, o.created_at`
 
 func scanOrg(sc interface{ Scan(...any) error }, extra ...any) (store.Organization, error) {
 	var o store.Organization
 	var at int64
-	err := sc.Scan(append([]any{&o.ID, &o.Name, &o.BillingUserID, &o.TimeZone, &o.CreatedBy, &at}, extra...)...)
+	err := sc.Scan(append([]any{&o.ID, &o.Name, &o.BillingUserID, &o.TimeZone, &o.SSODomain, &o.CreatedBy, &at}, extra...)...)
 	o.CreatedAt = fromTS(at)
 	return o, err
 }
@@ -50,11 +50,16 @@ func (s organizations) GetOrganization(ctx context.Context, id string) (store.Or
 }
 
 func (s organizations) UpdateOrganization(ctx context.Context, o store.Organization) error {
-	res, err := s.db.exec(ctx, `UPDATE organizations SET name = ?, time_zone = ? WHERE id = ?`, o.Name, o.TimeZone, o.ID)
+	res, err := s.db.exec(ctx, `UPDATE organizations SET name = ?, time_zone = ?, sso_domain = ? WHERE id = ?`, o.Name, o.TimeZone, o.SSODomain, o.ID)
 	if err != nil {
 		return err
 	}
 	return affectedOne(res, "organization")
+}
+
+func (s organizations) GetOrganizationBySSODomain(ctx context.Context, domain string) (store.Organization, error) {
+	o, err := scanOrg(s.db.r.QueryRowContext(ctx, `SELECT `+orgCols+` FROM organizations o WHERE o.sso_domain = ? AND o.sso_domain <> ''`, domain))
+	return o, notFound(err, "organization")
 }
 
 func (s organizations) ListMemberships(ctx context.Context, userID string) ([]store.Membership, error) {
@@ -119,20 +124,20 @@ func (s organizations) ListMembers(ctx context.Context, orgID string) ([]store.O
 }
 
 func (s organizations) CreateTeam(ctx context.Context, t store.Team) error {
-	_, err := s.db.exec(ctx, `INSERT INTO teams (id, org_id, name, created_at) VALUES (?, ?, ?, ?)`, t.ID, t.OrgID, t.Name, ts(t.CreatedAt))
+	_, err := s.db.exec(ctx, `INSERT INTO teams (id, org_id, name, sso_group, created_at) VALUES (?, ?, ?, ?, ?)`, t.ID, t.OrgID, t.Name, t.SSOGroup, ts(t.CreatedAt))
 	return err
 }
 
 func (s organizations) GetTeam(ctx context.Context, orgID, teamID string) (store.Team, error) {
 	t := store.Team{ID: teamID, OrgID: orgID}
 	var at int64
-	err := s.db.r.QueryRowContext(ctx, `SELECT name, created_at FROM teams WHERE id = ? AND org_id = ?`, teamID, orgID).Scan(&t.Name, &at)
+	err := s.db.r.QueryRowContext(ctx, `SELECT name, sso_group, created_at FROM teams WHERE id = ? AND org_id = ?`, teamID, orgID).Scan(&t.Name, &t.SSOGroup, &at)
 	t.CreatedAt = fromTS(at)
 	return t, notFound(err, "team")
 }
 
-func (s organizations) RenameTeam(ctx context.Context, orgID, teamID, name string) error {
-	res, err := s.db.exec(ctx, `UPDATE teams SET name = ? WHERE id = ? AND org_id = ?`, name, teamID, orgID)
+func (s organizations) UpdateTeam(ctx context.Context, t store.Team) error {
+	res, err := s.db.exec(ctx, `UPDATE teams SET name = ?, sso_group = ? WHERE id = ? AND org_id = ?`, t.Name, t.SSOGroup, t.ID, t.OrgID)
 	if err != nil {
 		return err
 	}
@@ -157,14 +162,14 @@ func (s organizations) DeleteTeam(ctx context.Context, orgID, teamID string, at 
 }
 
 func (s organizations) ListTeams(ctx context.Context, orgID string) ([]store.Team, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT id, name, created_at FROM teams WHERE org_id = ? ORDER BY name, id`, orgID)
+	rows, err := s.db.r.QueryContext(ctx, `SELECT id, name, sso_group, created_at FROM teams WHERE org_id = ? ORDER BY name, id`, orgID)
 	if err != nil {
 		return nil, err
 	}
 	return collect(rows, func(r *sql.Rows) (store.Team, error) {
 		t := store.Team{OrgID: orgID}
 		var at int64
-		err := r.Scan(&t.ID, &t.Name, &at)
+		err := r.Scan(&t.ID, &t.Name, &t.SSOGroup, &at)
 		t.CreatedAt = fromTS(at)
 		return t, err
 	})

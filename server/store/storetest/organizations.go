@@ -132,6 +132,62 @@ func TestOrganizations(t *testing.T, newStore NewStore) {
 		wantErr(t, err, store.ErrNotFound, "GetAPIKey of an unknown id")
 	})
 
+	t.Run("SingleSignOn", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		if s.Organizations == nil {
+			t.Skip("the backend keeps no organisations")
+		}
+		a, b := newOrg(t, s, "acme", "UTC"), newOrg(t, s, "globex", "UTC")
+		if _, err := s.Organizations.GetOrganizationBySSODomain(ctx, "acme.example"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetOrganizationBySSODomain before any is set: %v, want ErrNotFound", err)
+		}
+		if _, err := s.Organizations.GetOrganizationBySSODomain(ctx, ""); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetOrganizationBySSODomain(\"\"): %v, want ErrNotFound (an unset domain matches nothing)", err)
+		}
+		a.SSODomain = "acme.example"
+		noErr(t, s.Organizations.UpdateOrganization(ctx, a.Organization), "UpdateOrganization sso_domain")
+		got, err := s.Organizations.GetOrganizationBySSODomain(ctx, "acme.example")
+		noErr(t, err, "GetOrganizationBySSODomain")
+		if got.ID != a.ID || got.SSODomain != "acme.example" {
+			t.Fatalf("GetOrganizationBySSODomain = %+v, want %s with its domain", got, a.ID)
+		}
+		b.SSODomain = "acme.example"
+		if err := s.Organizations.UpdateOrganization(ctx, b.Organization); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a second organisation claiming the domain: %v, want ErrConflict", err)
+		}
+
+		a.team.SSOGroup = "research-eng"
+		noErr(t, s.Organizations.UpdateTeam(ctx, a.team), "UpdateTeam")
+		ts, err := s.Organizations.ListTeams(ctx, a.ID)
+		noErr(t, err, "ListTeams")
+		if len(ts) != 1 || ts[0].SSOGroup != "research-eng" {
+			t.Fatalf("ListTeams = %+v, want the team with its group", ts)
+		}
+		if tm, err := s.Organizations.GetTeam(ctx, a.ID, a.team.ID); err != nil || tm.SSOGroup != "research-eng" {
+			t.Fatalf("GetTeam = %+v, %v", tm, err)
+		}
+		if err := s.Organizations.UpdateTeam(ctx, store.Team{ID: a.team.ID, OrgID: b.ID, Name: "x"}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("UpdateTeam through another organisation: %v, want ErrNotFound", err)
+		}
+
+		u := mustUser(t, s, "sso-person@acme.example")
+		id := store.Identity{Issuer: "https://idp.example", Subject: "sub-1", UserID: u.ID, CreatedAt: t0}
+		if _, err := s.Accounts.GetUserByIdentity(ctx, id.Issuer, id.Subject); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetUserByIdentity before linking: %v, want ErrNotFound", err)
+		}
+		noErr(t, s.Accounts.LinkIdentity(ctx, id), "LinkIdentity")
+		if got, err := s.Accounts.GetUserByIdentity(ctx, id.Issuer, id.Subject); err != nil || got.ID != u.ID {
+			t.Fatalf("GetUserByIdentity = %+v, %v; want %s", got, err, u.ID)
+		}
+		other := mustUser(t, s, "someone-else@acme.example")
+		if err := s.Accounts.LinkIdentity(ctx, store.Identity{Issuer: id.Issuer, Subject: id.Subject, UserID: other.ID, CreatedAt: t0}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("linking a linked identity to another user: %v, want ErrConflict", err)
+		}
+		if _, err := s.Accounts.GetUserByIdentity(ctx, "https://other-idp.example", id.Subject); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the same subject at another issuer: %v, want ErrNotFound", err)
+		}
+	})
+
 	t.Run("BudgetHoldsUnderConcurrency", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		if s.Organizations == nil {

@@ -60,6 +60,9 @@ const (
 	// OrganizationServiceListTeamsProcedure is the fully-qualified name of the OrganizationService's
 	// ListTeams RPC.
 	OrganizationServiceListTeamsProcedure = "/parley.v1.OrganizationService/ListTeams"
+	// OrganizationServiceUpdateTeamProcedure is the fully-qualified name of the OrganizationService's
+	// UpdateTeam RPC.
+	OrganizationServiceUpdateTeamProcedure = "/parley.v1.OrganizationService/UpdateTeam"
 	// OrganizationServiceDeleteTeamProcedure is the fully-qualified name of the OrganizationService's
 	// DeleteTeam RPC.
 	OrganizationServiceDeleteTeamProcedure = "/parley.v1.OrganizationService/DeleteTeam"
@@ -127,6 +130,9 @@ type OrganizationServiceClient interface {
 	// ListTeams lists the teams: all of them for owners, admins and billing readers,
 	// the caller's own for a member.
 	ListTeams(context.Context, *connect.Request[v1.ListTeamsRequest]) (*connect.Response[v1.ListTeamsResponse], error)
+	// UpdateTeam renames a team or changes its identity provider group (owners and admins).
+	// Errors: invalid_argument (name, sso_group), not_found, already_exists (the name).
+	UpdateTeam(context.Context, *connect.Request[v1.UpdateTeamRequest]) (*connect.Response[v1.UpdateTeamResponse], error)
 	// DeleteTeam deletes a team and its budget and revokes its keys (owners and admins).
 	DeleteTeam(context.Context, *connect.Request[v1.DeleteTeamRequest]) (*connect.Response[v1.DeleteTeamResponse], error)
 	// SetTeamMember adds a member of the organisation to a team or changes its team
@@ -232,6 +238,12 @@ func NewOrganizationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(organizationServiceMethods.ByName("ListTeams")),
 			connect.WithClientOptions(opts...),
 		),
+		updateTeam: connect.NewClient[v1.UpdateTeamRequest, v1.UpdateTeamResponse](
+			httpClient,
+			baseURL+OrganizationServiceUpdateTeamProcedure,
+			connect.WithSchema(organizationServiceMethods.ByName("UpdateTeam")),
+			connect.WithClientOptions(opts...),
+		),
 		deleteTeam: connect.NewClient[v1.DeleteTeamRequest, v1.DeleteTeamResponse](
 			httpClient,
 			baseURL+OrganizationServiceDeleteTeamProcedure,
@@ -318,6 +330,7 @@ type organizationServiceClient struct {
 	listMembers                 *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
 	createTeam                  *connect.Client[v1.CreateTeamRequest, v1.CreateTeamResponse]
 	listTeams                   *connect.Client[v1.ListTeamsRequest, v1.ListTeamsResponse]
+	updateTeam                  *connect.Client[v1.UpdateTeamRequest, v1.UpdateTeamResponse]
 	deleteTeam                  *connect.Client[v1.DeleteTeamRequest, v1.DeleteTeamResponse]
 	setTeamMember               *connect.Client[v1.SetTeamMemberRequest, v1.SetTeamMemberResponse]
 	removeTeamMember            *connect.Client[v1.RemoveTeamMemberRequest, v1.RemoveTeamMemberResponse]
@@ -375,6 +388,11 @@ func (c *organizationServiceClient) CreateTeam(ctx context.Context, req *connect
 // ListTeams calls parley.v1.OrganizationService.ListTeams.
 func (c *organizationServiceClient) ListTeams(ctx context.Context, req *connect.Request[v1.ListTeamsRequest]) (*connect.Response[v1.ListTeamsResponse], error) {
 	return c.listTeams.CallUnary(ctx, req)
+}
+
+// UpdateTeam calls parley.v1.OrganizationService.UpdateTeam.
+func (c *organizationServiceClient) UpdateTeam(ctx context.Context, req *connect.Request[v1.UpdateTeamRequest]) (*connect.Response[v1.UpdateTeamResponse], error) {
+	return c.updateTeam.CallUnary(ctx, req)
 }
 
 // DeleteTeam calls parley.v1.OrganizationService.DeleteTeam.
@@ -466,6 +484,9 @@ type OrganizationServiceHandler interface {
 	// ListTeams lists the teams: all of them for owners, admins and billing readers,
 	// the caller's own for a member.
 	ListTeams(context.Context, *connect.Request[v1.ListTeamsRequest]) (*connect.Response[v1.ListTeamsResponse], error)
+	// UpdateTeam renames a team or changes its identity provider group (owners and admins).
+	// Errors: invalid_argument (name, sso_group), not_found, already_exists (the name).
+	UpdateTeam(context.Context, *connect.Request[v1.UpdateTeamRequest]) (*connect.Response[v1.UpdateTeamResponse], error)
 	// DeleteTeam deletes a team and its budget and revokes its keys (owners and admins).
 	DeleteTeam(context.Context, *connect.Request[v1.DeleteTeamRequest]) (*connect.Response[v1.DeleteTeamResponse], error)
 	// SetTeamMember adds a member of the organisation to a team or changes its team
@@ -567,6 +588,12 @@ func NewOrganizationServiceHandler(svc OrganizationServiceHandler, opts ...conne
 		connect.WithSchema(organizationServiceMethods.ByName("ListTeams")),
 		connect.WithHandlerOptions(opts...),
 	)
+	organizationServiceUpdateTeamHandler := connect.NewUnaryHandler(
+		OrganizationServiceUpdateTeamProcedure,
+		svc.UpdateTeam,
+		connect.WithSchema(organizationServiceMethods.ByName("UpdateTeam")),
+		connect.WithHandlerOptions(opts...),
+	)
 	organizationServiceDeleteTeamHandler := connect.NewUnaryHandler(
 		OrganizationServiceDeleteTeamProcedure,
 		svc.DeleteTeam,
@@ -659,6 +686,8 @@ func NewOrganizationServiceHandler(svc OrganizationServiceHandler, opts ...conne
 			organizationServiceCreateTeamHandler.ServeHTTP(w, r)
 		case OrganizationServiceListTeamsProcedure:
 			organizationServiceListTeamsHandler.ServeHTTP(w, r)
+		case OrganizationServiceUpdateTeamProcedure:
+			organizationServiceUpdateTeamHandler.ServeHTTP(w, r)
 		case OrganizationServiceDeleteTeamProcedure:
 			organizationServiceDeleteTeamHandler.ServeHTTP(w, r)
 		case OrganizationServiceSetTeamMemberProcedure:
@@ -726,6 +755,10 @@ func (UnimplementedOrganizationServiceHandler) CreateTeam(context.Context, *conn
 
 func (UnimplementedOrganizationServiceHandler) ListTeams(context.Context, *connect.Request[v1.ListTeamsRequest]) (*connect.Response[v1.ListTeamsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.ListTeams is not implemented"))
+}
+
+func (UnimplementedOrganizationServiceHandler) UpdateTeam(context.Context, *connect.Request[v1.UpdateTeamRequest]) (*connect.Response[v1.UpdateTeamResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.UpdateTeam is not implemented"))
 }
 
 func (UnimplementedOrganizationServiceHandler) DeleteTeam(context.Context, *connect.Request[v1.DeleteTeamRequest]) (*connect.Response[v1.DeleteTeamResponse], error) {

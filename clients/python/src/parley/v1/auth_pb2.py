@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from parley.v1 import common_pb2 as parley_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14parley/v1/auth.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x9a\x01\n\x04User\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x1d\n\x04tier\x18\x04 \x01(\x0e\x32\x0f.parley.v1.Tier\x12\r\n\x05\x61\x64min\x18\x05 \x01(\x08\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"_\n\rSignUpRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x17\n\x0finvitation_code\x18\x04 \x01(\t\"\x18\n\x16GetSignUpPolicyRequest\"B\n\x17GetSignUpPolicyResponse\x12\'\n\x06policy\x18\x01 \x01(\x0e\x32\x17.parley.v1.SignUpPolicy\"g\n\x0eSignUpResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\x36\n\x12session_expires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"/\n\x0cLoginRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"f\n\rLoginResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\x36\n\x12session_expires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x0f\n\rLogoutRequest\"\x10\n\x0eLogoutResponse\"\x0e\n\x0cGetMeRequest\"k\n\rGetMeResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\'\n\x07\x63hannel\x18\x02 \x01(\x0e\x32\x16.parley.v1.AuthChannel\x12\x12\n\napi_key_id\x18\x03 \x01(\t*}\n\x0cSignUpPolicy\x12\x1e\n\x1aSIGN_UP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13SIGN_UP_POLICY_OPEN\x10\x01\x12\x19\n\x15SIGN_UP_POLICY_INVITE\x10\x02\x12\x19\n\x15SIGN_UP_POLICY_CLOSED\x10\x03\x32\xdd\x02\n\x0b\x41uthService\x12=\n\x06SignUp\x12\x18.parley.v1.SignUpRequest\x1a\x19.parley.v1.SignUpResponse\x12X\n\x0fGetSignUpPolicy\x12!.parley.v1.GetSignUpPolicyRequest\x1a\".parley.v1.GetSignUpPolicyResponse\x12:\n\x05Login\x12\x17.parley.v1.LoginRequest\x1a\x18.parley.v1.LoginResponse\x12=\n\x06Logout\x12\x18.parley.v1.LogoutRequest\x1a\x19.parley.v1.LogoutResponse\x12:\n\x05GetMe\x12\x17.parley.v1.GetMeRequest\x1a\x18.parley.v1.GetMeResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14parley/v1/auth.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x9a\x01\n\x04User\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x1d\n\x04tier\x18\x04 \x01(\x0e\x32\x0f.parley.v1.Tier\x12\r\n\x05\x61\x64min\x18\x05 \x01(\x08\x12.\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"_\n\rSignUpRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12\x17\n\x0finvitation_code\x18\x04 \x01(\t\"\x18\n\x16GetSignUpPolicyRequest\"k\n\x17GetSignUpPolicyResponse\x12\'\n\x06policy\x18\x01 \x01(\x0e\x32\x17.parley.v1.SignUpPolicy\x12\x15\n\rsso_login_url\x18\x02 \x01(\t\x12\x10\n\x08sso_name\x18\x03 \x01(\t\"g\n\x0eSignUpResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\x36\n\x12session_expires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"/\n\x0cLoginRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"f\n\rLoginResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\x36\n\x12session_expires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x0f\n\rLogoutRequest\"\x10\n\x0eLogoutResponse\"\x0e\n\x0cGetMeRequest\"k\n\rGetMeResponse\x12\x1d\n\x04user\x18\x01 \x01(\x0b\x32\x0f.parley.v1.User\x12\'\n\x07\x63hannel\x18\x02 \x01(\x0e\x32\x16.parley.v1.AuthChannel\x12\x12\n\napi_key_id\x18\x03 \x01(\t*}\n\x0cSignUpPolicy\x12\x1e\n\x1aSIGN_UP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13SIGN_UP_POLICY_OPEN\x10\x01\x12\x19\n\x15SIGN_UP_POLICY_INVITE\x10\x02\x12\x19\n\x15SIGN_UP_POLICY_CLOSED\x10\x03\x32\xdd\x02\n\x0b\x41uthService\x12=\n\x06SignUp\x12\x18.parley.v1.SignUpRequest\x1a\x19.parley.v1.SignUpResponse\x12X\n\x0fGetSignUpPolicy\x12!.parley.v1.GetSignUpPolicyRequest\x1a\".parley.v1.GetSignUpPolicyResponse\x12:\n\x05Login\x12\x17.parley.v1.LoginRequest\x1a\x18.parley.v1.LoginResponse\x12=\n\x06Logout\x12\x18.parley.v1.LogoutRequest\x1a\x19.parley.v1.LogoutResponse\x12:\n\x05GetMe\x12\x17.parley.v1.GetMeRequest\x1a\x18.parley.v1.GetMeResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,8 +34,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'parley.v1.auth_pb2', _globa
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1'
-  _globals['_SIGNUPPOLICY']._serialized_start=858
-  _globals['_SIGNUPPOLICY']._serialized_end=983
+  _globals['_SIGNUPPOLICY']._serialized_start=899
+  _globals['_SIGNUPPOLICY']._serialized_end=1024
   _globals['_USER']._serialized_start=93
   _globals['_USER']._serialized_end=247
   _globals['_SIGNUPREQUEST']._serialized_start=249
@@ -43,21 +43,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSIGNUPPOLICYREQUEST']._serialized_start=346
   _globals['_GETSIGNUPPOLICYREQUEST']._serialized_end=370
   _globals['_GETSIGNUPPOLICYRESPONSE']._serialized_start=372
-  _globals['_GETSIGNUPPOLICYRESPONSE']._serialized_end=438
-  _globals['_SIGNUPRESPONSE']._serialized_start=440
-  _globals['_SIGNUPRESPONSE']._serialized_end=543
-  _globals['_LOGINREQUEST']._serialized_start=545
-  _globals['_LOGINREQUEST']._serialized_end=592
-  _globals['_LOGINRESPONSE']._serialized_start=594
-  _globals['_LOGINRESPONSE']._serialized_end=696
-  _globals['_LOGOUTREQUEST']._serialized_start=698
-  _globals['_LOGOUTREQUEST']._serialized_end=713
-  _globals['_LOGOUTRESPONSE']._serialized_start=715
-  _globals['_LOGOUTRESPONSE']._serialized_end=731
-  _globals['_GETMEREQUEST']._serialized_start=733
-  _globals['_GETMEREQUEST']._serialized_end=747
-  _globals['_GETMERESPONSE']._serialized_start=749
-  _globals['_GETMERESPONSE']._serialized_end=856
-  _globals['_AUTHSERVICE']._serialized_start=986
-  _globals['_AUTHSERVICE']._serialized_end=1335
+  _globals['_GETSIGNUPPOLICYRESPONSE']._serialized_end=479
+  _globals['_SIGNUPRESPONSE']._serialized_start=481
+  _globals['_SIGNUPRESPONSE']._serialized_end=584
+  _globals['_LOGINREQUEST']._serialized_start=586
+  _globals['_LOGINREQUEST']._serialized_end=633
+  _globals['_LOGINRESPONSE']._serialized_start=635
+  _globals['_LOGINRESPONSE']._serialized_end=737
+  _globals['_LOGOUTREQUEST']._serialized_start=739
+  _globals['_LOGOUTREQUEST']._serialized_end=754
+  _globals['_LOGOUTRESPONSE']._serialized_start=756
+  _globals['_LOGOUTRESPONSE']._serialized_end=772
+  _globals['_GETMEREQUEST']._serialized_start=774
+  _globals['_GETMEREQUEST']._serialized_end=788
+  _globals['_GETMERESPONSE']._serialized_start=790
+  _globals['_GETMERESPONSE']._serialized_end=897
+  _globals['_AUTHSERVICE']._serialized_start=1027
+  _globals['_AUTHSERVICE']._serialized_end=1376
 # @@protoc_insertion_point(module_scope)

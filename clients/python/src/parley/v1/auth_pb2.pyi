@@ -54,10 +54,14 @@ class GetSignUpPolicyRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetSignUpPolicyResponse(_message.Message):
-    __slots__ = ("policy",)
+    __slots__ = ("policy", "sso_login_url", "sso_name")
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    SSO_LOGIN_URL_FIELD_NUMBER: _ClassVar[int]
+    SSO_NAME_FIELD_NUMBER: _ClassVar[int]
     policy: SignUpPolicy
-    def __init__(self, policy: _Optional[_Union[SignUpPolicy, str]] = ...) -> None: ...
+    sso_login_url: str
+    sso_name: str
+    def __init__(self, policy: _Optional[_Union[SignUpPolicy, str]] = ..., sso_login_url: _Optional[str] = ..., sso_name: _Optional[str] = ...) -> None: ...
 
 class SignUpResponse(_message.Message):
     __slots__ = ("user", "session_expires_at")

@@ -44,6 +44,9 @@ class OrganizationService(Protocol):
     async def list_teams(self, request: parley_dot_v1_dot_organization__pb2.ListTeamsRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListTeamsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def update_team(self, request: parley_dot_v1_dot_organization__pb2.UpdateTeamRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.UpdateTeamResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
     async def delete_team(self, request: parley_dot_v1_dot_organization__pb2.DeleteTeamRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.DeleteTeamResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
@@ -175,6 +178,16 @@ class OrganizationServiceASGIApplication(ConnectASGIApplication[OrganizationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_teams,
+                ),
+                "/parley.v1.OrganizationService/UpdateTeam": Endpoint.unary(
+                    method=MethodInfo(
+                        name="UpdateTeam",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.UpdateTeamRequest,
+                        output=parley_dot_v1_dot_organization__pb2.UpdateTeamResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.update_team,
                 ),
                 "/parley.v1.OrganizationService/DeleteTeam": Endpoint.unary(
                     method=MethodInfo(
@@ -489,6 +502,26 @@ class OrganizationServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def update_team(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.UpdateTeamRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.UpdateTeamResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UpdateTeam",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.UpdateTeamRequest,
+                output=parley_dot_v1_dot_organization__pb2.UpdateTeamResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
     async def delete_team(
         self,
         request: parley_dot_v1_dot_organization__pb2.DeleteTeamRequest,
@@ -749,6 +782,8 @@ class OrganizationServiceSync(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_teams(self, request: parley_dot_v1_dot_organization__pb2.ListTeamsRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListTeamsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def update_team(self, request: parley_dot_v1_dot_organization__pb2.UpdateTeamRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.UpdateTeamResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def delete_team(self, request: parley_dot_v1_dot_organization__pb2.DeleteTeamRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.DeleteTeamResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def set_team_member(self, request: parley_dot_v1_dot_organization__pb2.SetTeamMemberRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.SetTeamMemberResponse:
@@ -868,6 +903,16 @@ class OrganizationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_teams,
+                ),
+                "/parley.v1.OrganizationService/UpdateTeam": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="UpdateTeam",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.UpdateTeamRequest,
+                        output=parley_dot_v1_dot_organization__pb2.UpdateTeamResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.update_team,
                 ),
                 "/parley.v1.OrganizationService/DeleteTeam": EndpointSync.unary(
                     method=MethodInfo(
@@ -1176,6 +1221,26 @@ class OrganizationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.OrganizationService",
                 input=parley_dot_v1_dot_organization__pb2.ListTeamsRequest,
                 output=parley_dot_v1_dot_organization__pb2.ListTeamsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def update_team(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.UpdateTeamRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.UpdateTeamResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UpdateTeam",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.UpdateTeamRequest,
+                output=parley_dot_v1_dot_organization__pb2.UpdateTeamResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

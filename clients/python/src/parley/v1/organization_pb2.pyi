@@ -63,16 +63,18 @@ BUDGET_PERIOD_MONTHLY: BudgetPeriod
 BUDGET_PERIOD_TOTAL: BudgetPeriod
 
 class Organization(_message.Message):
-    __slots__ = ("organization_id", "name", "time_zone", "created_at")
+    __slots__ = ("organization_id", "name", "time_zone", "created_at", "sso_domain")
     ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SSO_DOMAIN_FIELD_NUMBER: _ClassVar[int]
     organization_id: str
     name: str
     time_zone: str
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, organization_id: _Optional[str] = ..., name: _Optional[str] = ..., time_zone: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    sso_domain: str
+    def __init__(self, organization_id: _Optional[str] = ..., name: _Optional[str] = ..., time_zone: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sso_domain: _Optional[str] = ...) -> None: ...
 
 class Member(_message.Message):
     __slots__ = ("user_id", "email", "role", "created_at")
@@ -87,14 +89,16 @@ class Member(_message.Message):
     def __init__(self, user_id: _Optional[str] = ..., email: _Optional[str] = ..., role: _Optional[_Union[OrganizationRole, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Team(_message.Message):
-    __slots__ = ("team_id", "name", "created_at")
+    __slots__ = ("team_id", "name", "created_at", "sso_group")
     TEAM_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SSO_GROUP_FIELD_NUMBER: _ClassVar[int]
     team_id: str
     name: str
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, team_id: _Optional[str] = ..., name: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    sso_group: str
+    def __init__(self, team_id: _Optional[str] = ..., name: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sso_group: _Optional[str] = ...) -> None: ...
 
 class TeamMember(_message.Message):
     __slots__ = ("user_id", "email", "role")
@@ -251,12 +255,14 @@ class ListMembersResponse(_message.Message):
     def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
 
 class CreateTeamRequest(_message.Message):
-    __slots__ = ("organization_id", "name")
+    __slots__ = ("organization_id", "name", "sso_group")
     ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    SSO_GROUP_FIELD_NUMBER: _ClassVar[int]
     organization_id: str
     name: str
-    def __init__(self, organization_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    sso_group: str
+    def __init__(self, organization_id: _Optional[str] = ..., name: _Optional[str] = ..., sso_group: _Optional[str] = ...) -> None: ...
 
 class CreateTeamResponse(_message.Message):
     __slots__ = ("team",)
@@ -275,6 +281,24 @@ class ListTeamsResponse(_message.Message):
     TEAMS_FIELD_NUMBER: _ClassVar[int]
     teams: _containers.RepeatedCompositeFieldContainer[Team]
     def __init__(self, teams: _Optional[_Iterable[_Union[Team, _Mapping]]] = ...) -> None: ...
+
+class UpdateTeamRequest(_message.Message):
+    __slots__ = ("organization_id", "team_id", "name", "sso_group")
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SSO_GROUP_FIELD_NUMBER: _ClassVar[int]
+    organization_id: str
+    team_id: str
+    name: str
+    sso_group: str
+    def __init__(self, organization_id: _Optional[str] = ..., team_id: _Optional[str] = ..., name: _Optional[str] = ..., sso_group: _Optional[str] = ...) -> None: ...
+
+class UpdateTeamResponse(_message.Message):
+    __slots__ = ("team",)
+    TEAM_FIELD_NUMBER: _ClassVar[int]
+    team: Team
+    def __init__(self, team: _Optional[_Union[Team, _Mapping]] = ...) -> None: ...
 
 class DeleteTeamRequest(_message.Message):
     __slots__ = ("organization_id", "team_id")

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/organization.proto.
  */
 export const file_parley_v1_organization: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvb3JnYW5pemF0aW9uLnByb3RvEglwYXJsZXkudjEieAoMT3JnYW5pemF0aW9uEhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCXRpbWVfem9uZRgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKDAQoGTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSKQoEcm9sZRgDIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlUKBFRlYW0SDwoHdGVhbV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIk8KClRlYW1NZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIhCgRyb2xlGAMgASgOMhMucGFybGV5LnYxLlRlYW1Sb2xlIqACCgZCdWRnZXQSEQoJYnVkZ2V0X2lkGAEgASgJEiUKBXNjb3BlGAIgASgOMhYucGFybGV5LnYxLkJ1ZGdldFNjb3BlEhAKCHNjb3BlX2lkGAMgASgJEicKBnBlcmlvZBgEIAEoDjIXLnBhcmxleS52MS5CdWRnZXRQZXJpb2QSEwoLbGltaXRfbmFub3MYBSABKAMSEwoLc3BlbnRfbmFub3MYBiABKAMSFgoOcmVzZXJ2ZWRfbmFub3MYByABKAMSMAoMcGVyaW9kX3N0YXJ0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglyZXNldHNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIroBChJPcmdhbml6YXRpb25BcGlLZXkSIgoHYXBpX2tleRgBIAEoCzIRLnBhcmxleS52MS5BcGlLZXkSDwoHdGVhbV9pZBgCIAEoCRISCgpjcmVhdGVkX2J5GAMgASgJEg4KBm1vZGVscxgEIAMoCRITCgthbGxvd2VkX2lwcxgFIAMoCRIbChNyZXF1ZXN0c19wZXJfbWludXRlGAYgASgDEhkKEXRva2Vuc19wZXJfbWludXRlGAcgASgDIjwKGUNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIRCgl0aW1lX3pvbmUYAiABKAkiSwoaQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2USLQoMb3JnYW5pemF0aW9uGAEgASgLMhcucGFybGV5LnYxLk9yZ2FuaXphdGlvbiIaChhMaXN0T3JnYW5pemF0aW9uc1JlcXVlc3QiUwoZTGlzdE9yZ2FuaXphdGlvbnNSZXNwb25zZRI2CgttZW1iZXJzaGlwcxgBIAMoCzIhLnBhcmxleS52MS5Pcmdhbml6YXRpb25NZW1iZXJzaGlwInIKFk9yZ2FuaXphdGlvbk1lbWJlcnNoaXASLQoMb3JnYW5pemF0aW9uGAEgASgLMhcucGFybGV5LnYxLk9yZ2FuaXphdGlvbhIpCgRyb2xlGAIgASgOMhsucGFybGV5LnYxLk9yZ2FuaXphdGlvblJvbGUiMQoWR2V0T3JnYW5pemF0aW9uUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkiowEKF0dldE9yZ2FuaXphdGlvblJlc3BvbnNlEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24SKQoEcm9sZRgCIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlEi4KB2JhbGFuY2UYAyABKAsyHS5wYXJsZXkudjEuR2V0QmFsYW5jZVJlc3BvbnNlIlUKGVVwZGF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJdGltZV96b25lGAMgASgJIksKGlVwZGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24iZQoQQWRkTWVtYmVyUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDQoFZW1haWwYAiABKAkSKQoEcm9sZRgDIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlIjYKEUFkZE1lbWJlclJlc3BvbnNlEiEKBm1lbWJlchgBIAEoCzIRLnBhcmxleS52MS5NZW1iZXIiPwoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSItChJMaXN0TWVtYmVyc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIjkKE0xpc3RNZW1iZXJzUmVzcG9uc2USIgoHbWVtYmVycxgBIAMoCzIRLnBhcmxleS52MS5NZW1iZXIiOgoRQ3JlYXRlVGVhbVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkiMwoSQ3JlYXRlVGVhbVJlc3BvbnNlEh0KBHRlYW0YASABKAsyDy5wYXJsZXkudjEuVGVhbSIrChBMaXN0VGVhbXNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCSIzChFMaXN0VGVhbXNSZXNwb25zZRIeCgV0ZWFtcxgBIAMoCzIPLnBhcmxleS52MS5UZWFtIj0KEURlbGV0ZVRlYW1SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJIhQKEkRlbGV0ZVRlYW1SZXNwb25zZSJ0ChRTZXRUZWFtTWVtYmVyUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEiEKBHJvbGUYBCABKA4yEy5wYXJsZXkudjEuVGVhbVJvbGUiFwoVU2V0VGVhbU1lbWJlclJlc3BvbnNlIlQKF1JlbW92ZVRlYW1NZW1iZXJSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkiGgoYUmVtb3ZlVGVhbU1lbWJlclJlc3BvbnNlIkIKFkxpc3RUZWFtTWVtYmVyc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkiQQoXTGlzdFRlYW1NZW1iZXJzUmVzcG9uc2USJgoHbWVtYmVycxgBIAMoCzIVLnBhcmxleS52MS5UZWFtTWVtYmVyIqIBChBTZXRCdWRnZXRSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIlCgVzY29wZRgCIAEoDjIWLnBhcmxleS52MS5CdWRnZXRTY29wZRIQCghzY29wZV9pZBgDIAEoCRInCgZwZXJpb2QYBCABKA4yFy5wYXJsZXkudjEuQnVkZ2V0UGVyaW9kEhMKC2xpbWl0X25hbm9zGAUgASgDIjYKEVNldEJ1ZGdldFJlc3BvbnNlEiEKBmJ1ZGdldBgBIAEoCzIRLnBhcmxleS52MS5CdWRnZXQiQQoTRGVsZXRlQnVkZ2V0UmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSEQoJYnVkZ2V0X2lkGAIgASgJIhYKFERlbGV0ZUJ1ZGdldFJlc3BvbnNlIi0KEkxpc3RCdWRnZXRzUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkiOQoTTGlzdEJ1ZGdldHNSZXNwb25zZRIiCgdidWRnZXRzGAEgAygLMhEucGFybGV5LnYxLkJ1ZGdldCKqAgofQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEiYKA3R0bBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZtb2RlbHMYBSADKAkSEwoLYWxsb3dlZF9pcHMYBiADKAkSGwoTcmVxdWVzdHNfcGVyX21pbnV0ZRgHIAEoAxIZChF0b2tlbnNfcGVyX21pbnV0ZRgIIAEoAxIaChJidWRnZXRfbGltaXRfbmFub3MYCSABKAMSLgoNYnVkZ2V0X3BlcmlvZBgKIAEoDjIXLnBhcmxleS52MS5CdWRnZXRQZXJpb2QigQEKIENyZWF0ZU9yZ2FuaXphdGlvbkFwaUtleVJlc3BvbnNlEioKA2tleRgBIAEoCzIdLnBhcmxleS52MS5Pcmdhbml6YXRpb25BcGlLZXkSDgoGc2VjcmV0GAIgASgJEiEKBmJ1ZGdldBgDIAEoCzIRLnBhcmxleS52MS5CdWRnZXQicQoeTGlzdE9yZ2FuaXphdGlvbkFwaUtleXNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImcKH0xpc3RPcmdhbml6YXRpb25BcGlLZXlzUmVzcG9uc2USKwoEa2V5cxgBIAMoCzIdLnBhcmxleS52MS5Pcmdhbml6YXRpb25BcGlLZXkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkoKH1Jldm9rZU9yZ2FuaXphdGlvbkFwaUtleVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIiCiBSZXZva2VPcmdhbml6YXRpb25BcGlLZXlSZXNwb25zZSKUAQobR2V0T3JnYW5pemF0aW9uVXNhZ2VSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIuCgpzdGFydF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAibgocR2V0T3JnYW5pemF0aW9uVXNhZ2VSZXNwb25zZRInCgdidWNrZXRzGAEgAygLMhYucGFybGV5LnYxLlVzYWdlQnVja2V0EiUKBXRvdGFsGAIgASgLMhYucGFybGV5LnYxLlVzYWdlQnVja2V0ImQKIkxpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50c1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImUKI0xpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50c1Jlc3BvbnNlEiUKBmV2ZW50cxgBIAMoCzIVLnBhcmxleS52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSqzAQoQT3JnYW5pemF0aW9uUm9sZRIhCh1PUkdBTklaQVRJT05fUk9MRV9VTlNQRUNJRklFRBAAEhsKF09SR0FOSVpBVElPTl9ST0xFX09XTkVSEAESGwoXT1JHQU5JWkFUSU9OX1JPTEVfQURNSU4QAhIcChhPUkdBTklaQVRJT05fUk9MRV9NRU1CRVIQAxIkCiBPUkdBTklaQVRJT05fUk9MRV9CSUxMSU5HX1JFQURFUhAEKlAKCFRlYW1Sb2xlEhkKFVRFQU1fUk9MRV9VTlNQRUNJRklFRBAAEhMKD1RFQU1fUk9MRV9BRE1JThABEhQKEFRFQU1fUk9MRV9NRU1CRVIQAiqQAQoLQnVkZ2V0U2NvcGUSHAoYQlVER0VUX1NDT1BFX1VOU1BFQ0lGSUVEEAASHQoZQlVER0VUX1NDT1BFX09SR0FOSVpBVElPThABEhUKEUJVREdFVF9TQ09QRV9URUFNEAISFAoQQlVER0VUX1NDT1BFX0tFWRADEhcKE0JVREdFVF9TQ09QRV9NRU1CRVIQBCqUAQoMQnVkZ2V0UGVyaW9kEh0KGUJVREdFVF9QRVJJT0RfVU5TUEVDSUZJRUQQABIXChNCVURHRVRfUEVSSU9EX0RBSUxZEAESGAoUQlVER0VUX1BFUklPRF9XRUVLTFkQAhIZChVCVURHRVRfUEVSSU9EX01PTlRITFkQAxIXChNCVURHRVRfUEVSSU9EX1RPVEFMEAQyjw8KE09yZ2FuaXphdGlvblNlcnZpY2USYQoSQ3JlYXRlT3JnYW5pemF0aW9uEiQucGFybGV5LnYxLkNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2USXgoRTGlzdE9yZ2FuaXphdGlvbnMSIy5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbnNSZXF1ZXN0GiQucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25zUmVzcG9uc2USWAoPR2V0T3JnYW5pemF0aW9uEiEucGFybGV5LnYxLkdldE9yZ2FuaXphdGlvblJlcXVlc3QaIi5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uUmVzcG9uc2USYQoSVXBkYXRlT3JnYW5pemF0aW9uEiQucGFybGV5LnYxLlVwZGF0ZU9yZ2FuaXphdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuVXBkYXRlT3JnYW5pemF0aW9uUmVzcG9uc2USRgoJQWRkTWVtYmVyEhsucGFybGV5LnYxLkFkZE1lbWJlclJlcXVlc3QaHC5wYXJsZXkudjEuQWRkTWVtYmVyUmVzcG9uc2USTwoMUmVtb3ZlTWVtYmVyEh4ucGFybGV5LnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHy5wYXJsZXkudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USTAoLTGlzdE1lbWJlcnMSHS5wYXJsZXkudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USSQoKQ3JlYXRlVGVhbRIcLnBhcmxleS52MS5DcmVhdGVUZWFtUmVxdWVzdBodLnBhcmxleS52MS5DcmVhdGVUZWFtUmVzcG9uc2USRgoJTGlzdFRlYW1zEhsucGFybGV5LnYxLkxpc3RUZWFtc1JlcXVlc3QaHC5wYXJsZXkudjEuTGlzdFRlYW1zUmVzcG9uc2USSQoKRGVsZXRlVGVhbRIcLnBhcmxleS52MS5EZWxldGVUZWFtUmVxdWVzdBodLnBhcmxleS52MS5EZWxldGVUZWFtUmVzcG9uc2USUgoNU2V0VGVhbU1lbWJlchIfLnBhcmxleS52MS5TZXRUZWFtTWVtYmVyUmVxdWVzdBogLnBhcmxleS52MS5TZXRUZWFtTWVtYmVyUmVzcG9uc2USWwoQUmVtb3ZlVGVhbU1lbWJlchIiLnBhcmxleS52MS5SZW1vdmVUZWFtTWVtYmVyUmVxdWVzdBojLnBhcmxleS52MS5SZW1vdmVUZWFtTWVtYmVyUmVzcG9uc2USWAoPTGlzdFRlYW1NZW1iZXJzEiEucGFybGV5LnYxLkxpc3RUZWFtTWVtYmVyc1JlcXVlc3QaIi5wYXJsZXkudjEuTGlzdFRlYW1NZW1iZXJzUmVzcG9uc2USRgoJU2V0QnVkZ2V0EhsucGFybGV5LnYxLlNldEJ1ZGdldFJlcXVlc3QaHC5wYXJsZXkudjEuU2V0QnVkZ2V0UmVzcG9uc2USTwoMRGVsZXRlQnVkZ2V0Eh4ucGFybGV5LnYxLkRlbGV0ZUJ1ZGdldFJlcXVlc3QaHy5wYXJsZXkudjEuRGVsZXRlQnVkZ2V0UmVzcG9uc2USTAoLTGlzdEJ1ZGdldHMSHS5wYXJsZXkudjEuTGlzdEJ1ZGdldHNSZXF1ZXN0Gh4ucGFybGV5LnYxLkxpc3RCdWRnZXRzUmVzcG9uc2UScwoYQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5EioucGFybGV5LnYxLkNyZWF0ZU9yZ2FuaXphdGlvbkFwaUtleVJlcXVlc3QaKy5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5UmVzcG9uc2UScAoXTGlzdE9yZ2FuaXphdGlvbkFwaUtleXMSKS5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbkFwaUtleXNSZXF1ZXN0GioucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25BcGlLZXlzUmVzcG9uc2UScwoYUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5EioucGFybGV5LnYxLlJldm9rZU9yZ2FuaXphdGlvbkFwaUtleVJlcXVlc3QaKy5wYXJsZXkudjEuUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5UmVzcG9uc2USZwoUR2V0T3JnYW5pemF0aW9uVXNhZ2USJi5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uVXNhZ2VSZXF1ZXN0GicucGFybGV5LnYxLkdldE9yZ2FuaXphdGlvblVzYWdlUmVzcG9uc2USfAobTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzEi0ucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50c1JlcXVlc3QaLi5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_admin, file_parley_v1_api_key, file_parley_v1_billing]);
+  fileDesc("ChxwYXJsZXkvdjEvb3JnYW5pemF0aW9uLnByb3RvEglwYXJsZXkudjEijAEKDE9yZ2FuaXphdGlvbhIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl0aW1lX3pvbmUYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3NvX2RvbWFpbhgFIAEoCSKDAQoGTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSKQoEcm9sZRgDIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImgKBFRlYW0SDwoHdGVhbV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXNzb19ncm91cBgEIAEoCSJPCgpUZWFtTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSIQoEcm9sZRgDIAEoDjITLnBhcmxleS52MS5UZWFtUm9sZSKgAgoGQnVkZ2V0EhEKCWJ1ZGdldF9pZBgBIAEoCRIlCgVzY29wZRgCIAEoDjIWLnBhcmxleS52MS5CdWRnZXRTY29wZRIQCghzY29wZV9pZBgDIAEoCRInCgZwZXJpb2QYBCABKA4yFy5wYXJsZXkudjEuQnVkZ2V0UGVyaW9kEhMKC2xpbWl0X25hbm9zGAUgASgDEhMKC3NwZW50X25hbm9zGAYgASgDEhYKDnJlc2VydmVkX25hbm9zGAcgASgDEjAKDHBlcmlvZF9zdGFydBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoJcmVzZXRzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK6AQoST3JnYW5pemF0aW9uQXBpS2V5EiIKB2FwaV9rZXkYASABKAsyES5wYXJsZXkudjEuQXBpS2V5Eg8KB3RlYW1faWQYAiABKAkSEgoKY3JlYXRlZF9ieRgDIAEoCRIOCgZtb2RlbHMYBCADKAkSEwoLYWxsb3dlZF9pcHMYBSADKAkSGwoTcmVxdWVzdHNfcGVyX21pbnV0ZRgGIAEoAxIZChF0b2tlbnNfcGVyX21pbnV0ZRgHIAEoAyI8ChlDcmVhdGVPcmdhbml6YXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoJdGltZV96b25lGAIgASgJIksKGkNyZWF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24iGgoYTGlzdE9yZ2FuaXphdGlvbnNSZXF1ZXN0IlMKGUxpc3RPcmdhbml6YXRpb25zUmVzcG9uc2USNgoLbWVtYmVyc2hpcHMYASADKAsyIS5wYXJsZXkudjEuT3JnYW5pemF0aW9uTWVtYmVyc2hpcCJyChZPcmdhbml6YXRpb25NZW1iZXJzaGlwEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24SKQoEcm9sZRgCIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlIjEKFkdldE9yZ2FuaXphdGlvblJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIqMBChdHZXRPcmdhbml6YXRpb25SZXNwb25zZRItCgxvcmdhbml6YXRpb24YASABKAsyFy5wYXJsZXkudjEuT3JnYW5pemF0aW9uEikKBHJvbGUYAiABKA4yGy5wYXJsZXkudjEuT3JnYW5pemF0aW9uUm9sZRIuCgdiYWxhbmNlGAMgASgLMh0ucGFybGV5LnYxLkdldEJhbGFuY2VSZXNwb25zZSJVChlVcGRhdGVPcmdhbml6YXRpb25SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCXRpbWVfem9uZRgDIAEoCSJLChpVcGRhdGVPcmdhbml6YXRpb25SZXNwb25zZRItCgxvcmdhbml6YXRpb24YASABKAsyFy5wYXJsZXkudjEuT3JnYW5pemF0aW9uImUKEEFkZE1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEikKBHJvbGUYAyABKA4yGy5wYXJsZXkudjEuT3JnYW5pemF0aW9uUm9sZSI2ChFBZGRNZW1iZXJSZXNwb25zZRIhCgZtZW1iZXIYASABKAsyES5wYXJsZXkudjEuTWVtYmVyIj8KE1JlbW92ZU1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiFgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2UiLQoSTGlzdE1lbWJlcnNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCSI5ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiIKB21lbWJlcnMYASADKAsyES5wYXJsZXkudjEuTWVtYmVyIk0KEUNyZWF0ZVRlYW1SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCXNzb19ncm91cBgDIAEoCSIzChJDcmVhdGVUZWFtUmVzcG9uc2USHQoEdGVhbRgBIAEoCzIPLnBhcmxleS52MS5UZWFtIisKEExpc3RUZWFtc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIjMKEUxpc3RUZWFtc1Jlc3BvbnNlEh4KBXRlYW1zGAEgAygLMg8ucGFybGV5LnYxLlRlYW0icQoRVXBkYXRlVGVhbVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSDAoEbmFtZRgDIAEoCRIWCglzc29fZ3JvdXAYBCABKAlIAIgBAUIMCgpfc3NvX2dyb3VwIjMKElVwZGF0ZVRlYW1SZXNwb25zZRIdCgR0ZWFtGAEgASgLMg8ucGFybGV5LnYxLlRlYW0iPQoRRGVsZXRlVGVhbVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkiFAoSRGVsZXRlVGVhbVJlc3BvbnNlInQKFFNldFRlYW1NZW1iZXJSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSIQoEcm9sZRgEIAEoDjITLnBhcmxleS52MS5UZWFtUm9sZSIXChVTZXRUZWFtTWVtYmVyUmVzcG9uc2UiVAoXUmVtb3ZlVGVhbU1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSIaChhSZW1vdmVUZWFtTWVtYmVyUmVzcG9uc2UiQgoWTGlzdFRlYW1NZW1iZXJzUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCSJBChdMaXN0VGVhbU1lbWJlcnNSZXNwb25zZRImCgdtZW1iZXJzGAEgAygLMhUucGFybGV5LnYxLlRlYW1NZW1iZXIiogEKEFNldEJ1ZGdldFJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEiUKBXNjb3BlGAIgASgOMhYucGFybGV5LnYxLkJ1ZGdldFNjb3BlEhAKCHNjb3BlX2lkGAMgASgJEicKBnBlcmlvZBgEIAEoDjIXLnBhcmxleS52MS5CdWRnZXRQZXJpb2QSEwoLbGltaXRfbmFub3MYBSABKAMiNgoRU2V0QnVkZ2V0UmVzcG9uc2USIQoGYnVkZ2V0GAEgASgLMhEucGFybGV5LnYxLkJ1ZGdldCJBChNEZWxldGVCdWRnZXRSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIRCglidWRnZXRfaWQYAiABKAkiFgoURGVsZXRlQnVkZ2V0UmVzcG9uc2UiLQoSTGlzdEJ1ZGdldHNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCSI5ChNMaXN0QnVkZ2V0c1Jlc3BvbnNlEiIKB2J1ZGdldHMYASADKAsyES5wYXJsZXkudjEuQnVkZ2V0IqoCCh9DcmVhdGVPcmdhbml6YXRpb25BcGlLZXlSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBm1vZGVscxgFIAMoCRITCgthbGxvd2VkX2lwcxgGIAMoCRIbChNyZXF1ZXN0c19wZXJfbWludXRlGAcgASgDEhkKEXRva2Vuc19wZXJfbWludXRlGAggASgDEhoKEmJ1ZGdldF9saW1pdF9uYW5vcxgJIAEoAxIuCg1idWRnZXRfcGVyaW9kGAogASgOMhcucGFybGV5LnYxLkJ1ZGdldFBlcmlvZCKBAQogQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5UmVzcG9uc2USKgoDa2V5GAEgASgLMh0ucGFybGV5LnYxLk9yZ2FuaXphdGlvbkFwaUtleRIOCgZzZWNyZXQYAiABKAkSIQoGYnVkZ2V0GAMgASgLMhEucGFybGV5LnYxLkJ1ZGdldCJxCh5MaXN0T3JnYW5pemF0aW9uQXBpS2V5c1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiZwofTGlzdE9yZ2FuaXphdGlvbkFwaUtleXNSZXNwb25zZRIrCgRrZXlzGAEgAygLMh0ucGFybGV5LnYxLk9yZ2FuaXphdGlvbkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSgofUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDgoGa2V5X2lkGAIgASgJIiIKIFJldm9rZU9yZ2FuaXphdGlvbkFwaUtleVJlc3BvbnNlIpQBChtHZXRPcmdhbml6YXRpb25Vc2FnZVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJuChxHZXRPcmdhbml6YXRpb25Vc2FnZVJlc3BvbnNlEicKB2J1Y2tldHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VCdWNrZXQSJQoFdG90YWwYAiABKAsyFi5wYXJsZXkudjEuVXNhZ2VCdWNrZXQiZAoiTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiZQojTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVzcG9uc2USJQoGZXZlbnRzGAEgAygLMhUucGFybGV5LnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKrMBChBPcmdhbml6YXRpb25Sb2xlEiEKHU9SR0FOSVpBVElPTl9ST0xFX1VOU1BFQ0lGSUVEEAASGwoXT1JHQU5JWkFUSU9OX1JPTEVfT1dORVIQARIbChdPUkdBTklaQVRJT05fUk9MRV9BRE1JThACEhwKGE9SR0FOSVpBVElPTl9ST0xFX01FTUJFUhADEiQKIE9SR0FOSVpBVElPTl9ST0xFX0JJTExJTkdfUkVBREVSEAQqUAoIVGVhbVJvbGUSGQoVVEVBTV9ST0xFX1VOU1BFQ0lGSUVEEAASEwoPVEVBTV9ST0xFX0FETUlOEAESFAoQVEVBTV9ST0xFX01FTUJFUhACKpABCgtCdWRnZXRTY29wZRIcChhCVURHRVRfU0NPUEVfVU5TUEVDSUZJRUQQABIdChlCVURHRVRfU0NPUEVfT1JHQU5JWkFUSU9OEAESFQoRQlVER0VUX1NDT1BFX1RFQU0QAhIUChBCVURHRVRfU0NPUEVfS0VZEAMSFwoTQlVER0VUX1NDT1BFX01FTUJFUhAEKpQBCgxCdWRnZXRQZXJpb2QSHQoZQlVER0VUX1BFUklPRF9VTlNQRUNJRklFRBAAEhcKE0JVREdFVF9QRVJJT0RfREFJTFkQARIYChRCVURHRVRfUEVSSU9EX1dFRUtMWRACEhkKFUJVREdFVF9QRVJJT0RfTU9OVEhMWRADEhcKE0JVREdFVF9QRVJJT0RfVE9UQUwQBDLaDwoTT3JnYW5pemF0aW9uU2VydmljZRJhChJDcmVhdGVPcmdhbml6YXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVPcmdhbml6YXRpb25SZXNwb25zZRJeChFMaXN0T3JnYW5pemF0aW9ucxIjLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbnNSZXNwb25zZRJYCg9HZXRPcmdhbml6YXRpb24SIS5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRPcmdhbml6YXRpb25SZXNwb25zZRJhChJVcGRhdGVPcmdhbml6YXRpb24SJC5wYXJsZXkudjEuVXBkYXRlT3JnYW5pemF0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVPcmdhbml6YXRpb25SZXNwb25zZRJGCglBZGRNZW1iZXISGy5wYXJsZXkudjEuQWRkTWVtYmVyUmVxdWVzdBocLnBhcmxleS52MS5BZGRNZW1iZXJSZXNwb25zZRJPCgxSZW1vdmVNZW1iZXISHi5wYXJsZXkudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBofLnBhcmxleS52MS5SZW1vdmVNZW1iZXJSZXNwb25zZRJMCgtMaXN0TWVtYmVycxIdLnBhcmxleS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJJCgpDcmVhdGVUZWFtEhwucGFybGV5LnYxLkNyZWF0ZVRlYW1SZXF1ZXN0Gh0ucGFybGV5LnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJGCglMaXN0VGVhbXMSGy5wYXJsZXkudjEuTGlzdFRlYW1zUmVxdWVzdBocLnBhcmxleS52MS5MaXN0VGVhbXNSZXNwb25zZRJJCgpVcGRhdGVUZWFtEhwucGFybGV5LnYxLlVwZGF0ZVRlYW1SZXF1ZXN0Gh0ucGFybGV5LnYxLlVwZGF0ZVRlYW1SZXNwb25zZRJJCgpEZWxldGVUZWFtEhwucGFybGV5LnYxLkRlbGV0ZVRlYW1SZXF1ZXN0Gh0ucGFybGV5LnYxLkRlbGV0ZVRlYW1SZXNwb25zZRJSCg1TZXRUZWFtTWVtYmVyEh8ucGFybGV5LnYxLlNldFRlYW1NZW1iZXJSZXF1ZXN0GiAucGFybGV5LnYxLlNldFRlYW1NZW1iZXJSZXNwb25zZRJbChBSZW1vdmVUZWFtTWVtYmVyEiIucGFybGV5LnYxLlJlbW92ZVRlYW1NZW1iZXJSZXF1ZXN0GiMucGFybGV5LnYxLlJlbW92ZVRlYW1NZW1iZXJSZXNwb25zZRJYCg9MaXN0VGVhbU1lbWJlcnMSIS5wYXJsZXkudjEuTGlzdFRlYW1NZW1iZXJzUmVxdWVzdBoiLnBhcmxleS52MS5MaXN0VGVhbU1lbWJlcnNSZXNwb25zZRJGCglTZXRCdWRnZXQSGy5wYXJsZXkudjEuU2V0QnVkZ2V0UmVxdWVzdBocLnBhcmxleS52MS5TZXRCdWRnZXRSZXNwb25zZRJPCgxEZWxldGVCdWRnZXQSHi5wYXJsZXkudjEuRGVsZXRlQnVkZ2V0UmVxdWVzdBofLnBhcmxleS52MS5EZWxldGVCdWRnZXRSZXNwb25zZRJMCgtMaXN0QnVkZ2V0cxIdLnBhcmxleS52MS5MaXN0QnVkZ2V0c1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdEJ1ZGdldHNSZXNwb25zZRJzChhDcmVhdGVPcmdhbml6YXRpb25BcGlLZXkSKi5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBorLnBhcmxleS52MS5DcmVhdGVPcmdhbml6YXRpb25BcGlLZXlSZXNwb25zZRJwChdMaXN0T3JnYW5pemF0aW9uQXBpS2V5cxIpLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uQXBpS2V5c1JlcXVlc3QaKi5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbkFwaUtleXNSZXNwb25zZRJzChhSZXZva2VPcmdhbml6YXRpb25BcGlLZXkSKi5wYXJsZXkudjEuUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBorLnBhcmxleS52MS5SZXZva2VPcmdhbml6YXRpb25BcGlLZXlSZXNwb25zZRJnChRHZXRPcmdhbml6YXRpb25Vc2FnZRImLnBhcmxleS52MS5HZXRPcmdhbml6YXRpb25Vc2FnZVJlcXVlc3QaJy5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uVXNhZ2VSZXNwb25zZRJ8ChtMaXN0T3JnYW5pemF0aW9uQXVkaXRFdmVudHMSLS5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVxdWVzdBouLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uQXVkaXRFdmVudHNSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_admin, file_parley_v1_api_key, file_parley_v1_billing]);
 
 /**
  * Organization is a company's account.
@@ -53,6 +53,15 @@ export type Organization = Message<"parley.v1.Organization"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 4;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The email domain whose people join as members when they first sign in through
+   * the identity provider with a verified address (see docs/sso.md); empty when
+   * none. Only the operator sets it (`parley admin org-sso`).
+   *
+   * @generated from field: string sso_domain = 5;
+   */
+  ssoDomain: string;
 };
 
 /**
@@ -130,6 +139,15 @@ export type Team = Message<"parley.v1.Team"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 3;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The identity provider group whose people are the team's members: each sign-in
+   * through the provider adds those in the group and removes those no longer in
+   * it. Empty: membership is managed here only.
+   *
+   * @generated from field: string sso_group = 4;
+   */
+  ssoGroup: string;
 };
 
 /**
@@ -701,6 +719,13 @@ export type CreateTeamRequest = Message<"parley.v1.CreateTeamRequest"> & {
    * @generated from field: string name = 2;
    */
   name: string;
+
+  /**
+   * Optional. The identity provider group whose people are the team's members.
+   *
+   * @generated from field: string sso_group = 3;
+   */
+  ssoGroup: string;
 };
 
 /**
@@ -774,6 +799,69 @@ export const ListTeamsResponseSchema: GenMessage<ListTeamsResponse> = /*@__PURE_
   messageDesc(file_parley_v1_organization, 24);
 
 /**
+ * UpdateTeamRequest is the request of OrganizationService.UpdateTeam.
+ *
+ * @generated from message parley.v1.UpdateTeamRequest
+ */
+export type UpdateTeamRequest = Message<"parley.v1.UpdateTeamRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string organization_id = 1;
+   */
+  organizationId: string;
+
+  /**
+   * Required.
+   *
+   * @generated from field: string team_id = 2;
+   */
+  teamId: string;
+
+  /**
+   * Optional. A new name; empty keeps it.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Optional. A new identity provider group; unset keeps it, empty clears it.
+   *
+   * @generated from field: optional string sso_group = 4;
+   */
+  ssoGroup?: string | undefined;
+};
+
+/**
+ * Describes the message parley.v1.UpdateTeamRequest.
+ * Use `create(UpdateTeamRequestSchema)` to create a new message.
+ */
+export const UpdateTeamRequestSchema: GenMessage<UpdateTeamRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 25);
+
+/**
+ * UpdateTeamResponse is the response of OrganizationService.UpdateTeam.
+ *
+ * @generated from message parley.v1.UpdateTeamResponse
+ */
+export type UpdateTeamResponse = Message<"parley.v1.UpdateTeamResponse"> & {
+  /**
+   * The team as it is now.
+   *
+   * @generated from field: parley.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message parley.v1.UpdateTeamResponse.
+ * Use `create(UpdateTeamResponseSchema)` to create a new message.
+ */
+export const UpdateTeamResponseSchema: GenMessage<UpdateTeamResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 26);
+
+/**
  * DeleteTeamRequest is the request of OrganizationService.DeleteTeam.
  *
  * @generated from message parley.v1.DeleteTeamRequest
@@ -799,7 +887,7 @@ export type DeleteTeamRequest = Message<"parley.v1.DeleteTeamRequest"> & {
  * Use `create(DeleteTeamRequestSchema)` to create a new message.
  */
 export const DeleteTeamRequestSchema: GenMessage<DeleteTeamRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 25);
+  messageDesc(file_parley_v1_organization, 27);
 
 /**
  * DeleteTeamResponse is the response of OrganizationService.DeleteTeam.
@@ -814,7 +902,7 @@ export type DeleteTeamResponse = Message<"parley.v1.DeleteTeamResponse"> & {
  * Use `create(DeleteTeamResponseSchema)` to create a new message.
  */
 export const DeleteTeamResponseSchema: GenMessage<DeleteTeamResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 26);
+  messageDesc(file_parley_v1_organization, 28);
 
 /**
  * SetTeamMemberRequest is the request of OrganizationService.SetTeamMember.
@@ -856,7 +944,7 @@ export type SetTeamMemberRequest = Message<"parley.v1.SetTeamMemberRequest"> & {
  * Use `create(SetTeamMemberRequestSchema)` to create a new message.
  */
 export const SetTeamMemberRequestSchema: GenMessage<SetTeamMemberRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 27);
+  messageDesc(file_parley_v1_organization, 29);
 
 /**
  * SetTeamMemberResponse is the response of OrganizationService.SetTeamMember.
@@ -871,7 +959,7 @@ export type SetTeamMemberResponse = Message<"parley.v1.SetTeamMemberResponse"> &
  * Use `create(SetTeamMemberResponseSchema)` to create a new message.
  */
 export const SetTeamMemberResponseSchema: GenMessage<SetTeamMemberResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 28);
+  messageDesc(file_parley_v1_organization, 30);
 
 /**
  * RemoveTeamMemberRequest is the request of OrganizationService.RemoveTeamMember.
@@ -906,7 +994,7 @@ export type RemoveTeamMemberRequest = Message<"parley.v1.RemoveTeamMemberRequest
  * Use `create(RemoveTeamMemberRequestSchema)` to create a new message.
  */
 export const RemoveTeamMemberRequestSchema: GenMessage<RemoveTeamMemberRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 29);
+  messageDesc(file_parley_v1_organization, 31);
 
 /**
  * RemoveTeamMemberResponse is the response of OrganizationService.RemoveTeamMember.
@@ -921,7 +1009,7 @@ export type RemoveTeamMemberResponse = Message<"parley.v1.RemoveTeamMemberRespon
  * Use `create(RemoveTeamMemberResponseSchema)` to create a new message.
  */
 export const RemoveTeamMemberResponseSchema: GenMessage<RemoveTeamMemberResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 30);
+  messageDesc(file_parley_v1_organization, 32);
 
 /**
  * ListTeamMembersRequest is the request of OrganizationService.ListTeamMembers.
@@ -949,7 +1037,7 @@ export type ListTeamMembersRequest = Message<"parley.v1.ListTeamMembersRequest">
  * Use `create(ListTeamMembersRequestSchema)` to create a new message.
  */
 export const ListTeamMembersRequestSchema: GenMessage<ListTeamMembersRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 31);
+  messageDesc(file_parley_v1_organization, 33);
 
 /**
  * ListTeamMembersResponse is the response of OrganizationService.ListTeamMembers.
@@ -970,7 +1058,7 @@ export type ListTeamMembersResponse = Message<"parley.v1.ListTeamMembersResponse
  * Use `create(ListTeamMembersResponseSchema)` to create a new message.
  */
 export const ListTeamMembersResponseSchema: GenMessage<ListTeamMembersResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 32);
+  messageDesc(file_parley_v1_organization, 34);
 
 /**
  * SetBudgetRequest is the request of OrganizationService.SetBudget.
@@ -1020,7 +1108,7 @@ export type SetBudgetRequest = Message<"parley.v1.SetBudgetRequest"> & {
  * Use `create(SetBudgetRequestSchema)` to create a new message.
  */
 export const SetBudgetRequestSchema: GenMessage<SetBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 33);
+  messageDesc(file_parley_v1_organization, 35);
 
 /**
  * SetBudgetResponse is the response of OrganizationService.SetBudget.
@@ -1041,7 +1129,7 @@ export type SetBudgetResponse = Message<"parley.v1.SetBudgetResponse"> & {
  * Use `create(SetBudgetResponseSchema)` to create a new message.
  */
 export const SetBudgetResponseSchema: GenMessage<SetBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 34);
+  messageDesc(file_parley_v1_organization, 36);
 
 /**
  * DeleteBudgetRequest is the request of OrganizationService.DeleteBudget.
@@ -1069,7 +1157,7 @@ export type DeleteBudgetRequest = Message<"parley.v1.DeleteBudgetRequest"> & {
  * Use `create(DeleteBudgetRequestSchema)` to create a new message.
  */
 export const DeleteBudgetRequestSchema: GenMessage<DeleteBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 35);
+  messageDesc(file_parley_v1_organization, 37);
 
 /**
  * DeleteBudgetResponse is the response of OrganizationService.DeleteBudget.
@@ -1084,7 +1172,7 @@ export type DeleteBudgetResponse = Message<"parley.v1.DeleteBudgetResponse"> & {
  * Use `create(DeleteBudgetResponseSchema)` to create a new message.
  */
 export const DeleteBudgetResponseSchema: GenMessage<DeleteBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 36);
+  messageDesc(file_parley_v1_organization, 38);
 
 /**
  * ListBudgetsRequest is the request of OrganizationService.ListBudgets.
@@ -1105,7 +1193,7 @@ export type ListBudgetsRequest = Message<"parley.v1.ListBudgetsRequest"> & {
  * Use `create(ListBudgetsRequestSchema)` to create a new message.
  */
 export const ListBudgetsRequestSchema: GenMessage<ListBudgetsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 37);
+  messageDesc(file_parley_v1_organization, 39);
 
 /**
  * ListBudgetsResponse is the response of OrganizationService.ListBudgets.
@@ -1126,7 +1214,7 @@ export type ListBudgetsResponse = Message<"parley.v1.ListBudgetsResponse"> & {
  * Use `create(ListBudgetsResponseSchema)` to create a new message.
  */
 export const ListBudgetsResponseSchema: GenMessage<ListBudgetsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 38);
+  messageDesc(file_parley_v1_organization, 40);
 
 /**
  * CreateOrganizationApiKeyRequest is the request of
@@ -1213,7 +1301,7 @@ export type CreateOrganizationApiKeyRequest = Message<"parley.v1.CreateOrganizat
  * Use `create(CreateOrganizationApiKeyRequestSchema)` to create a new message.
  */
 export const CreateOrganizationApiKeyRequestSchema: GenMessage<CreateOrganizationApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 39);
+  messageDesc(file_parley_v1_organization, 41);
 
 /**
  * CreateOrganizationApiKeyResponse is the response of
@@ -1249,7 +1337,7 @@ export type CreateOrganizationApiKeyResponse = Message<"parley.v1.CreateOrganiza
  * Use `create(CreateOrganizationApiKeyResponseSchema)` to create a new message.
  */
 export const CreateOrganizationApiKeyResponseSchema: GenMessage<CreateOrganizationApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 40);
+  messageDesc(file_parley_v1_organization, 42);
 
 /**
  * ListOrganizationApiKeysRequest is the request of
@@ -1292,7 +1380,7 @@ export type ListOrganizationApiKeysRequest = Message<"parley.v1.ListOrganization
  * Use `create(ListOrganizationApiKeysRequestSchema)` to create a new message.
  */
 export const ListOrganizationApiKeysRequestSchema: GenMessage<ListOrganizationApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 41);
+  messageDesc(file_parley_v1_organization, 43);
 
 /**
  * ListOrganizationApiKeysResponse is the response of
@@ -1321,7 +1409,7 @@ export type ListOrganizationApiKeysResponse = Message<"parley.v1.ListOrganizatio
  * Use `create(ListOrganizationApiKeysResponseSchema)` to create a new message.
  */
 export const ListOrganizationApiKeysResponseSchema: GenMessage<ListOrganizationApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 42);
+  messageDesc(file_parley_v1_organization, 44);
 
 /**
  * RevokeOrganizationApiKeyRequest is the request of
@@ -1350,7 +1438,7 @@ export type RevokeOrganizationApiKeyRequest = Message<"parley.v1.RevokeOrganizat
  * Use `create(RevokeOrganizationApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeOrganizationApiKeyRequestSchema: GenMessage<RevokeOrganizationApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 43);
+  messageDesc(file_parley_v1_organization, 45);
 
 /**
  * RevokeOrganizationApiKeyResponse is the response of
@@ -1366,7 +1454,7 @@ export type RevokeOrganizationApiKeyResponse = Message<"parley.v1.RevokeOrganiza
  * Use `create(RevokeOrganizationApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeOrganizationApiKeyResponseSchema: GenMessage<RevokeOrganizationApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 44);
+  messageDesc(file_parley_v1_organization, 46);
 
 /**
  * GetOrganizationUsageRequest is the request of OrganizationService.GetOrganizationUsage.
@@ -1401,7 +1489,7 @@ export type GetOrganizationUsageRequest = Message<"parley.v1.GetOrganizationUsag
  * Use `create(GetOrganizationUsageRequestSchema)` to create a new message.
  */
 export const GetOrganizationUsageRequestSchema: GenMessage<GetOrganizationUsageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 45);
+  messageDesc(file_parley_v1_organization, 47);
 
 /**
  * GetOrganizationUsageResponse is the response of OrganizationService.GetOrganizationUsage.
@@ -1429,7 +1517,7 @@ export type GetOrganizationUsageResponse = Message<"parley.v1.GetOrganizationUsa
  * Use `create(GetOrganizationUsageResponseSchema)` to create a new message.
  */
 export const GetOrganizationUsageResponseSchema: GenMessage<GetOrganizationUsageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 46);
+  messageDesc(file_parley_v1_organization, 48);
 
 /**
  * ListOrganizationAuditEventsRequest is the request of
@@ -1465,7 +1553,7 @@ export type ListOrganizationAuditEventsRequest = Message<"parley.v1.ListOrganiza
  * Use `create(ListOrganizationAuditEventsRequestSchema)` to create a new message.
  */
 export const ListOrganizationAuditEventsRequestSchema: GenMessage<ListOrganizationAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 47);
+  messageDesc(file_parley_v1_organization, 49);
 
 /**
  * ListOrganizationAuditEventsResponse is the response of
@@ -1494,7 +1582,7 @@ export type ListOrganizationAuditEventsResponse = Message<"parley.v1.ListOrganiz
  * Use `create(ListOrganizationAuditEventsResponseSchema)` to create a new message.
  */
 export const ListOrganizationAuditEventsResponseSchema: GenMessage<ListOrganizationAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 48);
+  messageDesc(file_parley_v1_organization, 50);
 
 /**
  * OrganizationRole is a member's role in an organisation.
@@ -1792,6 +1880,17 @@ export const OrganizationService: GenService<{
     methodKind: "unary";
     input: typeof ListTeamsRequestSchema;
     output: typeof ListTeamsResponseSchema;
+  },
+  /**
+   * UpdateTeam renames a team or changes its identity provider group (owners and admins).
+   * Errors: invalid_argument (name, sso_group), not_found, already_exists (the name).
+   *
+   * @generated from rpc parley.v1.OrganizationService.UpdateTeam
+   */
+  updateTeam: {
+    methodKind: "unary";
+    input: typeof UpdateTeamRequestSchema;
+    output: typeof UpdateTeamResponseSchema;
   },
   /**
    * DeleteTeam deletes a team and its budget and revokes its keys (owners and admins).
