@@ -2,6 +2,13 @@ package api
 
 import (
 	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -18,7 +25,6 @@ import (
 // OrganizationHandler serves OrganizationService over org.Service.
 type OrganizationHandler struct {
 	Orgs  *org.Service
-	Usage store.Usage
 	Audit store.Audit
 	Pages PageTokens
 }
@@ -434,27 +440,106 @@ func (h *OrganizationHandler) GetOrganizationUsage(ctx context.Context, req *con
 	if err != nil {
 		return nil, err
 	}
-	if err := org.CheckReadBill(c, "reading usage"); err != nil {
-		return nil, err
-	}
 	start, end, err := usageRange(req.Msg.GetStartTime(), req.Msg.GetEndTime())
 	if err != nil {
 		return nil, err
 	}
-	_, off := start.In(store.Location(c.Org.TimeZone)).Zone()
-	days, err := h.Usage.Summarize(ctx, c.Org.BillingUserID, start, end, time.Duration(off)*time.Second)
+	by, ok := usageGroups[req.Msg.GetGroupBy()]
+	if !ok {
+		return nil, apierr.InvalidArgument("group_by", "must be unset, key, team or member")
+	}
+	rows, err := h.Orgs.Usage(ctx, c, start, end, by, req.Msg.GetTeamId())
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, err
 	}
 	res := &parleyv1.GetOrganizationUsageResponse{Total: &parleyv1.UsageBucket{}}
-	for _, d := range days {
-		b := &parleyv1.UsageBucket{Day: time.Unix(d.Day*int64(24*time.Hour/time.Second), 0).UTC().Format(time.DateOnly), Model: d.Model}
-		addToBucket(b, d)
-		addToBucket(res.Total, d)
+	for _, r := range rows {
+		b := &parleyv1.UsageBucket{Day: time.Unix(r.Day*int64(24*time.Hour/time.Second), 0).UTC().Format(time.DateOnly), Model: r.Model,
+			ApiKeyId: r.APIKeyID, TeamId: r.TeamID, UserId: r.UserID}
+		addToBucket(b, r.UsageDay)
+		addToBucket(res.Total, r.UsageDay)
 		res.Buckets = append(res.Buckets, b)
 	}
-	sortBuckets(res.Buckets)
 	return connect.NewResponse(res), nil
+}
+
+var usageGroups = map[parleyv1.UsageGrouping]org.UsageGroup{
+	parleyv1.UsageGrouping_USAGE_GROUPING_UNSPECIFIED: org.ByModel,
+	parleyv1.UsageGrouping_USAGE_GROUPING_KEY:         org.ByKey,
+	parleyv1.UsageGrouping_USAGE_GROUPING_TEAM:        org.ByTeam,
+	parleyv1.UsageGrouping_USAGE_GROUPING_MEMBER:      org.ByMember,
+}
+
+// UsageCSVPath serves an organisation's usage as CSV (ServeUsageCSV).
+const UsageCSVPath = "GET /export/organizations/{organization_id}/usage.csv"
+
+// ServeUsageCSV writes GetOrganizationUsage as CSV, one line per bucket:
+// query parameters start_time and end_time (RFC 3339 or YYYY-MM-DD),
+// group_by (key, team or member) and team_id.
+func (h *OrganizationHandler) ServeUsageCSV(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	msg := &parleyv1.GetOrganizationUsageRequest{OrganizationId: r.PathValue("organization_id"), TeamId: q.Get("team_id")}
+	var err error
+	if msg.StartTime, err = csvTime("start_time", q.Get("start_time")); err == nil {
+		msg.EndTime, err = csvTime("end_time", q.Get("end_time"))
+	}
+	if err == nil {
+		switch g := q.Get("group_by"); g {
+		case "", "model":
+		case "key", "team", "member":
+			msg.GroupBy = parleyv1.UsageGrouping(parleyv1.UsageGrouping_value["USAGE_GROUPING_"+strings.ToUpper(g)])
+		default:
+			err = apierr.InvalidArgument("group_by", "must be model, key, team or member")
+		}
+	}
+	var res *connect.Response[parleyv1.GetOrganizationUsageResponse]
+	if err == nil {
+		req := connect.NewRequest(msg)
+		res, err = h.GetOrganizationUsage(r.Context(), req)
+	}
+	if err != nil {
+		var ce *connect.Error
+		if !errors.As(err, &ce) {
+			ce = apierr.Internal()
+		}
+		_ = connect.NewErrorWriter().Write(w, r, ce)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": "usage-" + msg.OrganizationId + ".csv"}))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"day", "model", "api_key_id", "team_id", "user_id", "requests", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_nanos", "cost_usd"})
+	for _, b := range res.Msg.GetBuckets() {
+		_ = cw.Write([]string{csvCell(b.GetDay()), csvCell(b.GetModel()), b.GetApiKeyId(), b.GetTeamId(), b.GetUserId(),
+			strconv.FormatInt(b.GetRequests(), 10), strconv.FormatInt(b.GetPromptTokens(), 10), strconv.FormatInt(b.GetCompletionTokens(), 10),
+			strconv.FormatInt(b.GetCachedTokens(), 10), strconv.FormatInt(b.GetCostNanos(), 10), fmt.Sprintf("%d.%09d", b.GetCostNanos()/1e9, b.GetCostNanos()%1e9)})
+	}
+	cw.Flush()
+}
+
+// csvTime reads a CSV query's time: RFC 3339, or a date (midnight UTC).
+func csvTime(field, s string) (*timestamppb.Timestamp, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		if t, err = time.Parse(time.DateOnly, s); err != nil {
+			return nil, apierr.InvalidArgument(field, "must be RFC 3339 (2026-12-01T00:00:00Z) or a date (2026-12-01)")
+		}
+	}
+	return timestamppb.New(t), nil
+}
+
+// csvCell keeps a spreadsheet from reading a cell as a formula (model
+// names are operators' and clients' text).
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // ListOrganizationAuditEvents pages through the organisation's audit log.

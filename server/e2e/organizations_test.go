@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -529,5 +532,167 @@ func TestOrganizationBatchKeepsToTheKey(t *testing.T) {
 	})
 	if spent > 200_000 || spent == 0 {
 		t.Fatalf("the batch spent %d of a budget of 200000", spent)
+	}
+}
+
+// Usage per key, team and member adds up to the organisation's total; a
+// team admin reads only its team's; the CSV export says the same as the
+// API, to its owner only.
+func TestOrganizationUsageBreakdown(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	ctx := ctxTimeout(t, 60*time.Second)
+	o := newOrgSetup(t, s, s.newAccount(t, "owner@example.com"), "Initech")
+	s.admin(t, "org-topup", "--org", o.orgID, "--usd", "5")
+	ops, err := o.c.CreateTeam(ctx, connect.NewRequest(&parleyv1.CreateTeamRequest{OrganizationId: o.orgID, Name: "ops"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsTeam := ops.Msg.GetTeam().GetTeamId()
+	lead := s.newAccount(t, "lead@example.com")
+	reader := s.newAccount(t, "reader@example.com")
+	for a, role := range map[*account]parleyv1.OrganizationRole{
+		lead: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, reader: parleyv1.OrganizationRole_ORGANIZATION_ROLE_BILLING_READER,
+	} {
+		res, err := o.c.AddMember(ctx, connect.NewRequest(&parleyv1.AddMemberRequest{OrganizationId: o.orgID, Email: a.Email, Role: role}))
+		if err != nil {
+			t.Fatalf("AddMember %s: %v", a.Email, err)
+		}
+		a.User = &parleyv1.User{UserId: res.Msg.GetMember().GetUserId()}
+	}
+	if _, err := o.c.SetTeamMember(ctx, connect.NewRequest(&parleyv1.SetTeamMemberRequest{OrganizationId: o.orgID, TeamId: o.team,
+		UserId: lead.User.GetUserId(), Role: parleyv1.TeamRole_TEAM_ROLE_ADMIN})); err != nil {
+		t.Fatal(err)
+	}
+	lc := s.orgClient(lead)
+	// The owner's key in research, the lead's in research, the owner's in ops.
+	ownerKey, ownerKeyID := o.key(t, &parleyv1.CreateOrganizationApiKeyRequest{TeamId: o.team, Name: "owner research"})
+	lk, err := lc.CreateOrganizationApiKey(ctx, connect.NewRequest(&parleyv1.CreateOrganizationApiKeyRequest{OrganizationId: o.orgID, TeamId: o.team, Name: "lead research"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leadKey, leadKeyID := lk.Msg.GetSecret(), lk.Msg.GetKey().GetApiKey().GetKeyId()
+	opsKey, opsKeyID := o.key(t, &parleyv1.CreateOrganizationApiKeyRequest{TeamId: opsTeam, Name: "ops"})
+	sends := map[string]int{ownerKey: 2, leadKey: 3, opsKey: 4}
+	for key, n := range sends {
+		for i := range n {
+			model := []string{"sim-small", "sim-large"}[i%2]
+			res, body := s.postRaw(t, "/v1/chat/completions", `{"model":"`+model+`","max_tokens":8,"messages":[{"role":"user","content":"count"}]}`,
+				map[string]string{"Authorization": "Bearer " + key})
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("a request: %d %s", res.StatusCode, body)
+			}
+		}
+	}
+	usage := func(c parleyv1connect.OrganizationServiceClient, by parleyv1.UsageGrouping, team string) (*parleyv1.GetOrganizationUsageResponse, error) {
+		res, err := c.GetOrganizationUsage(ctx, connect.NewRequest(&parleyv1.GetOrganizationUsageRequest{OrganizationId: o.orgID, GroupBy: by, TeamId: team}))
+		if err != nil {
+			return nil, err
+		}
+		return res.Msg, nil
+	}
+	var total *parleyv1.UsageBucket
+	waitFor(t, 20*time.Second, "nine requests in the usage records", func() bool {
+		res, err := usage(o.c, parleyv1.UsageGrouping_USAGE_GROUPING_UNSPECIFIED, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total = res.GetTotal()
+		return total.GetRequests() == 9
+	})
+	if total.GetCostNanos() <= 0 {
+		t.Fatalf("the total: %v", total)
+	}
+	// Each grouping adds up to the same total, and says whose spend it is.
+	sumBy := func(res *parleyv1.GetOrganizationUsageResponse, key func(*parleyv1.UsageBucket) string) map[string]int64 {
+		m := map[string]int64{}
+		var cost int64
+		for _, b := range res.GetBuckets() {
+			m[key(b)] += b.GetRequests()
+			cost += b.GetCostNanos()
+		}
+		if cost != total.GetCostNanos() || res.GetTotal().GetCostNanos() != cost {
+			t.Errorf("buckets cost %d, total %d, organisation %d", cost, res.GetTotal().GetCostNanos(), total.GetCostNanos())
+		}
+		return m
+	}
+	byKey, err := usage(o.c, parleyv1.UsageGrouping_USAGE_GROUPING_KEY, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumBy(byKey, (*parleyv1.UsageBucket).GetApiKeyId); got[ownerKeyID] != 2 || got[leadKeyID] != 3 || got[opsKeyID] != 4 {
+		t.Errorf("requests per key: %v", got)
+	}
+	byTeam, err := usage(o.c, parleyv1.UsageGrouping_USAGE_GROUPING_TEAM, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumBy(byTeam, (*parleyv1.UsageBucket).GetTeamId); got[o.team] != 5 || got[opsTeam] != 4 {
+		t.Errorf("requests per team: %v", got)
+	}
+	byMember, err := usage(o.c, parleyv1.UsageGrouping_USAGE_GROUPING_MEMBER, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumBy(byMember, (*parleyv1.UsageBucket).GetUserId); got[o.owner.User.GetUserId()] != 6 || got[lead.User.GetUserId()] != 3 {
+		t.Errorf("requests per member: %v", got)
+	}
+	// A team admin reads its team's, not the organisation's or another team's.
+	mine, err := usage(lc, parleyv1.UsageGrouping_USAGE_GROUPING_KEY, o.team)
+	if err != nil {
+		t.Fatalf("a team admin reads its team's usage: %v", err)
+	}
+	if mine.GetTotal().GetRequests() != 5 {
+		t.Errorf("the team's usage: %v", mine.GetTotal())
+	}
+	_, err = usage(lc, parleyv1.UsageGrouping_USAGE_GROUPING_UNSPECIFIED, "")
+	wantCode(t, "a team admin reads the organisation's usage", err, connect.CodePermissionDenied)
+	_, err = usage(lc, parleyv1.UsageGrouping_USAGE_GROUPING_KEY, opsTeam)
+	wantCode(t, "a team admin reads another team's usage", err, connect.CodeNotFound)
+	if r, err := usage(s.orgClient(reader), parleyv1.UsageGrouping_USAGE_GROUPING_TEAM, ""); err != nil || r.GetTotal().GetRequests() != 9 {
+		t.Errorf("a billing reader reads usage: %v %v", r, err)
+	}
+	_, err = usage(o.c, parleyv1.UsageGrouping(99), "")
+	if fv := new(parleyv1.FieldViolation); connect.CodeOf(err) != connect.CodeInvalidArgument || !detailOf(err, fv) || fv.GetField() != "group_by" {
+		t.Errorf("an unknown grouping: %v", err)
+	}
+
+	// The CSV: the owner's cookie gets the key breakdown, line for line.
+	csvPath := "/export/organizations/" + o.orgID + "/usage.csv?group_by=key"
+	res, body := s.getRaw(t, csvPath, map[string]string{"Cookie": "Session_id=" + o.owner.Cookie})
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") {
+		t.Fatalf("the CSV: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+	if err != nil {
+		t.Fatalf("the CSV: %v\n%s", err, body)
+	}
+	if len(rows) != len(byKey.GetBuckets())+1 || rows[0][2] != "api_key_id" {
+		t.Fatalf("the CSV has %d rows for %d buckets:\n%s", len(rows), len(byKey.GetBuckets()), body)
+	}
+	var csvCost int64
+	for _, r := range rows[1:] {
+		n, err := strconv.ParseInt(r[9], 10, 64)
+		if err != nil {
+			t.Fatalf("cost_nanos %q: %v", r[9], err)
+		}
+		csvCost += n
+	}
+	if csvCost != total.GetCostNanos() {
+		t.Errorf("the CSV costs %d, the total %d", csvCost, total.GetCostNanos())
+	}
+	for name, c := range map[string]struct {
+		path   string
+		header map[string]string
+		want   int
+	}{
+		"another organisation's owner": {csvPath, map[string]string{"Cookie": "Session_id=" + s.newAccount(t, "rival@example.com").Cookie}, http.StatusNotFound},
+		"no session":                   {csvPath, nil, http.StatusUnauthorized},
+		"the organisation's key":       {csvPath, map[string]string{"Authorization": "Bearer " + ownerKey}, http.StatusForbidden},
+		"a bad date":                   {"/export/organizations/" + o.orgID + "/usage.csv?start_time=yesterday", map[string]string{"Cookie": "Session_id=" + o.owner.Cookie}, http.StatusBadRequest},
+		"a bad grouping":               {"/export/organizations/" + o.orgID + "/usage.csv?group_by=colour", map[string]string{"Cookie": "Session_id=" + o.owner.Cookie}, http.StatusBadRequest},
+	} {
+		if res, body := s.getRaw(t, c.path, c.header); res.StatusCode != c.want {
+			t.Errorf("the CSV for %s: %d %s", name, res.StatusCode, body)
+		}
 	}
 }

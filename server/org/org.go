@@ -29,10 +29,12 @@ type Service struct {
 	Accounts store.Accounts
 	Ledger   store.Ledger
 	Audit    store.Audit
-	Auth     *auth.Authenticator
-	Catalog  *models.Catalog
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Records are the usage records, for Usage.
+	Records store.Usage
+	Auth    *auth.Authenticator
+	Catalog *models.Catalog
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Caller is who acts on an organisation, as its membership says.

@@ -69,6 +69,9 @@ type Usage interface {
 	// day and model, ordered by day and then model. A day is a calendar day
 	// at offset from UTC (UsageDay.Day counts days from 1970-01-01 there).
 	Summarize(ctx context.Context, userID string, from, to time.Time, offset time.Duration) ([]UsageDay, error)
+	// SummarizeKeys is Summarize per day, model and API key (UsageDay.
+	// APIKeyID; empty for the web channel), ordered by day, model and key.
+	SummarizeKeys(ctx context.Context, userID string, from, to time.Time, offset time.Duration) ([]UsageDay, error)
 }
 
 // UsageDay is the usage of one model on one day.
@@ -78,6 +81,8 @@ type UsageDay struct {
 	Day int64
 	// Model is the model used.
 	Model string
+	// APIKeyID is the key used (SummarizeKeys only).
+	APIKeyID string
 	// Requests is how many records were counted.
 	Requests int64
 	// PromptTokens, CompletionTokens and CachedTokens are the sums of the

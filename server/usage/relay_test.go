@@ -49,6 +49,10 @@ func (f *flaky) Summarize(context.Context, string, time.Time, time.Time, time.Du
 	return nil, errors.New("not used")
 }
 
+func (f *flaky) SummarizeKeys(context.Context, string, time.Time, time.Time, time.Duration) ([]store.UsageDay, error) {
+	return nil, errors.New("not used")
+}
+
 func (f *flaky) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -928,7 +928,13 @@ type UsageBucket struct {
 	// The part of prompt_tokens served from a prefix cache.
 	CachedTokens int64 `protobuf:"varint,6,opt,name=cached_tokens,json=cachedTokens,proto3" json:"cached_tokens,omitempty"`
 	// What was charged, in nano-USD (the web channel costs 0).
-	CostNanos     int64 `protobuf:"varint,7,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	CostNanos int64 `protobuf:"varint,7,opt,name=cost_nanos,json=costNanos,proto3" json:"cost_nanos,omitempty"`
+	// The API key; set only when grouped by key.
+	ApiKeyId string `protobuf:"bytes,8,opt,name=api_key_id,json=apiKeyId,proto3" json:"api_key_id,omitempty"`
+	// The key's team; set only when grouped by team (empty: a member's own keys).
+	TeamId string `protobuf:"bytes,9,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
+	// The member who made the key; set only when grouped by member.
+	UserId        string `protobuf:"bytes,10,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1012,6 +1018,27 @@ func (x *UsageBucket) GetCostNanos() int64 {
 	return 0
 }
 
+func (x *UsageBucket) GetApiKeyId() string {
+	if x != nil {
+		return x.ApiKeyId
+	}
+	return ""
+}
+
+func (x *UsageBucket) GetTeamId() string {
+	if x != nil {
+		return x.TeamId
+	}
+	return ""
+}
+
+func (x *UsageBucket) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
 var File_parley_v1_billing_proto protoreflect.FileDescriptor
 
 const file_parley_v1_billing_proto_rawDesc = "" +
@@ -1074,7 +1101,7 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x12utc_offset_minutes\x18\x04 \x01(\x05R\x10utcOffsetMinutes\"y\n" +
 	"\x17GetUsageSummaryResponse\x120\n" +
 	"\abuckets\x18\x01 \x03(\v2\x16.parley.v1.UsageBucketR\abuckets\x12,\n" +
-	"\x05total\x18\x02 \x01(\v2\x16.parley.v1.UsageBucketR\x05total\"\xe7\x01\n" +
+	"\x05total\x18\x02 \x01(\v2\x16.parley.v1.UsageBucketR\x05total\"\xb7\x02\n" +
 	"\vUsageBucket\x12\x10\n" +
 	"\x03day\x18\x01 \x01(\tR\x03day\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
@@ -1083,7 +1110,12 @@ const file_parley_v1_billing_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\x05 \x01(\x03R\x10completionTokens\x12#\n" +
 	"\rcached_tokens\x18\x06 \x01(\x03R\fcachedTokens\x12\x1d\n" +
 	"\n" +
-	"cost_nanos\x18\a \x01(\x03R\tcostNanos*\xef\x01\n" +
+	"cost_nanos\x18\a \x01(\x03R\tcostNanos\x12\x1c\n" +
+	"\n" +
+	"api_key_id\x18\b \x01(\tR\bapiKeyId\x12\x17\n" +
+	"\ateam_id\x18\t \x01(\tR\x06teamId\x12\x17\n" +
+	"\auser_id\x18\n" +
+	" \x01(\tR\x06userId*\xef\x01\n" +
 	"\tLimitKind\x12\x1a\n" +
 	"\x16LIMIT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13LIMIT_KIND_REQUESTS\x10\x01\x12\x1b\n" +

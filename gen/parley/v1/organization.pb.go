@@ -260,6 +260,65 @@ func (BudgetPeriod) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_organization_proto_rawDescGZIP(), []int{3}
 }
 
+// UsageGrouping is what an organisation's usage is broken down by, besides day and
+// model. The same is offered as CSV: GET
+// /export/organizations/{organization_id}/usage.csv?group_by=key&start_time=…&end_time=…&team_id=…
+type UsageGrouping int32
+
+const (
+	// Day and model only.
+	UsageGrouping_USAGE_GROUPING_UNSPECIFIED UsageGrouping = 0
+	// And the key (UsageBucket.api_key_id).
+	UsageGrouping_USAGE_GROUPING_KEY UsageGrouping = 1
+	// And the key's team (UsageBucket.team_id; empty for a member's own keys).
+	UsageGrouping_USAGE_GROUPING_TEAM UsageGrouping = 2
+	// And the member who made the key (UsageBucket.user_id).
+	UsageGrouping_USAGE_GROUPING_MEMBER UsageGrouping = 3
+)
+
+// Enum value maps for UsageGrouping.
+var (
+	UsageGrouping_name = map[int32]string{
+		0: "USAGE_GROUPING_UNSPECIFIED",
+		1: "USAGE_GROUPING_KEY",
+		2: "USAGE_GROUPING_TEAM",
+		3: "USAGE_GROUPING_MEMBER",
+	}
+	UsageGrouping_value = map[string]int32{
+		"USAGE_GROUPING_UNSPECIFIED": 0,
+		"USAGE_GROUPING_KEY":         1,
+		"USAGE_GROUPING_TEAM":        2,
+		"USAGE_GROUPING_MEMBER":      3,
+	}
+)
+
+func (x UsageGrouping) Enum() *UsageGrouping {
+	p := new(UsageGrouping)
+	*p = x
+	return p
+}
+
+func (x UsageGrouping) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UsageGrouping) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_organization_proto_enumTypes[4].Descriptor()
+}
+
+func (UsageGrouping) Type() protoreflect.EnumType {
+	return &file_parley_v1_organization_proto_enumTypes[4]
+}
+
+func (x UsageGrouping) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UsageGrouping.Descriptor instead.
+func (UsageGrouping) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{4}
+}
+
 // Organization is a company's account.
 type Organization struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2994,7 +3053,12 @@ type GetOrganizationUsageRequest struct {
 	// Optional. The first instant counted; unset means 30 days before end_time.
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// Optional. The instant after the last one counted; unset means now.
-	EndTime       *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// Optional. What to break usage down by besides day and model.
+	GroupBy UsageGrouping `protobuf:"varint,4,opt,name=group_by,json=groupBy,proto3,enum=parley.v1.UsageGrouping" json:"group_by,omitempty"`
+	// Optional. Only this team's keys. A team admin who does not read the bill reads
+	// its own team's usage only, with this set.
+	TeamId        string `protobuf:"bytes,5,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3050,10 +3114,25 @@ func (x *GetOrganizationUsageRequest) GetEndTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *GetOrganizationUsageRequest) GetGroupBy() UsageGrouping {
+	if x != nil {
+		return x.GroupBy
+	}
+	return UsageGrouping_USAGE_GROUPING_UNSPECIFIED
+}
+
+func (x *GetOrganizationUsageRequest) GetTeamId() string {
+	if x != nil {
+		return x.TeamId
+	}
+	return ""
+}
+
 // GetOrganizationUsageResponse is the response of OrganizationService.GetOrganizationUsage.
 type GetOrganizationUsageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Usage per day (in the organisation's time zone, as of start_time) and model.
+	// Usage per day (in the organisation's time zone, as of start_time), model and
+	// the request's grouping, ordered by them.
 	Buckets []*UsageBucket `protobuf:"bytes,1,rep,name=buckets,proto3" json:"buckets,omitempty"`
 	// The sum.
 	Total         *UsageBucket `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
@@ -3400,12 +3479,14 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x1fRevokeOrganizationApiKeyRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\"\"\n" +
-	" RevokeOrganizationApiKeyResponse\"\xb8\x01\n" +
+	" RevokeOrganizationApiKeyResponse\"\x86\x02\n" +
 	"\x1bGetOrganizationUsageRequest\x12'\n" +
 	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x129\n" +
 	"\n" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"~\n" +
+	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x123\n" +
+	"\bgroup_by\x18\x04 \x01(\x0e2\x18.parley.v1.UsageGroupingR\agroupBy\x12\x17\n" +
+	"\ateam_id\x18\x05 \x01(\tR\x06teamId\"~\n" +
 	"\x1cGetOrganizationUsageResponse\x120\n" +
 	"\abuckets\x18\x01 \x03(\v2\x16.parley.v1.UsageBucketR\abuckets\x12,\n" +
 	"\x05total\x18\x02 \x01(\v2\x16.parley.v1.UsageBucketR\x05total\"\x89\x01\n" +
@@ -3438,7 +3519,12 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x13BUDGET_PERIOD_DAILY\x10\x01\x12\x18\n" +
 	"\x14BUDGET_PERIOD_WEEKLY\x10\x02\x12\x19\n" +
 	"\x15BUDGET_PERIOD_MONTHLY\x10\x03\x12\x17\n" +
-	"\x13BUDGET_PERIOD_TOTAL\x10\x042\xda\x0f\n" +
+	"\x13BUDGET_PERIOD_TOTAL\x10\x04*{\n" +
+	"\rUsageGrouping\x12\x1e\n" +
+	"\x1aUSAGE_GROUPING_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12USAGE_GROUPING_KEY\x10\x01\x12\x17\n" +
+	"\x13USAGE_GROUPING_TEAM\x10\x02\x12\x19\n" +
+	"\x15USAGE_GROUPING_MEMBER\x10\x032\xda\x0f\n" +
 	"\x13OrganizationService\x12a\n" +
 	"\x12CreateOrganization\x12$.parley.v1.CreateOrganizationRequest\x1a%.parley.v1.CreateOrganizationResponse\x12^\n" +
 	"\x11ListOrganizations\x12#.parley.v1.ListOrganizationsRequest\x1a$.parley.v1.ListOrganizationsResponse\x12X\n" +
@@ -3478,161 +3564,163 @@ func file_parley_v1_organization_proto_rawDescGZIP() []byte {
 	return file_parley_v1_organization_proto_rawDescData
 }
 
-var file_parley_v1_organization_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_parley_v1_organization_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_parley_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_parley_v1_organization_proto_goTypes = []any{
 	(OrganizationRole)(0),                       // 0: parley.v1.OrganizationRole
 	(TeamRole)(0),                               // 1: parley.v1.TeamRole
 	(BudgetScope)(0),                            // 2: parley.v1.BudgetScope
 	(BudgetPeriod)(0),                           // 3: parley.v1.BudgetPeriod
-	(*Organization)(nil),                        // 4: parley.v1.Organization
-	(*Member)(nil),                              // 5: parley.v1.Member
-	(*Team)(nil),                                // 6: parley.v1.Team
-	(*TeamMember)(nil),                          // 7: parley.v1.TeamMember
-	(*Budget)(nil),                              // 8: parley.v1.Budget
-	(*OrganizationApiKey)(nil),                  // 9: parley.v1.OrganizationApiKey
-	(*CreateOrganizationRequest)(nil),           // 10: parley.v1.CreateOrganizationRequest
-	(*CreateOrganizationResponse)(nil),          // 11: parley.v1.CreateOrganizationResponse
-	(*ListOrganizationsRequest)(nil),            // 12: parley.v1.ListOrganizationsRequest
-	(*ListOrganizationsResponse)(nil),           // 13: parley.v1.ListOrganizationsResponse
-	(*OrganizationMembership)(nil),              // 14: parley.v1.OrganizationMembership
-	(*GetOrganizationRequest)(nil),              // 15: parley.v1.GetOrganizationRequest
-	(*GetOrganizationResponse)(nil),             // 16: parley.v1.GetOrganizationResponse
-	(*UpdateOrganizationRequest)(nil),           // 17: parley.v1.UpdateOrganizationRequest
-	(*UpdateOrganizationResponse)(nil),          // 18: parley.v1.UpdateOrganizationResponse
-	(*AddMemberRequest)(nil),                    // 19: parley.v1.AddMemberRequest
-	(*AddMemberResponse)(nil),                   // 20: parley.v1.AddMemberResponse
-	(*RemoveMemberRequest)(nil),                 // 21: parley.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),                // 22: parley.v1.RemoveMemberResponse
-	(*ListMembersRequest)(nil),                  // 23: parley.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),                 // 24: parley.v1.ListMembersResponse
-	(*CreateTeamRequest)(nil),                   // 25: parley.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),                  // 26: parley.v1.CreateTeamResponse
-	(*ListTeamsRequest)(nil),                    // 27: parley.v1.ListTeamsRequest
-	(*ListTeamsResponse)(nil),                   // 28: parley.v1.ListTeamsResponse
-	(*UpdateTeamRequest)(nil),                   // 29: parley.v1.UpdateTeamRequest
-	(*UpdateTeamResponse)(nil),                  // 30: parley.v1.UpdateTeamResponse
-	(*DeleteTeamRequest)(nil),                   // 31: parley.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                  // 32: parley.v1.DeleteTeamResponse
-	(*SetTeamMemberRequest)(nil),                // 33: parley.v1.SetTeamMemberRequest
-	(*SetTeamMemberResponse)(nil),               // 34: parley.v1.SetTeamMemberResponse
-	(*RemoveTeamMemberRequest)(nil),             // 35: parley.v1.RemoveTeamMemberRequest
-	(*RemoveTeamMemberResponse)(nil),            // 36: parley.v1.RemoveTeamMemberResponse
-	(*ListTeamMembersRequest)(nil),              // 37: parley.v1.ListTeamMembersRequest
-	(*ListTeamMembersResponse)(nil),             // 38: parley.v1.ListTeamMembersResponse
-	(*SetBudgetRequest)(nil),                    // 39: parley.v1.SetBudgetRequest
-	(*SetBudgetResponse)(nil),                   // 40: parley.v1.SetBudgetResponse
-	(*DeleteBudgetRequest)(nil),                 // 41: parley.v1.DeleteBudgetRequest
-	(*DeleteBudgetResponse)(nil),                // 42: parley.v1.DeleteBudgetResponse
-	(*ListBudgetsRequest)(nil),                  // 43: parley.v1.ListBudgetsRequest
-	(*ListBudgetsResponse)(nil),                 // 44: parley.v1.ListBudgetsResponse
-	(*CreateOrganizationApiKeyRequest)(nil),     // 45: parley.v1.CreateOrganizationApiKeyRequest
-	(*CreateOrganizationApiKeyResponse)(nil),    // 46: parley.v1.CreateOrganizationApiKeyResponse
-	(*ListOrganizationApiKeysRequest)(nil),      // 47: parley.v1.ListOrganizationApiKeysRequest
-	(*ListOrganizationApiKeysResponse)(nil),     // 48: parley.v1.ListOrganizationApiKeysResponse
-	(*RevokeOrganizationApiKeyRequest)(nil),     // 49: parley.v1.RevokeOrganizationApiKeyRequest
-	(*RevokeOrganizationApiKeyResponse)(nil),    // 50: parley.v1.RevokeOrganizationApiKeyResponse
-	(*GetOrganizationUsageRequest)(nil),         // 51: parley.v1.GetOrganizationUsageRequest
-	(*GetOrganizationUsageResponse)(nil),        // 52: parley.v1.GetOrganizationUsageResponse
-	(*ListOrganizationAuditEventsRequest)(nil),  // 53: parley.v1.ListOrganizationAuditEventsRequest
-	(*ListOrganizationAuditEventsResponse)(nil), // 54: parley.v1.ListOrganizationAuditEventsResponse
-	(*timestamppb.Timestamp)(nil),               // 55: google.protobuf.Timestamp
-	(*ApiKey)(nil),                              // 56: parley.v1.ApiKey
-	(*GetBalanceResponse)(nil),                  // 57: parley.v1.GetBalanceResponse
-	(*durationpb.Duration)(nil),                 // 58: google.protobuf.Duration
-	(*UsageBucket)(nil),                         // 59: parley.v1.UsageBucket
-	(*AuditEvent)(nil),                          // 60: parley.v1.AuditEvent
+	(UsageGrouping)(0),                          // 4: parley.v1.UsageGrouping
+	(*Organization)(nil),                        // 5: parley.v1.Organization
+	(*Member)(nil),                              // 6: parley.v1.Member
+	(*Team)(nil),                                // 7: parley.v1.Team
+	(*TeamMember)(nil),                          // 8: parley.v1.TeamMember
+	(*Budget)(nil),                              // 9: parley.v1.Budget
+	(*OrganizationApiKey)(nil),                  // 10: parley.v1.OrganizationApiKey
+	(*CreateOrganizationRequest)(nil),           // 11: parley.v1.CreateOrganizationRequest
+	(*CreateOrganizationResponse)(nil),          // 12: parley.v1.CreateOrganizationResponse
+	(*ListOrganizationsRequest)(nil),            // 13: parley.v1.ListOrganizationsRequest
+	(*ListOrganizationsResponse)(nil),           // 14: parley.v1.ListOrganizationsResponse
+	(*OrganizationMembership)(nil),              // 15: parley.v1.OrganizationMembership
+	(*GetOrganizationRequest)(nil),              // 16: parley.v1.GetOrganizationRequest
+	(*GetOrganizationResponse)(nil),             // 17: parley.v1.GetOrganizationResponse
+	(*UpdateOrganizationRequest)(nil),           // 18: parley.v1.UpdateOrganizationRequest
+	(*UpdateOrganizationResponse)(nil),          // 19: parley.v1.UpdateOrganizationResponse
+	(*AddMemberRequest)(nil),                    // 20: parley.v1.AddMemberRequest
+	(*AddMemberResponse)(nil),                   // 21: parley.v1.AddMemberResponse
+	(*RemoveMemberRequest)(nil),                 // 22: parley.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),                // 23: parley.v1.RemoveMemberResponse
+	(*ListMembersRequest)(nil),                  // 24: parley.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),                 // 25: parley.v1.ListMembersResponse
+	(*CreateTeamRequest)(nil),                   // 26: parley.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),                  // 27: parley.v1.CreateTeamResponse
+	(*ListTeamsRequest)(nil),                    // 28: parley.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                   // 29: parley.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                   // 30: parley.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                  // 31: parley.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                   // 32: parley.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                  // 33: parley.v1.DeleteTeamResponse
+	(*SetTeamMemberRequest)(nil),                // 34: parley.v1.SetTeamMemberRequest
+	(*SetTeamMemberResponse)(nil),               // 35: parley.v1.SetTeamMemberResponse
+	(*RemoveTeamMemberRequest)(nil),             // 36: parley.v1.RemoveTeamMemberRequest
+	(*RemoveTeamMemberResponse)(nil),            // 37: parley.v1.RemoveTeamMemberResponse
+	(*ListTeamMembersRequest)(nil),              // 38: parley.v1.ListTeamMembersRequest
+	(*ListTeamMembersResponse)(nil),             // 39: parley.v1.ListTeamMembersResponse
+	(*SetBudgetRequest)(nil),                    // 40: parley.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),                   // 41: parley.v1.SetBudgetResponse
+	(*DeleteBudgetRequest)(nil),                 // 42: parley.v1.DeleteBudgetRequest
+	(*DeleteBudgetResponse)(nil),                // 43: parley.v1.DeleteBudgetResponse
+	(*ListBudgetsRequest)(nil),                  // 44: parley.v1.ListBudgetsRequest
+	(*ListBudgetsResponse)(nil),                 // 45: parley.v1.ListBudgetsResponse
+	(*CreateOrganizationApiKeyRequest)(nil),     // 46: parley.v1.CreateOrganizationApiKeyRequest
+	(*CreateOrganizationApiKeyResponse)(nil),    // 47: parley.v1.CreateOrganizationApiKeyResponse
+	(*ListOrganizationApiKeysRequest)(nil),      // 48: parley.v1.ListOrganizationApiKeysRequest
+	(*ListOrganizationApiKeysResponse)(nil),     // 49: parley.v1.ListOrganizationApiKeysResponse
+	(*RevokeOrganizationApiKeyRequest)(nil),     // 50: parley.v1.RevokeOrganizationApiKeyRequest
+	(*RevokeOrganizationApiKeyResponse)(nil),    // 51: parley.v1.RevokeOrganizationApiKeyResponse
+	(*GetOrganizationUsageRequest)(nil),         // 52: parley.v1.GetOrganizationUsageRequest
+	(*GetOrganizationUsageResponse)(nil),        // 53: parley.v1.GetOrganizationUsageResponse
+	(*ListOrganizationAuditEventsRequest)(nil),  // 54: parley.v1.ListOrganizationAuditEventsRequest
+	(*ListOrganizationAuditEventsResponse)(nil), // 55: parley.v1.ListOrganizationAuditEventsResponse
+	(*timestamppb.Timestamp)(nil),               // 56: google.protobuf.Timestamp
+	(*ApiKey)(nil),                              // 57: parley.v1.ApiKey
+	(*GetBalanceResponse)(nil),                  // 58: parley.v1.GetBalanceResponse
+	(*durationpb.Duration)(nil),                 // 59: google.protobuf.Duration
+	(*UsageBucket)(nil),                         // 60: parley.v1.UsageBucket
+	(*AuditEvent)(nil),                          // 61: parley.v1.AuditEvent
 }
 var file_parley_v1_organization_proto_depIdxs = []int32{
-	55, // 0: parley.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
+	56, // 0: parley.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: parley.v1.Member.role:type_name -> parley.v1.OrganizationRole
-	55, // 2: parley.v1.Member.created_at:type_name -> google.protobuf.Timestamp
-	55, // 3: parley.v1.Team.created_at:type_name -> google.protobuf.Timestamp
+	56, // 2: parley.v1.Member.created_at:type_name -> google.protobuf.Timestamp
+	56, // 3: parley.v1.Team.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 4: parley.v1.TeamMember.role:type_name -> parley.v1.TeamRole
 	2,  // 5: parley.v1.Budget.scope:type_name -> parley.v1.BudgetScope
 	3,  // 6: parley.v1.Budget.period:type_name -> parley.v1.BudgetPeriod
-	55, // 7: parley.v1.Budget.period_start:type_name -> google.protobuf.Timestamp
-	55, // 8: parley.v1.Budget.resets_at:type_name -> google.protobuf.Timestamp
-	56, // 9: parley.v1.OrganizationApiKey.api_key:type_name -> parley.v1.ApiKey
-	4,  // 10: parley.v1.CreateOrganizationResponse.organization:type_name -> parley.v1.Organization
-	14, // 11: parley.v1.ListOrganizationsResponse.memberships:type_name -> parley.v1.OrganizationMembership
-	4,  // 12: parley.v1.OrganizationMembership.organization:type_name -> parley.v1.Organization
+	56, // 7: parley.v1.Budget.period_start:type_name -> google.protobuf.Timestamp
+	56, // 8: parley.v1.Budget.resets_at:type_name -> google.protobuf.Timestamp
+	57, // 9: parley.v1.OrganizationApiKey.api_key:type_name -> parley.v1.ApiKey
+	5,  // 10: parley.v1.CreateOrganizationResponse.organization:type_name -> parley.v1.Organization
+	15, // 11: parley.v1.ListOrganizationsResponse.memberships:type_name -> parley.v1.OrganizationMembership
+	5,  // 12: parley.v1.OrganizationMembership.organization:type_name -> parley.v1.Organization
 	0,  // 13: parley.v1.OrganizationMembership.role:type_name -> parley.v1.OrganizationRole
-	4,  // 14: parley.v1.GetOrganizationResponse.organization:type_name -> parley.v1.Organization
+	5,  // 14: parley.v1.GetOrganizationResponse.organization:type_name -> parley.v1.Organization
 	0,  // 15: parley.v1.GetOrganizationResponse.role:type_name -> parley.v1.OrganizationRole
-	57, // 16: parley.v1.GetOrganizationResponse.balance:type_name -> parley.v1.GetBalanceResponse
-	4,  // 17: parley.v1.UpdateOrganizationResponse.organization:type_name -> parley.v1.Organization
+	58, // 16: parley.v1.GetOrganizationResponse.balance:type_name -> parley.v1.GetBalanceResponse
+	5,  // 17: parley.v1.UpdateOrganizationResponse.organization:type_name -> parley.v1.Organization
 	0,  // 18: parley.v1.AddMemberRequest.role:type_name -> parley.v1.OrganizationRole
-	5,  // 19: parley.v1.AddMemberResponse.member:type_name -> parley.v1.Member
-	5,  // 20: parley.v1.ListMembersResponse.members:type_name -> parley.v1.Member
-	6,  // 21: parley.v1.CreateTeamResponse.team:type_name -> parley.v1.Team
-	6,  // 22: parley.v1.ListTeamsResponse.teams:type_name -> parley.v1.Team
-	6,  // 23: parley.v1.UpdateTeamResponse.team:type_name -> parley.v1.Team
+	6,  // 19: parley.v1.AddMemberResponse.member:type_name -> parley.v1.Member
+	6,  // 20: parley.v1.ListMembersResponse.members:type_name -> parley.v1.Member
+	7,  // 21: parley.v1.CreateTeamResponse.team:type_name -> parley.v1.Team
+	7,  // 22: parley.v1.ListTeamsResponse.teams:type_name -> parley.v1.Team
+	7,  // 23: parley.v1.UpdateTeamResponse.team:type_name -> parley.v1.Team
 	1,  // 24: parley.v1.SetTeamMemberRequest.role:type_name -> parley.v1.TeamRole
-	7,  // 25: parley.v1.ListTeamMembersResponse.members:type_name -> parley.v1.TeamMember
+	8,  // 25: parley.v1.ListTeamMembersResponse.members:type_name -> parley.v1.TeamMember
 	2,  // 26: parley.v1.SetBudgetRequest.scope:type_name -> parley.v1.BudgetScope
 	3,  // 27: parley.v1.SetBudgetRequest.period:type_name -> parley.v1.BudgetPeriod
-	8,  // 28: parley.v1.SetBudgetResponse.budget:type_name -> parley.v1.Budget
-	8,  // 29: parley.v1.ListBudgetsResponse.budgets:type_name -> parley.v1.Budget
-	58, // 30: parley.v1.CreateOrganizationApiKeyRequest.ttl:type_name -> google.protobuf.Duration
+	9,  // 28: parley.v1.SetBudgetResponse.budget:type_name -> parley.v1.Budget
+	9,  // 29: parley.v1.ListBudgetsResponse.budgets:type_name -> parley.v1.Budget
+	59, // 30: parley.v1.CreateOrganizationApiKeyRequest.ttl:type_name -> google.protobuf.Duration
 	3,  // 31: parley.v1.CreateOrganizationApiKeyRequest.budget_period:type_name -> parley.v1.BudgetPeriod
-	9,  // 32: parley.v1.CreateOrganizationApiKeyResponse.key:type_name -> parley.v1.OrganizationApiKey
-	8,  // 33: parley.v1.CreateOrganizationApiKeyResponse.budget:type_name -> parley.v1.Budget
-	9,  // 34: parley.v1.ListOrganizationApiKeysResponse.keys:type_name -> parley.v1.OrganizationApiKey
-	55, // 35: parley.v1.GetOrganizationUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	55, // 36: parley.v1.GetOrganizationUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	59, // 37: parley.v1.GetOrganizationUsageResponse.buckets:type_name -> parley.v1.UsageBucket
-	59, // 38: parley.v1.GetOrganizationUsageResponse.total:type_name -> parley.v1.UsageBucket
-	60, // 39: parley.v1.ListOrganizationAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	10, // 40: parley.v1.OrganizationService.CreateOrganization:input_type -> parley.v1.CreateOrganizationRequest
-	12, // 41: parley.v1.OrganizationService.ListOrganizations:input_type -> parley.v1.ListOrganizationsRequest
-	15, // 42: parley.v1.OrganizationService.GetOrganization:input_type -> parley.v1.GetOrganizationRequest
-	17, // 43: parley.v1.OrganizationService.UpdateOrganization:input_type -> parley.v1.UpdateOrganizationRequest
-	19, // 44: parley.v1.OrganizationService.AddMember:input_type -> parley.v1.AddMemberRequest
-	21, // 45: parley.v1.OrganizationService.RemoveMember:input_type -> parley.v1.RemoveMemberRequest
-	23, // 46: parley.v1.OrganizationService.ListMembers:input_type -> parley.v1.ListMembersRequest
-	25, // 47: parley.v1.OrganizationService.CreateTeam:input_type -> parley.v1.CreateTeamRequest
-	27, // 48: parley.v1.OrganizationService.ListTeams:input_type -> parley.v1.ListTeamsRequest
-	29, // 49: parley.v1.OrganizationService.UpdateTeam:input_type -> parley.v1.UpdateTeamRequest
-	31, // 50: parley.v1.OrganizationService.DeleteTeam:input_type -> parley.v1.DeleteTeamRequest
-	33, // 51: parley.v1.OrganizationService.SetTeamMember:input_type -> parley.v1.SetTeamMemberRequest
-	35, // 52: parley.v1.OrganizationService.RemoveTeamMember:input_type -> parley.v1.RemoveTeamMemberRequest
-	37, // 53: parley.v1.OrganizationService.ListTeamMembers:input_type -> parley.v1.ListTeamMembersRequest
-	39, // 54: parley.v1.OrganizationService.SetBudget:input_type -> parley.v1.SetBudgetRequest
-	41, // 55: parley.v1.OrganizationService.DeleteBudget:input_type -> parley.v1.DeleteBudgetRequest
-	43, // 56: parley.v1.OrganizationService.ListBudgets:input_type -> parley.v1.ListBudgetsRequest
-	45, // 57: parley.v1.OrganizationService.CreateOrganizationApiKey:input_type -> parley.v1.CreateOrganizationApiKeyRequest
-	47, // 58: parley.v1.OrganizationService.ListOrganizationApiKeys:input_type -> parley.v1.ListOrganizationApiKeysRequest
-	49, // 59: parley.v1.OrganizationService.RevokeOrganizationApiKey:input_type -> parley.v1.RevokeOrganizationApiKeyRequest
-	51, // 60: parley.v1.OrganizationService.GetOrganizationUsage:input_type -> parley.v1.GetOrganizationUsageRequest
-	53, // 61: parley.v1.OrganizationService.ListOrganizationAuditEvents:input_type -> parley.v1.ListOrganizationAuditEventsRequest
-	11, // 62: parley.v1.OrganizationService.CreateOrganization:output_type -> parley.v1.CreateOrganizationResponse
-	13, // 63: parley.v1.OrganizationService.ListOrganizations:output_type -> parley.v1.ListOrganizationsResponse
-	16, // 64: parley.v1.OrganizationService.GetOrganization:output_type -> parley.v1.GetOrganizationResponse
-	18, // 65: parley.v1.OrganizationService.UpdateOrganization:output_type -> parley.v1.UpdateOrganizationResponse
-	20, // 66: parley.v1.OrganizationService.AddMember:output_type -> parley.v1.AddMemberResponse
-	22, // 67: parley.v1.OrganizationService.RemoveMember:output_type -> parley.v1.RemoveMemberResponse
-	24, // 68: parley.v1.OrganizationService.ListMembers:output_type -> parley.v1.ListMembersResponse
-	26, // 69: parley.v1.OrganizationService.CreateTeam:output_type -> parley.v1.CreateTeamResponse
-	28, // 70: parley.v1.OrganizationService.ListTeams:output_type -> parley.v1.ListTeamsResponse
-	30, // 71: parley.v1.OrganizationService.UpdateTeam:output_type -> parley.v1.UpdateTeamResponse
-	32, // 72: parley.v1.OrganizationService.DeleteTeam:output_type -> parley.v1.DeleteTeamResponse
-	34, // 73: parley.v1.OrganizationService.SetTeamMember:output_type -> parley.v1.SetTeamMemberResponse
-	36, // 74: parley.v1.OrganizationService.RemoveTeamMember:output_type -> parley.v1.RemoveTeamMemberResponse
-	38, // 75: parley.v1.OrganizationService.ListTeamMembers:output_type -> parley.v1.ListTeamMembersResponse
-	40, // 76: parley.v1.OrganizationService.SetBudget:output_type -> parley.v1.SetBudgetResponse
-	42, // 77: parley.v1.OrganizationService.DeleteBudget:output_type -> parley.v1.DeleteBudgetResponse
-	44, // 78: parley.v1.OrganizationService.ListBudgets:output_type -> parley.v1.ListBudgetsResponse
-	46, // 79: parley.v1.OrganizationService.CreateOrganizationApiKey:output_type -> parley.v1.CreateOrganizationApiKeyResponse
-	48, // 80: parley.v1.OrganizationService.ListOrganizationApiKeys:output_type -> parley.v1.ListOrganizationApiKeysResponse
-	50, // 81: parley.v1.OrganizationService.RevokeOrganizationApiKey:output_type -> parley.v1.RevokeOrganizationApiKeyResponse
-	52, // 82: parley.v1.OrganizationService.GetOrganizationUsage:output_type -> parley.v1.GetOrganizationUsageResponse
-	54, // 83: parley.v1.OrganizationService.ListOrganizationAuditEvents:output_type -> parley.v1.ListOrganizationAuditEventsResponse
-	62, // [62:84] is the sub-list for method output_type
-	40, // [40:62] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	10, // 32: parley.v1.CreateOrganizationApiKeyResponse.key:type_name -> parley.v1.OrganizationApiKey
+	9,  // 33: parley.v1.CreateOrganizationApiKeyResponse.budget:type_name -> parley.v1.Budget
+	10, // 34: parley.v1.ListOrganizationApiKeysResponse.keys:type_name -> parley.v1.OrganizationApiKey
+	56, // 35: parley.v1.GetOrganizationUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	56, // 36: parley.v1.GetOrganizationUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	4,  // 37: parley.v1.GetOrganizationUsageRequest.group_by:type_name -> parley.v1.UsageGrouping
+	60, // 38: parley.v1.GetOrganizationUsageResponse.buckets:type_name -> parley.v1.UsageBucket
+	60, // 39: parley.v1.GetOrganizationUsageResponse.total:type_name -> parley.v1.UsageBucket
+	61, // 40: parley.v1.ListOrganizationAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	11, // 41: parley.v1.OrganizationService.CreateOrganization:input_type -> parley.v1.CreateOrganizationRequest
+	13, // 42: parley.v1.OrganizationService.ListOrganizations:input_type -> parley.v1.ListOrganizationsRequest
+	16, // 43: parley.v1.OrganizationService.GetOrganization:input_type -> parley.v1.GetOrganizationRequest
+	18, // 44: parley.v1.OrganizationService.UpdateOrganization:input_type -> parley.v1.UpdateOrganizationRequest
+	20, // 45: parley.v1.OrganizationService.AddMember:input_type -> parley.v1.AddMemberRequest
+	22, // 46: parley.v1.OrganizationService.RemoveMember:input_type -> parley.v1.RemoveMemberRequest
+	24, // 47: parley.v1.OrganizationService.ListMembers:input_type -> parley.v1.ListMembersRequest
+	26, // 48: parley.v1.OrganizationService.CreateTeam:input_type -> parley.v1.CreateTeamRequest
+	28, // 49: parley.v1.OrganizationService.ListTeams:input_type -> parley.v1.ListTeamsRequest
+	30, // 50: parley.v1.OrganizationService.UpdateTeam:input_type -> parley.v1.UpdateTeamRequest
+	32, // 51: parley.v1.OrganizationService.DeleteTeam:input_type -> parley.v1.DeleteTeamRequest
+	34, // 52: parley.v1.OrganizationService.SetTeamMember:input_type -> parley.v1.SetTeamMemberRequest
+	36, // 53: parley.v1.OrganizationService.RemoveTeamMember:input_type -> parley.v1.RemoveTeamMemberRequest
+	38, // 54: parley.v1.OrganizationService.ListTeamMembers:input_type -> parley.v1.ListTeamMembersRequest
+	40, // 55: parley.v1.OrganizationService.SetBudget:input_type -> parley.v1.SetBudgetRequest
+	42, // 56: parley.v1.OrganizationService.DeleteBudget:input_type -> parley.v1.DeleteBudgetRequest
+	44, // 57: parley.v1.OrganizationService.ListBudgets:input_type -> parley.v1.ListBudgetsRequest
+	46, // 58: parley.v1.OrganizationService.CreateOrganizationApiKey:input_type -> parley.v1.CreateOrganizationApiKeyRequest
+	48, // 59: parley.v1.OrganizationService.ListOrganizationApiKeys:input_type -> parley.v1.ListOrganizationApiKeysRequest
+	50, // 60: parley.v1.OrganizationService.RevokeOrganizationApiKey:input_type -> parley.v1.RevokeOrganizationApiKeyRequest
+	52, // 61: parley.v1.OrganizationService.GetOrganizationUsage:input_type -> parley.v1.GetOrganizationUsageRequest
+	54, // 62: parley.v1.OrganizationService.ListOrganizationAuditEvents:input_type -> parley.v1.ListOrganizationAuditEventsRequest
+	12, // 63: parley.v1.OrganizationService.CreateOrganization:output_type -> parley.v1.CreateOrganizationResponse
+	14, // 64: parley.v1.OrganizationService.ListOrganizations:output_type -> parley.v1.ListOrganizationsResponse
+	17, // 65: parley.v1.OrganizationService.GetOrganization:output_type -> parley.v1.GetOrganizationResponse
+	19, // 66: parley.v1.OrganizationService.UpdateOrganization:output_type -> parley.v1.UpdateOrganizationResponse
+	21, // 67: parley.v1.OrganizationService.AddMember:output_type -> parley.v1.AddMemberResponse
+	23, // 68: parley.v1.OrganizationService.RemoveMember:output_type -> parley.v1.RemoveMemberResponse
+	25, // 69: parley.v1.OrganizationService.ListMembers:output_type -> parley.v1.ListMembersResponse
+	27, // 70: parley.v1.OrganizationService.CreateTeam:output_type -> parley.v1.CreateTeamResponse
+	29, // 71: parley.v1.OrganizationService.ListTeams:output_type -> parley.v1.ListTeamsResponse
+	31, // 72: parley.v1.OrganizationService.UpdateTeam:output_type -> parley.v1.UpdateTeamResponse
+	33, // 73: parley.v1.OrganizationService.DeleteTeam:output_type -> parley.v1.DeleteTeamResponse
+	35, // 74: parley.v1.OrganizationService.SetTeamMember:output_type -> parley.v1.SetTeamMemberResponse
+	37, // 75: parley.v1.OrganizationService.RemoveTeamMember:output_type -> parley.v1.RemoveTeamMemberResponse
+	39, // 76: parley.v1.OrganizationService.ListTeamMembers:output_type -> parley.v1.ListTeamMembersResponse
+	41, // 77: parley.v1.OrganizationService.SetBudget:output_type -> parley.v1.SetBudgetResponse
+	43, // 78: parley.v1.OrganizationService.DeleteBudget:output_type -> parley.v1.DeleteBudgetResponse
+	45, // 79: parley.v1.OrganizationService.ListBudgets:output_type -> parley.v1.ListBudgetsResponse
+	47, // 80: parley.v1.OrganizationService.CreateOrganizationApiKey:output_type -> parley.v1.CreateOrganizationApiKeyResponse
+	49, // 81: parley.v1.OrganizationService.ListOrganizationApiKeys:output_type -> parley.v1.ListOrganizationApiKeysResponse
+	51, // 82: parley.v1.OrganizationService.RevokeOrganizationApiKey:output_type -> parley.v1.RevokeOrganizationApiKeyResponse
+	53, // 83: parley.v1.OrganizationService.GetOrganizationUsage:output_type -> parley.v1.GetOrganizationUsageResponse
+	55, // 84: parley.v1.OrganizationService.ListOrganizationAuditEvents:output_type -> parley.v1.ListOrganizationAuditEventsResponse
+	63, // [63:85] is the sub-list for method output_type
+	41, // [41:63] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_organization_proto_init() }
@@ -3649,7 +3737,7 @@ func file_parley_v1_organization_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_organization_proto_rawDesc), len(file_parley_v1_organization_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,

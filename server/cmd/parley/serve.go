@@ -213,9 +213,10 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	}
 
 	orgs := &org.Service{
-		Orgs: stores.Organizations, Accounts: stores.Accounts, Ledger: stores.Ledger, Audit: stores.Audit,
+		Orgs: stores.Organizations, Accounts: stores.Accounts, Ledger: stores.Ledger, Audit: stores.Audit, Records: stores.Usage,
 		Auth: authn, Catalog: catalog, Logger: logger, Now: time.Now,
 	}
+	orgHandler := &api.OrganizationHandler{Orgs: orgs, Audit: stores.Audit, Pages: pages}
 	authHandler := &api.AuthHandler{Auth: authn}
 	if cfg.SSO.Enabled() {
 		// Sign-in through the identity provider: plain HTTP redirects,
@@ -247,7 +248,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 			Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger, Catalog: catalog,
 			Batches: batches,
 		},
-		organizations: &api.OrganizationHandler{Orgs: orgs, Usage: stores.Usage, Audit: stores.Audit, Pages: pages},
+		organizations: orgHandler,
 	})
 
 	// The SSE form of every server-streaming RPC, over the same handlers.
@@ -267,6 +268,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	// Conversation downloads (Content-Disposition), over ExportConversation.
 	exportAuth := authn.Middleware(auth.AccessAny, writeConnectError)
 	mux.Handle(api.ExportPath, metrics.HTTP("export", exportAuth(http.HandlerFunc(conversations.ServeExport))))
+	// Organisation usage as CSV, over GetOrganizationUsage (a browser session).
+	orgExportAuth := authn.Middleware(auth.AccessSession, writeConnectError)
+	mux.Handle(api.UsageCSVPath, metrics.HTTP("export", orgExportAuth(http.HandlerFunc(orgHandler.ServeUsageCSV))))
 
 	// The browser chat app, embedded; registered at "/" so every API route wins.
 	mux.Handle("/", obs.Route("webapp", webapp.New(webOptions(cfg))))

@@ -165,7 +165,7 @@ class GetUsageSummaryResponse(_message.Message):
     def __init__(self, buckets: _Optional[_Iterable[_Union[UsageBucket, _Mapping]]] = ..., total: _Optional[_Union[UsageBucket, _Mapping]] = ...) -> None: ...
 
 class UsageBucket(_message.Message):
-    __slots__ = ("day", "model", "requests", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_nanos")
+    __slots__ = ("day", "model", "requests", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_nanos", "api_key_id", "team_id", "user_id")
     DAY_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +173,9 @@ class UsageBucket(_message.Message):
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     COST_NANOS_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
     day: str
     model: str
     requests: int
@@ -180,4 +183,7 @@ class UsageBucket(_message.Message):
     completion_tokens: int
     cached_tokens: int
     cost_nanos: int
-    def __init__(self, day: _Optional[str] = ..., model: _Optional[str] = ..., requests: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., cost_nanos: _Optional[int] = ...) -> None: ...
+    api_key_id: str
+    team_id: str
+    user_id: str
+    def __init__(self, day: _Optional[str] = ..., model: _Optional[str] = ..., requests: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., cached_tokens: _Optional[int] = ..., cost_nanos: _Optional[int] = ..., api_key_id: _Optional[str] = ..., team_id: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...

@@ -43,6 +43,13 @@ class BudgetPeriod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BUDGET_PERIOD_WEEKLY: _ClassVar[BudgetPeriod]
     BUDGET_PERIOD_MONTHLY: _ClassVar[BudgetPeriod]
     BUDGET_PERIOD_TOTAL: _ClassVar[BudgetPeriod]
+
+class UsageGrouping(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    USAGE_GROUPING_UNSPECIFIED: _ClassVar[UsageGrouping]
+    USAGE_GROUPING_KEY: _ClassVar[UsageGrouping]
+    USAGE_GROUPING_TEAM: _ClassVar[UsageGrouping]
+    USAGE_GROUPING_MEMBER: _ClassVar[UsageGrouping]
 ORGANIZATION_ROLE_UNSPECIFIED: OrganizationRole
 ORGANIZATION_ROLE_OWNER: OrganizationRole
 ORGANIZATION_ROLE_ADMIN: OrganizationRole
@@ -61,6 +68,10 @@ BUDGET_PERIOD_DAILY: BudgetPeriod
 BUDGET_PERIOD_WEEKLY: BudgetPeriod
 BUDGET_PERIOD_MONTHLY: BudgetPeriod
 BUDGET_PERIOD_TOTAL: BudgetPeriod
+USAGE_GROUPING_UNSPECIFIED: UsageGrouping
+USAGE_GROUPING_KEY: UsageGrouping
+USAGE_GROUPING_TEAM: UsageGrouping
+USAGE_GROUPING_MEMBER: UsageGrouping
 
 class Organization(_message.Message):
     __slots__ = ("organization_id", "name", "time_zone", "created_at", "sso_domain")
@@ -467,14 +478,18 @@ class RevokeOrganizationApiKeyResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class GetOrganizationUsageRequest(_message.Message):
-    __slots__ = ("organization_id", "start_time", "end_time")
+    __slots__ = ("organization_id", "start_time", "end_time", "group_by", "team_id")
     ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
     organization_id: str
     start_time: _timestamp_pb2.Timestamp
     end_time: _timestamp_pb2.Timestamp
-    def __init__(self, organization_id: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    group_by: UsageGrouping
+    team_id: str
+    def __init__(self, organization_id: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., group_by: _Optional[_Union[UsageGrouping, str]] = ..., team_id: _Optional[str] = ...) -> None: ...
 
 class GetOrganizationUsageResponse(_message.Message):
     __slots__ = ("buckets", "total")
