@@ -44,6 +44,23 @@ var orgRoles = map[parleyv1.OrganizationRole]store.OrgRole{
 	parleyv1.OrganizationRole_ORGANIZATION_ROLE_BILLING_READER: store.RoleBillingReader,
 }
 
+var teamRoles = map[parleyv1.TeamRole]store.TeamRole{
+	parleyv1.TeamRole_TEAM_ROLE_ADMIN:  store.TeamRoleAdmin,
+	parleyv1.TeamRole_TEAM_ROLE_MEMBER: store.TeamRoleMember,
+}
+
+// teamRole reads a team role; unset is a member.
+func teamRole(field string, r parleyv1.TeamRole) (store.TeamRole, error) {
+	if r == parleyv1.TeamRole_TEAM_ROLE_UNSPECIFIED {
+		return store.TeamRoleMember, nil
+	}
+	role, ok := teamRoles[r]
+	if !ok {
+		return "", apierr.InvalidArgument(field, "must be TEAM_ROLE_ADMIN or TEAM_ROLE_MEMBER")
+	}
+	return role, nil
+}
+
 var budgetScopes = map[parleyv1.BudgetScope]store.BudgetScope{
 	parleyv1.BudgetScope_BUDGET_SCOPE_ORGANIZATION: store.ScopeOrganization,
 	parleyv1.BudgetScope_BUDGET_SCOPE_TEAM:         store.ScopeTeam,
@@ -259,13 +276,9 @@ func (h *OrganizationHandler) SetTeamMember(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	role := store.TeamRoleMember
-	switch req.Msg.GetRole() {
-	case parleyv1.TeamRole_TEAM_ROLE_UNSPECIFIED, parleyv1.TeamRole_TEAM_ROLE_MEMBER:
-	case parleyv1.TeamRole_TEAM_ROLE_ADMIN:
-		role = store.TeamRoleAdmin
-	default:
-		return nil, apierr.InvalidArgument("role", "must be TEAM_ROLE_ADMIN or TEAM_ROLE_MEMBER")
+	role, err := teamRole("role", req.Msg.GetRole())
+	if err != nil {
+		return nil, err
 	}
 	if req.Msg.GetUserId() == "" {
 		return nil, apierr.InvalidArgument("user_id", "is required")
@@ -300,11 +313,7 @@ func (h *OrganizationHandler) ListTeamMembers(ctx context.Context, req *connect.
 	}
 	res := &parleyv1.ListTeamMembersResponse{}
 	for _, m := range ms {
-		role := parleyv1.TeamRole_TEAM_ROLE_MEMBER
-		if m.Role == store.TeamRoleAdmin {
-			role = parleyv1.TeamRole_TEAM_ROLE_ADMIN
-		}
-		res.Members = append(res.Members, &parleyv1.TeamMember{UserId: m.UserID, Email: m.Email, Role: role})
+		res.Members = append(res.Members, &parleyv1.TeamMember{UserId: m.UserID, Email: m.Email, Role: keyOf(teamRoles, m.Role)})
 	}
 	return connect.NewResponse(res), nil
 }

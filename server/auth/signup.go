@@ -72,20 +72,39 @@ const (
 	maxCodeBytes = 128
 )
 
-func newInvitationCode() string {
+// OrgInvitationPrefix starts an organisation's invitation code, made and
+// read as a sign-up invitation's.
+const OrgInvitationPrefix = "oinv_"
+
+func newInvitationCode(prefix string) string {
 	b := make([]byte, tokenBytes)
 	_, _ = rand.Read(b)
 	body := new(big.Int).SetBytes(b).Text(62)
-	return InvitationPrefix + strings.Repeat("0", keyBodyLen-len(body)) + body
+	return prefix + strings.Repeat("0", keyBodyLen-len(body)) + body
+}
+
+// NewOrgInvitationCode makes an organisation's invitation code and returns
+// it with its SHA-256 and the prefix shown in lists.
+func NewOrgInvitationCode() (code string, hash []byte, shown string) {
+	code = newInvitationCode(OrgInvitationPrefix)
+	d, _ := parseInvitationCode(OrgInvitationPrefix, code)
+	return code, d[:], code[:len(OrgInvitationPrefix)+8]
+}
+
+// ParseOrgInvitationCode checks an organisation's invitation code's shape
+// and returns its SHA-256.
+func ParseOrgInvitationCode(s string) ([]byte, bool) {
+	d, ok := parseInvitationCode(OrgInvitationPrefix, s)
+	return d[:], ok
 }
 
 // parseInvitationCode checks a code's shape and returns its digest.
-func parseInvitationCode(s string) (digest, bool) {
+func parseInvitationCode(prefix, s string) (digest, bool) {
 	s = strings.TrimSpace(s)
-	if len(s) != len(InvitationPrefix)+keyBodyLen || !strings.HasPrefix(s, InvitationPrefix) {
+	if len(s) > maxCodeBytes || len(s) != len(prefix)+keyBodyLen || !strings.HasPrefix(s, prefix) {
 		return digest{}, false
 	}
-	for i := len(InvitationPrefix); i < len(s); i++ {
+	for i := len(prefix); i < len(s); i++ {
 		c := s[i]
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
 			return digest{}, false
@@ -127,7 +146,7 @@ func (a *Authenticator) SignUp(ctx context.Context, email, password, displayName
 			return store.User{}, NewSession{}, errInvitationRequired()
 		}
 		var ok bool
-		if code, ok = parseInvitationCode(invitationCode); !ok {
+		if code, ok = parseInvitationCode(InvitationPrefix, invitationCode); !ok {
 			return store.User{}, NewSession{}, errInvitation("no such invitation")
 		}
 	}
@@ -221,8 +240,8 @@ func (a *Authenticator) CreateInvitation(ctx context.Context, by, note string, m
 	if utf8.RuneCountInString(note) > MaxInvitationNote {
 		return store.Invitation{}, "", apierr.InvalidArgument("note", "is longer than 200 characters")
 	}
-	code := newInvitationCode()
-	d, _ := parseInvitationCode(code)
+	code := newInvitationCode(InvitationPrefix)
+	d, _ := parseInvitationCode(InvitationPrefix, code)
 	now := a.now().UTC()
 	inv := store.Invitation{
 		ID: newID(), CodeHash: d[:], Prefix: code[:invitationPrefixLen], Note: note, CreatedBy: by,
@@ -252,7 +271,7 @@ func (a *Authenticator) ListInvitations(ctx context.Context, page store.PageRequ
 // RevokeInvitation revokes an invitation on behalf of by; the accounts it
 // made stay. Revoking twice succeeds.
 func (a *Authenticator) RevokeInvitation(ctx context.Context, by, id string, c Client) (store.Invitation, error) {
-	inv, err := a.accounts.RevokeInvitation(ctx, id, a.now().UTC())
+	inv, err := a.accounts.RevokeInvitation(ctx, "", id, a.now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Invitation{}, apierr.NotFound("invitation")
 	}

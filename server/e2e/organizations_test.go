@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/gen/parley/v1/parleyv1connect"
@@ -694,5 +695,139 @@ func TestOrganizationUsageBreakdown(t *testing.T) {
 		if res, body := s.getRaw(t, c.path, c.header); res.StatusCode != c.want {
 			t.Errorf("the CSV for %s: %d %s", name, res.StatusCode, body)
 		}
+	}
+}
+
+// Invitation links: whoever holds one joins with its role and team, up to
+// its uses, not after it is revoked, and only as the address it names.
+func TestOrganizationInvitationLinks(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	ctx := ctxTimeout(t, 60*time.Second)
+	o := newOrgSetup(t, s, s.newAccount(t, "owner@example.com"), "Hooli")
+	invite := func(c parleyv1connect.OrganizationServiceClient, req *parleyv1.CreateOrganizationInvitationRequest) (*parleyv1.CreateOrganizationInvitationResponse, error) {
+		req.OrganizationId = o.orgID
+		res, err := c.CreateOrganizationInvitation(ctx, connect.NewRequest(req))
+		if err != nil {
+			return nil, err
+		}
+		return res.Msg, nil
+	}
+	inv, err := invite(o.c, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER,
+		TeamId: o.team, MaxUses: 2})
+	if err != nil {
+		t.Fatalf("CreateOrganizationInvitation: %v", err)
+	}
+	if !strings.HasPrefix(inv.GetCode(), "oinv_") || !strings.HasPrefix(inv.GetCode(), inv.GetInvitation().GetPrefix()) {
+		t.Fatalf("the code %q, prefix %q", inv.GetCode(), inv.GetInvitation().GetPrefix())
+	}
+	// The holder sees what it offers, then joins with the role and the team.
+	joiner := s.newAccount(t, "joiner@example.com")
+	jc := s.orgClient(joiner)
+	offer, err := jc.GetOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.GetOrganizationInvitationRequest{Code: inv.GetCode()}))
+	if err != nil || offer.Msg.GetOrganizationName() != "Hooli" || offer.Msg.GetTeamName() != "research" || offer.Msg.GetAlreadyMember() ||
+		offer.Msg.GetRole() != parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER {
+		t.Fatalf("GetOrganizationInvitation: %v %v", offer, err)
+	}
+	acc, err := jc.AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: inv.GetCode()}))
+	if err != nil || acc.Msg.GetMembership().GetOrganization().GetOrganizationId() != o.orgID {
+		t.Fatalf("AcceptOrganizationInvitation: %v %v", acc, err)
+	}
+	teams, err := jc.ListTeams(ctx, connect.NewRequest(&parleyv1.ListTeamsRequest{OrganizationId: o.orgID}))
+	if err != nil || len(teams.Msg.GetTeams()) != 1 || teams.Msg.GetTeams()[0].GetTeamId() != o.team {
+		t.Fatalf("the joiner's teams: %v %v", teams, err)
+	}
+	_, err = jc.AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: inv.GetCode()}))
+	wantCode(t, "accepting twice", err, connect.CodeAlreadyExists)
+	// A member invites nobody; an admin invites no owner.
+	_, err = invite(jc, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER})
+	wantCode(t, "a member invites", err, connect.CodePermissionDenied)
+	_, err = jc.ListOrganizationInvitations(ctx, connect.NewRequest(&parleyv1.ListOrganizationInvitationsRequest{OrganizationId: o.orgID}))
+	wantCode(t, "a member lists invitations", err, connect.CodePermissionDenied)
+	admin := s.newAccount(t, "admin@example.com")
+	if _, err := o.c.AddMember(ctx, connect.NewRequest(&parleyv1.AddMemberRequest{OrganizationId: o.orgID, Email: admin.Email,
+		Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_ADMIN})); err != nil {
+		t.Fatal(err)
+	}
+	_, err = invite(s.orgClient(admin), &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_OWNER})
+	wantCode(t, "an admin invites an owner", err, connect.CodePermissionDenied)
+	// Bad requests name their field; another organisation's team is not found.
+	other := newOrgSetup(t, s, s.newAccount(t, "rival@example.com"), "Raviga")
+	for field, req := range map[string]*parleyv1.CreateOrganizationInvitationRequest{
+		"role":     {},
+		"max_uses": {Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, MaxUses: 5000},
+		"email":    {Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, Email: "not an address"},
+		"ttl":      {Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, Ttl: durationpb.New(40 * 24 * time.Hour)},
+	} {
+		_, err := invite(o.c, req)
+		if fv := new(parleyv1.FieldViolation); connect.CodeOf(err) != connect.CodeInvalidArgument || !detailOf(err, fv) || fv.GetField() != field {
+			t.Errorf("a bad %s: %v", field, err)
+		}
+	}
+	_, err = invite(o.c, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, TeamId: other.team})
+	wantCode(t, "another organisation's team", err, connect.CodeNotFound)
+
+	// Two uses: of four racing for the second, one joins.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[connect.Code]int{}
+	for i := range 4 {
+		c := s.orgClient(s.newAccount(t, fmt.Sprintf("racer%d@example.com", i)))
+		wg.Go(func() {
+			_, err := c.AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: inv.GetCode()}))
+			mu.Lock()
+			if err == nil {
+				codes[0]++
+			} else {
+				codes[connect.CodeOf(err)]++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[0] != 1 || codes[connect.CodeFailedPrecondition] != 3 {
+		t.Fatalf("four racing for the last use: %v", codes)
+	}
+	// For one address only.
+	named, err := invite(o.c, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_BILLING_READER, Email: "Auditor@Example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.orgClient(s.newAccount(t, "impostor@example.com")).AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: named.GetCode()}))
+	wantCode(t, "another address", err, connect.CodeFailedPrecondition)
+	auditor := s.newAccount(t, "auditor@example.com")
+	if _, err := s.orgClient(auditor).AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: named.GetCode()})); err != nil {
+		t.Fatalf("the named address: %v", err)
+	}
+	// Revoked: nobody else joins; another organisation cannot revoke it.
+	open, err := invite(o.c, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, MaxUses: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.c.RevokeOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.RevokeOrganizationInvitationRequest{OrganizationId: other.orgID, InvitationId: open.GetInvitation().GetInvitationId()}))
+	wantCode(t, "another organisation revokes", err, connect.CodeNotFound)
+	if _, err := o.c.RevokeOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.RevokeOrganizationInvitationRequest{OrganizationId: o.orgID, InvitationId: open.GetInvitation().GetInvitationId()})); err != nil {
+		t.Fatal(err)
+	}
+	late := s.orgClient(s.newAccount(t, "late@example.com"))
+	_, err = late.AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: open.GetCode()}))
+	wantCode(t, "a revoked link", err, connect.CodeFailedPrecondition)
+	for _, code := range []string{"oinv_" + strings.Repeat("A", 43), "inv_nope", strings.Repeat("x", 10000)} {
+		_, err = late.GetOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.GetOrganizationInvitationRequest{Code: code}))
+		wantCode(t, "a made-up code", err, connect.CodeNotFound)
+	}
+	list, err := o.c.ListOrganizationInvitations(ctx, connect.NewRequest(&parleyv1.ListOrganizationInvitationsRequest{OrganizationId: o.orgID}))
+	if err != nil || len(list.Msg.GetInvitations()) != 3 || list.Msg.GetInvitations()[0].GetRevokeTime() == nil || list.Msg.GetInvitations()[2].GetUses() != 2 {
+		t.Fatalf("ListOrganizationInvitations: %v %v", list, err)
+	}
+	log, err := o.c.ListOrganizationAuditEvents(ctx, connect.NewRequest(&parleyv1.ListOrganizationAuditEventsRequest{OrganizationId: o.orgID, PageSize: 200}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, e := range log.Msg.GetEvents() {
+		kinds[e.GetKind()]++
+	}
+	if kinds["org_invitation_created"] != 3 || kinds["org_invitation_accepted"] != 3 || kinds["org_invitation_revoked"] != 1 {
+		t.Fatalf("the audit log: %v", kinds)
 	}
 }

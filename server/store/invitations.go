@@ -8,8 +8,9 @@ import (
 )
 
 // Invitation is an admin-issued sign-up code, for a server whose sign-up
-// policy is invite. Only the SHA-256 of the code is stored, with a short
-// display prefix, as for API keys.
+// policy is invite, or (OrgID set) an organisation's invitation link, which
+// makes a signed-in user a member. Only the SHA-256 of the code is stored,
+// with a short display prefix, as for API keys.
 type Invitation struct {
 	// ID is the caller-made UUIDv7.
 	ID string
@@ -33,6 +34,18 @@ type Invitation struct {
 	LastUsedAt time.Time
 	// RevokedAt is when it was revoked; zero if it was not.
 	RevokedAt time.Time
+
+	// OrgID is the organisation an organisation's invitation joins; empty
+	// for a sign-up invitation. The rest are an organisation's only.
+	OrgID string
+	// Role is the role it gives.
+	Role OrgRole
+	// TeamID is the team it adds to (empty: none), with TeamRole.
+	TeamID   string
+	TeamRole TeamRole
+	// Email, when set, is the only address (as stored, lower case) that
+	// may use it.
+	Email string
 }
 
 // Unusable says why inv cannot create an account at now ("" when it can):
@@ -81,17 +94,20 @@ type Invitations interface {
 	// ignored). It returns ErrConflict if the ID or code hash exists, and
 	// ErrInvalidArgument for an empty code hash or MaxUses below 1.
 	CreateInvitation(ctx context.Context, inv Invitation) error
-	// ListInvitations lists every invitation, revoked and used ones
-	// included, newest first.
+	// ListInvitations lists every sign-up invitation, revoked and used
+	// ones included, newest first.
 	ListInvitations(ctx context.Context, page PageRequest) ([]Invitation, string, error)
+	// ListOrgInvitations lists an organisation's invitations, newest
+	// first, at most the 500 newest.
+	ListOrgInvitations(ctx context.Context, orgID string) ([]Invitation, error)
 	// GetInvitationByCode returns the invitation whose code hash is
 	// codeHash, or ErrNotFound. (A sign-up checks it before the password
 	// work; CreateUserWithInvitation checks again as it takes the use.)
 	GetInvitationByCode(ctx context.Context, codeHash []byte) (Invitation, error)
-	// RevokeInvitation revokes an invitation at the given time and returns
-	// it, or ErrNotFound. Revoking a revoked invitation succeeds and keeps
-	// the first RevokedAt.
-	RevokeInvitation(ctx context.Context, id string, at time.Time) (Invitation, error)
+	// RevokeInvitation revokes an invitation of orgID (empty: a sign-up
+	// invitation) at the given time and returns it, or ErrNotFound.
+	// Revoking a revoked invitation succeeds and keeps the first RevokedAt.
+	RevokeInvitation(ctx context.Context, orgID, id string, at time.Time) (Invitation, error)
 	// CreateUserWithInvitation creates u and takes one use of the
 	// invitation whose code hash is codeHash, in one transaction: both
 	// happen or neither does. It returns the invitation as used, or
@@ -100,4 +116,11 @@ type Invitations interface {
 	// leaving nothing written. Concurrent calls never take more than
 	// MaxUses uses.
 	CreateUserWithInvitation(ctx context.Context, u User, codeHash []byte, now time.Time) (Invitation, error)
+	// AcceptOrgInvitation takes one use of the organisation's invitation
+	// whose code hash is codeHash and makes userID a member with its role
+	// (and a member of its team, if the team still exists), in one
+	// transaction. It returns the invitation as used, or ErrNotFound, an
+	// *InvitationUnusableError or ErrConflict (already a member), leaving
+	// nothing written. Concurrent calls never take more than MaxUses.
+	AcceptOrgInvitation(ctx context.Context, codeHash []byte, userID string, now time.Time) (Invitation, error)
 }

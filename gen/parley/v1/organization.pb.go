@@ -476,6 +476,739 @@ func (x *Member) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// OrganizationInvitation is an invitation link as the organisation's admins see it;
+// its code is shown only by CreateOrganizationInvitation.
+type OrganizationInvitation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitation's id.
+	InvitationId string `protobuf:"bytes,1,opt,name=invitation_id,json=invitationId,proto3" json:"invitation_id,omitempty"`
+	// The first characters of the code, to tell links apart.
+	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The role it gives.
+	Role OrganizationRole `protobuf:"varint,3,opt,name=role,proto3,enum=parley.v1.OrganizationRole" json:"role,omitempty"`
+	// The team it adds to (empty: none) and the team role.
+	TeamId string `protobuf:"bytes,4,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
+	// The team role.
+	TeamRole TeamRole `protobuf:"varint,5,opt,name=team_role,json=teamRole,proto3,enum=parley.v1.TeamRole" json:"team_role,omitempty"`
+	// The only address that may use it; empty: anyone with the link.
+	Email string `protobuf:"bytes,6,opt,name=email,proto3" json:"email,omitempty"`
+	// How many people may join with it, and how many have.
+	MaxUses int64 `protobuf:"varint,7,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	// How many have joined with it.
+	Uses int64 `protobuf:"varint,8,opt,name=uses,proto3" json:"uses,omitempty"`
+	// Who made it (a user id).
+	CreatedBy string `protobuf:"bytes,9,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// When it was made.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// When it stops working.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// When it was revoked; unset if it was not.
+	RevokeTime    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=revoke_time,json=revokeTime,proto3" json:"revoke_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrganizationInvitation) Reset() {
+	*x = OrganizationInvitation{}
+	mi := &file_parley_v1_organization_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrganizationInvitation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrganizationInvitation) ProtoMessage() {}
+
+func (x *OrganizationInvitation) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrganizationInvitation.ProtoReflect.Descriptor instead.
+func (*OrganizationInvitation) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OrganizationInvitation) GetInvitationId() string {
+	if x != nil {
+		return x.InvitationId
+	}
+	return ""
+}
+
+func (x *OrganizationInvitation) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *OrganizationInvitation) GetRole() OrganizationRole {
+	if x != nil {
+		return x.Role
+	}
+	return OrganizationRole_ORGANIZATION_ROLE_UNSPECIFIED
+}
+
+func (x *OrganizationInvitation) GetTeamId() string {
+	if x != nil {
+		return x.TeamId
+	}
+	return ""
+}
+
+func (x *OrganizationInvitation) GetTeamRole() TeamRole {
+	if x != nil {
+		return x.TeamRole
+	}
+	return TeamRole_TEAM_ROLE_UNSPECIFIED
+}
+
+func (x *OrganizationInvitation) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *OrganizationInvitation) GetMaxUses() int64 {
+	if x != nil {
+		return x.MaxUses
+	}
+	return 0
+}
+
+func (x *OrganizationInvitation) GetUses() int64 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+func (x *OrganizationInvitation) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *OrganizationInvitation) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *OrganizationInvitation) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *OrganizationInvitation) GetRevokeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokeTime
+	}
+	return nil
+}
+
+// CreateOrganizationInvitationRequest is the request of
+// OrganizationService.CreateOrganizationInvitation.
+type CreateOrganizationInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// Required. The role the invited get.
+	Role OrganizationRole `protobuf:"varint,2,opt,name=role,proto3,enum=parley.v1.OrganizationRole" json:"role,omitempty"`
+	// Optional. A team the invited join.
+	TeamId string `protobuf:"bytes,3,opt,name=team_id,json=teamId,proto3" json:"team_id,omitempty"`
+	// Optional. Their team role (default member).
+	TeamRole TeamRole `protobuf:"varint,4,opt,name=team_role,json=teamRole,proto3,enum=parley.v1.TeamRole" json:"team_role,omitempty"`
+	// Optional. The only address that may use it.
+	Email string `protobuf:"bytes,5,opt,name=email,proto3" json:"email,omitempty"`
+	// Optional. How many may join with it: 1 (default) to 1000.
+	MaxUses int64 `protobuf:"varint,6,opt,name=max_uses,json=maxUses,proto3" json:"max_uses,omitempty"`
+	// Optional. How long it works: default 7 days, at most 30.
+	Ttl           *durationpb.Duration `protobuf:"bytes,7,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOrganizationInvitationRequest) Reset() {
+	*x = CreateOrganizationInvitationRequest{}
+	mi := &file_parley_v1_organization_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOrganizationInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOrganizationInvitationRequest) ProtoMessage() {}
+
+func (x *CreateOrganizationInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOrganizationInvitationRequest.ProtoReflect.Descriptor instead.
+func (*CreateOrganizationInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CreateOrganizationInvitationRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CreateOrganizationInvitationRequest) GetRole() OrganizationRole {
+	if x != nil {
+		return x.Role
+	}
+	return OrganizationRole_ORGANIZATION_ROLE_UNSPECIFIED
+}
+
+func (x *CreateOrganizationInvitationRequest) GetTeamId() string {
+	if x != nil {
+		return x.TeamId
+	}
+	return ""
+}
+
+func (x *CreateOrganizationInvitationRequest) GetTeamRole() TeamRole {
+	if x != nil {
+		return x.TeamRole
+	}
+	return TeamRole_TEAM_ROLE_UNSPECIFIED
+}
+
+func (x *CreateOrganizationInvitationRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *CreateOrganizationInvitationRequest) GetMaxUses() int64 {
+	if x != nil {
+		return x.MaxUses
+	}
+	return 0
+}
+
+func (x *CreateOrganizationInvitationRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+// CreateOrganizationInvitationResponse is the response of
+// OrganizationService.CreateOrganizationInvitation.
+type CreateOrganizationInvitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitation.
+	Invitation *OrganizationInvitation `protobuf:"bytes,1,opt,name=invitation,proto3" json:"invitation,omitempty"`
+	// The code, shown only this once: the link is /join/{code}.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOrganizationInvitationResponse) Reset() {
+	*x = CreateOrganizationInvitationResponse{}
+	mi := &file_parley_v1_organization_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOrganizationInvitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOrganizationInvitationResponse) ProtoMessage() {}
+
+func (x *CreateOrganizationInvitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOrganizationInvitationResponse.ProtoReflect.Descriptor instead.
+func (*CreateOrganizationInvitationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CreateOrganizationInvitationResponse) GetInvitation() *OrganizationInvitation {
+	if x != nil {
+		return x.Invitation
+	}
+	return nil
+}
+
+func (x *CreateOrganizationInvitationResponse) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// ListOrganizationInvitationsRequest is the request of
+// OrganizationService.ListOrganizationInvitations.
+type ListOrganizationInvitationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListOrganizationInvitationsRequest) Reset() {
+	*x = ListOrganizationInvitationsRequest{}
+	mi := &file_parley_v1_organization_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrganizationInvitationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrganizationInvitationsRequest) ProtoMessage() {}
+
+func (x *ListOrganizationInvitationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrganizationInvitationsRequest.ProtoReflect.Descriptor instead.
+func (*ListOrganizationInvitationsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListOrganizationInvitationsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+// ListOrganizationInvitationsResponse is the response of
+// OrganizationService.ListOrganizationInvitations.
+type ListOrganizationInvitationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Invitations   []*OrganizationInvitation `protobuf:"bytes,1,rep,name=invitations,proto3" json:"invitations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrganizationInvitationsResponse) Reset() {
+	*x = ListOrganizationInvitationsResponse{}
+	mi := &file_parley_v1_organization_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrganizationInvitationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrganizationInvitationsResponse) ProtoMessage() {}
+
+func (x *ListOrganizationInvitationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrganizationInvitationsResponse.ProtoReflect.Descriptor instead.
+func (*ListOrganizationInvitationsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListOrganizationInvitationsResponse) GetInvitations() []*OrganizationInvitation {
+	if x != nil {
+		return x.Invitations
+	}
+	return nil
+}
+
+// RevokeOrganizationInvitationRequest is the request of
+// OrganizationService.RevokeOrganizationInvitation.
+type RevokeOrganizationInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// Required.
+	InvitationId  string `protobuf:"bytes,2,opt,name=invitation_id,json=invitationId,proto3" json:"invitation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeOrganizationInvitationRequest) Reset() {
+	*x = RevokeOrganizationInvitationRequest{}
+	mi := &file_parley_v1_organization_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeOrganizationInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeOrganizationInvitationRequest) ProtoMessage() {}
+
+func (x *RevokeOrganizationInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeOrganizationInvitationRequest.ProtoReflect.Descriptor instead.
+func (*RevokeOrganizationInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RevokeOrganizationInvitationRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *RevokeOrganizationInvitationRequest) GetInvitationId() string {
+	if x != nil {
+		return x.InvitationId
+	}
+	return ""
+}
+
+// RevokeOrganizationInvitationResponse is the response of
+// OrganizationService.RevokeOrganizationInvitation.
+type RevokeOrganizationInvitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invitation, revoked.
+	Invitation    *OrganizationInvitation `protobuf:"bytes,1,opt,name=invitation,proto3" json:"invitation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeOrganizationInvitationResponse) Reset() {
+	*x = RevokeOrganizationInvitationResponse{}
+	mi := &file_parley_v1_organization_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeOrganizationInvitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeOrganizationInvitationResponse) ProtoMessage() {}
+
+func (x *RevokeOrganizationInvitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeOrganizationInvitationResponse.ProtoReflect.Descriptor instead.
+func (*RevokeOrganizationInvitationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RevokeOrganizationInvitationResponse) GetInvitation() *OrganizationInvitation {
+	if x != nil {
+		return x.Invitation
+	}
+	return nil
+}
+
+// GetOrganizationInvitationRequest is the request of
+// OrganizationService.GetOrganizationInvitation.
+type GetOrganizationInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The code from the link.
+	Code          string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrganizationInvitationRequest) Reset() {
+	*x = GetOrganizationInvitationRequest{}
+	mi := &file_parley_v1_organization_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrganizationInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrganizationInvitationRequest) ProtoMessage() {}
+
+func (x *GetOrganizationInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrganizationInvitationRequest.ProtoReflect.Descriptor instead.
+func (*GetOrganizationInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetOrganizationInvitationRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// GetOrganizationInvitationResponse is the response of
+// OrganizationService.GetOrganizationInvitation.
+type GetOrganizationInvitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organisation's id.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The organisation's name.
+	OrganizationName string `protobuf:"bytes,2,opt,name=organization_name,json=organizationName,proto3" json:"organization_name,omitempty"`
+	// The role it gives.
+	Role OrganizationRole `protobuf:"varint,3,opt,name=role,proto3,enum=parley.v1.OrganizationRole" json:"role,omitempty"`
+	// The team's name (empty: none).
+	TeamName string `protobuf:"bytes,4,opt,name=team_name,json=teamName,proto3" json:"team_name,omitempty"`
+	// When it stops working.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// Whether the caller is already a member.
+	AlreadyMember bool `protobuf:"varint,6,opt,name=already_member,json=alreadyMember,proto3" json:"already_member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrganizationInvitationResponse) Reset() {
+	*x = GetOrganizationInvitationResponse{}
+	mi := &file_parley_v1_organization_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrganizationInvitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrganizationInvitationResponse) ProtoMessage() {}
+
+func (x *GetOrganizationInvitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrganizationInvitationResponse.ProtoReflect.Descriptor instead.
+func (*GetOrganizationInvitationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GetOrganizationInvitationResponse) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetOrganizationInvitationResponse) GetOrganizationName() string {
+	if x != nil {
+		return x.OrganizationName
+	}
+	return ""
+}
+
+func (x *GetOrganizationInvitationResponse) GetRole() OrganizationRole {
+	if x != nil {
+		return x.Role
+	}
+	return OrganizationRole_ORGANIZATION_ROLE_UNSPECIFIED
+}
+
+func (x *GetOrganizationInvitationResponse) GetTeamName() string {
+	if x != nil {
+		return x.TeamName
+	}
+	return ""
+}
+
+func (x *GetOrganizationInvitationResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *GetOrganizationInvitationResponse) GetAlreadyMember() bool {
+	if x != nil {
+		return x.AlreadyMember
+	}
+	return false
+}
+
+// AcceptOrganizationInvitationRequest is the request of
+// OrganizationService.AcceptOrganizationInvitation.
+type AcceptOrganizationInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The code from the link.
+	Code          string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptOrganizationInvitationRequest) Reset() {
+	*x = AcceptOrganizationInvitationRequest{}
+	mi := &file_parley_v1_organization_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptOrganizationInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptOrganizationInvitationRequest) ProtoMessage() {}
+
+func (x *AcceptOrganizationInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptOrganizationInvitationRequest.ProtoReflect.Descriptor instead.
+func (*AcceptOrganizationInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AcceptOrganizationInvitationRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// AcceptOrganizationInvitationResponse is the response of
+// OrganizationService.AcceptOrganizationInvitation.
+type AcceptOrganizationInvitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organisation joined, with the caller's role.
+	Membership    *OrganizationMembership `protobuf:"bytes,1,opt,name=membership,proto3" json:"membership,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptOrganizationInvitationResponse) Reset() {
+	*x = AcceptOrganizationInvitationResponse{}
+	mi := &file_parley_v1_organization_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptOrganizationInvitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptOrganizationInvitationResponse) ProtoMessage() {}
+
+func (x *AcceptOrganizationInvitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_organization_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptOrganizationInvitationResponse.ProtoReflect.Descriptor instead.
+func (*AcceptOrganizationInvitationResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AcceptOrganizationInvitationResponse) GetMembership() *OrganizationMembership {
+	if x != nil {
+		return x.Membership
+	}
+	return nil
+}
+
 // Team groups members and keys under one budget.
 type Team struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -495,7 +1228,7 @@ type Team struct {
 
 func (x *Team) Reset() {
 	*x = Team{}
-	mi := &file_parley_v1_organization_proto_msgTypes[2]
+	mi := &file_parley_v1_organization_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +1240,7 @@ func (x *Team) String() string {
 func (*Team) ProtoMessage() {}
 
 func (x *Team) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[2]
+	mi := &file_parley_v1_organization_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +1253,7 @@ func (x *Team) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Team.ProtoReflect.Descriptor instead.
 func (*Team) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Team) GetTeamId() string {
@@ -566,7 +1299,7 @@ type TeamMember struct {
 
 func (x *TeamMember) Reset() {
 	*x = TeamMember{}
-	mi := &file_parley_v1_organization_proto_msgTypes[3]
+	mi := &file_parley_v1_organization_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +1311,7 @@ func (x *TeamMember) String() string {
 func (*TeamMember) ProtoMessage() {}
 
 func (x *TeamMember) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[3]
+	mi := &file_parley_v1_organization_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +1324,7 @@ func (x *TeamMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeamMember.ProtoReflect.Descriptor instead.
 func (*TeamMember) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TeamMember) GetUserId() string {
@@ -644,7 +1377,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_parley_v1_organization_proto_msgTypes[4]
+	mi := &file_parley_v1_organization_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +1389,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[4]
+	mi := &file_parley_v1_organization_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +1402,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Budget) GetBudgetId() string {
@@ -758,7 +1491,7 @@ type OrganizationApiKey struct {
 
 func (x *OrganizationApiKey) Reset() {
 	*x = OrganizationApiKey{}
-	mi := &file_parley_v1_organization_proto_msgTypes[5]
+	mi := &file_parley_v1_organization_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +1503,7 @@ func (x *OrganizationApiKey) String() string {
 func (*OrganizationApiKey) ProtoMessage() {}
 
 func (x *OrganizationApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[5]
+	mi := &file_parley_v1_organization_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +1516,7 @@ func (x *OrganizationApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrganizationApiKey.ProtoReflect.Descriptor instead.
 func (*OrganizationApiKey) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OrganizationApiKey) GetApiKey() *ApiKey {
@@ -848,7 +1581,7 @@ type CreateOrganizationRequest struct {
 
 func (x *CreateOrganizationRequest) Reset() {
 	*x = CreateOrganizationRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[6]
+	mi := &file_parley_v1_organization_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +1593,7 @@ func (x *CreateOrganizationRequest) String() string {
 func (*CreateOrganizationRequest) ProtoMessage() {}
 
 func (x *CreateOrganizationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[6]
+	mi := &file_parley_v1_organization_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +1606,7 @@ func (x *CreateOrganizationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrganizationRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrganizationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateOrganizationRequest) GetName() string {
@@ -901,7 +1634,7 @@ type CreateOrganizationResponse struct {
 
 func (x *CreateOrganizationResponse) Reset() {
 	*x = CreateOrganizationResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[7]
+	mi := &file_parley_v1_organization_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1646,7 @@ func (x *CreateOrganizationResponse) String() string {
 func (*CreateOrganizationResponse) ProtoMessage() {}
 
 func (x *CreateOrganizationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[7]
+	mi := &file_parley_v1_organization_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1659,7 @@ func (x *CreateOrganizationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrganizationResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrganizationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateOrganizationResponse) GetOrganization() *Organization {
@@ -945,7 +1678,7 @@ type ListOrganizationsRequest struct {
 
 func (x *ListOrganizationsRequest) Reset() {
 	*x = ListOrganizationsRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[8]
+	mi := &file_parley_v1_organization_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1690,7 @@ func (x *ListOrganizationsRequest) String() string {
 func (*ListOrganizationsRequest) ProtoMessage() {}
 
 func (x *ListOrganizationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[8]
+	mi := &file_parley_v1_organization_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1703,7 @@ func (x *ListOrganizationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrganizationsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrganizationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{19}
 }
 
 // ListOrganizationsResponse is the response of OrganizationService.ListOrganizations.
@@ -984,7 +1717,7 @@ type ListOrganizationsResponse struct {
 
 func (x *ListOrganizationsResponse) Reset() {
 	*x = ListOrganizationsResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[9]
+	mi := &file_parley_v1_organization_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1729,7 @@ func (x *ListOrganizationsResponse) String() string {
 func (*ListOrganizationsResponse) ProtoMessage() {}
 
 func (x *ListOrganizationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[9]
+	mi := &file_parley_v1_organization_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1742,7 @@ func (x *ListOrganizationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrganizationsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrganizationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{9}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListOrganizationsResponse) GetMemberships() []*OrganizationMembership {
@@ -1032,7 +1765,7 @@ type OrganizationMembership struct {
 
 func (x *OrganizationMembership) Reset() {
 	*x = OrganizationMembership{}
-	mi := &file_parley_v1_organization_proto_msgTypes[10]
+	mi := &file_parley_v1_organization_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1777,7 @@ func (x *OrganizationMembership) String() string {
 func (*OrganizationMembership) ProtoMessage() {}
 
 func (x *OrganizationMembership) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[10]
+	mi := &file_parley_v1_organization_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1790,7 @@ func (x *OrganizationMembership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrganizationMembership.ProtoReflect.Descriptor instead.
 func (*OrganizationMembership) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{10}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *OrganizationMembership) GetOrganization() *Organization {
@@ -1085,7 +1818,7 @@ type GetOrganizationRequest struct {
 
 func (x *GetOrganizationRequest) Reset() {
 	*x = GetOrganizationRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[11]
+	mi := &file_parley_v1_organization_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1830,7 @@ func (x *GetOrganizationRequest) String() string {
 func (*GetOrganizationRequest) ProtoMessage() {}
 
 func (x *GetOrganizationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[11]
+	mi := &file_parley_v1_organization_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1843,7 @@ func (x *GetOrganizationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationRequest.ProtoReflect.Descriptor instead.
 func (*GetOrganizationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{11}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetOrganizationRequest) GetOrganizationId() string {
@@ -1135,7 +1868,7 @@ type GetOrganizationResponse struct {
 
 func (x *GetOrganizationResponse) Reset() {
 	*x = GetOrganizationResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[12]
+	mi := &file_parley_v1_organization_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1880,7 @@ func (x *GetOrganizationResponse) String() string {
 func (*GetOrganizationResponse) ProtoMessage() {}
 
 func (x *GetOrganizationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[12]
+	mi := &file_parley_v1_organization_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1893,7 @@ func (x *GetOrganizationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationResponse.ProtoReflect.Descriptor instead.
 func (*GetOrganizationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{12}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetOrganizationResponse) GetOrganization() *Organization {
@@ -1199,7 +1932,7 @@ type UpdateOrganizationRequest struct {
 
 func (x *UpdateOrganizationRequest) Reset() {
 	*x = UpdateOrganizationRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[13]
+	mi := &file_parley_v1_organization_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1944,7 @@ func (x *UpdateOrganizationRequest) String() string {
 func (*UpdateOrganizationRequest) ProtoMessage() {}
 
 func (x *UpdateOrganizationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[13]
+	mi := &file_parley_v1_organization_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1957,7 @@ func (x *UpdateOrganizationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrganizationRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrganizationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{13}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateOrganizationRequest) GetOrganizationId() string {
@@ -1259,7 +1992,7 @@ type UpdateOrganizationResponse struct {
 
 func (x *UpdateOrganizationResponse) Reset() {
 	*x = UpdateOrganizationResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[14]
+	mi := &file_parley_v1_organization_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +2004,7 @@ func (x *UpdateOrganizationResponse) String() string {
 func (*UpdateOrganizationResponse) ProtoMessage() {}
 
 func (x *UpdateOrganizationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[14]
+	mi := &file_parley_v1_organization_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +2017,7 @@ func (x *UpdateOrganizationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrganizationResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrganizationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{14}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateOrganizationResponse) GetOrganization() *Organization {
@@ -1309,7 +2042,7 @@ type AddMemberRequest struct {
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[15]
+	mi := &file_parley_v1_organization_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +2054,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[15]
+	mi := &file_parley_v1_organization_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +2067,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{15}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AddMemberRequest) GetOrganizationId() string {
@@ -1369,7 +2102,7 @@ type AddMemberResponse struct {
 
 func (x *AddMemberResponse) Reset() {
 	*x = AddMemberResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[16]
+	mi := &file_parley_v1_organization_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +2114,7 @@ func (x *AddMemberResponse) String() string {
 func (*AddMemberResponse) ProtoMessage() {}
 
 func (x *AddMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[16]
+	mi := &file_parley_v1_organization_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +2127,7 @@ func (x *AddMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberResponse.ProtoReflect.Descriptor instead.
 func (*AddMemberResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{16}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AddMemberResponse) GetMember() *Member {
@@ -1417,7 +2150,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[17]
+	mi := &file_parley_v1_organization_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +2162,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[17]
+	mi := &file_parley_v1_organization_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +2175,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{17}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RemoveMemberRequest) GetOrganizationId() string {
@@ -1468,7 +2201,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[18]
+	mi := &file_parley_v1_organization_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +2213,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[18]
+	mi := &file_parley_v1_organization_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +2226,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{18}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{29}
 }
 
 // ListMembersRequest is the request of OrganizationService.ListMembers.
@@ -1507,7 +2240,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[19]
+	mi := &file_parley_v1_organization_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +2252,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[19]
+	mi := &file_parley_v1_organization_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +2265,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{19}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListMembersRequest) GetOrganizationId() string {
@@ -1553,7 +2286,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[20]
+	mi := &file_parley_v1_organization_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +2298,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[20]
+	mi := &file_parley_v1_organization_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +2311,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{20}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListMembersResponse) GetMembers() []*Member {
@@ -1603,7 +2336,7 @@ type CreateTeamRequest struct {
 
 func (x *CreateTeamRequest) Reset() {
 	*x = CreateTeamRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[21]
+	mi := &file_parley_v1_organization_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +2348,7 @@ func (x *CreateTeamRequest) String() string {
 func (*CreateTeamRequest) ProtoMessage() {}
 
 func (x *CreateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[21]
+	mi := &file_parley_v1_organization_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +2361,7 @@ func (x *CreateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTeamRequest.ProtoReflect.Descriptor instead.
 func (*CreateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{21}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateTeamRequest) GetOrganizationId() string {
@@ -1663,7 +2396,7 @@ type CreateTeamResponse struct {
 
 func (x *CreateTeamResponse) Reset() {
 	*x = CreateTeamResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[22]
+	mi := &file_parley_v1_organization_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +2408,7 @@ func (x *CreateTeamResponse) String() string {
 func (*CreateTeamResponse) ProtoMessage() {}
 
 func (x *CreateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[22]
+	mi := &file_parley_v1_organization_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +2421,7 @@ func (x *CreateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTeamResponse.ProtoReflect.Descriptor instead.
 func (*CreateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{22}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateTeamResponse) GetTeam() *Team {
@@ -1709,7 +2442,7 @@ type ListTeamsRequest struct {
 
 func (x *ListTeamsRequest) Reset() {
 	*x = ListTeamsRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[23]
+	mi := &file_parley_v1_organization_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +2454,7 @@ func (x *ListTeamsRequest) String() string {
 func (*ListTeamsRequest) ProtoMessage() {}
 
 func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[23]
+	mi := &file_parley_v1_organization_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +2467,7 @@ func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsRequest.ProtoReflect.Descriptor instead.
 func (*ListTeamsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{23}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListTeamsRequest) GetOrganizationId() string {
@@ -1755,7 +2488,7 @@ type ListTeamsResponse struct {
 
 func (x *ListTeamsResponse) Reset() {
 	*x = ListTeamsResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[24]
+	mi := &file_parley_v1_organization_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +2500,7 @@ func (x *ListTeamsResponse) String() string {
 func (*ListTeamsResponse) ProtoMessage() {}
 
 func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[24]
+	mi := &file_parley_v1_organization_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +2513,7 @@ func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsResponse.ProtoReflect.Descriptor instead.
 func (*ListTeamsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{24}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListTeamsResponse) GetTeams() []*Team {
@@ -1807,7 +2540,7 @@ type UpdateTeamRequest struct {
 
 func (x *UpdateTeamRequest) Reset() {
 	*x = UpdateTeamRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[25]
+	mi := &file_parley_v1_organization_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +2552,7 @@ func (x *UpdateTeamRequest) String() string {
 func (*UpdateTeamRequest) ProtoMessage() {}
 
 func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[25]
+	mi := &file_parley_v1_organization_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +2565,7 @@ func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{25}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateTeamRequest) GetOrganizationId() string {
@@ -1874,7 +2607,7 @@ type UpdateTeamResponse struct {
 
 func (x *UpdateTeamResponse) Reset() {
 	*x = UpdateTeamResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[26]
+	mi := &file_parley_v1_organization_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2619,7 @@ func (x *UpdateTeamResponse) String() string {
 func (*UpdateTeamResponse) ProtoMessage() {}
 
 func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[26]
+	mi := &file_parley_v1_organization_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2632,7 @@ func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{26}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateTeamResponse) GetTeam() *Team {
@@ -1922,7 +2655,7 @@ type DeleteTeamRequest struct {
 
 func (x *DeleteTeamRequest) Reset() {
 	*x = DeleteTeamRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[27]
+	mi := &file_parley_v1_organization_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2667,7 @@ func (x *DeleteTeamRequest) String() string {
 func (*DeleteTeamRequest) ProtoMessage() {}
 
 func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[27]
+	mi := &file_parley_v1_organization_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2680,7 @@ func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTeamRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{27}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteTeamRequest) GetOrganizationId() string {
@@ -1973,7 +2706,7 @@ type DeleteTeamResponse struct {
 
 func (x *DeleteTeamResponse) Reset() {
 	*x = DeleteTeamResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[28]
+	mi := &file_parley_v1_organization_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2718,7 @@ func (x *DeleteTeamResponse) String() string {
 func (*DeleteTeamResponse) ProtoMessage() {}
 
 func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[28]
+	mi := &file_parley_v1_organization_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2731,7 @@ func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTeamResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{28}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{39}
 }
 
 // SetTeamMemberRequest is the request of OrganizationService.SetTeamMember.
@@ -2018,7 +2751,7 @@ type SetTeamMemberRequest struct {
 
 func (x *SetTeamMemberRequest) Reset() {
 	*x = SetTeamMemberRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[29]
+	mi := &file_parley_v1_organization_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2763,7 @@ func (x *SetTeamMemberRequest) String() string {
 func (*SetTeamMemberRequest) ProtoMessage() {}
 
 func (x *SetTeamMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[29]
+	mi := &file_parley_v1_organization_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2776,7 @@ func (x *SetTeamMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTeamMemberRequest.ProtoReflect.Descriptor instead.
 func (*SetTeamMemberRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{29}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetTeamMemberRequest) GetOrganizationId() string {
@@ -2083,7 +2816,7 @@ type SetTeamMemberResponse struct {
 
 func (x *SetTeamMemberResponse) Reset() {
 	*x = SetTeamMemberResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[30]
+	mi := &file_parley_v1_organization_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2828,7 @@ func (x *SetTeamMemberResponse) String() string {
 func (*SetTeamMemberResponse) ProtoMessage() {}
 
 func (x *SetTeamMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[30]
+	mi := &file_parley_v1_organization_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2841,7 @@ func (x *SetTeamMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTeamMemberResponse.ProtoReflect.Descriptor instead.
 func (*SetTeamMemberResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{30}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{41}
 }
 
 // RemoveTeamMemberRequest is the request of OrganizationService.RemoveTeamMember.
@@ -2126,7 +2859,7 @@ type RemoveTeamMemberRequest struct {
 
 func (x *RemoveTeamMemberRequest) Reset() {
 	*x = RemoveTeamMemberRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[31]
+	mi := &file_parley_v1_organization_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2871,7 @@ func (x *RemoveTeamMemberRequest) String() string {
 func (*RemoveTeamMemberRequest) ProtoMessage() {}
 
 func (x *RemoveTeamMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[31]
+	mi := &file_parley_v1_organization_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2884,7 @@ func (x *RemoveTeamMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTeamMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveTeamMemberRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{31}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RemoveTeamMemberRequest) GetOrganizationId() string {
@@ -2184,7 +2917,7 @@ type RemoveTeamMemberResponse struct {
 
 func (x *RemoveTeamMemberResponse) Reset() {
 	*x = RemoveTeamMemberResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[32]
+	mi := &file_parley_v1_organization_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2929,7 @@ func (x *RemoveTeamMemberResponse) String() string {
 func (*RemoveTeamMemberResponse) ProtoMessage() {}
 
 func (x *RemoveTeamMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[32]
+	mi := &file_parley_v1_organization_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2942,7 @@ func (x *RemoveTeamMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTeamMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveTeamMemberResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{32}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{43}
 }
 
 // ListTeamMembersRequest is the request of OrganizationService.ListTeamMembers.
@@ -2225,7 +2958,7 @@ type ListTeamMembersRequest struct {
 
 func (x *ListTeamMembersRequest) Reset() {
 	*x = ListTeamMembersRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[33]
+	mi := &file_parley_v1_organization_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2970,7 @@ func (x *ListTeamMembersRequest) String() string {
 func (*ListTeamMembersRequest) ProtoMessage() {}
 
 func (x *ListTeamMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[33]
+	mi := &file_parley_v1_organization_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2983,7 @@ func (x *ListTeamMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListTeamMembersRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{33}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListTeamMembersRequest) GetOrganizationId() string {
@@ -2278,7 +3011,7 @@ type ListTeamMembersResponse struct {
 
 func (x *ListTeamMembersResponse) Reset() {
 	*x = ListTeamMembersResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[34]
+	mi := &file_parley_v1_organization_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +3023,7 @@ func (x *ListTeamMembersResponse) String() string {
 func (*ListTeamMembersResponse) ProtoMessage() {}
 
 func (x *ListTeamMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[34]
+	mi := &file_parley_v1_organization_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +3036,7 @@ func (x *ListTeamMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListTeamMembersResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{34}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListTeamMembersResponse) GetMembers() []*TeamMember {
@@ -2333,7 +3066,7 @@ type SetBudgetRequest struct {
 
 func (x *SetBudgetRequest) Reset() {
 	*x = SetBudgetRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[35]
+	mi := &file_parley_v1_organization_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +3078,7 @@ func (x *SetBudgetRequest) String() string {
 func (*SetBudgetRequest) ProtoMessage() {}
 
 func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[35]
+	mi := &file_parley_v1_organization_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +3091,7 @@ func (x *SetBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetRequest.ProtoReflect.Descriptor instead.
 func (*SetBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{35}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetBudgetRequest) GetOrganizationId() string {
@@ -2407,7 +3140,7 @@ type SetBudgetResponse struct {
 
 func (x *SetBudgetResponse) Reset() {
 	*x = SetBudgetResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[36]
+	mi := &file_parley_v1_organization_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +3152,7 @@ func (x *SetBudgetResponse) String() string {
 func (*SetBudgetResponse) ProtoMessage() {}
 
 func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[36]
+	mi := &file_parley_v1_organization_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +3165,7 @@ func (x *SetBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBudgetResponse.ProtoReflect.Descriptor instead.
 func (*SetBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{36}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetBudgetResponse) GetBudget() *Budget {
@@ -2455,7 +3188,7 @@ type DeleteBudgetRequest struct {
 
 func (x *DeleteBudgetRequest) Reset() {
 	*x = DeleteBudgetRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[37]
+	mi := &file_parley_v1_organization_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +3200,7 @@ func (x *DeleteBudgetRequest) String() string {
 func (*DeleteBudgetRequest) ProtoMessage() {}
 
 func (x *DeleteBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[37]
+	mi := &file_parley_v1_organization_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +3213,7 @@ func (x *DeleteBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBudgetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{37}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DeleteBudgetRequest) GetOrganizationId() string {
@@ -2506,7 +3239,7 @@ type DeleteBudgetResponse struct {
 
 func (x *DeleteBudgetResponse) Reset() {
 	*x = DeleteBudgetResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[38]
+	mi := &file_parley_v1_organization_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +3251,7 @@ func (x *DeleteBudgetResponse) String() string {
 func (*DeleteBudgetResponse) ProtoMessage() {}
 
 func (x *DeleteBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[38]
+	mi := &file_parley_v1_organization_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +3264,7 @@ func (x *DeleteBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBudgetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{38}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{49}
 }
 
 // ListBudgetsRequest is the request of OrganizationService.ListBudgets.
@@ -2545,7 +3278,7 @@ type ListBudgetsRequest struct {
 
 func (x *ListBudgetsRequest) Reset() {
 	*x = ListBudgetsRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[39]
+	mi := &file_parley_v1_organization_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +3290,7 @@ func (x *ListBudgetsRequest) String() string {
 func (*ListBudgetsRequest) ProtoMessage() {}
 
 func (x *ListBudgetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[39]
+	mi := &file_parley_v1_organization_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +3303,7 @@ func (x *ListBudgetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBudgetsRequest.ProtoReflect.Descriptor instead.
 func (*ListBudgetsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{39}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListBudgetsRequest) GetOrganizationId() string {
@@ -2591,7 +3324,7 @@ type ListBudgetsResponse struct {
 
 func (x *ListBudgetsResponse) Reset() {
 	*x = ListBudgetsResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[40]
+	mi := &file_parley_v1_organization_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +3336,7 @@ func (x *ListBudgetsResponse) String() string {
 func (*ListBudgetsResponse) ProtoMessage() {}
 
 func (x *ListBudgetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[40]
+	mi := &file_parley_v1_organization_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +3349,7 @@ func (x *ListBudgetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBudgetsResponse.ProtoReflect.Descriptor instead.
 func (*ListBudgetsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{40}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListBudgetsResponse) GetBudgets() []*Budget {
@@ -2658,7 +3391,7 @@ type CreateOrganizationApiKeyRequest struct {
 
 func (x *CreateOrganizationApiKeyRequest) Reset() {
 	*x = CreateOrganizationApiKeyRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[41]
+	mi := &file_parley_v1_organization_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +3403,7 @@ func (x *CreateOrganizationApiKeyRequest) String() string {
 func (*CreateOrganizationApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[41]
+	mi := &file_parley_v1_organization_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +3416,7 @@ func (x *CreateOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrganizationApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrganizationApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{41}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CreateOrganizationApiKeyRequest) GetOrganizationId() string {
@@ -2772,7 +3505,7 @@ type CreateOrganizationApiKeyResponse struct {
 
 func (x *CreateOrganizationApiKeyResponse) Reset() {
 	*x = CreateOrganizationApiKeyResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[42]
+	mi := &file_parley_v1_organization_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2784,7 +3517,7 @@ func (x *CreateOrganizationApiKeyResponse) String() string {
 func (*CreateOrganizationApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[42]
+	mi := &file_parley_v1_organization_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2797,7 +3530,7 @@ func (x *CreateOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrganizationApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrganizationApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{42}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CreateOrganizationApiKeyResponse) GetKey() *OrganizationApiKey {
@@ -2839,7 +3572,7 @@ type ListOrganizationApiKeysRequest struct {
 
 func (x *ListOrganizationApiKeysRequest) Reset() {
 	*x = ListOrganizationApiKeysRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[43]
+	mi := &file_parley_v1_organization_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +3584,7 @@ func (x *ListOrganizationApiKeysRequest) String() string {
 func (*ListOrganizationApiKeysRequest) ProtoMessage() {}
 
 func (x *ListOrganizationApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[43]
+	mi := &file_parley_v1_organization_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +3597,7 @@ func (x *ListOrganizationApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrganizationApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListOrganizationApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{43}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListOrganizationApiKeysRequest) GetOrganizationId() string {
@@ -2909,7 +3642,7 @@ type ListOrganizationApiKeysResponse struct {
 
 func (x *ListOrganizationApiKeysResponse) Reset() {
 	*x = ListOrganizationApiKeysResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[44]
+	mi := &file_parley_v1_organization_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3654,7 @@ func (x *ListOrganizationApiKeysResponse) String() string {
 func (*ListOrganizationApiKeysResponse) ProtoMessage() {}
 
 func (x *ListOrganizationApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[44]
+	mi := &file_parley_v1_organization_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3667,7 @@ func (x *ListOrganizationApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrganizationApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListOrganizationApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{44}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListOrganizationApiKeysResponse) GetKeys() []*OrganizationApiKey {
@@ -2965,7 +3698,7 @@ type RevokeOrganizationApiKeyRequest struct {
 
 func (x *RevokeOrganizationApiKeyRequest) Reset() {
 	*x = RevokeOrganizationApiKeyRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[45]
+	mi := &file_parley_v1_organization_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3710,7 @@ func (x *RevokeOrganizationApiKeyRequest) String() string {
 func (*RevokeOrganizationApiKeyRequest) ProtoMessage() {}
 
 func (x *RevokeOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[45]
+	mi := &file_parley_v1_organization_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3723,7 @@ func (x *RevokeOrganizationApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeOrganizationApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeOrganizationApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{45}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RevokeOrganizationApiKeyRequest) GetOrganizationId() string {
@@ -3017,7 +3750,7 @@ type RevokeOrganizationApiKeyResponse struct {
 
 func (x *RevokeOrganizationApiKeyResponse) Reset() {
 	*x = RevokeOrganizationApiKeyResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[46]
+	mi := &file_parley_v1_organization_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3762,7 @@ func (x *RevokeOrganizationApiKeyResponse) String() string {
 func (*RevokeOrganizationApiKeyResponse) ProtoMessage() {}
 
 func (x *RevokeOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[46]
+	mi := &file_parley_v1_organization_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3775,7 @@ func (x *RevokeOrganizationApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeOrganizationApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeOrganizationApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{46}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{57}
 }
 
 // GetOrganizationUsageRequest is the request of OrganizationService.GetOrganizationUsage.
@@ -3065,7 +3798,7 @@ type GetOrganizationUsageRequest struct {
 
 func (x *GetOrganizationUsageRequest) Reset() {
 	*x = GetOrganizationUsageRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[47]
+	mi := &file_parley_v1_organization_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3810,7 @@ func (x *GetOrganizationUsageRequest) String() string {
 func (*GetOrganizationUsageRequest) ProtoMessage() {}
 
 func (x *GetOrganizationUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[47]
+	mi := &file_parley_v1_organization_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3823,7 @@ func (x *GetOrganizationUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetOrganizationUsageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{47}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetOrganizationUsageRequest) GetOrganizationId() string {
@@ -3142,7 +3875,7 @@ type GetOrganizationUsageResponse struct {
 
 func (x *GetOrganizationUsageResponse) Reset() {
 	*x = GetOrganizationUsageResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[48]
+	mi := &file_parley_v1_organization_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3887,7 @@ func (x *GetOrganizationUsageResponse) String() string {
 func (*GetOrganizationUsageResponse) ProtoMessage() {}
 
 func (x *GetOrganizationUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[48]
+	mi := &file_parley_v1_organization_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3900,7 @@ func (x *GetOrganizationUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrganizationUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetOrganizationUsageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{48}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetOrganizationUsageResponse) GetBuckets() []*UsageBucket {
@@ -3200,7 +3933,7 @@ type ListOrganizationAuditEventsRequest struct {
 
 func (x *ListOrganizationAuditEventsRequest) Reset() {
 	*x = ListOrganizationAuditEventsRequest{}
-	mi := &file_parley_v1_organization_proto_msgTypes[49]
+	mi := &file_parley_v1_organization_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3945,7 @@ func (x *ListOrganizationAuditEventsRequest) String() string {
 func (*ListOrganizationAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListOrganizationAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[49]
+	mi := &file_parley_v1_organization_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3958,7 @@ func (x *ListOrganizationAuditEventsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListOrganizationAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrganizationAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{49}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListOrganizationAuditEventsRequest) GetOrganizationId() string {
@@ -3263,7 +3996,7 @@ type ListOrganizationAuditEventsResponse struct {
 
 func (x *ListOrganizationAuditEventsResponse) Reset() {
 	*x = ListOrganizationAuditEventsResponse{}
-	mi := &file_parley_v1_organization_proto_msgTypes[50]
+	mi := &file_parley_v1_organization_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3275,7 +4008,7 @@ func (x *ListOrganizationAuditEventsResponse) String() string {
 func (*ListOrganizationAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListOrganizationAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_organization_proto_msgTypes[50]
+	mi := &file_parley_v1_organization_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3288,7 +4021,7 @@ func (x *ListOrganizationAuditEventsResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListOrganizationAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrganizationAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_organization_proto_rawDescGZIP(), []int{50}
+	return file_parley_v1_organization_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListOrganizationAuditEventsResponse) GetEvents() []*AuditEvent {
@@ -3323,7 +4056,65 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12/\n" +
 	"\x04role\x18\x03 \x01(\x0e2\x1b.parley.v1.OrganizationRoleR\x04role\x129\n" +
 	"\n" +
-	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8b\x01\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xec\x03\n" +
+	"\x16OrganizationInvitation\x12#\n" +
+	"\rinvitation_id\x18\x01 \x01(\tR\finvitationId\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12/\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x1b.parley.v1.OrganizationRoleR\x04role\x12\x17\n" +
+	"\ateam_id\x18\x04 \x01(\tR\x06teamId\x120\n" +
+	"\tteam_role\x18\x05 \x01(\x0e2\x13.parley.v1.TeamRoleR\bteamRole\x12\x14\n" +
+	"\x05email\x18\x06 \x01(\tR\x05email\x12\x19\n" +
+	"\bmax_uses\x18\a \x01(\x03R\amaxUses\x12\x12\n" +
+	"\x04uses\x18\b \x01(\x03R\x04uses\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\t \x01(\tR\tcreatedBy\x12;\n" +
+	"\vcreate_time\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vexpire_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12;\n" +
+	"\vrevoke_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"revokeTime\"\xa8\x02\n" +
+	"#CreateOrganizationInvitationRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12/\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x1b.parley.v1.OrganizationRoleR\x04role\x12\x17\n" +
+	"\ateam_id\x18\x03 \x01(\tR\x06teamId\x120\n" +
+	"\tteam_role\x18\x04 \x01(\x0e2\x13.parley.v1.TeamRoleR\bteamRole\x12\x14\n" +
+	"\x05email\x18\x05 \x01(\tR\x05email\x12\x19\n" +
+	"\bmax_uses\x18\x06 \x01(\x03R\amaxUses\x12+\n" +
+	"\x03ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"}\n" +
+	"$CreateOrganizationInvitationResponse\x12A\n" +
+	"\n" +
+	"invitation\x18\x01 \x01(\v2!.parley.v1.OrganizationInvitationR\n" +
+	"invitation\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"M\n" +
+	"\"ListOrganizationInvitationsRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\"j\n" +
+	"#ListOrganizationInvitationsResponse\x12C\n" +
+	"\vinvitations\x18\x01 \x03(\v2!.parley.v1.OrganizationInvitationR\vinvitations\"s\n" +
+	"#RevokeOrganizationInvitationRequest\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12#\n" +
+	"\rinvitation_id\x18\x02 \x01(\tR\finvitationId\"i\n" +
+	"$RevokeOrganizationInvitationResponse\x12A\n" +
+	"\n" +
+	"invitation\x18\x01 \x01(\v2!.parley.v1.OrganizationInvitationR\n" +
+	"invitation\"6\n" +
+	" GetOrganizationInvitationRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"\xab\x02\n" +
+	"!GetOrganizationInvitationResponse\x12'\n" +
+	"\x0forganization_id\x18\x01 \x01(\tR\x0eorganizationId\x12+\n" +
+	"\x11organization_name\x18\x02 \x01(\tR\x10organizationName\x12/\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x1b.parley.v1.OrganizationRoleR\x04role\x12\x1b\n" +
+	"\tteam_name\x18\x04 \x01(\tR\bteamName\x12;\n" +
+	"\vexpire_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12%\n" +
+	"\x0ealready_member\x18\x06 \x01(\bR\ralreadyMember\"9\n" +
+	"#AcceptOrganizationInvitationRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"i\n" +
+	"$AcceptOrganizationInvitationResponse\x12A\n" +
+	"\n" +
+	"membership\x18\x01 \x01(\v2!.parley.v1.OrganizationMembershipR\n" +
+	"membership\"\x8b\x01\n" +
 	"\x04Team\x12\x17\n" +
 	"\ateam_id\x18\x01 \x01(\tR\x06teamId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x129\n" +
@@ -3524,7 +4315,7 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x1aUSAGE_GROUPING_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12USAGE_GROUPING_KEY\x10\x01\x12\x17\n" +
 	"\x13USAGE_GROUPING_TEAM\x10\x02\x12\x19\n" +
-	"\x15USAGE_GROUPING_MEMBER\x10\x032\xda\x0f\n" +
+	"\x15USAGE_GROUPING_MEMBER\x10\x032\xd3\x14\n" +
 	"\x13OrganizationService\x12a\n" +
 	"\x12CreateOrganization\x12$.parley.v1.CreateOrganizationRequest\x1a%.parley.v1.CreateOrganizationResponse\x12^\n" +
 	"\x11ListOrganizations\x12#.parley.v1.ListOrganizationsRequest\x1a$.parley.v1.ListOrganizationsResponse\x12X\n" +
@@ -3532,7 +4323,12 @@ const file_parley_v1_organization_proto_rawDesc = "" +
 	"\x12UpdateOrganization\x12$.parley.v1.UpdateOrganizationRequest\x1a%.parley.v1.UpdateOrganizationResponse\x12F\n" +
 	"\tAddMember\x12\x1b.parley.v1.AddMemberRequest\x1a\x1c.parley.v1.AddMemberResponse\x12O\n" +
 	"\fRemoveMember\x12\x1e.parley.v1.RemoveMemberRequest\x1a\x1f.parley.v1.RemoveMemberResponse\x12L\n" +
-	"\vListMembers\x12\x1d.parley.v1.ListMembersRequest\x1a\x1e.parley.v1.ListMembersResponse\x12I\n" +
+	"\vListMembers\x12\x1d.parley.v1.ListMembersRequest\x1a\x1e.parley.v1.ListMembersResponse\x12\x7f\n" +
+	"\x1cCreateOrganizationInvitation\x12..parley.v1.CreateOrganizationInvitationRequest\x1a/.parley.v1.CreateOrganizationInvitationResponse\x12|\n" +
+	"\x1bListOrganizationInvitations\x12-.parley.v1.ListOrganizationInvitationsRequest\x1a..parley.v1.ListOrganizationInvitationsResponse\x12\x7f\n" +
+	"\x1cRevokeOrganizationInvitation\x12..parley.v1.RevokeOrganizationInvitationRequest\x1a/.parley.v1.RevokeOrganizationInvitationResponse\x12v\n" +
+	"\x19GetOrganizationInvitation\x12+.parley.v1.GetOrganizationInvitationRequest\x1a,.parley.v1.GetOrganizationInvitationResponse\x12\x7f\n" +
+	"\x1cAcceptOrganizationInvitation\x12..parley.v1.AcceptOrganizationInvitationRequest\x1a/.parley.v1.AcceptOrganizationInvitationResponse\x12I\n" +
 	"\n" +
 	"CreateTeam\x12\x1c.parley.v1.CreateTeamRequest\x1a\x1d.parley.v1.CreateTeamResponse\x12F\n" +
 	"\tListTeams\x12\x1b.parley.v1.ListTeamsRequest\x1a\x1c.parley.v1.ListTeamsResponse\x12I\n" +
@@ -3565,162 +4361,197 @@ func file_parley_v1_organization_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_organization_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_parley_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_parley_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_parley_v1_organization_proto_goTypes = []any{
-	(OrganizationRole)(0),                       // 0: parley.v1.OrganizationRole
-	(TeamRole)(0),                               // 1: parley.v1.TeamRole
-	(BudgetScope)(0),                            // 2: parley.v1.BudgetScope
-	(BudgetPeriod)(0),                           // 3: parley.v1.BudgetPeriod
-	(UsageGrouping)(0),                          // 4: parley.v1.UsageGrouping
-	(*Organization)(nil),                        // 5: parley.v1.Organization
-	(*Member)(nil),                              // 6: parley.v1.Member
-	(*Team)(nil),                                // 7: parley.v1.Team
-	(*TeamMember)(nil),                          // 8: parley.v1.TeamMember
-	(*Budget)(nil),                              // 9: parley.v1.Budget
-	(*OrganizationApiKey)(nil),                  // 10: parley.v1.OrganizationApiKey
-	(*CreateOrganizationRequest)(nil),           // 11: parley.v1.CreateOrganizationRequest
-	(*CreateOrganizationResponse)(nil),          // 12: parley.v1.CreateOrganizationResponse
-	(*ListOrganizationsRequest)(nil),            // 13: parley.v1.ListOrganizationsRequest
-	(*ListOrganizationsResponse)(nil),           // 14: parley.v1.ListOrganizationsResponse
-	(*OrganizationMembership)(nil),              // 15: parley.v1.OrganizationMembership
-	(*GetOrganizationRequest)(nil),              // 16: parley.v1.GetOrganizationRequest
-	(*GetOrganizationResponse)(nil),             // 17: parley.v1.GetOrganizationResponse
-	(*UpdateOrganizationRequest)(nil),           // 18: parley.v1.UpdateOrganizationRequest
-	(*UpdateOrganizationResponse)(nil),          // 19: parley.v1.UpdateOrganizationResponse
-	(*AddMemberRequest)(nil),                    // 20: parley.v1.AddMemberRequest
-	(*AddMemberResponse)(nil),                   // 21: parley.v1.AddMemberResponse
-	(*RemoveMemberRequest)(nil),                 // 22: parley.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),                // 23: parley.v1.RemoveMemberResponse
-	(*ListMembersRequest)(nil),                  // 24: parley.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),                 // 25: parley.v1.ListMembersResponse
-	(*CreateTeamRequest)(nil),                   // 26: parley.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),                  // 27: parley.v1.CreateTeamResponse
-	(*ListTeamsRequest)(nil),                    // 28: parley.v1.ListTeamsRequest
-	(*ListTeamsResponse)(nil),                   // 29: parley.v1.ListTeamsResponse
-	(*UpdateTeamRequest)(nil),                   // 30: parley.v1.UpdateTeamRequest
-	(*UpdateTeamResponse)(nil),                  // 31: parley.v1.UpdateTeamResponse
-	(*DeleteTeamRequest)(nil),                   // 32: parley.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                  // 33: parley.v1.DeleteTeamResponse
-	(*SetTeamMemberRequest)(nil),                // 34: parley.v1.SetTeamMemberRequest
-	(*SetTeamMemberResponse)(nil),               // 35: parley.v1.SetTeamMemberResponse
-	(*RemoveTeamMemberRequest)(nil),             // 36: parley.v1.RemoveTeamMemberRequest
-	(*RemoveTeamMemberResponse)(nil),            // 37: parley.v1.RemoveTeamMemberResponse
-	(*ListTeamMembersRequest)(nil),              // 38: parley.v1.ListTeamMembersRequest
-	(*ListTeamMembersResponse)(nil),             // 39: parley.v1.ListTeamMembersResponse
-	(*SetBudgetRequest)(nil),                    // 40: parley.v1.SetBudgetRequest
-	(*SetBudgetResponse)(nil),                   // 41: parley.v1.SetBudgetResponse
-	(*DeleteBudgetRequest)(nil),                 // 42: parley.v1.DeleteBudgetRequest
-	(*DeleteBudgetResponse)(nil),                // 43: parley.v1.DeleteBudgetResponse
-	(*ListBudgetsRequest)(nil),                  // 44: parley.v1.ListBudgetsRequest
-	(*ListBudgetsResponse)(nil),                 // 45: parley.v1.ListBudgetsResponse
-	(*CreateOrganizationApiKeyRequest)(nil),     // 46: parley.v1.CreateOrganizationApiKeyRequest
-	(*CreateOrganizationApiKeyResponse)(nil),    // 47: parley.v1.CreateOrganizationApiKeyResponse
-	(*ListOrganizationApiKeysRequest)(nil),      // 48: parley.v1.ListOrganizationApiKeysRequest
-	(*ListOrganizationApiKeysResponse)(nil),     // 49: parley.v1.ListOrganizationApiKeysResponse
-	(*RevokeOrganizationApiKeyRequest)(nil),     // 50: parley.v1.RevokeOrganizationApiKeyRequest
-	(*RevokeOrganizationApiKeyResponse)(nil),    // 51: parley.v1.RevokeOrganizationApiKeyResponse
-	(*GetOrganizationUsageRequest)(nil),         // 52: parley.v1.GetOrganizationUsageRequest
-	(*GetOrganizationUsageResponse)(nil),        // 53: parley.v1.GetOrganizationUsageResponse
-	(*ListOrganizationAuditEventsRequest)(nil),  // 54: parley.v1.ListOrganizationAuditEventsRequest
-	(*ListOrganizationAuditEventsResponse)(nil), // 55: parley.v1.ListOrganizationAuditEventsResponse
-	(*timestamppb.Timestamp)(nil),               // 56: google.protobuf.Timestamp
-	(*ApiKey)(nil),                              // 57: parley.v1.ApiKey
-	(*GetBalanceResponse)(nil),                  // 58: parley.v1.GetBalanceResponse
-	(*durationpb.Duration)(nil),                 // 59: google.protobuf.Duration
-	(*UsageBucket)(nil),                         // 60: parley.v1.UsageBucket
-	(*AuditEvent)(nil),                          // 61: parley.v1.AuditEvent
+	(OrganizationRole)(0),                        // 0: parley.v1.OrganizationRole
+	(TeamRole)(0),                                // 1: parley.v1.TeamRole
+	(BudgetScope)(0),                             // 2: parley.v1.BudgetScope
+	(BudgetPeriod)(0),                            // 3: parley.v1.BudgetPeriod
+	(UsageGrouping)(0),                           // 4: parley.v1.UsageGrouping
+	(*Organization)(nil),                         // 5: parley.v1.Organization
+	(*Member)(nil),                               // 6: parley.v1.Member
+	(*OrganizationInvitation)(nil),               // 7: parley.v1.OrganizationInvitation
+	(*CreateOrganizationInvitationRequest)(nil),  // 8: parley.v1.CreateOrganizationInvitationRequest
+	(*CreateOrganizationInvitationResponse)(nil), // 9: parley.v1.CreateOrganizationInvitationResponse
+	(*ListOrganizationInvitationsRequest)(nil),   // 10: parley.v1.ListOrganizationInvitationsRequest
+	(*ListOrganizationInvitationsResponse)(nil),  // 11: parley.v1.ListOrganizationInvitationsResponse
+	(*RevokeOrganizationInvitationRequest)(nil),  // 12: parley.v1.RevokeOrganizationInvitationRequest
+	(*RevokeOrganizationInvitationResponse)(nil), // 13: parley.v1.RevokeOrganizationInvitationResponse
+	(*GetOrganizationInvitationRequest)(nil),     // 14: parley.v1.GetOrganizationInvitationRequest
+	(*GetOrganizationInvitationResponse)(nil),    // 15: parley.v1.GetOrganizationInvitationResponse
+	(*AcceptOrganizationInvitationRequest)(nil),  // 16: parley.v1.AcceptOrganizationInvitationRequest
+	(*AcceptOrganizationInvitationResponse)(nil), // 17: parley.v1.AcceptOrganizationInvitationResponse
+	(*Team)(nil),                                 // 18: parley.v1.Team
+	(*TeamMember)(nil),                           // 19: parley.v1.TeamMember
+	(*Budget)(nil),                               // 20: parley.v1.Budget
+	(*OrganizationApiKey)(nil),                   // 21: parley.v1.OrganizationApiKey
+	(*CreateOrganizationRequest)(nil),            // 22: parley.v1.CreateOrganizationRequest
+	(*CreateOrganizationResponse)(nil),           // 23: parley.v1.CreateOrganizationResponse
+	(*ListOrganizationsRequest)(nil),             // 24: parley.v1.ListOrganizationsRequest
+	(*ListOrganizationsResponse)(nil),            // 25: parley.v1.ListOrganizationsResponse
+	(*OrganizationMembership)(nil),               // 26: parley.v1.OrganizationMembership
+	(*GetOrganizationRequest)(nil),               // 27: parley.v1.GetOrganizationRequest
+	(*GetOrganizationResponse)(nil),              // 28: parley.v1.GetOrganizationResponse
+	(*UpdateOrganizationRequest)(nil),            // 29: parley.v1.UpdateOrganizationRequest
+	(*UpdateOrganizationResponse)(nil),           // 30: parley.v1.UpdateOrganizationResponse
+	(*AddMemberRequest)(nil),                     // 31: parley.v1.AddMemberRequest
+	(*AddMemberResponse)(nil),                    // 32: parley.v1.AddMemberResponse
+	(*RemoveMemberRequest)(nil),                  // 33: parley.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),                 // 34: parley.v1.RemoveMemberResponse
+	(*ListMembersRequest)(nil),                   // 35: parley.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),                  // 36: parley.v1.ListMembersResponse
+	(*CreateTeamRequest)(nil),                    // 37: parley.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),                   // 38: parley.v1.CreateTeamResponse
+	(*ListTeamsRequest)(nil),                     // 39: parley.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                    // 40: parley.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                    // 41: parley.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                   // 42: parley.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                    // 43: parley.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                   // 44: parley.v1.DeleteTeamResponse
+	(*SetTeamMemberRequest)(nil),                 // 45: parley.v1.SetTeamMemberRequest
+	(*SetTeamMemberResponse)(nil),                // 46: parley.v1.SetTeamMemberResponse
+	(*RemoveTeamMemberRequest)(nil),              // 47: parley.v1.RemoveTeamMemberRequest
+	(*RemoveTeamMemberResponse)(nil),             // 48: parley.v1.RemoveTeamMemberResponse
+	(*ListTeamMembersRequest)(nil),               // 49: parley.v1.ListTeamMembersRequest
+	(*ListTeamMembersResponse)(nil),              // 50: parley.v1.ListTeamMembersResponse
+	(*SetBudgetRequest)(nil),                     // 51: parley.v1.SetBudgetRequest
+	(*SetBudgetResponse)(nil),                    // 52: parley.v1.SetBudgetResponse
+	(*DeleteBudgetRequest)(nil),                  // 53: parley.v1.DeleteBudgetRequest
+	(*DeleteBudgetResponse)(nil),                 // 54: parley.v1.DeleteBudgetResponse
+	(*ListBudgetsRequest)(nil),                   // 55: parley.v1.ListBudgetsRequest
+	(*ListBudgetsResponse)(nil),                  // 56: parley.v1.ListBudgetsResponse
+	(*CreateOrganizationApiKeyRequest)(nil),      // 57: parley.v1.CreateOrganizationApiKeyRequest
+	(*CreateOrganizationApiKeyResponse)(nil),     // 58: parley.v1.CreateOrganizationApiKeyResponse
+	(*ListOrganizationApiKeysRequest)(nil),       // 59: parley.v1.ListOrganizationApiKeysRequest
+	(*ListOrganizationApiKeysResponse)(nil),      // 60: parley.v1.ListOrganizationApiKeysResponse
+	(*RevokeOrganizationApiKeyRequest)(nil),      // 61: parley.v1.RevokeOrganizationApiKeyRequest
+	(*RevokeOrganizationApiKeyResponse)(nil),     // 62: parley.v1.RevokeOrganizationApiKeyResponse
+	(*GetOrganizationUsageRequest)(nil),          // 63: parley.v1.GetOrganizationUsageRequest
+	(*GetOrganizationUsageResponse)(nil),         // 64: parley.v1.GetOrganizationUsageResponse
+	(*ListOrganizationAuditEventsRequest)(nil),   // 65: parley.v1.ListOrganizationAuditEventsRequest
+	(*ListOrganizationAuditEventsResponse)(nil),  // 66: parley.v1.ListOrganizationAuditEventsResponse
+	(*timestamppb.Timestamp)(nil),                // 67: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                  // 68: google.protobuf.Duration
+	(*ApiKey)(nil),                               // 69: parley.v1.ApiKey
+	(*GetBalanceResponse)(nil),                   // 70: parley.v1.GetBalanceResponse
+	(*UsageBucket)(nil),                          // 71: parley.v1.UsageBucket
+	(*AuditEvent)(nil),                           // 72: parley.v1.AuditEvent
 }
 var file_parley_v1_organization_proto_depIdxs = []int32{
-	56, // 0: parley.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
+	67, // 0: parley.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: parley.v1.Member.role:type_name -> parley.v1.OrganizationRole
-	56, // 2: parley.v1.Member.created_at:type_name -> google.protobuf.Timestamp
-	56, // 3: parley.v1.Team.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 4: parley.v1.TeamMember.role:type_name -> parley.v1.TeamRole
-	2,  // 5: parley.v1.Budget.scope:type_name -> parley.v1.BudgetScope
-	3,  // 6: parley.v1.Budget.period:type_name -> parley.v1.BudgetPeriod
-	56, // 7: parley.v1.Budget.period_start:type_name -> google.protobuf.Timestamp
-	56, // 8: parley.v1.Budget.resets_at:type_name -> google.protobuf.Timestamp
-	57, // 9: parley.v1.OrganizationApiKey.api_key:type_name -> parley.v1.ApiKey
-	5,  // 10: parley.v1.CreateOrganizationResponse.organization:type_name -> parley.v1.Organization
-	15, // 11: parley.v1.ListOrganizationsResponse.memberships:type_name -> parley.v1.OrganizationMembership
-	5,  // 12: parley.v1.OrganizationMembership.organization:type_name -> parley.v1.Organization
-	0,  // 13: parley.v1.OrganizationMembership.role:type_name -> parley.v1.OrganizationRole
-	5,  // 14: parley.v1.GetOrganizationResponse.organization:type_name -> parley.v1.Organization
-	0,  // 15: parley.v1.GetOrganizationResponse.role:type_name -> parley.v1.OrganizationRole
-	58, // 16: parley.v1.GetOrganizationResponse.balance:type_name -> parley.v1.GetBalanceResponse
-	5,  // 17: parley.v1.UpdateOrganizationResponse.organization:type_name -> parley.v1.Organization
-	0,  // 18: parley.v1.AddMemberRequest.role:type_name -> parley.v1.OrganizationRole
-	6,  // 19: parley.v1.AddMemberResponse.member:type_name -> parley.v1.Member
-	6,  // 20: parley.v1.ListMembersResponse.members:type_name -> parley.v1.Member
-	7,  // 21: parley.v1.CreateTeamResponse.team:type_name -> parley.v1.Team
-	7,  // 22: parley.v1.ListTeamsResponse.teams:type_name -> parley.v1.Team
-	7,  // 23: parley.v1.UpdateTeamResponse.team:type_name -> parley.v1.Team
-	1,  // 24: parley.v1.SetTeamMemberRequest.role:type_name -> parley.v1.TeamRole
-	8,  // 25: parley.v1.ListTeamMembersResponse.members:type_name -> parley.v1.TeamMember
-	2,  // 26: parley.v1.SetBudgetRequest.scope:type_name -> parley.v1.BudgetScope
-	3,  // 27: parley.v1.SetBudgetRequest.period:type_name -> parley.v1.BudgetPeriod
-	9,  // 28: parley.v1.SetBudgetResponse.budget:type_name -> parley.v1.Budget
-	9,  // 29: parley.v1.ListBudgetsResponse.budgets:type_name -> parley.v1.Budget
-	59, // 30: parley.v1.CreateOrganizationApiKeyRequest.ttl:type_name -> google.protobuf.Duration
-	3,  // 31: parley.v1.CreateOrganizationApiKeyRequest.budget_period:type_name -> parley.v1.BudgetPeriod
-	10, // 32: parley.v1.CreateOrganizationApiKeyResponse.key:type_name -> parley.v1.OrganizationApiKey
-	9,  // 33: parley.v1.CreateOrganizationApiKeyResponse.budget:type_name -> parley.v1.Budget
-	10, // 34: parley.v1.ListOrganizationApiKeysResponse.keys:type_name -> parley.v1.OrganizationApiKey
-	56, // 35: parley.v1.GetOrganizationUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	56, // 36: parley.v1.GetOrganizationUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	4,  // 37: parley.v1.GetOrganizationUsageRequest.group_by:type_name -> parley.v1.UsageGrouping
-	60, // 38: parley.v1.GetOrganizationUsageResponse.buckets:type_name -> parley.v1.UsageBucket
-	60, // 39: parley.v1.GetOrganizationUsageResponse.total:type_name -> parley.v1.UsageBucket
-	61, // 40: parley.v1.ListOrganizationAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	11, // 41: parley.v1.OrganizationService.CreateOrganization:input_type -> parley.v1.CreateOrganizationRequest
-	13, // 42: parley.v1.OrganizationService.ListOrganizations:input_type -> parley.v1.ListOrganizationsRequest
-	16, // 43: parley.v1.OrganizationService.GetOrganization:input_type -> parley.v1.GetOrganizationRequest
-	18, // 44: parley.v1.OrganizationService.UpdateOrganization:input_type -> parley.v1.UpdateOrganizationRequest
-	20, // 45: parley.v1.OrganizationService.AddMember:input_type -> parley.v1.AddMemberRequest
-	22, // 46: parley.v1.OrganizationService.RemoveMember:input_type -> parley.v1.RemoveMemberRequest
-	24, // 47: parley.v1.OrganizationService.ListMembers:input_type -> parley.v1.ListMembersRequest
-	26, // 48: parley.v1.OrganizationService.CreateTeam:input_type -> parley.v1.CreateTeamRequest
-	28, // 49: parley.v1.OrganizationService.ListTeams:input_type -> parley.v1.ListTeamsRequest
-	30, // 50: parley.v1.OrganizationService.UpdateTeam:input_type -> parley.v1.UpdateTeamRequest
-	32, // 51: parley.v1.OrganizationService.DeleteTeam:input_type -> parley.v1.DeleteTeamRequest
-	34, // 52: parley.v1.OrganizationService.SetTeamMember:input_type -> parley.v1.SetTeamMemberRequest
-	36, // 53: parley.v1.OrganizationService.RemoveTeamMember:input_type -> parley.v1.RemoveTeamMemberRequest
-	38, // 54: parley.v1.OrganizationService.ListTeamMembers:input_type -> parley.v1.ListTeamMembersRequest
-	40, // 55: parley.v1.OrganizationService.SetBudget:input_type -> parley.v1.SetBudgetRequest
-	42, // 56: parley.v1.OrganizationService.DeleteBudget:input_type -> parley.v1.DeleteBudgetRequest
-	44, // 57: parley.v1.OrganizationService.ListBudgets:input_type -> parley.v1.ListBudgetsRequest
-	46, // 58: parley.v1.OrganizationService.CreateOrganizationApiKey:input_type -> parley.v1.CreateOrganizationApiKeyRequest
-	48, // 59: parley.v1.OrganizationService.ListOrganizationApiKeys:input_type -> parley.v1.ListOrganizationApiKeysRequest
-	50, // 60: parley.v1.OrganizationService.RevokeOrganizationApiKey:input_type -> parley.v1.RevokeOrganizationApiKeyRequest
-	52, // 61: parley.v1.OrganizationService.GetOrganizationUsage:input_type -> parley.v1.GetOrganizationUsageRequest
-	54, // 62: parley.v1.OrganizationService.ListOrganizationAuditEvents:input_type -> parley.v1.ListOrganizationAuditEventsRequest
-	12, // 63: parley.v1.OrganizationService.CreateOrganization:output_type -> parley.v1.CreateOrganizationResponse
-	14, // 64: parley.v1.OrganizationService.ListOrganizations:output_type -> parley.v1.ListOrganizationsResponse
-	17, // 65: parley.v1.OrganizationService.GetOrganization:output_type -> parley.v1.GetOrganizationResponse
-	19, // 66: parley.v1.OrganizationService.UpdateOrganization:output_type -> parley.v1.UpdateOrganizationResponse
-	21, // 67: parley.v1.OrganizationService.AddMember:output_type -> parley.v1.AddMemberResponse
-	23, // 68: parley.v1.OrganizationService.RemoveMember:output_type -> parley.v1.RemoveMemberResponse
-	25, // 69: parley.v1.OrganizationService.ListMembers:output_type -> parley.v1.ListMembersResponse
-	27, // 70: parley.v1.OrganizationService.CreateTeam:output_type -> parley.v1.CreateTeamResponse
-	29, // 71: parley.v1.OrganizationService.ListTeams:output_type -> parley.v1.ListTeamsResponse
-	31, // 72: parley.v1.OrganizationService.UpdateTeam:output_type -> parley.v1.UpdateTeamResponse
-	33, // 73: parley.v1.OrganizationService.DeleteTeam:output_type -> parley.v1.DeleteTeamResponse
-	35, // 74: parley.v1.OrganizationService.SetTeamMember:output_type -> parley.v1.SetTeamMemberResponse
-	37, // 75: parley.v1.OrganizationService.RemoveTeamMember:output_type -> parley.v1.RemoveTeamMemberResponse
-	39, // 76: parley.v1.OrganizationService.ListTeamMembers:output_type -> parley.v1.ListTeamMembersResponse
-	41, // 77: parley.v1.OrganizationService.SetBudget:output_type -> parley.v1.SetBudgetResponse
-	43, // 78: parley.v1.OrganizationService.DeleteBudget:output_type -> parley.v1.DeleteBudgetResponse
-	45, // 79: parley.v1.OrganizationService.ListBudgets:output_type -> parley.v1.ListBudgetsResponse
-	47, // 80: parley.v1.OrganizationService.CreateOrganizationApiKey:output_type -> parley.v1.CreateOrganizationApiKeyResponse
-	49, // 81: parley.v1.OrganizationService.ListOrganizationApiKeys:output_type -> parley.v1.ListOrganizationApiKeysResponse
-	51, // 82: parley.v1.OrganizationService.RevokeOrganizationApiKey:output_type -> parley.v1.RevokeOrganizationApiKeyResponse
-	53, // 83: parley.v1.OrganizationService.GetOrganizationUsage:output_type -> parley.v1.GetOrganizationUsageResponse
-	55, // 84: parley.v1.OrganizationService.ListOrganizationAuditEvents:output_type -> parley.v1.ListOrganizationAuditEventsResponse
-	63, // [63:85] is the sub-list for method output_type
-	41, // [41:63] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	67, // 2: parley.v1.Member.created_at:type_name -> google.protobuf.Timestamp
+	0,  // 3: parley.v1.OrganizationInvitation.role:type_name -> parley.v1.OrganizationRole
+	1,  // 4: parley.v1.OrganizationInvitation.team_role:type_name -> parley.v1.TeamRole
+	67, // 5: parley.v1.OrganizationInvitation.create_time:type_name -> google.protobuf.Timestamp
+	67, // 6: parley.v1.OrganizationInvitation.expire_time:type_name -> google.protobuf.Timestamp
+	67, // 7: parley.v1.OrganizationInvitation.revoke_time:type_name -> google.protobuf.Timestamp
+	0,  // 8: parley.v1.CreateOrganizationInvitationRequest.role:type_name -> parley.v1.OrganizationRole
+	1,  // 9: parley.v1.CreateOrganizationInvitationRequest.team_role:type_name -> parley.v1.TeamRole
+	68, // 10: parley.v1.CreateOrganizationInvitationRequest.ttl:type_name -> google.protobuf.Duration
+	7,  // 11: parley.v1.CreateOrganizationInvitationResponse.invitation:type_name -> parley.v1.OrganizationInvitation
+	7,  // 12: parley.v1.ListOrganizationInvitationsResponse.invitations:type_name -> parley.v1.OrganizationInvitation
+	7,  // 13: parley.v1.RevokeOrganizationInvitationResponse.invitation:type_name -> parley.v1.OrganizationInvitation
+	0,  // 14: parley.v1.GetOrganizationInvitationResponse.role:type_name -> parley.v1.OrganizationRole
+	67, // 15: parley.v1.GetOrganizationInvitationResponse.expire_time:type_name -> google.protobuf.Timestamp
+	26, // 16: parley.v1.AcceptOrganizationInvitationResponse.membership:type_name -> parley.v1.OrganizationMembership
+	67, // 17: parley.v1.Team.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 18: parley.v1.TeamMember.role:type_name -> parley.v1.TeamRole
+	2,  // 19: parley.v1.Budget.scope:type_name -> parley.v1.BudgetScope
+	3,  // 20: parley.v1.Budget.period:type_name -> parley.v1.BudgetPeriod
+	67, // 21: parley.v1.Budget.period_start:type_name -> google.protobuf.Timestamp
+	67, // 22: parley.v1.Budget.resets_at:type_name -> google.protobuf.Timestamp
+	69, // 23: parley.v1.OrganizationApiKey.api_key:type_name -> parley.v1.ApiKey
+	5,  // 24: parley.v1.CreateOrganizationResponse.organization:type_name -> parley.v1.Organization
+	26, // 25: parley.v1.ListOrganizationsResponse.memberships:type_name -> parley.v1.OrganizationMembership
+	5,  // 26: parley.v1.OrganizationMembership.organization:type_name -> parley.v1.Organization
+	0,  // 27: parley.v1.OrganizationMembership.role:type_name -> parley.v1.OrganizationRole
+	5,  // 28: parley.v1.GetOrganizationResponse.organization:type_name -> parley.v1.Organization
+	0,  // 29: parley.v1.GetOrganizationResponse.role:type_name -> parley.v1.OrganizationRole
+	70, // 30: parley.v1.GetOrganizationResponse.balance:type_name -> parley.v1.GetBalanceResponse
+	5,  // 31: parley.v1.UpdateOrganizationResponse.organization:type_name -> parley.v1.Organization
+	0,  // 32: parley.v1.AddMemberRequest.role:type_name -> parley.v1.OrganizationRole
+	6,  // 33: parley.v1.AddMemberResponse.member:type_name -> parley.v1.Member
+	6,  // 34: parley.v1.ListMembersResponse.members:type_name -> parley.v1.Member
+	18, // 35: parley.v1.CreateTeamResponse.team:type_name -> parley.v1.Team
+	18, // 36: parley.v1.ListTeamsResponse.teams:type_name -> parley.v1.Team
+	18, // 37: parley.v1.UpdateTeamResponse.team:type_name -> parley.v1.Team
+	1,  // 38: parley.v1.SetTeamMemberRequest.role:type_name -> parley.v1.TeamRole
+	19, // 39: parley.v1.ListTeamMembersResponse.members:type_name -> parley.v1.TeamMember
+	2,  // 40: parley.v1.SetBudgetRequest.scope:type_name -> parley.v1.BudgetScope
+	3,  // 41: parley.v1.SetBudgetRequest.period:type_name -> parley.v1.BudgetPeriod
+	20, // 42: parley.v1.SetBudgetResponse.budget:type_name -> parley.v1.Budget
+	20, // 43: parley.v1.ListBudgetsResponse.budgets:type_name -> parley.v1.Budget
+	68, // 44: parley.v1.CreateOrganizationApiKeyRequest.ttl:type_name -> google.protobuf.Duration
+	3,  // 45: parley.v1.CreateOrganizationApiKeyRequest.budget_period:type_name -> parley.v1.BudgetPeriod
+	21, // 46: parley.v1.CreateOrganizationApiKeyResponse.key:type_name -> parley.v1.OrganizationApiKey
+	20, // 47: parley.v1.CreateOrganizationApiKeyResponse.budget:type_name -> parley.v1.Budget
+	21, // 48: parley.v1.ListOrganizationApiKeysResponse.keys:type_name -> parley.v1.OrganizationApiKey
+	67, // 49: parley.v1.GetOrganizationUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	67, // 50: parley.v1.GetOrganizationUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	4,  // 51: parley.v1.GetOrganizationUsageRequest.group_by:type_name -> parley.v1.UsageGrouping
+	71, // 52: parley.v1.GetOrganizationUsageResponse.buckets:type_name -> parley.v1.UsageBucket
+	71, // 53: parley.v1.GetOrganizationUsageResponse.total:type_name -> parley.v1.UsageBucket
+	72, // 54: parley.v1.ListOrganizationAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
+	22, // 55: parley.v1.OrganizationService.CreateOrganization:input_type -> parley.v1.CreateOrganizationRequest
+	24, // 56: parley.v1.OrganizationService.ListOrganizations:input_type -> parley.v1.ListOrganizationsRequest
+	27, // 57: parley.v1.OrganizationService.GetOrganization:input_type -> parley.v1.GetOrganizationRequest
+	29, // 58: parley.v1.OrganizationService.UpdateOrganization:input_type -> parley.v1.UpdateOrganizationRequest
+	31, // 59: parley.v1.OrganizationService.AddMember:input_type -> parley.v1.AddMemberRequest
+	33, // 60: parley.v1.OrganizationService.RemoveMember:input_type -> parley.v1.RemoveMemberRequest
+	35, // 61: parley.v1.OrganizationService.ListMembers:input_type -> parley.v1.ListMembersRequest
+	8,  // 62: parley.v1.OrganizationService.CreateOrganizationInvitation:input_type -> parley.v1.CreateOrganizationInvitationRequest
+	10, // 63: parley.v1.OrganizationService.ListOrganizationInvitations:input_type -> parley.v1.ListOrganizationInvitationsRequest
+	12, // 64: parley.v1.OrganizationService.RevokeOrganizationInvitation:input_type -> parley.v1.RevokeOrganizationInvitationRequest
+	14, // 65: parley.v1.OrganizationService.GetOrganizationInvitation:input_type -> parley.v1.GetOrganizationInvitationRequest
+	16, // 66: parley.v1.OrganizationService.AcceptOrganizationInvitation:input_type -> parley.v1.AcceptOrganizationInvitationRequest
+	37, // 67: parley.v1.OrganizationService.CreateTeam:input_type -> parley.v1.CreateTeamRequest
+	39, // 68: parley.v1.OrganizationService.ListTeams:input_type -> parley.v1.ListTeamsRequest
+	41, // 69: parley.v1.OrganizationService.UpdateTeam:input_type -> parley.v1.UpdateTeamRequest
+	43, // 70: parley.v1.OrganizationService.DeleteTeam:input_type -> parley.v1.DeleteTeamRequest
+	45, // 71: parley.v1.OrganizationService.SetTeamMember:input_type -> parley.v1.SetTeamMemberRequest
+	47, // 72: parley.v1.OrganizationService.RemoveTeamMember:input_type -> parley.v1.RemoveTeamMemberRequest
+	49, // 73: parley.v1.OrganizationService.ListTeamMembers:input_type -> parley.v1.ListTeamMembersRequest
+	51, // 74: parley.v1.OrganizationService.SetBudget:input_type -> parley.v1.SetBudgetRequest
+	53, // 75: parley.v1.OrganizationService.DeleteBudget:input_type -> parley.v1.DeleteBudgetRequest
+	55, // 76: parley.v1.OrganizationService.ListBudgets:input_type -> parley.v1.ListBudgetsRequest
+	57, // 77: parley.v1.OrganizationService.CreateOrganizationApiKey:input_type -> parley.v1.CreateOrganizationApiKeyRequest
+	59, // 78: parley.v1.OrganizationService.ListOrganizationApiKeys:input_type -> parley.v1.ListOrganizationApiKeysRequest
+	61, // 79: parley.v1.OrganizationService.RevokeOrganizationApiKey:input_type -> parley.v1.RevokeOrganizationApiKeyRequest
+	63, // 80: parley.v1.OrganizationService.GetOrganizationUsage:input_type -> parley.v1.GetOrganizationUsageRequest
+	65, // 81: parley.v1.OrganizationService.ListOrganizationAuditEvents:input_type -> parley.v1.ListOrganizationAuditEventsRequest
+	23, // 82: parley.v1.OrganizationService.CreateOrganization:output_type -> parley.v1.CreateOrganizationResponse
+	25, // 83: parley.v1.OrganizationService.ListOrganizations:output_type -> parley.v1.ListOrganizationsResponse
+	28, // 84: parley.v1.OrganizationService.GetOrganization:output_type -> parley.v1.GetOrganizationResponse
+	30, // 85: parley.v1.OrganizationService.UpdateOrganization:output_type -> parley.v1.UpdateOrganizationResponse
+	32, // 86: parley.v1.OrganizationService.AddMember:output_type -> parley.v1.AddMemberResponse
+	34, // 87: parley.v1.OrganizationService.RemoveMember:output_type -> parley.v1.RemoveMemberResponse
+	36, // 88: parley.v1.OrganizationService.ListMembers:output_type -> parley.v1.ListMembersResponse
+	9,  // 89: parley.v1.OrganizationService.CreateOrganizationInvitation:output_type -> parley.v1.CreateOrganizationInvitationResponse
+	11, // 90: parley.v1.OrganizationService.ListOrganizationInvitations:output_type -> parley.v1.ListOrganizationInvitationsResponse
+	13, // 91: parley.v1.OrganizationService.RevokeOrganizationInvitation:output_type -> parley.v1.RevokeOrganizationInvitationResponse
+	15, // 92: parley.v1.OrganizationService.GetOrganizationInvitation:output_type -> parley.v1.GetOrganizationInvitationResponse
+	17, // 93: parley.v1.OrganizationService.AcceptOrganizationInvitation:output_type -> parley.v1.AcceptOrganizationInvitationResponse
+	38, // 94: parley.v1.OrganizationService.CreateTeam:output_type -> parley.v1.CreateTeamResponse
+	40, // 95: parley.v1.OrganizationService.ListTeams:output_type -> parley.v1.ListTeamsResponse
+	42, // 96: parley.v1.OrganizationService.UpdateTeam:output_type -> parley.v1.UpdateTeamResponse
+	44, // 97: parley.v1.OrganizationService.DeleteTeam:output_type -> parley.v1.DeleteTeamResponse
+	46, // 98: parley.v1.OrganizationService.SetTeamMember:output_type -> parley.v1.SetTeamMemberResponse
+	48, // 99: parley.v1.OrganizationService.RemoveTeamMember:output_type -> parley.v1.RemoveTeamMemberResponse
+	50, // 100: parley.v1.OrganizationService.ListTeamMembers:output_type -> parley.v1.ListTeamMembersResponse
+	52, // 101: parley.v1.OrganizationService.SetBudget:output_type -> parley.v1.SetBudgetResponse
+	54, // 102: parley.v1.OrganizationService.DeleteBudget:output_type -> parley.v1.DeleteBudgetResponse
+	56, // 103: parley.v1.OrganizationService.ListBudgets:output_type -> parley.v1.ListBudgetsResponse
+	58, // 104: parley.v1.OrganizationService.CreateOrganizationApiKey:output_type -> parley.v1.CreateOrganizationApiKeyResponse
+	60, // 105: parley.v1.OrganizationService.ListOrganizationApiKeys:output_type -> parley.v1.ListOrganizationApiKeysResponse
+	62, // 106: parley.v1.OrganizationService.RevokeOrganizationApiKey:output_type -> parley.v1.RevokeOrganizationApiKeyResponse
+	64, // 107: parley.v1.OrganizationService.GetOrganizationUsage:output_type -> parley.v1.GetOrganizationUsageResponse
+	66, // 108: parley.v1.OrganizationService.ListOrganizationAuditEvents:output_type -> parley.v1.ListOrganizationAuditEventsResponse
+	82, // [82:109] is the sub-list for method output_type
+	55, // [55:82] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_organization_proto_init() }
@@ -3731,14 +4562,14 @@ func file_parley_v1_organization_proto_init() {
 	file_parley_v1_admin_proto_init()
 	file_parley_v1_api_key_proto_init()
 	file_parley_v1_billing_proto_init()
-	file_parley_v1_organization_proto_msgTypes[25].OneofWrappers = []any{}
+	file_parley_v1_organization_proto_msgTypes[36].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_organization_proto_rawDesc), len(file_parley_v1_organization_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   51,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -364,7 +364,7 @@ func revokeInvite(ctx context.Context, s *stores, stdout io.Writer, id string) e
 	if id == "" {
 		return errors.New("--id: give the invitation's id (parley admin list-invites prints them)")
 	}
-	inv, err := s.Accounts.RevokeInvitation(ctx, id, time.Now().UTC())
+	inv, err := s.Accounts.RevokeInvitation(ctx, "", id, time.Now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("--id: no invitation %s", id)
 	}

@@ -19,7 +19,7 @@ func (db *DB) SummarizeKeys(ctx context.Context, userID string, from, to time.Ti
 	return db.summarize(ctx, userID, from, to, offset, `api_key_id`)
 }
 
-// summarize groups by day, model and key (the constant '' for no key).
+// summarize groups by day, model and key (the constant ” for no key).
 func (db *DB) summarize(ctx context.Context, userID string, from, to time.Time, offset time.Duration, key string) ([]store.UsageDay, error) {
 	rows, err := db.conn.Query(ctx, `SELECT intDiv(created_at + ?, ?) AS day, model, `+key+` AS key, count(),
 			sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(cost_nanos)

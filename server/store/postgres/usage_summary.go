@@ -17,7 +17,7 @@ func (u usage) SummarizeKeys(ctx context.Context, userID string, from, to time.T
 	return u.summarize(ctx, userID, from, to, offset, `api_key_id`)
 }
 
-// summarize groups by day, model and key (the constant '' for no key).
+// summarize groups by day, model and key (the constant ” for no key).
 func (u usage) summarize(ctx context.Context, userID string, from, to time.Time, offset time.Duration, key string) ([]store.UsageDay, error) {
 	// Times are positive nanoseconds and offsets at most a day, so integer
 	// division is the floor.

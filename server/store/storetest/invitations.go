@@ -117,13 +117,13 @@ func TestInvitations(t *testing.T, newStore NewStore) {
 	}
 
 	// Revocation: idempotent, keeps the first time, refuses later uses.
-	r, err := s.Accounts.RevokeInvitation(ctx, two.ID, now)
+	r, err := s.Accounts.RevokeInvitation(ctx, "", two.ID, now)
 	noErr(t, err, "RevokeInvitation")
 	sameTime(t, r.RevokedAt, now, "RevokedAt")
-	r, err = s.Accounts.RevokeInvitation(ctx, two.ID, now.Add(time.Hour))
+	r, err = s.Accounts.RevokeInvitation(ctx, "", two.ID, now.Add(time.Hour))
 	noErr(t, err, "RevokeInvitation again")
 	sameTime(t, r.RevokedAt, now, "RevokedAt after a second revoke")
-	_, err = s.Accounts.RevokeInvitation(ctx, newID(), now)
+	_, err = s.Accounts.RevokeInvitation(ctx, "", newID(), now)
 	wantErr(t, err, store.ErrNotFound, "revoke unknown")
 	_, err = s.Accounts.CreateUserWithInvitation(ctx, user("revoked@example.com"), hash("code-two"), now)
 	if !errors.As(err, &ue) || ue.Reason != store.InvitationRevoked {

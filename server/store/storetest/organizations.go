@@ -52,6 +52,95 @@ func budgetOf(t *testing.T, s store.Store, orgID, id string, now time.Time) stor
 // TestOrganizations runs the conformance suite of store.Organizations and
 // of the budgets the Ledger holds against.
 func TestOrganizations(t *testing.T, newStore NewStore) {
+	t.Run("Invitations", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		if s.Organizations == nil {
+			t.Skip("the backend keeps no organisations")
+		}
+		a := newOrg(t, s, "acme", "UTC")
+		b := newOrg(t, s, "globex", "UTC")
+		now := t0.Add(time.Hour)
+		inv := store.Invitation{ID: newID(), CodeHash: hash("org-code"), Prefix: "oinv_abc", CreatedBy: a.owner.ID, CreatedAt: t0,
+			ExpiresAt: t0.Add(48 * time.Hour), MaxUses: 3, OrgID: a.ID, Role: store.RoleAdmin, TeamID: a.team.ID, TeamRole: store.TeamRoleAdmin}
+		noErr(t, s.Accounts.CreateInvitation(ctx, inv), "CreateInvitation")
+		// It is no sign-up invitation: not listed nor usable as one.
+		signups, _, err := s.Accounts.ListInvitations(ctx, store.PageRequest{})
+		noErr(t, err, "ListInvitations")
+		if len(signups) != 0 {
+			t.Fatalf("an organisation's invitation among sign-up ones: %+v", signups)
+		}
+		_, err = s.Accounts.CreateUserWithInvitation(ctx, store.User{ID: newID(), Email: "x@example.com", CreatedAt: now}, hash("org-code"), now)
+		wantErr(t, err, store.ErrNotFound, "signing up with an organisation's code")
+		list, err := s.Accounts.ListOrgInvitations(ctx, a.ID)
+		noErr(t, err, "ListOrgInvitations")
+		if len(list) != 1 || list[0].Role != store.RoleAdmin || list[0].TeamID != a.team.ID || list[0].TeamRole != store.TeamRoleAdmin || list[0].OrgID != a.ID {
+			t.Fatalf("ListOrgInvitations = %+v", list)
+		}
+		if other, err := s.Accounts.ListOrgInvitations(ctx, b.ID); err != nil || len(other) != 0 {
+			t.Fatalf("another organisation's invitations = %+v, %v", other, err)
+		}
+		// Five people race for three uses: three join, each with the team.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		joined, usedUp := 0, 0
+		for i := range 5 {
+			u := mustUser(t, s, "joiner"+string(rune('a'+i))+"@example.com")
+			wg.Go(func() {
+				_, err := s.Accounts.AcceptOrgInvitation(ctx, hash("org-code"), u.ID, now)
+				mu.Lock()
+				defer mu.Unlock()
+				var ue *store.InvitationUnusableError
+				switch {
+				case err == nil:
+					joined++
+					if m, err := s.Organizations.GetMember(ctx, a.ID, u.ID); err != nil || m.Role != store.RoleAdmin {
+						t.Errorf("a joiner's membership: %+v %v", m, err)
+					}
+				case errors.As(err, &ue) && ue.Reason == store.InvitationUsedUp:
+					usedUp++
+					if _, err := s.Organizations.GetMember(ctx, a.ID, u.ID); !errors.Is(err, store.ErrNotFound) {
+						t.Errorf("one refused is a member: %v", err)
+					}
+				default:
+					t.Errorf("AcceptOrgInvitation: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if joined != 3 || usedUp != 2 {
+			t.Fatalf("%d joined, %d refused, of five for three uses", joined, usedUp)
+		}
+		if tm, err := s.Organizations.ListTeamMembers(ctx, a.team.ID); err != nil || len(tm) != 3 || tm[0].Role != store.TeamRoleAdmin {
+			t.Fatalf("the team's members: %+v %v", tm, err)
+		}
+		// A member accepting takes no use and keeps its role.
+		inv2 := inv
+		inv2.ID, inv2.CodeHash, inv2.Role, inv2.TeamID, inv2.TeamRole = newID(), hash("org-code-2"), store.RoleMember, "", ""
+		noErr(t, s.Accounts.CreateInvitation(ctx, inv2), "CreateInvitation 2")
+		_, err = s.Accounts.AcceptOrgInvitation(ctx, hash("org-code-2"), a.owner.ID, now)
+		wantErr(t, err, store.ErrConflict, "the owner accepting")
+		if m, _ := s.Organizations.GetMember(ctx, a.ID, a.owner.ID); m.Role != store.RoleOwner {
+			t.Fatalf("the owner's role after accepting: %s", m.Role)
+		}
+		// Revoked through another organisation: not found; through its own: done.
+		_, err = s.Accounts.RevokeInvitation(ctx, b.ID, inv2.ID, now)
+		wantErr(t, err, store.ErrNotFound, "revoking through another organisation")
+		_, err = s.Accounts.RevokeInvitation(ctx, "", inv2.ID, now)
+		wantErr(t, err, store.ErrNotFound, "revoking as a sign-up invitation")
+		r, err := s.Accounts.RevokeInvitation(ctx, a.ID, inv2.ID, now)
+		noErr(t, err, "RevokeInvitation")
+		if r.RevokedAt.IsZero() || r.Uses != 0 {
+			t.Fatalf("revoked = %+v", r)
+		}
+		late := mustUser(t, s, "late@example.com")
+		_, err = s.Accounts.AcceptOrgInvitation(ctx, hash("org-code-2"), late.ID, now)
+		var ue *store.InvitationUnusableError
+		if !errors.As(err, &ue) || ue.Reason != store.InvitationRevoked {
+			t.Fatalf("a revoked invitation: %v", err)
+		}
+		_, err = s.Accounts.AcceptOrgInvitation(ctx, hash("no-such-code"), late.ID, now)
+		wantErr(t, err, store.ErrNotFound, "an unknown code")
+	})
 	t.Run("MembersTeamsAndScope", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		if s.Organizations == nil {

@@ -54,6 +54,21 @@ const (
 	// OrganizationServiceListMembersProcedure is the fully-qualified name of the OrganizationService's
 	// ListMembers RPC.
 	OrganizationServiceListMembersProcedure = "/parley.v1.OrganizationService/ListMembers"
+	// OrganizationServiceCreateOrganizationInvitationProcedure is the fully-qualified name of the
+	// OrganizationService's CreateOrganizationInvitation RPC.
+	OrganizationServiceCreateOrganizationInvitationProcedure = "/parley.v1.OrganizationService/CreateOrganizationInvitation"
+	// OrganizationServiceListOrganizationInvitationsProcedure is the fully-qualified name of the
+	// OrganizationService's ListOrganizationInvitations RPC.
+	OrganizationServiceListOrganizationInvitationsProcedure = "/parley.v1.OrganizationService/ListOrganizationInvitations"
+	// OrganizationServiceRevokeOrganizationInvitationProcedure is the fully-qualified name of the
+	// OrganizationService's RevokeOrganizationInvitation RPC.
+	OrganizationServiceRevokeOrganizationInvitationProcedure = "/parley.v1.OrganizationService/RevokeOrganizationInvitation"
+	// OrganizationServiceGetOrganizationInvitationProcedure is the fully-qualified name of the
+	// OrganizationService's GetOrganizationInvitation RPC.
+	OrganizationServiceGetOrganizationInvitationProcedure = "/parley.v1.OrganizationService/GetOrganizationInvitation"
+	// OrganizationServiceAcceptOrganizationInvitationProcedure is the fully-qualified name of the
+	// OrganizationService's AcceptOrganizationInvitation RPC.
+	OrganizationServiceAcceptOrganizationInvitationProcedure = "/parley.v1.OrganizationService/AcceptOrganizationInvitation"
 	// OrganizationServiceCreateTeamProcedure is the fully-qualified name of the OrganizationService's
 	// CreateTeam RPC.
 	OrganizationServiceCreateTeamProcedure = "/parley.v1.OrganizationService/CreateTeam"
@@ -124,6 +139,32 @@ type OrganizationServiceClient interface {
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.RemoveMemberResponse], error)
 	// ListMembers lists an organisation's members (any member).
 	ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error)
+	// CreateOrganizationInvitation makes an invitation link: whoever holds its code and
+	// is signed in joins the organisation with its role (and its team, if it names
+	// one), until it expires (7 days unless told, at most 30), is used max_uses times
+	// or is revoked; an email, when set, is the only address that may use it (owners
+	// and admins; only an owner invites owners). The code is returned only this once;
+	// the link is `/join/{code}` on the web app. An invitation does not open sign-up on
+	// a server whose sign-up is closed or by invitation.
+	// Errors: invalid_argument (role, team_role, max_uses, ttl, email), not_found (team).
+	CreateOrganizationInvitation(context.Context, *connect.Request[v1.CreateOrganizationInvitationRequest]) (*connect.Response[v1.CreateOrganizationInvitationResponse], error)
+	// ListOrganizationInvitations lists the organisation's invitations, newest first,
+	// used, expired and revoked ones included (owners and admins).
+	ListOrganizationInvitations(context.Context, *connect.Request[v1.ListOrganizationInvitationsRequest]) (*connect.Response[v1.ListOrganizationInvitationsResponse], error)
+	// RevokeOrganizationInvitation stops an invitation; who joined with it stays
+	// (owners and admins). Revoking twice succeeds.
+	RevokeOrganizationInvitation(context.Context, *connect.Request[v1.RevokeOrganizationInvitationRequest]) (*connect.Response[v1.RevokeOrganizationInvitationResponse], error)
+	// GetOrganizationInvitation says what a code offers (the organisation's name, the
+	// role and team) to a signed-in holder, before it accepts.
+	// Errors: not_found (no such code), failed_precondition (expired, used up, revoked,
+	// or for another address).
+	GetOrganizationInvitation(context.Context, *connect.Request[v1.GetOrganizationInvitationRequest]) (*connect.Response[v1.GetOrganizationInvitationResponse], error)
+	// AcceptOrganizationInvitation joins the caller to the organisation with the
+	// invitation's role and team, taking one of its uses; concurrent accepts never
+	// take more than max_uses. A member who accepts keeps its role.
+	// Errors: not_found, failed_precondition (as GetOrganizationInvitation),
+	// already_exists (the caller is a member).
+	AcceptOrganizationInvitation(context.Context, *connect.Request[v1.AcceptOrganizationInvitationRequest]) (*connect.Response[v1.AcceptOrganizationInvitationResponse], error)
 	// CreateTeam creates a team (owners and admins).
 	// Errors: invalid_argument (name), already_exists (a team of that name).
 	CreateTeam(context.Context, *connect.Request[v1.CreateTeamRequest]) (*connect.Response[v1.CreateTeamResponse], error)
@@ -226,6 +267,36 @@ func NewOrganizationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(organizationServiceMethods.ByName("ListMembers")),
 			connect.WithClientOptions(opts...),
 		),
+		createOrganizationInvitation: connect.NewClient[v1.CreateOrganizationInvitationRequest, v1.CreateOrganizationInvitationResponse](
+			httpClient,
+			baseURL+OrganizationServiceCreateOrganizationInvitationProcedure,
+			connect.WithSchema(organizationServiceMethods.ByName("CreateOrganizationInvitation")),
+			connect.WithClientOptions(opts...),
+		),
+		listOrganizationInvitations: connect.NewClient[v1.ListOrganizationInvitationsRequest, v1.ListOrganizationInvitationsResponse](
+			httpClient,
+			baseURL+OrganizationServiceListOrganizationInvitationsProcedure,
+			connect.WithSchema(organizationServiceMethods.ByName("ListOrganizationInvitations")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeOrganizationInvitation: connect.NewClient[v1.RevokeOrganizationInvitationRequest, v1.RevokeOrganizationInvitationResponse](
+			httpClient,
+			baseURL+OrganizationServiceRevokeOrganizationInvitationProcedure,
+			connect.WithSchema(organizationServiceMethods.ByName("RevokeOrganizationInvitation")),
+			connect.WithClientOptions(opts...),
+		),
+		getOrganizationInvitation: connect.NewClient[v1.GetOrganizationInvitationRequest, v1.GetOrganizationInvitationResponse](
+			httpClient,
+			baseURL+OrganizationServiceGetOrganizationInvitationProcedure,
+			connect.WithSchema(organizationServiceMethods.ByName("GetOrganizationInvitation")),
+			connect.WithClientOptions(opts...),
+		),
+		acceptOrganizationInvitation: connect.NewClient[v1.AcceptOrganizationInvitationRequest, v1.AcceptOrganizationInvitationResponse](
+			httpClient,
+			baseURL+OrganizationServiceAcceptOrganizationInvitationProcedure,
+			connect.WithSchema(organizationServiceMethods.ByName("AcceptOrganizationInvitation")),
+			connect.WithClientOptions(opts...),
+		),
 		createTeam: connect.NewClient[v1.CreateTeamRequest, v1.CreateTeamResponse](
 			httpClient,
 			baseURL+OrganizationServiceCreateTeamProcedure,
@@ -321,28 +392,33 @@ func NewOrganizationServiceClient(httpClient connect.HTTPClient, baseURL string,
 
 // organizationServiceClient implements OrganizationServiceClient.
 type organizationServiceClient struct {
-	createOrganization          *connect.Client[v1.CreateOrganizationRequest, v1.CreateOrganizationResponse]
-	listOrganizations           *connect.Client[v1.ListOrganizationsRequest, v1.ListOrganizationsResponse]
-	getOrganization             *connect.Client[v1.GetOrganizationRequest, v1.GetOrganizationResponse]
-	updateOrganization          *connect.Client[v1.UpdateOrganizationRequest, v1.UpdateOrganizationResponse]
-	addMember                   *connect.Client[v1.AddMemberRequest, v1.AddMemberResponse]
-	removeMember                *connect.Client[v1.RemoveMemberRequest, v1.RemoveMemberResponse]
-	listMembers                 *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
-	createTeam                  *connect.Client[v1.CreateTeamRequest, v1.CreateTeamResponse]
-	listTeams                   *connect.Client[v1.ListTeamsRequest, v1.ListTeamsResponse]
-	updateTeam                  *connect.Client[v1.UpdateTeamRequest, v1.UpdateTeamResponse]
-	deleteTeam                  *connect.Client[v1.DeleteTeamRequest, v1.DeleteTeamResponse]
-	setTeamMember               *connect.Client[v1.SetTeamMemberRequest, v1.SetTeamMemberResponse]
-	removeTeamMember            *connect.Client[v1.RemoveTeamMemberRequest, v1.RemoveTeamMemberResponse]
-	listTeamMembers             *connect.Client[v1.ListTeamMembersRequest, v1.ListTeamMembersResponse]
-	setBudget                   *connect.Client[v1.SetBudgetRequest, v1.SetBudgetResponse]
-	deleteBudget                *connect.Client[v1.DeleteBudgetRequest, v1.DeleteBudgetResponse]
-	listBudgets                 *connect.Client[v1.ListBudgetsRequest, v1.ListBudgetsResponse]
-	createOrganizationApiKey    *connect.Client[v1.CreateOrganizationApiKeyRequest, v1.CreateOrganizationApiKeyResponse]
-	listOrganizationApiKeys     *connect.Client[v1.ListOrganizationApiKeysRequest, v1.ListOrganizationApiKeysResponse]
-	revokeOrganizationApiKey    *connect.Client[v1.RevokeOrganizationApiKeyRequest, v1.RevokeOrganizationApiKeyResponse]
-	getOrganizationUsage        *connect.Client[v1.GetOrganizationUsageRequest, v1.GetOrganizationUsageResponse]
-	listOrganizationAuditEvents *connect.Client[v1.ListOrganizationAuditEventsRequest, v1.ListOrganizationAuditEventsResponse]
+	createOrganization           *connect.Client[v1.CreateOrganizationRequest, v1.CreateOrganizationResponse]
+	listOrganizations            *connect.Client[v1.ListOrganizationsRequest, v1.ListOrganizationsResponse]
+	getOrganization              *connect.Client[v1.GetOrganizationRequest, v1.GetOrganizationResponse]
+	updateOrganization           *connect.Client[v1.UpdateOrganizationRequest, v1.UpdateOrganizationResponse]
+	addMember                    *connect.Client[v1.AddMemberRequest, v1.AddMemberResponse]
+	removeMember                 *connect.Client[v1.RemoveMemberRequest, v1.RemoveMemberResponse]
+	listMembers                  *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
+	createOrganizationInvitation *connect.Client[v1.CreateOrganizationInvitationRequest, v1.CreateOrganizationInvitationResponse]
+	listOrganizationInvitations  *connect.Client[v1.ListOrganizationInvitationsRequest, v1.ListOrganizationInvitationsResponse]
+	revokeOrganizationInvitation *connect.Client[v1.RevokeOrganizationInvitationRequest, v1.RevokeOrganizationInvitationResponse]
+	getOrganizationInvitation    *connect.Client[v1.GetOrganizationInvitationRequest, v1.GetOrganizationInvitationResponse]
+	acceptOrganizationInvitation *connect.Client[v1.AcceptOrganizationInvitationRequest, v1.AcceptOrganizationInvitationResponse]
+	createTeam                   *connect.Client[v1.CreateTeamRequest, v1.CreateTeamResponse]
+	listTeams                    *connect.Client[v1.ListTeamsRequest, v1.ListTeamsResponse]
+	updateTeam                   *connect.Client[v1.UpdateTeamRequest, v1.UpdateTeamResponse]
+	deleteTeam                   *connect.Client[v1.DeleteTeamRequest, v1.DeleteTeamResponse]
+	setTeamMember                *connect.Client[v1.SetTeamMemberRequest, v1.SetTeamMemberResponse]
+	removeTeamMember             *connect.Client[v1.RemoveTeamMemberRequest, v1.RemoveTeamMemberResponse]
+	listTeamMembers              *connect.Client[v1.ListTeamMembersRequest, v1.ListTeamMembersResponse]
+	setBudget                    *connect.Client[v1.SetBudgetRequest, v1.SetBudgetResponse]
+	deleteBudget                 *connect.Client[v1.DeleteBudgetRequest, v1.DeleteBudgetResponse]
+	listBudgets                  *connect.Client[v1.ListBudgetsRequest, v1.ListBudgetsResponse]
+	createOrganizationApiKey     *connect.Client[v1.CreateOrganizationApiKeyRequest, v1.CreateOrganizationApiKeyResponse]
+	listOrganizationApiKeys      *connect.Client[v1.ListOrganizationApiKeysRequest, v1.ListOrganizationApiKeysResponse]
+	revokeOrganizationApiKey     *connect.Client[v1.RevokeOrganizationApiKeyRequest, v1.RevokeOrganizationApiKeyResponse]
+	getOrganizationUsage         *connect.Client[v1.GetOrganizationUsageRequest, v1.GetOrganizationUsageResponse]
+	listOrganizationAuditEvents  *connect.Client[v1.ListOrganizationAuditEventsRequest, v1.ListOrganizationAuditEventsResponse]
 }
 
 // CreateOrganization calls parley.v1.OrganizationService.CreateOrganization.
@@ -378,6 +454,31 @@ func (c *organizationServiceClient) RemoveMember(ctx context.Context, req *conne
 // ListMembers calls parley.v1.OrganizationService.ListMembers.
 func (c *organizationServiceClient) ListMembers(ctx context.Context, req *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error) {
 	return c.listMembers.CallUnary(ctx, req)
+}
+
+// CreateOrganizationInvitation calls parley.v1.OrganizationService.CreateOrganizationInvitation.
+func (c *organizationServiceClient) CreateOrganizationInvitation(ctx context.Context, req *connect.Request[v1.CreateOrganizationInvitationRequest]) (*connect.Response[v1.CreateOrganizationInvitationResponse], error) {
+	return c.createOrganizationInvitation.CallUnary(ctx, req)
+}
+
+// ListOrganizationInvitations calls parley.v1.OrganizationService.ListOrganizationInvitations.
+func (c *organizationServiceClient) ListOrganizationInvitations(ctx context.Context, req *connect.Request[v1.ListOrganizationInvitationsRequest]) (*connect.Response[v1.ListOrganizationInvitationsResponse], error) {
+	return c.listOrganizationInvitations.CallUnary(ctx, req)
+}
+
+// RevokeOrganizationInvitation calls parley.v1.OrganizationService.RevokeOrganizationInvitation.
+func (c *organizationServiceClient) RevokeOrganizationInvitation(ctx context.Context, req *connect.Request[v1.RevokeOrganizationInvitationRequest]) (*connect.Response[v1.RevokeOrganizationInvitationResponse], error) {
+	return c.revokeOrganizationInvitation.CallUnary(ctx, req)
+}
+
+// GetOrganizationInvitation calls parley.v1.OrganizationService.GetOrganizationInvitation.
+func (c *organizationServiceClient) GetOrganizationInvitation(ctx context.Context, req *connect.Request[v1.GetOrganizationInvitationRequest]) (*connect.Response[v1.GetOrganizationInvitationResponse], error) {
+	return c.getOrganizationInvitation.CallUnary(ctx, req)
+}
+
+// AcceptOrganizationInvitation calls parley.v1.OrganizationService.AcceptOrganizationInvitation.
+func (c *organizationServiceClient) AcceptOrganizationInvitation(ctx context.Context, req *connect.Request[v1.AcceptOrganizationInvitationRequest]) (*connect.Response[v1.AcceptOrganizationInvitationResponse], error) {
+	return c.acceptOrganizationInvitation.CallUnary(ctx, req)
 }
 
 // CreateTeam calls parley.v1.OrganizationService.CreateTeam.
@@ -478,6 +579,32 @@ type OrganizationServiceHandler interface {
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.RemoveMemberResponse], error)
 	// ListMembers lists an organisation's members (any member).
 	ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error)
+	// CreateOrganizationInvitation makes an invitation link: whoever holds its code and
+	// is signed in joins the organisation with its role (and its team, if it names
+	// one), until it expires (7 days unless told, at most 30), is used max_uses times
+	// or is revoked; an email, when set, is the only address that may use it (owners
+	// and admins; only an owner invites owners). The code is returned only this once;
+	// the link is `/join/{code}` on the web app. An invitation does not open sign-up on
+	// a server whose sign-up is closed or by invitation.
+	// Errors: invalid_argument (role, team_role, max_uses, ttl, email), not_found (team).
+	CreateOrganizationInvitation(context.Context, *connect.Request[v1.CreateOrganizationInvitationRequest]) (*connect.Response[v1.CreateOrganizationInvitationResponse], error)
+	// ListOrganizationInvitations lists the organisation's invitations, newest first,
+	// used, expired and revoked ones included (owners and admins).
+	ListOrganizationInvitations(context.Context, *connect.Request[v1.ListOrganizationInvitationsRequest]) (*connect.Response[v1.ListOrganizationInvitationsResponse], error)
+	// RevokeOrganizationInvitation stops an invitation; who joined with it stays
+	// (owners and admins). Revoking twice succeeds.
+	RevokeOrganizationInvitation(context.Context, *connect.Request[v1.RevokeOrganizationInvitationRequest]) (*connect.Response[v1.RevokeOrganizationInvitationResponse], error)
+	// GetOrganizationInvitation says what a code offers (the organisation's name, the
+	// role and team) to a signed-in holder, before it accepts.
+	// Errors: not_found (no such code), failed_precondition (expired, used up, revoked,
+	// or for another address).
+	GetOrganizationInvitation(context.Context, *connect.Request[v1.GetOrganizationInvitationRequest]) (*connect.Response[v1.GetOrganizationInvitationResponse], error)
+	// AcceptOrganizationInvitation joins the caller to the organisation with the
+	// invitation's role and team, taking one of its uses; concurrent accepts never
+	// take more than max_uses. A member who accepts keeps its role.
+	// Errors: not_found, failed_precondition (as GetOrganizationInvitation),
+	// already_exists (the caller is a member).
+	AcceptOrganizationInvitation(context.Context, *connect.Request[v1.AcceptOrganizationInvitationRequest]) (*connect.Response[v1.AcceptOrganizationInvitationResponse], error)
 	// CreateTeam creates a team (owners and admins).
 	// Errors: invalid_argument (name), already_exists (a team of that name).
 	CreateTeam(context.Context, *connect.Request[v1.CreateTeamRequest]) (*connect.Response[v1.CreateTeamResponse], error)
@@ -574,6 +701,36 @@ func NewOrganizationServiceHandler(svc OrganizationServiceHandler, opts ...conne
 		OrganizationServiceListMembersProcedure,
 		svc.ListMembers,
 		connect.WithSchema(organizationServiceMethods.ByName("ListMembers")),
+		connect.WithHandlerOptions(opts...),
+	)
+	organizationServiceCreateOrganizationInvitationHandler := connect.NewUnaryHandler(
+		OrganizationServiceCreateOrganizationInvitationProcedure,
+		svc.CreateOrganizationInvitation,
+		connect.WithSchema(organizationServiceMethods.ByName("CreateOrganizationInvitation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	organizationServiceListOrganizationInvitationsHandler := connect.NewUnaryHandler(
+		OrganizationServiceListOrganizationInvitationsProcedure,
+		svc.ListOrganizationInvitations,
+		connect.WithSchema(organizationServiceMethods.ByName("ListOrganizationInvitations")),
+		connect.WithHandlerOptions(opts...),
+	)
+	organizationServiceRevokeOrganizationInvitationHandler := connect.NewUnaryHandler(
+		OrganizationServiceRevokeOrganizationInvitationProcedure,
+		svc.RevokeOrganizationInvitation,
+		connect.WithSchema(organizationServiceMethods.ByName("RevokeOrganizationInvitation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	organizationServiceGetOrganizationInvitationHandler := connect.NewUnaryHandler(
+		OrganizationServiceGetOrganizationInvitationProcedure,
+		svc.GetOrganizationInvitation,
+		connect.WithSchema(organizationServiceMethods.ByName("GetOrganizationInvitation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	organizationServiceAcceptOrganizationInvitationHandler := connect.NewUnaryHandler(
+		OrganizationServiceAcceptOrganizationInvitationProcedure,
+		svc.AcceptOrganizationInvitation,
+		connect.WithSchema(organizationServiceMethods.ByName("AcceptOrganizationInvitation")),
 		connect.WithHandlerOptions(opts...),
 	)
 	organizationServiceCreateTeamHandler := connect.NewUnaryHandler(
@@ -682,6 +839,16 @@ func NewOrganizationServiceHandler(svc OrganizationServiceHandler, opts ...conne
 			organizationServiceRemoveMemberHandler.ServeHTTP(w, r)
 		case OrganizationServiceListMembersProcedure:
 			organizationServiceListMembersHandler.ServeHTTP(w, r)
+		case OrganizationServiceCreateOrganizationInvitationProcedure:
+			organizationServiceCreateOrganizationInvitationHandler.ServeHTTP(w, r)
+		case OrganizationServiceListOrganizationInvitationsProcedure:
+			organizationServiceListOrganizationInvitationsHandler.ServeHTTP(w, r)
+		case OrganizationServiceRevokeOrganizationInvitationProcedure:
+			organizationServiceRevokeOrganizationInvitationHandler.ServeHTTP(w, r)
+		case OrganizationServiceGetOrganizationInvitationProcedure:
+			organizationServiceGetOrganizationInvitationHandler.ServeHTTP(w, r)
+		case OrganizationServiceAcceptOrganizationInvitationProcedure:
+			organizationServiceAcceptOrganizationInvitationHandler.ServeHTTP(w, r)
 		case OrganizationServiceCreateTeamProcedure:
 			organizationServiceCreateTeamHandler.ServeHTTP(w, r)
 		case OrganizationServiceListTeamsProcedure:
@@ -747,6 +914,26 @@ func (UnimplementedOrganizationServiceHandler) RemoveMember(context.Context, *co
 
 func (UnimplementedOrganizationServiceHandler) ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.ListMembers is not implemented"))
+}
+
+func (UnimplementedOrganizationServiceHandler) CreateOrganizationInvitation(context.Context, *connect.Request[v1.CreateOrganizationInvitationRequest]) (*connect.Response[v1.CreateOrganizationInvitationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.CreateOrganizationInvitation is not implemented"))
+}
+
+func (UnimplementedOrganizationServiceHandler) ListOrganizationInvitations(context.Context, *connect.Request[v1.ListOrganizationInvitationsRequest]) (*connect.Response[v1.ListOrganizationInvitationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.ListOrganizationInvitations is not implemented"))
+}
+
+func (UnimplementedOrganizationServiceHandler) RevokeOrganizationInvitation(context.Context, *connect.Request[v1.RevokeOrganizationInvitationRequest]) (*connect.Response[v1.RevokeOrganizationInvitationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.RevokeOrganizationInvitation is not implemented"))
+}
+
+func (UnimplementedOrganizationServiceHandler) GetOrganizationInvitation(context.Context, *connect.Request[v1.GetOrganizationInvitationRequest]) (*connect.Response[v1.GetOrganizationInvitationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.GetOrganizationInvitation is not implemented"))
+}
+
+func (UnimplementedOrganizationServiceHandler) AcceptOrganizationInvitation(context.Context, *connect.Request[v1.AcceptOrganizationInvitationRequest]) (*connect.Response[v1.AcceptOrganizationInvitationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.OrganizationService.AcceptOrganizationInvitation is not implemented"))
 }
 
 func (UnimplementedOrganizationServiceHandler) CreateTeam(context.Context, *connect.Request[v1.CreateTeamRequest]) (*connect.Response[v1.CreateTeamResponse], error) {

@@ -38,6 +38,21 @@ class OrganizationService(Protocol):
     async def list_members(self, request: parley_dot_v1_dot_organization__pb2.ListMembersRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListMembersResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def create_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def list_organization_invitations(self, request: parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def revoke_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def get_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def accept_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
     async def create_team(self, request: parley_dot_v1_dot_organization__pb2.CreateTeamRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.CreateTeamResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
@@ -158,6 +173,56 @@ class OrganizationServiceASGIApplication(ConnectASGIApplication[OrganizationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_members,
+                ),
+                "/parley.v1.OrganizationService/CreateOrganizationInvitation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CreateOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.create_organization_invitation,
+                ),
+                "/parley.v1.OrganizationService/ListOrganizationInvitations": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListOrganizationInvitations",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest,
+                        output=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_organization_invitations,
+                ),
+                "/parley.v1.OrganizationService/RevokeOrganizationInvitation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RevokeOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.revoke_organization_invitation,
+                ),
+                "/parley.v1.OrganizationService/GetOrganizationInvitation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_organization_invitation,
+                ),
+                "/parley.v1.OrganizationService/AcceptOrganizationInvitation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="AcceptOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.accept_organization_invitation,
                 ),
                 "/parley.v1.OrganizationService/CreateTeam": Endpoint.unary(
                     method=MethodInfo(
@@ -456,6 +521,106 @@ class OrganizationServiceClient(ConnectClient):
                 service_name="parley.v1.OrganizationService",
                 input=parley_dot_v1_dot_organization__pb2.ListMembersRequest,
                 output=parley_dot_v1_dot_organization__pb2.ListMembersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def create_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def list_organization_invitations(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListOrganizationInvitations",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest,
+                output=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def revoke_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def accept_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="AcceptOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,
@@ -778,6 +943,16 @@ class OrganizationServiceSync(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_members(self, request: parley_dot_v1_dot_organization__pb2.ListMembersRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListMembersResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def create_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_organization_invitations(self, request: parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def revoke_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def accept_organization_invitation(self, request: parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def create_team(self, request: parley_dot_v1_dot_organization__pb2.CreateTeamRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.CreateTeamResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_teams(self, request: parley_dot_v1_dot_organization__pb2.ListTeamsRequest, ctx: RequestContext) -> parley_dot_v1_dot_organization__pb2.ListTeamsResponse:
@@ -883,6 +1058,56 @@ class OrganizationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_members,
+                ),
+                "/parley.v1.OrganizationService/CreateOrganizationInvitation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CreateOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.create_organization_invitation,
+                ),
+                "/parley.v1.OrganizationService/ListOrganizationInvitations": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListOrganizationInvitations",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest,
+                        output=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_organization_invitations,
+                ),
+                "/parley.v1.OrganizationService/RevokeOrganizationInvitation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RevokeOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.revoke_organization_invitation,
+                ),
+                "/parley.v1.OrganizationService/GetOrganizationInvitation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_organization_invitation,
+                ),
+                "/parley.v1.OrganizationService/AcceptOrganizationInvitation": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="AcceptOrganizationInvitation",
+                        service_name="parley.v1.OrganizationService",
+                        input=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest,
+                        output=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.accept_organization_invitation,
                 ),
                 "/parley.v1.OrganizationService/CreateTeam": EndpointSync.unary(
                     method=MethodInfo(
@@ -1181,6 +1406,106 @@ class OrganizationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.OrganizationService",
                 input=parley_dot_v1_dot_organization__pb2.ListMembersRequest,
                 output=parley_dot_v1_dot_organization__pb2.ListMembersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def create_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.CreateOrganizationInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_organization_invitations(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListOrganizationInvitations",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsRequest,
+                output=parley_dot_v1_dot_organization__pb2.ListOrganizationInvitationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def revoke_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.RevokeOrganizationInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.GetOrganizationInvitationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def accept_organization_invitation(
+        self,
+        request: parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="AcceptOrganizationInvitation",
+                service_name="parley.v1.OrganizationService",
+                input=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationRequest,
+                output=parley_dot_v1_dot_organization__pb2.AcceptOrganizationInvitationResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -99,6 +99,120 @@ class Member(_message.Message):
     created_at: _timestamp_pb2.Timestamp
     def __init__(self, user_id: _Optional[str] = ..., email: _Optional[str] = ..., role: _Optional[_Union[OrganizationRole, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class OrganizationInvitation(_message.Message):
+    __slots__ = ("invitation_id", "prefix", "role", "team_id", "team_role", "email", "max_uses", "uses", "created_by", "create_time", "expire_time", "revoke_time")
+    INVITATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ROLE_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    MAX_USES_FIELD_NUMBER: _ClassVar[int]
+    USES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_TIME_FIELD_NUMBER: _ClassVar[int]
+    invitation_id: str
+    prefix: str
+    role: OrganizationRole
+    team_id: str
+    team_role: TeamRole
+    email: str
+    max_uses: int
+    uses: int
+    created_by: str
+    create_time: _timestamp_pb2.Timestamp
+    expire_time: _timestamp_pb2.Timestamp
+    revoke_time: _timestamp_pb2.Timestamp
+    def __init__(self, invitation_id: _Optional[str] = ..., prefix: _Optional[str] = ..., role: _Optional[_Union[OrganizationRole, str]] = ..., team_id: _Optional[str] = ..., team_role: _Optional[_Union[TeamRole, str]] = ..., email: _Optional[str] = ..., max_uses: _Optional[int] = ..., uses: _Optional[int] = ..., created_by: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateOrganizationInvitationRequest(_message.Message):
+    __slots__ = ("organization_id", "role", "team_id", "team_role", "email", "max_uses", "ttl")
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ROLE_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    MAX_USES_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    organization_id: str
+    role: OrganizationRole
+    team_id: str
+    team_role: TeamRole
+    email: str
+    max_uses: int
+    ttl: _duration_pb2.Duration
+    def __init__(self, organization_id: _Optional[str] = ..., role: _Optional[_Union[OrganizationRole, str]] = ..., team_id: _Optional[str] = ..., team_role: _Optional[_Union[TeamRole, str]] = ..., email: _Optional[str] = ..., max_uses: _Optional[int] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CreateOrganizationInvitationResponse(_message.Message):
+    __slots__ = ("invitation", "code")
+    INVITATION_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    invitation: OrganizationInvitation
+    code: str
+    def __init__(self, invitation: _Optional[_Union[OrganizationInvitation, _Mapping]] = ..., code: _Optional[str] = ...) -> None: ...
+
+class ListOrganizationInvitationsRequest(_message.Message):
+    __slots__ = ("organization_id",)
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    organization_id: str
+    def __init__(self, organization_id: _Optional[str] = ...) -> None: ...
+
+class ListOrganizationInvitationsResponse(_message.Message):
+    __slots__ = ("invitations",)
+    INVITATIONS_FIELD_NUMBER: _ClassVar[int]
+    invitations: _containers.RepeatedCompositeFieldContainer[OrganizationInvitation]
+    def __init__(self, invitations: _Optional[_Iterable[_Union[OrganizationInvitation, _Mapping]]] = ...) -> None: ...
+
+class RevokeOrganizationInvitationRequest(_message.Message):
+    __slots__ = ("organization_id", "invitation_id")
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    INVITATION_ID_FIELD_NUMBER: _ClassVar[int]
+    organization_id: str
+    invitation_id: str
+    def __init__(self, organization_id: _Optional[str] = ..., invitation_id: _Optional[str] = ...) -> None: ...
+
+class RevokeOrganizationInvitationResponse(_message.Message):
+    __slots__ = ("invitation",)
+    INVITATION_FIELD_NUMBER: _ClassVar[int]
+    invitation: OrganizationInvitation
+    def __init__(self, invitation: _Optional[_Union[OrganizationInvitation, _Mapping]] = ...) -> None: ...
+
+class GetOrganizationInvitationRequest(_message.Message):
+    __slots__ = ("code",)
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    def __init__(self, code: _Optional[str] = ...) -> None: ...
+
+class GetOrganizationInvitationResponse(_message.Message):
+    __slots__ = ("organization_id", "organization_name", "role", "team_name", "expire_time", "already_member")
+    ORGANIZATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ORGANIZATION_NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEAM_NAME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_MEMBER_FIELD_NUMBER: _ClassVar[int]
+    organization_id: str
+    organization_name: str
+    role: OrganizationRole
+    team_name: str
+    expire_time: _timestamp_pb2.Timestamp
+    already_member: bool
+    def __init__(self, organization_id: _Optional[str] = ..., organization_name: _Optional[str] = ..., role: _Optional[_Union[OrganizationRole, str]] = ..., team_name: _Optional[str] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., already_member: _Optional[bool] = ...) -> None: ...
+
+class AcceptOrganizationInvitationRequest(_message.Message):
+    __slots__ = ("code",)
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    def __init__(self, code: _Optional[str] = ...) -> None: ...
+
+class AcceptOrganizationInvitationResponse(_message.Message):
+    __slots__ = ("membership",)
+    MEMBERSHIP_FIELD_NUMBER: _ClassVar[int]
+    membership: OrganizationMembership
+    def __init__(self, membership: _Optional[_Union[OrganizationMembership, _Mapping]] = ...) -> None: ...
+
 class Team(_message.Message):
     __slots__ = ("team_id", "name", "created_at", "sso_group")
     TEAM_ID_FIELD_NUMBER: _ClassVar[int]

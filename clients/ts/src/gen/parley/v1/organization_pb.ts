@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/organization.proto.
  */
 export const file_parley_v1_organization: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvb3JnYW5pemF0aW9uLnByb3RvEglwYXJsZXkudjEijAEKDE9yZ2FuaXphdGlvbhIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl0aW1lX3pvbmUYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3NvX2RvbWFpbhgFIAEoCSKDAQoGTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSKQoEcm9sZRgDIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImgKBFRlYW0SDwoHdGVhbV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXNzb19ncm91cBgEIAEoCSJPCgpUZWFtTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSIQoEcm9sZRgDIAEoDjITLnBhcmxleS52MS5UZWFtUm9sZSKgAgoGQnVkZ2V0EhEKCWJ1ZGdldF9pZBgBIAEoCRIlCgVzY29wZRgCIAEoDjIWLnBhcmxleS52MS5CdWRnZXRTY29wZRIQCghzY29wZV9pZBgDIAEoCRInCgZwZXJpb2QYBCABKA4yFy5wYXJsZXkudjEuQnVkZ2V0UGVyaW9kEhMKC2xpbWl0X25hbm9zGAUgASgDEhMKC3NwZW50X25hbm9zGAYgASgDEhYKDnJlc2VydmVkX25hbm9zGAcgASgDEjAKDHBlcmlvZF9zdGFydBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoJcmVzZXRzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK6AQoST3JnYW5pemF0aW9uQXBpS2V5EiIKB2FwaV9rZXkYASABKAsyES5wYXJsZXkudjEuQXBpS2V5Eg8KB3RlYW1faWQYAiABKAkSEgoKY3JlYXRlZF9ieRgDIAEoCRIOCgZtb2RlbHMYBCADKAkSEwoLYWxsb3dlZF9pcHMYBSADKAkSGwoTcmVxdWVzdHNfcGVyX21pbnV0ZRgGIAEoAxIZChF0b2tlbnNfcGVyX21pbnV0ZRgHIAEoAyI8ChlDcmVhdGVPcmdhbml6YXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoJdGltZV96b25lGAIgASgJIksKGkNyZWF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24iGgoYTGlzdE9yZ2FuaXphdGlvbnNSZXF1ZXN0IlMKGUxpc3RPcmdhbml6YXRpb25zUmVzcG9uc2USNgoLbWVtYmVyc2hpcHMYASADKAsyIS5wYXJsZXkudjEuT3JnYW5pemF0aW9uTWVtYmVyc2hpcCJyChZPcmdhbml6YXRpb25NZW1iZXJzaGlwEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24SKQoEcm9sZRgCIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlIjEKFkdldE9yZ2FuaXphdGlvblJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIqMBChdHZXRPcmdhbml6YXRpb25SZXNwb25zZRItCgxvcmdhbml6YXRpb24YASABKAsyFy5wYXJsZXkudjEuT3JnYW5pemF0aW9uEikKBHJvbGUYAiABKA4yGy5wYXJsZXkudjEuT3JnYW5pemF0aW9uUm9sZRIuCgdiYWxhbmNlGAMgASgLMh0ucGFybGV5LnYxLkdldEJhbGFuY2VSZXNwb25zZSJVChlVcGRhdGVPcmdhbml6YXRpb25SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCXRpbWVfem9uZRgDIAEoCSJLChpVcGRhdGVPcmdhbml6YXRpb25SZXNwb25zZRItCgxvcmdhbml6YXRpb24YASABKAsyFy5wYXJsZXkudjEuT3JnYW5pemF0aW9uImUKEEFkZE1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEikKBHJvbGUYAyABKA4yGy5wYXJsZXkudjEuT3JnYW5pemF0aW9uUm9sZSI2ChFBZGRNZW1iZXJSZXNwb25zZRIhCgZtZW1iZXIYASABKAsyES5wYXJsZXkudjEuTWVtYmVyIj8KE1JlbW92ZU1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiFgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2UiLQoSTGlzdE1lbWJlcnNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCSI5ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiIKB21lbWJlcnMYASADKAsyES5wYXJsZXkudjEuTWVtYmVyIk0KEUNyZWF0ZVRlYW1SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCXNzb19ncm91cBgDIAEoCSIzChJDcmVhdGVUZWFtUmVzcG9uc2USHQoEdGVhbRgBIAEoCzIPLnBhcmxleS52MS5UZWFtIisKEExpc3RUZWFtc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIjMKEUxpc3RUZWFtc1Jlc3BvbnNlEh4KBXRlYW1zGAEgAygLMg8ucGFybGV5LnYxLlRlYW0icQoRVXBkYXRlVGVhbVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSDAoEbmFtZRgDIAEoCRIWCglzc29fZ3JvdXAYBCABKAlIAIgBAUIMCgpfc3NvX2dyb3VwIjMKElVwZGF0ZVRlYW1SZXNwb25zZRIdCgR0ZWFtGAEgASgLMg8ucGFybGV5LnYxLlRlYW0iPQoRRGVsZXRlVGVhbVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkiFAoSRGVsZXRlVGVhbVJlc3BvbnNlInQKFFNldFRlYW1NZW1iZXJSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSIQoEcm9sZRgEIAEoDjITLnBhcmxleS52MS5UZWFtUm9sZSIXChVTZXRUZWFtTWVtYmVyUmVzcG9uc2UiVAoXUmVtb3ZlVGVhbU1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSIaChhSZW1vdmVUZWFtTWVtYmVyUmVzcG9uc2UiQgoWTGlzdFRlYW1NZW1iZXJzUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCSJBChdMaXN0VGVhbU1lbWJlcnNSZXNwb25zZRImCgdtZW1iZXJzGAEgAygLMhUucGFybGV5LnYxLlRlYW1NZW1iZXIiogEKEFNldEJ1ZGdldFJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEiUKBXNjb3BlGAIgASgOMhYucGFybGV5LnYxLkJ1ZGdldFNjb3BlEhAKCHNjb3BlX2lkGAMgASgJEicKBnBlcmlvZBgEIAEoDjIXLnBhcmxleS52MS5CdWRnZXRQZXJpb2QSEwoLbGltaXRfbmFub3MYBSABKAMiNgoRU2V0QnVkZ2V0UmVzcG9uc2USIQoGYnVkZ2V0GAEgASgLMhEucGFybGV5LnYxLkJ1ZGdldCJBChNEZWxldGVCdWRnZXRSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIRCglidWRnZXRfaWQYAiABKAkiFgoURGVsZXRlQnVkZ2V0UmVzcG9uc2UiLQoSTGlzdEJ1ZGdldHNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCSI5ChNMaXN0QnVkZ2V0c1Jlc3BvbnNlEiIKB2J1ZGdldHMYASADKAsyES5wYXJsZXkudjEuQnVkZ2V0IqoCCh9DcmVhdGVPcmdhbml6YXRpb25BcGlLZXlSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBm1vZGVscxgFIAMoCRITCgthbGxvd2VkX2lwcxgGIAMoCRIbChNyZXF1ZXN0c19wZXJfbWludXRlGAcgASgDEhkKEXRva2Vuc19wZXJfbWludXRlGAggASgDEhoKEmJ1ZGdldF9saW1pdF9uYW5vcxgJIAEoAxIuCg1idWRnZXRfcGVyaW9kGAogASgOMhcucGFybGV5LnYxLkJ1ZGdldFBlcmlvZCKBAQogQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5UmVzcG9uc2USKgoDa2V5GAEgASgLMh0ucGFybGV5LnYxLk9yZ2FuaXphdGlvbkFwaUtleRIOCgZzZWNyZXQYAiABKAkSIQoGYnVkZ2V0GAMgASgLMhEucGFybGV5LnYxLkJ1ZGdldCJxCh5MaXN0T3JnYW5pemF0aW9uQXBpS2V5c1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiZwofTGlzdE9yZ2FuaXphdGlvbkFwaUtleXNSZXNwb25zZRIrCgRrZXlzGAEgAygLMh0ucGFybGV5LnYxLk9yZ2FuaXphdGlvbkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSgofUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDgoGa2V5X2lkGAIgASgJIiIKIFJldm9rZU9yZ2FuaXphdGlvbkFwaUtleVJlc3BvbnNlItEBChtHZXRPcmdhbml6YXRpb25Vc2FnZVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghncm91cF9ieRgEIAEoDjIYLnBhcmxleS52MS5Vc2FnZUdyb3VwaW5nEg8KB3RlYW1faWQYBSABKAkibgocR2V0T3JnYW5pemF0aW9uVXNhZ2VSZXNwb25zZRInCgdidWNrZXRzGAEgAygLMhYucGFybGV5LnYxLlVzYWdlQnVja2V0EiUKBXRvdGFsGAIgASgLMhYucGFybGV5LnYxLlVzYWdlQnVja2V0ImQKIkxpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50c1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImUKI0xpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50c1Jlc3BvbnNlEiUKBmV2ZW50cxgBIAMoCzIVLnBhcmxleS52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSqzAQoQT3JnYW5pemF0aW9uUm9sZRIhCh1PUkdBTklaQVRJT05fUk9MRV9VTlNQRUNJRklFRBAAEhsKF09SR0FOSVpBVElPTl9ST0xFX09XTkVSEAESGwoXT1JHQU5JWkFUSU9OX1JPTEVfQURNSU4QAhIcChhPUkdBTklaQVRJT05fUk9MRV9NRU1CRVIQAxIkCiBPUkdBTklaQVRJT05fUk9MRV9CSUxMSU5HX1JFQURFUhAEKlAKCFRlYW1Sb2xlEhkKFVRFQU1fUk9MRV9VTlNQRUNJRklFRBAAEhMKD1RFQU1fUk9MRV9BRE1JThABEhQKEFRFQU1fUk9MRV9NRU1CRVIQAiqQAQoLQnVkZ2V0U2NvcGUSHAoYQlVER0VUX1NDT1BFX1VOU1BFQ0lGSUVEEAASHQoZQlVER0VUX1NDT1BFX09SR0FOSVpBVElPThABEhUKEUJVREdFVF9TQ09QRV9URUFNEAISFAoQQlVER0VUX1NDT1BFX0tFWRADEhcKE0JVREdFVF9TQ09QRV9NRU1CRVIQBCqUAQoMQnVkZ2V0UGVyaW9kEh0KGUJVREdFVF9QRVJJT0RfVU5TUEVDSUZJRUQQABIXChNCVURHRVRfUEVSSU9EX0RBSUxZEAESGAoUQlVER0VUX1BFUklPRF9XRUVLTFkQAhIZChVCVURHRVRfUEVSSU9EX01PTlRITFkQAxIXChNCVURHRVRfUEVSSU9EX1RPVEFMEAQqewoNVXNhZ2VHcm91cGluZxIeChpVU0FHRV9HUk9VUElOR19VTlNQRUNJRklFRBAAEhYKElVTQUdFX0dST1VQSU5HX0tFWRABEhcKE1VTQUdFX0dST1VQSU5HX1RFQU0QAhIZChVVU0FHRV9HUk9VUElOR19NRU1CRVIQAzLaDwoTT3JnYW5pemF0aW9uU2VydmljZRJhChJDcmVhdGVPcmdhbml6YXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVPcmdhbml6YXRpb25SZXNwb25zZRJeChFMaXN0T3JnYW5pemF0aW9ucxIjLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbnNSZXNwb25zZRJYCg9HZXRPcmdhbml6YXRpb24SIS5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRPcmdhbml6YXRpb25SZXNwb25zZRJhChJVcGRhdGVPcmdhbml6YXRpb24SJC5wYXJsZXkudjEuVXBkYXRlT3JnYW5pemF0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVPcmdhbml6YXRpb25SZXNwb25zZRJGCglBZGRNZW1iZXISGy5wYXJsZXkudjEuQWRkTWVtYmVyUmVxdWVzdBocLnBhcmxleS52MS5BZGRNZW1iZXJSZXNwb25zZRJPCgxSZW1vdmVNZW1iZXISHi5wYXJsZXkudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBofLnBhcmxleS52MS5SZW1vdmVNZW1iZXJSZXNwb25zZRJMCgtMaXN0TWVtYmVycxIdLnBhcmxleS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdE1lbWJlcnNSZXNwb25zZRJJCgpDcmVhdGVUZWFtEhwucGFybGV5LnYxLkNyZWF0ZVRlYW1SZXF1ZXN0Gh0ucGFybGV5LnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJGCglMaXN0VGVhbXMSGy5wYXJsZXkudjEuTGlzdFRlYW1zUmVxdWVzdBocLnBhcmxleS52MS5MaXN0VGVhbXNSZXNwb25zZRJJCgpVcGRhdGVUZWFtEhwucGFybGV5LnYxLlVwZGF0ZVRlYW1SZXF1ZXN0Gh0ucGFybGV5LnYxLlVwZGF0ZVRlYW1SZXNwb25zZRJJCgpEZWxldGVUZWFtEhwucGFybGV5LnYxLkRlbGV0ZVRlYW1SZXF1ZXN0Gh0ucGFybGV5LnYxLkRlbGV0ZVRlYW1SZXNwb25zZRJSCg1TZXRUZWFtTWVtYmVyEh8ucGFybGV5LnYxLlNldFRlYW1NZW1iZXJSZXF1ZXN0GiAucGFybGV5LnYxLlNldFRlYW1NZW1iZXJSZXNwb25zZRJbChBSZW1vdmVUZWFtTWVtYmVyEiIucGFybGV5LnYxLlJlbW92ZVRlYW1NZW1iZXJSZXF1ZXN0GiMucGFybGV5LnYxLlJlbW92ZVRlYW1NZW1iZXJSZXNwb25zZRJYCg9MaXN0VGVhbU1lbWJlcnMSIS5wYXJsZXkudjEuTGlzdFRlYW1NZW1iZXJzUmVxdWVzdBoiLnBhcmxleS52MS5MaXN0VGVhbU1lbWJlcnNSZXNwb25zZRJGCglTZXRCdWRnZXQSGy5wYXJsZXkudjEuU2V0QnVkZ2V0UmVxdWVzdBocLnBhcmxleS52MS5TZXRCdWRnZXRSZXNwb25zZRJPCgxEZWxldGVCdWRnZXQSHi5wYXJsZXkudjEuRGVsZXRlQnVkZ2V0UmVxdWVzdBofLnBhcmxleS52MS5EZWxldGVCdWRnZXRSZXNwb25zZRJMCgtMaXN0QnVkZ2V0cxIdLnBhcmxleS52MS5MaXN0QnVkZ2V0c1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdEJ1ZGdldHNSZXNwb25zZRJzChhDcmVhdGVPcmdhbml6YXRpb25BcGlLZXkSKi5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBorLnBhcmxleS52MS5DcmVhdGVPcmdhbml6YXRpb25BcGlLZXlSZXNwb25zZRJwChdMaXN0T3JnYW5pemF0aW9uQXBpS2V5cxIpLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uQXBpS2V5c1JlcXVlc3QaKi5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbkFwaUtleXNSZXNwb25zZRJzChhSZXZva2VPcmdhbml6YXRpb25BcGlLZXkSKi5wYXJsZXkudjEuUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5UmVxdWVzdBorLnBhcmxleS52MS5SZXZva2VPcmdhbml6YXRpb25BcGlLZXlSZXNwb25zZRJnChRHZXRPcmdhbml6YXRpb25Vc2FnZRImLnBhcmxleS52MS5HZXRPcmdhbml6YXRpb25Vc2FnZVJlcXVlc3QaJy5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uVXNhZ2VSZXNwb25zZRJ8ChtMaXN0T3JnYW5pemF0aW9uQXVkaXRFdmVudHMSLS5wYXJsZXkudjEuTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVxdWVzdBouLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uQXVkaXRFdmVudHNSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_admin, file_parley_v1_api_key, file_parley_v1_billing]);
+  fileDesc("ChxwYXJsZXkvdjEvb3JnYW5pemF0aW9uLnByb3RvEglwYXJsZXkudjEijAEKDE9yZ2FuaXphdGlvbhIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl0aW1lX3pvbmUYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc3NvX2RvbWFpbhgFIAEoCSKDAQoGTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSKQoEcm9sZRgDIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIvkCChZPcmdhbml6YXRpb25JbnZpdGF0aW9uEhUKDWludml0YXRpb25faWQYASABKAkSDgoGcHJlZml4GAIgASgJEikKBHJvbGUYAyABKA4yGy5wYXJsZXkudjEuT3JnYW5pemF0aW9uUm9sZRIPCgd0ZWFtX2lkGAQgASgJEiYKCXRlYW1fcm9sZRgFIAEoDjITLnBhcmxleS52MS5UZWFtUm9sZRINCgVlbWFpbBgGIAEoCRIQCghtYXhfdXNlcxgHIAEoAxIMCgR1c2VzGAggASgDEhIKCmNyZWF0ZWRfYnkYCSABKAkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2V4cGlyZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi6wEKI0NyZWF0ZU9yZ2FuaXphdGlvbkludml0YXRpb25SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIpCgRyb2xlGAIgASgOMhsucGFybGV5LnYxLk9yZ2FuaXphdGlvblJvbGUSDwoHdGVhbV9pZBgDIAEoCRImCgl0ZWFtX3JvbGUYBCABKA4yEy5wYXJsZXkudjEuVGVhbVJvbGUSDQoFZW1haWwYBSABKAkSEAoIbWF4X3VzZXMYBiABKAMSJgoDdHRsGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uImsKJENyZWF0ZU9yZ2FuaXphdGlvbkludml0YXRpb25SZXNwb25zZRI1CgppbnZpdGF0aW9uGAEgASgLMiEucGFybGV5LnYxLk9yZ2FuaXphdGlvbkludml0YXRpb24SDAoEY29kZRgCIAEoCSI9CiJMaXN0T3JnYW5pemF0aW9uSW52aXRhdGlvbnNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCSJdCiNMaXN0T3JnYW5pemF0aW9uSW52aXRhdGlvbnNSZXNwb25zZRI2CgtpbnZpdGF0aW9ucxgBIAMoCzIhLnBhcmxleS52MS5Pcmdhbml6YXRpb25JbnZpdGF0aW9uIlUKI1Jldm9rZU9yZ2FuaXphdGlvbkludml0YXRpb25SZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIVCg1pbnZpdGF0aW9uX2lkGAIgASgJIl0KJFJldm9rZU9yZ2FuaXphdGlvbkludml0YXRpb25SZXNwb25zZRI1CgppbnZpdGF0aW9uGAEgASgLMiEucGFybGV5LnYxLk9yZ2FuaXphdGlvbkludml0YXRpb24iMAogR2V0T3JnYW5pemF0aW9uSW52aXRhdGlvblJlcXVlc3QSDAoEY29kZRgBIAEoCSLeAQohR2V0T3JnYW5pemF0aW9uSW52aXRhdGlvblJlc3BvbnNlEhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIZChFvcmdhbml6YXRpb25fbmFtZRgCIAEoCRIpCgRyb2xlGAMgASgOMhsucGFybGV5LnYxLk9yZ2FuaXphdGlvblJvbGUSEQoJdGVhbV9uYW1lGAQgASgJEi8KC2V4cGlyZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5hbHJlYWR5X21lbWJlchgGIAEoCCIzCiNBY2NlcHRPcmdhbml6YXRpb25JbnZpdGF0aW9uUmVxdWVzdBIMCgRjb2RlGAEgASgJIl0KJEFjY2VwdE9yZ2FuaXphdGlvbkludml0YXRpb25SZXNwb25zZRI1CgptZW1iZXJzaGlwGAEgASgLMiEucGFybGV5LnYxLk9yZ2FuaXphdGlvbk1lbWJlcnNoaXAiaAoEVGVhbRIPCgd0ZWFtX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJc3NvX2dyb3VwGAQgASgJIk8KClRlYW1NZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIhCgRyb2xlGAMgASgOMhMucGFybGV5LnYxLlRlYW1Sb2xlIqACCgZCdWRnZXQSEQoJYnVkZ2V0X2lkGAEgASgJEiUKBXNjb3BlGAIgASgOMhYucGFybGV5LnYxLkJ1ZGdldFNjb3BlEhAKCHNjb3BlX2lkGAMgASgJEicKBnBlcmlvZBgEIAEoDjIXLnBhcmxleS52MS5CdWRnZXRQZXJpb2QSEwoLbGltaXRfbmFub3MYBSABKAMSEwoLc3BlbnRfbmFub3MYBiABKAMSFgoOcmVzZXJ2ZWRfbmFub3MYByABKAMSMAoMcGVyaW9kX3N0YXJ0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglyZXNldHNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIroBChJPcmdhbml6YXRpb25BcGlLZXkSIgoHYXBpX2tleRgBIAEoCzIRLnBhcmxleS52MS5BcGlLZXkSDwoHdGVhbV9pZBgCIAEoCRISCgpjcmVhdGVkX2J5GAMgASgJEg4KBm1vZGVscxgEIAMoCRITCgthbGxvd2VkX2lwcxgFIAMoCRIbChNyZXF1ZXN0c19wZXJfbWludXRlGAYgASgDEhkKEXRva2Vuc19wZXJfbWludXRlGAcgASgDIjwKGUNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIRCgl0aW1lX3pvbmUYAiABKAkiSwoaQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2USLQoMb3JnYW5pemF0aW9uGAEgASgLMhcucGFybGV5LnYxLk9yZ2FuaXphdGlvbiIaChhMaXN0T3JnYW5pemF0aW9uc1JlcXVlc3QiUwoZTGlzdE9yZ2FuaXphdGlvbnNSZXNwb25zZRI2CgttZW1iZXJzaGlwcxgBIAMoCzIhLnBhcmxleS52MS5Pcmdhbml6YXRpb25NZW1iZXJzaGlwInIKFk9yZ2FuaXphdGlvbk1lbWJlcnNoaXASLQoMb3JnYW5pemF0aW9uGAEgASgLMhcucGFybGV5LnYxLk9yZ2FuaXphdGlvbhIpCgRyb2xlGAIgASgOMhsucGFybGV5LnYxLk9yZ2FuaXphdGlvblJvbGUiMQoWR2V0T3JnYW5pemF0aW9uUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkiowEKF0dldE9yZ2FuaXphdGlvblJlc3BvbnNlEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24SKQoEcm9sZRgCIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlEi4KB2JhbGFuY2UYAyABKAsyHS5wYXJsZXkudjEuR2V0QmFsYW5jZVJlc3BvbnNlIlUKGVVwZGF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJdGltZV96b25lGAMgASgJIksKGlVwZGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEi0KDG9yZ2FuaXphdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Pcmdhbml6YXRpb24iZQoQQWRkTWVtYmVyUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDQoFZW1haWwYAiABKAkSKQoEcm9sZRgDIAEoDjIbLnBhcmxleS52MS5Pcmdhbml6YXRpb25Sb2xlIjYKEUFkZE1lbWJlclJlc3BvbnNlEiEKBm1lbWJlchgBIAEoCzIRLnBhcmxleS52MS5NZW1iZXIiPwoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIWChRSZW1vdmVNZW1iZXJSZXNwb25zZSItChJMaXN0TWVtYmVyc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIjkKE0xpc3RNZW1iZXJzUmVzcG9uc2USIgoHbWVtYmVycxgBIAMoCzIRLnBhcmxleS52MS5NZW1iZXIiTQoRQ3JlYXRlVGVhbVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJc3NvX2dyb3VwGAMgASgJIjMKEkNyZWF0ZVRlYW1SZXNwb25zZRIdCgR0ZWFtGAEgASgLMg8ucGFybGV5LnYxLlRlYW0iKwoQTGlzdFRlYW1zUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkiMwoRTGlzdFRlYW1zUmVzcG9uc2USHgoFdGVhbXMYASADKAsyDy5wYXJsZXkudjEuVGVhbSJxChFVcGRhdGVUZWFtUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhYKCXNzb19ncm91cBgEIAEoCUgAiAEBQgwKCl9zc29fZ3JvdXAiMwoSVXBkYXRlVGVhbVJlc3BvbnNlEh0KBHRlYW0YASABKAsyDy5wYXJsZXkudjEuVGVhbSI9ChFEZWxldGVUZWFtUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCSIUChJEZWxldGVUZWFtUmVzcG9uc2UidAoUU2V0VGVhbU1lbWJlclJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRIhCgRyb2xlGAQgASgOMhMucGFybGV5LnYxLlRlYW1Sb2xlIhcKFVNldFRlYW1NZW1iZXJSZXNwb25zZSJUChdSZW1vdmVUZWFtTWVtYmVyUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJIhoKGFJlbW92ZVRlYW1NZW1iZXJSZXNwb25zZSJCChZMaXN0VGVhbU1lbWJlcnNSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIPCgd0ZWFtX2lkGAIgASgJIkEKF0xpc3RUZWFtTWVtYmVyc1Jlc3BvbnNlEiYKB21lbWJlcnMYASADKAsyFS5wYXJsZXkudjEuVGVhbU1lbWJlciKiAQoQU2V0QnVkZ2V0UmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSJQoFc2NvcGUYAiABKA4yFi5wYXJsZXkudjEuQnVkZ2V0U2NvcGUSEAoIc2NvcGVfaWQYAyABKAkSJwoGcGVyaW9kGAQgASgOMhcucGFybGV5LnYxLkJ1ZGdldFBlcmlvZBITCgtsaW1pdF9uYW5vcxgFIAEoAyI2ChFTZXRCdWRnZXRSZXNwb25zZRIhCgZidWRnZXQYASABKAsyES5wYXJsZXkudjEuQnVkZ2V0IkEKE0RlbGV0ZUJ1ZGdldFJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhEKCWJ1ZGdldF9pZBgCIAEoCSIWChREZWxldGVCdWRnZXRSZXNwb25zZSItChJMaXN0QnVkZ2V0c1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJIjkKE0xpc3RCdWRnZXRzUmVzcG9uc2USIgoHYnVkZ2V0cxgBIAMoCzIRLnBhcmxleS52MS5CdWRnZXQiqgIKH0NyZWF0ZU9yZ2FuaXphdGlvbkFwaUtleVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEg8KB3RlYW1faWQYAiABKAkSDAoEbmFtZRgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGbW9kZWxzGAUgAygJEhMKC2FsbG93ZWRfaXBzGAYgAygJEhsKE3JlcXVlc3RzX3Blcl9taW51dGUYByABKAMSGQoRdG9rZW5zX3Blcl9taW51dGUYCCABKAMSGgoSYnVkZ2V0X2xpbWl0X25hbm9zGAkgASgDEi4KDWJ1ZGdldF9wZXJpb2QYCiABKA4yFy5wYXJsZXkudjEuQnVkZ2V0UGVyaW9kIoEBCiBDcmVhdGVPcmdhbml6YXRpb25BcGlLZXlSZXNwb25zZRIqCgNrZXkYASABKAsyHS5wYXJsZXkudjEuT3JnYW5pemF0aW9uQXBpS2V5Eg4KBnNlY3JldBgCIAEoCRIhCgZidWRnZXQYAyABKAsyES5wYXJsZXkudjEuQnVkZ2V0InEKHkxpc3RPcmdhbml6YXRpb25BcGlLZXlzUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSDwoHdGVhbV9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJnCh9MaXN0T3JnYW5pemF0aW9uQXBpS2V5c1Jlc3BvbnNlEisKBGtleXMYASADKAsyHS5wYXJsZXkudjEuT3JnYW5pemF0aW9uQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJKCh9SZXZva2VPcmdhbml6YXRpb25BcGlLZXlSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiIgogUmV2b2tlT3JnYW5pemF0aW9uQXBpS2V5UmVzcG9uc2Ui0QEKG0dldE9yZ2FuaXphdGlvblVzYWdlUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCGdyb3VwX2J5GAQgASgOMhgucGFybGV5LnYxLlVzYWdlR3JvdXBpbmcSDwoHdGVhbV9pZBgFIAEoCSJuChxHZXRPcmdhbml6YXRpb25Vc2FnZVJlc3BvbnNlEicKB2J1Y2tldHMYASADKAsyFi5wYXJsZXkudjEuVXNhZ2VCdWNrZXQSJQoFdG90YWwYAiABKAsyFi5wYXJsZXkudjEuVXNhZ2VCdWNrZXQiZAoiTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiZQojTGlzdE9yZ2FuaXphdGlvbkF1ZGl0RXZlbnRzUmVzcG9uc2USJQoGZXZlbnRzGAEgAygLMhUucGFybGV5LnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKrMBChBPcmdhbml6YXRpb25Sb2xlEiEKHU9SR0FOSVpBVElPTl9ST0xFX1VOU1BFQ0lGSUVEEAASGwoXT1JHQU5JWkFUSU9OX1JPTEVfT1dORVIQARIbChdPUkdBTklaQVRJT05fUk9MRV9BRE1JThACEhwKGE9SR0FOSVpBVElPTl9ST0xFX01FTUJFUhADEiQKIE9SR0FOSVpBVElPTl9ST0xFX0JJTExJTkdfUkVBREVSEAQqUAoIVGVhbVJvbGUSGQoVVEVBTV9ST0xFX1VOU1BFQ0lGSUVEEAASEwoPVEVBTV9ST0xFX0FETUlOEAESFAoQVEVBTV9ST0xFX01FTUJFUhACKpABCgtCdWRnZXRTY29wZRIcChhCVURHRVRfU0NPUEVfVU5TUEVDSUZJRUQQABIdChlCVURHRVRfU0NPUEVfT1JHQU5JWkFUSU9OEAESFQoRQlVER0VUX1NDT1BFX1RFQU0QAhIUChBCVURHRVRfU0NPUEVfS0VZEAMSFwoTQlVER0VUX1NDT1BFX01FTUJFUhAEKpQBCgxCdWRnZXRQZXJpb2QSHQoZQlVER0VUX1BFUklPRF9VTlNQRUNJRklFRBAAEhcKE0JVREdFVF9QRVJJT0RfREFJTFkQARIYChRCVURHRVRfUEVSSU9EX1dFRUtMWRACEhkKFUJVREdFVF9QRVJJT0RfTU9OVEhMWRADEhcKE0JVREdFVF9QRVJJT0RfVE9UQUwQBCp7Cg1Vc2FnZUdyb3VwaW5nEh4KGlVTQUdFX0dST1VQSU5HX1VOU1BFQ0lGSUVEEAASFgoSVVNBR0VfR1JPVVBJTkdfS0VZEAESFwoTVVNBR0VfR1JPVVBJTkdfVEVBTRACEhkKFVVTQUdFX0dST1VQSU5HX01FTUJFUhADMtMUChNPcmdhbml6YXRpb25TZXJ2aWNlEmEKEkNyZWF0ZU9yZ2FuaXphdGlvbhIkLnBhcmxleS52MS5DcmVhdGVPcmdhbml6YXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkNyZWF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEl4KEUxpc3RPcmdhbml6YXRpb25zEiMucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25zUmVxdWVzdBokLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uc1Jlc3BvbnNlElgKD0dldE9yZ2FuaXphdGlvbhIhLnBhcmxleS52MS5HZXRPcmdhbml6YXRpb25SZXF1ZXN0GiIucGFybGV5LnYxLkdldE9yZ2FuaXphdGlvblJlc3BvbnNlEmEKElVwZGF0ZU9yZ2FuaXphdGlvbhIkLnBhcmxleS52MS5VcGRhdGVPcmdhbml6YXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLlVwZGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEkYKCUFkZE1lbWJlchIbLnBhcmxleS52MS5BZGRNZW1iZXJSZXF1ZXN0GhwucGFybGV5LnYxLkFkZE1lbWJlclJlc3BvbnNlEk8KDFJlbW92ZU1lbWJlchIeLnBhcmxleS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh8ucGFybGV5LnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkwKC0xpc3RNZW1iZXJzEh0ucGFybGV5LnYxLkxpc3RNZW1iZXJzUmVxdWVzdBoeLnBhcmxleS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlEn8KHENyZWF0ZU9yZ2FuaXphdGlvbkludml0YXRpb24SLi5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uSW52aXRhdGlvblJlcXVlc3QaLy5wYXJsZXkudjEuQ3JlYXRlT3JnYW5pemF0aW9uSW52aXRhdGlvblJlc3BvbnNlEnwKG0xpc3RPcmdhbml6YXRpb25JbnZpdGF0aW9ucxItLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uSW52aXRhdGlvbnNSZXF1ZXN0Gi4ucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25JbnZpdGF0aW9uc1Jlc3BvbnNlEn8KHFJldm9rZU9yZ2FuaXphdGlvbkludml0YXRpb24SLi5wYXJsZXkudjEuUmV2b2tlT3JnYW5pemF0aW9uSW52aXRhdGlvblJlcXVlc3QaLy5wYXJsZXkudjEuUmV2b2tlT3JnYW5pemF0aW9uSW52aXRhdGlvblJlc3BvbnNlEnYKGUdldE9yZ2FuaXphdGlvbkludml0YXRpb24SKy5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uSW52aXRhdGlvblJlcXVlc3QaLC5wYXJsZXkudjEuR2V0T3JnYW5pemF0aW9uSW52aXRhdGlvblJlc3BvbnNlEn8KHEFjY2VwdE9yZ2FuaXphdGlvbkludml0YXRpb24SLi5wYXJsZXkudjEuQWNjZXB0T3JnYW5pemF0aW9uSW52aXRhdGlvblJlcXVlc3QaLy5wYXJsZXkudjEuQWNjZXB0T3JnYW5pemF0aW9uSW52aXRhdGlvblJlc3BvbnNlEkkKCkNyZWF0ZVRlYW0SHC5wYXJsZXkudjEuQ3JlYXRlVGVhbVJlcXVlc3QaHS5wYXJsZXkudjEuQ3JlYXRlVGVhbVJlc3BvbnNlEkYKCUxpc3RUZWFtcxIbLnBhcmxleS52MS5MaXN0VGVhbXNSZXF1ZXN0GhwucGFybGV5LnYxLkxpc3RUZWFtc1Jlc3BvbnNlEkkKClVwZGF0ZVRlYW0SHC5wYXJsZXkudjEuVXBkYXRlVGVhbVJlcXVlc3QaHS5wYXJsZXkudjEuVXBkYXRlVGVhbVJlc3BvbnNlEkkKCkRlbGV0ZVRlYW0SHC5wYXJsZXkudjEuRGVsZXRlVGVhbVJlcXVlc3QaHS5wYXJsZXkudjEuRGVsZXRlVGVhbVJlc3BvbnNlElIKDVNldFRlYW1NZW1iZXISHy5wYXJsZXkudjEuU2V0VGVhbU1lbWJlclJlcXVlc3QaIC5wYXJsZXkudjEuU2V0VGVhbU1lbWJlclJlc3BvbnNlElsKEFJlbW92ZVRlYW1NZW1iZXISIi5wYXJsZXkudjEuUmVtb3ZlVGVhbU1lbWJlclJlcXVlc3QaIy5wYXJsZXkudjEuUmVtb3ZlVGVhbU1lbWJlclJlc3BvbnNlElgKD0xpc3RUZWFtTWVtYmVycxIhLnBhcmxleS52MS5MaXN0VGVhbU1lbWJlcnNSZXF1ZXN0GiIucGFybGV5LnYxLkxpc3RUZWFtTWVtYmVyc1Jlc3BvbnNlEkYKCVNldEJ1ZGdldBIbLnBhcmxleS52MS5TZXRCdWRnZXRSZXF1ZXN0GhwucGFybGV5LnYxLlNldEJ1ZGdldFJlc3BvbnNlEk8KDERlbGV0ZUJ1ZGdldBIeLnBhcmxleS52MS5EZWxldGVCdWRnZXRSZXF1ZXN0Gh8ucGFybGV5LnYxLkRlbGV0ZUJ1ZGdldFJlc3BvbnNlEkwKC0xpc3RCdWRnZXRzEh0ucGFybGV5LnYxLkxpc3RCdWRnZXRzUmVxdWVzdBoeLnBhcmxleS52MS5MaXN0QnVkZ2V0c1Jlc3BvbnNlEnMKGENyZWF0ZU9yZ2FuaXphdGlvbkFwaUtleRIqLnBhcmxleS52MS5DcmVhdGVPcmdhbml6YXRpb25BcGlLZXlSZXF1ZXN0GisucGFybGV5LnYxLkNyZWF0ZU9yZ2FuaXphdGlvbkFwaUtleVJlc3BvbnNlEnAKF0xpc3RPcmdhbml6YXRpb25BcGlLZXlzEikucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25BcGlLZXlzUmVxdWVzdBoqLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uQXBpS2V5c1Jlc3BvbnNlEnMKGFJldm9rZU9yZ2FuaXphdGlvbkFwaUtleRIqLnBhcmxleS52MS5SZXZva2VPcmdhbml6YXRpb25BcGlLZXlSZXF1ZXN0GisucGFybGV5LnYxLlJldm9rZU9yZ2FuaXphdGlvbkFwaUtleVJlc3BvbnNlEmcKFEdldE9yZ2FuaXphdGlvblVzYWdlEiYucGFybGV5LnYxLkdldE9yZ2FuaXphdGlvblVzYWdlUmVxdWVzdBonLnBhcmxleS52MS5HZXRPcmdhbml6YXRpb25Vc2FnZVJlc3BvbnNlEnwKG0xpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50cxItLnBhcmxleS52MS5MaXN0T3JnYW5pemF0aW9uQXVkaXRFdmVudHNSZXF1ZXN0Gi4ucGFybGV5LnYxLkxpc3RPcmdhbml6YXRpb25BdWRpdEV2ZW50c1Jlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_parley_v1_admin, file_parley_v1_api_key, file_parley_v1_billing]);
 
 /**
  * Organization is a company's account.
@@ -114,6 +114,416 @@ export const MemberSchema: GenMessage<Member> = /*@__PURE__*/
   messageDesc(file_parley_v1_organization, 1);
 
 /**
+ * OrganizationInvitation is an invitation link as the organisation's admins see it;
+ * its code is shown only by CreateOrganizationInvitation.
+ *
+ * @generated from message parley.v1.OrganizationInvitation
+ */
+export type OrganizationInvitation = Message<"parley.v1.OrganizationInvitation"> & {
+  /**
+   * The invitation's id.
+   *
+   * @generated from field: string invitation_id = 1;
+   */
+  invitationId: string;
+
+  /**
+   * The first characters of the code, to tell links apart.
+   *
+   * @generated from field: string prefix = 2;
+   */
+  prefix: string;
+
+  /**
+   * The role it gives.
+   *
+   * @generated from field: parley.v1.OrganizationRole role = 3;
+   */
+  role: OrganizationRole;
+
+  /**
+   * The team it adds to (empty: none) and the team role.
+   *
+   * @generated from field: string team_id = 4;
+   */
+  teamId: string;
+
+  /**
+   * The team role.
+   *
+   * @generated from field: parley.v1.TeamRole team_role = 5;
+   */
+  teamRole: TeamRole;
+
+  /**
+   * The only address that may use it; empty: anyone with the link.
+   *
+   * @generated from field: string email = 6;
+   */
+  email: string;
+
+  /**
+   * How many people may join with it, and how many have.
+   *
+   * @generated from field: int64 max_uses = 7;
+   */
+  maxUses: bigint;
+
+  /**
+   * How many have joined with it.
+   *
+   * @generated from field: int64 uses = 8;
+   */
+  uses: bigint;
+
+  /**
+   * Who made it (a user id).
+   *
+   * @generated from field: string created_by = 9;
+   */
+  createdBy: string;
+
+  /**
+   * When it was made.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 10;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it stops working.
+   *
+   * @generated from field: google.protobuf.Timestamp expire_time = 11;
+   */
+  expireTime?: Timestamp | undefined;
+
+  /**
+   * When it was revoked; unset if it was not.
+   *
+   * @generated from field: google.protobuf.Timestamp revoke_time = 12;
+   */
+  revokeTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.OrganizationInvitation.
+ * Use `create(OrganizationInvitationSchema)` to create a new message.
+ */
+export const OrganizationInvitationSchema: GenMessage<OrganizationInvitation> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 2);
+
+/**
+ * CreateOrganizationInvitationRequest is the request of
+ * OrganizationService.CreateOrganizationInvitation.
+ *
+ * @generated from message parley.v1.CreateOrganizationInvitationRequest
+ */
+export type CreateOrganizationInvitationRequest = Message<"parley.v1.CreateOrganizationInvitationRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string organization_id = 1;
+   */
+  organizationId: string;
+
+  /**
+   * Required. The role the invited get.
+   *
+   * @generated from field: parley.v1.OrganizationRole role = 2;
+   */
+  role: OrganizationRole;
+
+  /**
+   * Optional. A team the invited join.
+   *
+   * @generated from field: string team_id = 3;
+   */
+  teamId: string;
+
+  /**
+   * Optional. Their team role (default member).
+   *
+   * @generated from field: parley.v1.TeamRole team_role = 4;
+   */
+  teamRole: TeamRole;
+
+  /**
+   * Optional. The only address that may use it.
+   *
+   * @generated from field: string email = 5;
+   */
+  email: string;
+
+  /**
+   * Optional. How many may join with it: 1 (default) to 1000.
+   *
+   * @generated from field: int64 max_uses = 6;
+   */
+  maxUses: bigint;
+
+  /**
+   * Optional. How long it works: default 7 days, at most 30.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 7;
+   */
+  ttl?: Duration | undefined;
+};
+
+/**
+ * Describes the message parley.v1.CreateOrganizationInvitationRequest.
+ * Use `create(CreateOrganizationInvitationRequestSchema)` to create a new message.
+ */
+export const CreateOrganizationInvitationRequestSchema: GenMessage<CreateOrganizationInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 3);
+
+/**
+ * CreateOrganizationInvitationResponse is the response of
+ * OrganizationService.CreateOrganizationInvitation.
+ *
+ * @generated from message parley.v1.CreateOrganizationInvitationResponse
+ */
+export type CreateOrganizationInvitationResponse = Message<"parley.v1.CreateOrganizationInvitationResponse"> & {
+  /**
+   * The invitation.
+   *
+   * @generated from field: parley.v1.OrganizationInvitation invitation = 1;
+   */
+  invitation?: OrganizationInvitation | undefined;
+
+  /**
+   * The code, shown only this once: the link is /join/{code}.
+   *
+   * @generated from field: string code = 2;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message parley.v1.CreateOrganizationInvitationResponse.
+ * Use `create(CreateOrganizationInvitationResponseSchema)` to create a new message.
+ */
+export const CreateOrganizationInvitationResponseSchema: GenMessage<CreateOrganizationInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 4);
+
+/**
+ * ListOrganizationInvitationsRequest is the request of
+ * OrganizationService.ListOrganizationInvitations.
+ *
+ * @generated from message parley.v1.ListOrganizationInvitationsRequest
+ */
+export type ListOrganizationInvitationsRequest = Message<"parley.v1.ListOrganizationInvitationsRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string organization_id = 1;
+   */
+  organizationId: string;
+};
+
+/**
+ * Describes the message parley.v1.ListOrganizationInvitationsRequest.
+ * Use `create(ListOrganizationInvitationsRequestSchema)` to create a new message.
+ */
+export const ListOrganizationInvitationsRequestSchema: GenMessage<ListOrganizationInvitationsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 5);
+
+/**
+ * ListOrganizationInvitationsResponse is the response of
+ * OrganizationService.ListOrganizationInvitations.
+ *
+ * @generated from message parley.v1.ListOrganizationInvitationsResponse
+ */
+export type ListOrganizationInvitationsResponse = Message<"parley.v1.ListOrganizationInvitationsResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated parley.v1.OrganizationInvitation invitations = 1;
+   */
+  invitations: OrganizationInvitation[];
+};
+
+/**
+ * Describes the message parley.v1.ListOrganizationInvitationsResponse.
+ * Use `create(ListOrganizationInvitationsResponseSchema)` to create a new message.
+ */
+export const ListOrganizationInvitationsResponseSchema: GenMessage<ListOrganizationInvitationsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 6);
+
+/**
+ * RevokeOrganizationInvitationRequest is the request of
+ * OrganizationService.RevokeOrganizationInvitation.
+ *
+ * @generated from message parley.v1.RevokeOrganizationInvitationRequest
+ */
+export type RevokeOrganizationInvitationRequest = Message<"parley.v1.RevokeOrganizationInvitationRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string organization_id = 1;
+   */
+  organizationId: string;
+
+  /**
+   * Required.
+   *
+   * @generated from field: string invitation_id = 2;
+   */
+  invitationId: string;
+};
+
+/**
+ * Describes the message parley.v1.RevokeOrganizationInvitationRequest.
+ * Use `create(RevokeOrganizationInvitationRequestSchema)` to create a new message.
+ */
+export const RevokeOrganizationInvitationRequestSchema: GenMessage<RevokeOrganizationInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 7);
+
+/**
+ * RevokeOrganizationInvitationResponse is the response of
+ * OrganizationService.RevokeOrganizationInvitation.
+ *
+ * @generated from message parley.v1.RevokeOrganizationInvitationResponse
+ */
+export type RevokeOrganizationInvitationResponse = Message<"parley.v1.RevokeOrganizationInvitationResponse"> & {
+  /**
+   * The invitation, revoked.
+   *
+   * @generated from field: parley.v1.OrganizationInvitation invitation = 1;
+   */
+  invitation?: OrganizationInvitation | undefined;
+};
+
+/**
+ * Describes the message parley.v1.RevokeOrganizationInvitationResponse.
+ * Use `create(RevokeOrganizationInvitationResponseSchema)` to create a new message.
+ */
+export const RevokeOrganizationInvitationResponseSchema: GenMessage<RevokeOrganizationInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 8);
+
+/**
+ * GetOrganizationInvitationRequest is the request of
+ * OrganizationService.GetOrganizationInvitation.
+ *
+ * @generated from message parley.v1.GetOrganizationInvitationRequest
+ */
+export type GetOrganizationInvitationRequest = Message<"parley.v1.GetOrganizationInvitationRequest"> & {
+  /**
+   * Required. The code from the link.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message parley.v1.GetOrganizationInvitationRequest.
+ * Use `create(GetOrganizationInvitationRequestSchema)` to create a new message.
+ */
+export const GetOrganizationInvitationRequestSchema: GenMessage<GetOrganizationInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 9);
+
+/**
+ * GetOrganizationInvitationResponse is the response of
+ * OrganizationService.GetOrganizationInvitation.
+ *
+ * @generated from message parley.v1.GetOrganizationInvitationResponse
+ */
+export type GetOrganizationInvitationResponse = Message<"parley.v1.GetOrganizationInvitationResponse"> & {
+  /**
+   * The organisation's id.
+   *
+   * @generated from field: string organization_id = 1;
+   */
+  organizationId: string;
+
+  /**
+   * The organisation's name.
+   *
+   * @generated from field: string organization_name = 2;
+   */
+  organizationName: string;
+
+  /**
+   * The role it gives.
+   *
+   * @generated from field: parley.v1.OrganizationRole role = 3;
+   */
+  role: OrganizationRole;
+
+  /**
+   * The team's name (empty: none).
+   *
+   * @generated from field: string team_name = 4;
+   */
+  teamName: string;
+
+  /**
+   * When it stops working.
+   *
+   * @generated from field: google.protobuf.Timestamp expire_time = 5;
+   */
+  expireTime?: Timestamp | undefined;
+
+  /**
+   * Whether the caller is already a member.
+   *
+   * @generated from field: bool already_member = 6;
+   */
+  alreadyMember: boolean;
+};
+
+/**
+ * Describes the message parley.v1.GetOrganizationInvitationResponse.
+ * Use `create(GetOrganizationInvitationResponseSchema)` to create a new message.
+ */
+export const GetOrganizationInvitationResponseSchema: GenMessage<GetOrganizationInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 10);
+
+/**
+ * AcceptOrganizationInvitationRequest is the request of
+ * OrganizationService.AcceptOrganizationInvitation.
+ *
+ * @generated from message parley.v1.AcceptOrganizationInvitationRequest
+ */
+export type AcceptOrganizationInvitationRequest = Message<"parley.v1.AcceptOrganizationInvitationRequest"> & {
+  /**
+   * Required. The code from the link.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message parley.v1.AcceptOrganizationInvitationRequest.
+ * Use `create(AcceptOrganizationInvitationRequestSchema)` to create a new message.
+ */
+export const AcceptOrganizationInvitationRequestSchema: GenMessage<AcceptOrganizationInvitationRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 11);
+
+/**
+ * AcceptOrganizationInvitationResponse is the response of
+ * OrganizationService.AcceptOrganizationInvitation.
+ *
+ * @generated from message parley.v1.AcceptOrganizationInvitationResponse
+ */
+export type AcceptOrganizationInvitationResponse = Message<"parley.v1.AcceptOrganizationInvitationResponse"> & {
+  /**
+   * The organisation joined, with the caller's role.
+   *
+   * @generated from field: parley.v1.OrganizationMembership membership = 1;
+   */
+  membership?: OrganizationMembership | undefined;
+};
+
+/**
+ * Describes the message parley.v1.AcceptOrganizationInvitationResponse.
+ * Use `create(AcceptOrganizationInvitationResponseSchema)` to create a new message.
+ */
+export const AcceptOrganizationInvitationResponseSchema: GenMessage<AcceptOrganizationInvitationResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_organization, 12);
+
+/**
  * Team groups members and keys under one budget.
  *
  * @generated from message parley.v1.Team
@@ -155,7 +565,7 @@ export type Team = Message<"parley.v1.Team"> & {
  * Use `create(TeamSchema)` to create a new message.
  */
 export const TeamSchema: GenMessage<Team> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 2);
+  messageDesc(file_parley_v1_organization, 13);
 
 /**
  * TeamMember is a member's membership of a team.
@@ -190,7 +600,7 @@ export type TeamMember = Message<"parley.v1.TeamMember"> & {
  * Use `create(TeamMemberSchema)` to create a new message.
  */
 export const TeamMemberSchema: GenMessage<TeamMember> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 3);
+  messageDesc(file_parley_v1_organization, 14);
 
 /**
  * Budget bounds what a scope may spend in each period. Requests hold their most
@@ -269,7 +679,7 @@ export type Budget = Message<"parley.v1.Budget"> & {
  * Use `create(BudgetSchema)` to create a new message.
  */
 export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 4);
+  messageDesc(file_parley_v1_organization, 15);
 
 /**
  * OrganizationApiKey is a key of an organisation.
@@ -332,7 +742,7 @@ export type OrganizationApiKey = Message<"parley.v1.OrganizationApiKey"> & {
  * Use `create(OrganizationApiKeySchema)` to create a new message.
  */
 export const OrganizationApiKeySchema: GenMessage<OrganizationApiKey> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 5);
+  messageDesc(file_parley_v1_organization, 16);
 
 /**
  * CreateOrganizationRequest is the request of OrganizationService.CreateOrganization.
@@ -360,7 +770,7 @@ export type CreateOrganizationRequest = Message<"parley.v1.CreateOrganizationReq
  * Use `create(CreateOrganizationRequestSchema)` to create a new message.
  */
 export const CreateOrganizationRequestSchema: GenMessage<CreateOrganizationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 6);
+  messageDesc(file_parley_v1_organization, 17);
 
 /**
  * CreateOrganizationResponse is the response of OrganizationService.CreateOrganization.
@@ -381,7 +791,7 @@ export type CreateOrganizationResponse = Message<"parley.v1.CreateOrganizationRe
  * Use `create(CreateOrganizationResponseSchema)` to create a new message.
  */
 export const CreateOrganizationResponseSchema: GenMessage<CreateOrganizationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 7);
+  messageDesc(file_parley_v1_organization, 18);
 
 /**
  * ListOrganizationsRequest is the request of OrganizationService.ListOrganizations.
@@ -396,7 +806,7 @@ export type ListOrganizationsRequest = Message<"parley.v1.ListOrganizationsReque
  * Use `create(ListOrganizationsRequestSchema)` to create a new message.
  */
 export const ListOrganizationsRequestSchema: GenMessage<ListOrganizationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 8);
+  messageDesc(file_parley_v1_organization, 19);
 
 /**
  * ListOrganizationsResponse is the response of OrganizationService.ListOrganizations.
@@ -417,7 +827,7 @@ export type ListOrganizationsResponse = Message<"parley.v1.ListOrganizationsResp
  * Use `create(ListOrganizationsResponseSchema)` to create a new message.
  */
 export const ListOrganizationsResponseSchema: GenMessage<ListOrganizationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 9);
+  messageDesc(file_parley_v1_organization, 20);
 
 /**
  * OrganizationMembership is an organisation and the caller's role in it.
@@ -445,7 +855,7 @@ export type OrganizationMembership = Message<"parley.v1.OrganizationMembership">
  * Use `create(OrganizationMembershipSchema)` to create a new message.
  */
 export const OrganizationMembershipSchema: GenMessage<OrganizationMembership> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 10);
+  messageDesc(file_parley_v1_organization, 21);
 
 /**
  * GetOrganizationRequest is the request of OrganizationService.GetOrganization.
@@ -466,7 +876,7 @@ export type GetOrganizationRequest = Message<"parley.v1.GetOrganizationRequest">
  * Use `create(GetOrganizationRequestSchema)` to create a new message.
  */
 export const GetOrganizationRequestSchema: GenMessage<GetOrganizationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 11);
+  messageDesc(file_parley_v1_organization, 22);
 
 /**
  * GetOrganizationResponse is the response of OrganizationService.GetOrganization.
@@ -501,7 +911,7 @@ export type GetOrganizationResponse = Message<"parley.v1.GetOrganizationResponse
  * Use `create(GetOrganizationResponseSchema)` to create a new message.
  */
 export const GetOrganizationResponseSchema: GenMessage<GetOrganizationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 12);
+  messageDesc(file_parley_v1_organization, 23);
 
 /**
  * UpdateOrganizationRequest is the request of OrganizationService.UpdateOrganization.
@@ -536,7 +946,7 @@ export type UpdateOrganizationRequest = Message<"parley.v1.UpdateOrganizationReq
  * Use `create(UpdateOrganizationRequestSchema)` to create a new message.
  */
 export const UpdateOrganizationRequestSchema: GenMessage<UpdateOrganizationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 13);
+  messageDesc(file_parley_v1_organization, 24);
 
 /**
  * UpdateOrganizationResponse is the response of OrganizationService.UpdateOrganization.
@@ -557,7 +967,7 @@ export type UpdateOrganizationResponse = Message<"parley.v1.UpdateOrganizationRe
  * Use `create(UpdateOrganizationResponseSchema)` to create a new message.
  */
 export const UpdateOrganizationResponseSchema: GenMessage<UpdateOrganizationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 14);
+  messageDesc(file_parley_v1_organization, 25);
 
 /**
  * AddMemberRequest is the request of OrganizationService.AddMember.
@@ -592,7 +1002,7 @@ export type AddMemberRequest = Message<"parley.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 15);
+  messageDesc(file_parley_v1_organization, 26);
 
 /**
  * AddMemberResponse is the response of OrganizationService.AddMember.
@@ -613,7 +1023,7 @@ export type AddMemberResponse = Message<"parley.v1.AddMemberResponse"> & {
  * Use `create(AddMemberResponseSchema)` to create a new message.
  */
 export const AddMemberResponseSchema: GenMessage<AddMemberResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 16);
+  messageDesc(file_parley_v1_organization, 27);
 
 /**
  * RemoveMemberRequest is the request of OrganizationService.RemoveMember.
@@ -641,7 +1051,7 @@ export type RemoveMemberRequest = Message<"parley.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 17);
+  messageDesc(file_parley_v1_organization, 28);
 
 /**
  * RemoveMemberResponse is the response of OrganizationService.RemoveMember.
@@ -656,7 +1066,7 @@ export type RemoveMemberResponse = Message<"parley.v1.RemoveMemberResponse"> & {
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 18);
+  messageDesc(file_parley_v1_organization, 29);
 
 /**
  * ListMembersRequest is the request of OrganizationService.ListMembers.
@@ -677,7 +1087,7 @@ export type ListMembersRequest = Message<"parley.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 19);
+  messageDesc(file_parley_v1_organization, 30);
 
 /**
  * ListMembersResponse is the response of OrganizationService.ListMembers.
@@ -698,7 +1108,7 @@ export type ListMembersResponse = Message<"parley.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 20);
+  messageDesc(file_parley_v1_organization, 31);
 
 /**
  * CreateTeamRequest is the request of OrganizationService.CreateTeam.
@@ -733,7 +1143,7 @@ export type CreateTeamRequest = Message<"parley.v1.CreateTeamRequest"> & {
  * Use `create(CreateTeamRequestSchema)` to create a new message.
  */
 export const CreateTeamRequestSchema: GenMessage<CreateTeamRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 21);
+  messageDesc(file_parley_v1_organization, 32);
 
 /**
  * CreateTeamResponse is the response of OrganizationService.CreateTeam.
@@ -754,7 +1164,7 @@ export type CreateTeamResponse = Message<"parley.v1.CreateTeamResponse"> & {
  * Use `create(CreateTeamResponseSchema)` to create a new message.
  */
 export const CreateTeamResponseSchema: GenMessage<CreateTeamResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 22);
+  messageDesc(file_parley_v1_organization, 33);
 
 /**
  * ListTeamsRequest is the request of OrganizationService.ListTeams.
@@ -775,7 +1185,7 @@ export type ListTeamsRequest = Message<"parley.v1.ListTeamsRequest"> & {
  * Use `create(ListTeamsRequestSchema)` to create a new message.
  */
 export const ListTeamsRequestSchema: GenMessage<ListTeamsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 23);
+  messageDesc(file_parley_v1_organization, 34);
 
 /**
  * ListTeamsResponse is the response of OrganizationService.ListTeams.
@@ -796,7 +1206,7 @@ export type ListTeamsResponse = Message<"parley.v1.ListTeamsResponse"> & {
  * Use `create(ListTeamsResponseSchema)` to create a new message.
  */
 export const ListTeamsResponseSchema: GenMessage<ListTeamsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 24);
+  messageDesc(file_parley_v1_organization, 35);
 
 /**
  * UpdateTeamRequest is the request of OrganizationService.UpdateTeam.
@@ -838,7 +1248,7 @@ export type UpdateTeamRequest = Message<"parley.v1.UpdateTeamRequest"> & {
  * Use `create(UpdateTeamRequestSchema)` to create a new message.
  */
 export const UpdateTeamRequestSchema: GenMessage<UpdateTeamRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 25);
+  messageDesc(file_parley_v1_organization, 36);
 
 /**
  * UpdateTeamResponse is the response of OrganizationService.UpdateTeam.
@@ -859,7 +1269,7 @@ export type UpdateTeamResponse = Message<"parley.v1.UpdateTeamResponse"> & {
  * Use `create(UpdateTeamResponseSchema)` to create a new message.
  */
 export const UpdateTeamResponseSchema: GenMessage<UpdateTeamResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 26);
+  messageDesc(file_parley_v1_organization, 37);
 
 /**
  * DeleteTeamRequest is the request of OrganizationService.DeleteTeam.
@@ -887,7 +1297,7 @@ export type DeleteTeamRequest = Message<"parley.v1.DeleteTeamRequest"> & {
  * Use `create(DeleteTeamRequestSchema)` to create a new message.
  */
 export const DeleteTeamRequestSchema: GenMessage<DeleteTeamRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 27);
+  messageDesc(file_parley_v1_organization, 38);
 
 /**
  * DeleteTeamResponse is the response of OrganizationService.DeleteTeam.
@@ -902,7 +1312,7 @@ export type DeleteTeamResponse = Message<"parley.v1.DeleteTeamResponse"> & {
  * Use `create(DeleteTeamResponseSchema)` to create a new message.
  */
 export const DeleteTeamResponseSchema: GenMessage<DeleteTeamResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 28);
+  messageDesc(file_parley_v1_organization, 39);
 
 /**
  * SetTeamMemberRequest is the request of OrganizationService.SetTeamMember.
@@ -944,7 +1354,7 @@ export type SetTeamMemberRequest = Message<"parley.v1.SetTeamMemberRequest"> & {
  * Use `create(SetTeamMemberRequestSchema)` to create a new message.
  */
 export const SetTeamMemberRequestSchema: GenMessage<SetTeamMemberRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 29);
+  messageDesc(file_parley_v1_organization, 40);
 
 /**
  * SetTeamMemberResponse is the response of OrganizationService.SetTeamMember.
@@ -959,7 +1369,7 @@ export type SetTeamMemberResponse = Message<"parley.v1.SetTeamMemberResponse"> &
  * Use `create(SetTeamMemberResponseSchema)` to create a new message.
  */
 export const SetTeamMemberResponseSchema: GenMessage<SetTeamMemberResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 30);
+  messageDesc(file_parley_v1_organization, 41);
 
 /**
  * RemoveTeamMemberRequest is the request of OrganizationService.RemoveTeamMember.
@@ -994,7 +1404,7 @@ export type RemoveTeamMemberRequest = Message<"parley.v1.RemoveTeamMemberRequest
  * Use `create(RemoveTeamMemberRequestSchema)` to create a new message.
  */
 export const RemoveTeamMemberRequestSchema: GenMessage<RemoveTeamMemberRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 31);
+  messageDesc(file_parley_v1_organization, 42);
 
 /**
  * RemoveTeamMemberResponse is the response of OrganizationService.RemoveTeamMember.
@@ -1009,7 +1419,7 @@ export type RemoveTeamMemberResponse = Message<"parley.v1.RemoveTeamMemberRespon
  * Use `create(RemoveTeamMemberResponseSchema)` to create a new message.
  */
 export const RemoveTeamMemberResponseSchema: GenMessage<RemoveTeamMemberResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 32);
+  messageDesc(file_parley_v1_organization, 43);
 
 /**
  * ListTeamMembersRequest is the request of OrganizationService.ListTeamMembers.
@@ -1037,7 +1447,7 @@ export type ListTeamMembersRequest = Message<"parley.v1.ListTeamMembersRequest">
  * Use `create(ListTeamMembersRequestSchema)` to create a new message.
  */
 export const ListTeamMembersRequestSchema: GenMessage<ListTeamMembersRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 33);
+  messageDesc(file_parley_v1_organization, 44);
 
 /**
  * ListTeamMembersResponse is the response of OrganizationService.ListTeamMembers.
@@ -1058,7 +1468,7 @@ export type ListTeamMembersResponse = Message<"parley.v1.ListTeamMembersResponse
  * Use `create(ListTeamMembersResponseSchema)` to create a new message.
  */
 export const ListTeamMembersResponseSchema: GenMessage<ListTeamMembersResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 34);
+  messageDesc(file_parley_v1_organization, 45);
 
 /**
  * SetBudgetRequest is the request of OrganizationService.SetBudget.
@@ -1108,7 +1518,7 @@ export type SetBudgetRequest = Message<"parley.v1.SetBudgetRequest"> & {
  * Use `create(SetBudgetRequestSchema)` to create a new message.
  */
 export const SetBudgetRequestSchema: GenMessage<SetBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 35);
+  messageDesc(file_parley_v1_organization, 46);
 
 /**
  * SetBudgetResponse is the response of OrganizationService.SetBudget.
@@ -1129,7 +1539,7 @@ export type SetBudgetResponse = Message<"parley.v1.SetBudgetResponse"> & {
  * Use `create(SetBudgetResponseSchema)` to create a new message.
  */
 export const SetBudgetResponseSchema: GenMessage<SetBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 36);
+  messageDesc(file_parley_v1_organization, 47);
 
 /**
  * DeleteBudgetRequest is the request of OrganizationService.DeleteBudget.
@@ -1157,7 +1567,7 @@ export type DeleteBudgetRequest = Message<"parley.v1.DeleteBudgetRequest"> & {
  * Use `create(DeleteBudgetRequestSchema)` to create a new message.
  */
 export const DeleteBudgetRequestSchema: GenMessage<DeleteBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 37);
+  messageDesc(file_parley_v1_organization, 48);
 
 /**
  * DeleteBudgetResponse is the response of OrganizationService.DeleteBudget.
@@ -1172,7 +1582,7 @@ export type DeleteBudgetResponse = Message<"parley.v1.DeleteBudgetResponse"> & {
  * Use `create(DeleteBudgetResponseSchema)` to create a new message.
  */
 export const DeleteBudgetResponseSchema: GenMessage<DeleteBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 38);
+  messageDesc(file_parley_v1_organization, 49);
 
 /**
  * ListBudgetsRequest is the request of OrganizationService.ListBudgets.
@@ -1193,7 +1603,7 @@ export type ListBudgetsRequest = Message<"parley.v1.ListBudgetsRequest"> & {
  * Use `create(ListBudgetsRequestSchema)` to create a new message.
  */
 export const ListBudgetsRequestSchema: GenMessage<ListBudgetsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 39);
+  messageDesc(file_parley_v1_organization, 50);
 
 /**
  * ListBudgetsResponse is the response of OrganizationService.ListBudgets.
@@ -1214,7 +1624,7 @@ export type ListBudgetsResponse = Message<"parley.v1.ListBudgetsResponse"> & {
  * Use `create(ListBudgetsResponseSchema)` to create a new message.
  */
 export const ListBudgetsResponseSchema: GenMessage<ListBudgetsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 40);
+  messageDesc(file_parley_v1_organization, 51);
 
 /**
  * CreateOrganizationApiKeyRequest is the request of
@@ -1301,7 +1711,7 @@ export type CreateOrganizationApiKeyRequest = Message<"parley.v1.CreateOrganizat
  * Use `create(CreateOrganizationApiKeyRequestSchema)` to create a new message.
  */
 export const CreateOrganizationApiKeyRequestSchema: GenMessage<CreateOrganizationApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 41);
+  messageDesc(file_parley_v1_organization, 52);
 
 /**
  * CreateOrganizationApiKeyResponse is the response of
@@ -1337,7 +1747,7 @@ export type CreateOrganizationApiKeyResponse = Message<"parley.v1.CreateOrganiza
  * Use `create(CreateOrganizationApiKeyResponseSchema)` to create a new message.
  */
 export const CreateOrganizationApiKeyResponseSchema: GenMessage<CreateOrganizationApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 42);
+  messageDesc(file_parley_v1_organization, 53);
 
 /**
  * ListOrganizationApiKeysRequest is the request of
@@ -1380,7 +1790,7 @@ export type ListOrganizationApiKeysRequest = Message<"parley.v1.ListOrganization
  * Use `create(ListOrganizationApiKeysRequestSchema)` to create a new message.
  */
 export const ListOrganizationApiKeysRequestSchema: GenMessage<ListOrganizationApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 43);
+  messageDesc(file_parley_v1_organization, 54);
 
 /**
  * ListOrganizationApiKeysResponse is the response of
@@ -1409,7 +1819,7 @@ export type ListOrganizationApiKeysResponse = Message<"parley.v1.ListOrganizatio
  * Use `create(ListOrganizationApiKeysResponseSchema)` to create a new message.
  */
 export const ListOrganizationApiKeysResponseSchema: GenMessage<ListOrganizationApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 44);
+  messageDesc(file_parley_v1_organization, 55);
 
 /**
  * RevokeOrganizationApiKeyRequest is the request of
@@ -1438,7 +1848,7 @@ export type RevokeOrganizationApiKeyRequest = Message<"parley.v1.RevokeOrganizat
  * Use `create(RevokeOrganizationApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeOrganizationApiKeyRequestSchema: GenMessage<RevokeOrganizationApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 45);
+  messageDesc(file_parley_v1_organization, 56);
 
 /**
  * RevokeOrganizationApiKeyResponse is the response of
@@ -1454,7 +1864,7 @@ export type RevokeOrganizationApiKeyResponse = Message<"parley.v1.RevokeOrganiza
  * Use `create(RevokeOrganizationApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeOrganizationApiKeyResponseSchema: GenMessage<RevokeOrganizationApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 46);
+  messageDesc(file_parley_v1_organization, 57);
 
 /**
  * GetOrganizationUsageRequest is the request of OrganizationService.GetOrganizationUsage.
@@ -1504,7 +1914,7 @@ export type GetOrganizationUsageRequest = Message<"parley.v1.GetOrganizationUsag
  * Use `create(GetOrganizationUsageRequestSchema)` to create a new message.
  */
 export const GetOrganizationUsageRequestSchema: GenMessage<GetOrganizationUsageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 47);
+  messageDesc(file_parley_v1_organization, 58);
 
 /**
  * GetOrganizationUsageResponse is the response of OrganizationService.GetOrganizationUsage.
@@ -1533,7 +1943,7 @@ export type GetOrganizationUsageResponse = Message<"parley.v1.GetOrganizationUsa
  * Use `create(GetOrganizationUsageResponseSchema)` to create a new message.
  */
 export const GetOrganizationUsageResponseSchema: GenMessage<GetOrganizationUsageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 48);
+  messageDesc(file_parley_v1_organization, 59);
 
 /**
  * ListOrganizationAuditEventsRequest is the request of
@@ -1569,7 +1979,7 @@ export type ListOrganizationAuditEventsRequest = Message<"parley.v1.ListOrganiza
  * Use `create(ListOrganizationAuditEventsRequestSchema)` to create a new message.
  */
 export const ListOrganizationAuditEventsRequestSchema: GenMessage<ListOrganizationAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 49);
+  messageDesc(file_parley_v1_organization, 60);
 
 /**
  * ListOrganizationAuditEventsResponse is the response of
@@ -1598,7 +2008,7 @@ export type ListOrganizationAuditEventsResponse = Message<"parley.v1.ListOrganiz
  * Use `create(ListOrganizationAuditEventsResponseSchema)` to create a new message.
  */
 export const ListOrganizationAuditEventsResponseSchema: GenMessage<ListOrganizationAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_organization, 50);
+  messageDesc(file_parley_v1_organization, 61);
 
 /**
  * OrganizationRole is a member's role in an organisation.
@@ -1917,6 +2327,72 @@ export const OrganizationService: GenService<{
     methodKind: "unary";
     input: typeof ListMembersRequestSchema;
     output: typeof ListMembersResponseSchema;
+  },
+  /**
+   * CreateOrganizationInvitation makes an invitation link: whoever holds its code and
+   * is signed in joins the organisation with its role (and its team, if it names
+   * one), until it expires (7 days unless told, at most 30), is used max_uses times
+   * or is revoked; an email, when set, is the only address that may use it (owners
+   * and admins; only an owner invites owners). The code is returned only this once;
+   * the link is `/join/{code}` on the web app. An invitation does not open sign-up on
+   * a server whose sign-up is closed or by invitation.
+   * Errors: invalid_argument (role, team_role, max_uses, ttl, email), not_found (team).
+   *
+   * @generated from rpc parley.v1.OrganizationService.CreateOrganizationInvitation
+   */
+  createOrganizationInvitation: {
+    methodKind: "unary";
+    input: typeof CreateOrganizationInvitationRequestSchema;
+    output: typeof CreateOrganizationInvitationResponseSchema;
+  },
+  /**
+   * ListOrganizationInvitations lists the organisation's invitations, newest first,
+   * used, expired and revoked ones included (owners and admins).
+   *
+   * @generated from rpc parley.v1.OrganizationService.ListOrganizationInvitations
+   */
+  listOrganizationInvitations: {
+    methodKind: "unary";
+    input: typeof ListOrganizationInvitationsRequestSchema;
+    output: typeof ListOrganizationInvitationsResponseSchema;
+  },
+  /**
+   * RevokeOrganizationInvitation stops an invitation; who joined with it stays
+   * (owners and admins). Revoking twice succeeds.
+   *
+   * @generated from rpc parley.v1.OrganizationService.RevokeOrganizationInvitation
+   */
+  revokeOrganizationInvitation: {
+    methodKind: "unary";
+    input: typeof RevokeOrganizationInvitationRequestSchema;
+    output: typeof RevokeOrganizationInvitationResponseSchema;
+  },
+  /**
+   * GetOrganizationInvitation says what a code offers (the organisation's name, the
+   * role and team) to a signed-in holder, before it accepts.
+   * Errors: not_found (no such code), failed_precondition (expired, used up, revoked,
+   * or for another address).
+   *
+   * @generated from rpc parley.v1.OrganizationService.GetOrganizationInvitation
+   */
+  getOrganizationInvitation: {
+    methodKind: "unary";
+    input: typeof GetOrganizationInvitationRequestSchema;
+    output: typeof GetOrganizationInvitationResponseSchema;
+  },
+  /**
+   * AcceptOrganizationInvitation joins the caller to the organisation with the
+   * invitation's role and team, taking one of its uses; concurrent accepts never
+   * take more than max_uses. A member who accepts keeps its role.
+   * Errors: not_found, failed_precondition (as GetOrganizationInvitation),
+   * already_exists (the caller is a member).
+   *
+   * @generated from rpc parley.v1.OrganizationService.AcceptOrganizationInvitation
+   */
+  acceptOrganizationInvitation: {
+    methodKind: "unary";
+    input: typeof AcceptOrganizationInvitationRequestSchema;
+    output: typeof AcceptOrganizationInvitationResponseSchema;
   },
   /**
    * CreateTeam creates a team (owners and admins).
