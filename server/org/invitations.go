@@ -131,21 +131,24 @@ func (s *Service) PeekInvitation(ctx context.Context, p auth.Principal, code str
 	if err != nil {
 		return Offer{}, s.internal("reading an invitation", err)
 	}
-	if err := usable(inv, p, s.Now()); err != nil {
-		return Offer{}, err
+	// A member who opens a link again is told so, whatever the link's state.
+	_, err = s.Orgs.GetMember(ctx, inv.OrgID, p.UserID)
+	member := err == nil
+	if !member {
+		if err := usable(inv, p, s.Now()); err != nil {
+			return Offer{}, err
+		}
 	}
 	o, err := s.Orgs.GetOrganization(ctx, inv.OrgID)
 	if err != nil {
 		return Offer{}, s.internal("reading an organisation", err)
 	}
-	offer := Offer{Invitation: inv, Org: o}
+	offer := Offer{Invitation: inv, Org: o, AlreadyMember: member}
 	if inv.TeamID != "" {
 		if t, err := s.Orgs.GetTeam(ctx, o.ID, inv.TeamID); err == nil {
 			offer.TeamName = t.Name
 		}
 	}
-	_, err = s.Orgs.GetMember(ctx, o.ID, p.UserID)
-	offer.AlreadyMember = err == nil
 	return offer, nil
 }
 

@@ -17,7 +17,7 @@ import { BatchService } from "../../ts/src/gen/parley/v1/batch_pb";
 import { LimitExceededSchema, RetryInfoSchema, FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { Tier } from "../../ts/src/gen/parley/v1/common_pb";
 
-const transport = createGrpcWebTransport({
+export const transport = createGrpcWebTransport({
   baseUrl: location.origin,
   fetch: (input, init) => fetch(input, { ...init, credentials: "include" }),
 });

@@ -68,6 +68,7 @@ document.body.innerHTML = `
         <a id="usage-btn" class="button" href="#/usage">Usage</a>
         <button id="limits-btn" type="button">Limits</button>
         <a id="keys-btn" class="button" href="#/keys">API keys</a>
+        <a id="orgs-btn" class="button" href="#/orgs">Teams</a>
         <a id="settings-btn" class="button" href="#/settings">Settings</a>
         <a id="admin-btn" class="button" href="#/admin" hidden>Admin</a>
         <button id="theme" type="button" aria-label="Dark mode" aria-pressed="false">◐</button>
@@ -80,6 +81,7 @@ document.body.innerHTML = `
     <section id="usage-page" class="page" hidden></section>
     <section id="settings-page" class="page" hidden></section>
     <section id="admin-page" class="page" hidden></section>
+    <section id="orgs-page" class="page" hidden></section>
     <section id="keys-page" class="page" hidden>
       <h2>API keys</h2>
       <p class="muted">Keys authenticate programs (<code>Authorization: Bearer …</code>) on the developer API, billed per token.</p>
@@ -299,6 +301,10 @@ async function start(user: User) {
   $("main").hidden = false;
   $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
   await Promise.all([loadModels(), reloadList(), loadProjects()]);
+  if (joinCode) {
+    history.replaceState(null, "", "/#/orgs");
+    if (location.hash === "#/orgs") return route();
+  }
   route();
 }
 
@@ -576,7 +582,12 @@ const pages: Record<string, [string, () => void]> = {
   "#/usage": ["Usage", () => showUsage(modelSel.value)],
   "#/settings": ["Settings", () => showSettings()],
   "#/admin": ["Admin", () => showAdmin()],
+  "#/orgs": ["Organisations", () => void import("./orgs").then((m) => m.showOrgs(takeJoin()))],
 };
+// An organisation's invitation link (/join/CODE) opens the organisations
+// page offering to join, once signed in; the address bar drops the code.
+let joinCode = /^\/join\/([A-Za-z0-9_]+)$/.exec(location.pathname)?.[1] ?? "";
+function takeJoin() { const c = joinCode; joinCode = ""; return c; }
 function route() {
   if (!me) return;
   $("sidebar").classList.remove("open");

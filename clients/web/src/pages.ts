@@ -32,7 +32,7 @@ export function limitRows(limits: LimitStatus[]): HTMLElement {
 }
 
 /** The last n local days, "YYYY-MM-DD", oldest first. */
-function lastDays(n: number): string[] {
+export function lastDays(n: number): string[] {
   const out: string[] = [];
   const d = new Date();
   d.setHours(12, 0, 0, 0);
