@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ type Serve struct {
 	Listen string
 	// WebOrigins are the browser origins allowed to call with credentials (CORS, CSRF).
 	WebOrigins []string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (gateway.RealIP); empty: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 	// InsecureCookies drops the Secure attribute from cookies, for plain-HTTP development.
 	InsecureCookies bool
 	// HSTSMaxAge, when positive, sends Strict-Transport-Security on the web
@@ -179,6 +183,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	g.Add(fs, GroupNetwork, false, func(fs *flag.FlagSet) {
 		fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 		fs.Func("web-origins", "comma-separated browser origins allowed to call with credentials", listSetter(&c.WebOrigins))
+		fs.Func("trusted-proxies", "comma-separated addresses or CIDR prefixes of the reverse proxies in front of the gateway: from them the client's address is read from X-Forwarded-For (organisation keys' IP allow-lists, the audit log, sign-in throttling and request logs use it); empty: the TCP peer's address", prefixSetter(&c.TrustedProxies))
 		fs.BoolVar(&c.InsecureCookies, "insecure-cookies", false, "omit the Secure cookie attribute (plain-HTTP development only)")
 		fs.IntVar(&c.HSTSMaxAge, "hsts-max-age", 0, "send Strict-Transport-Security with this max-age in seconds on the web app's pages, where the gateway is served over TLS (0: not sent)")
 		fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", 32<<20, "largest request body accepted")
@@ -263,6 +268,18 @@ func listSetter(dst *[]string) func(string) error {
 			}
 		}
 		return nil
+	}
+}
+
+func prefixSetter(dst *[]netip.Prefix) func(string) error {
+	return func(s string) error {
+		var list []string
+		if err := listSetter(&list)(s); err != nil {
+			return err
+		}
+		ps, err := auth.ParsePrefixes(list)
+		*dst = ps
+		return err
 	}
 }
 

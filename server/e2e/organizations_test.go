@@ -475,8 +475,9 @@ func TestOrganizationRoles(t *testing.T) {
 	}
 	// Allow-listed addresses: a key from 10.0.0.0/8 is refused from loopback.
 	ipKey, _ := o.key(t, &parleyv1.CreateOrganizationApiKeyRequest{TeamId: o.team, Name: "office only", AllowedIps: []string{"10.0.0.0/8"}})
+	// X-Forwarded-For from a peer that is no trusted proxy changes nothing.
 	res, body := s.postRaw(t, "/v1/chat/completions", `{"model":"sim-small","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`,
-		map[string]string{"Authorization": "Bearer " + ipKey})
+		map[string]string{"Authorization": "Bearer " + ipKey, "X-Forwarded-For": "10.1.2.3"})
 	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "IP allow-list") {
 		t.Fatalf("a key used outside its allow-list: %d %s", res.StatusCode, body)
 	}
@@ -829,5 +830,31 @@ func TestOrganizationInvitationLinks(t *testing.T) {
 	}
 	if kinds["org_invitation_created"] != 3 || kinds["org_invitation_accepted"] != 3 || kinds["org_invitation_revoked"] != 1 {
 		t.Fatalf("the audit log: %v", kinds)
+	}
+}
+
+// Behind a trusted reverse proxy the allow-list reads the client's address
+// from X-Forwarded-For: what the proxy appended, not what the client wrote.
+func TestOrganizationKeyAllowListBehindProxy(t *testing.T) {
+	s := startServer(t, append([]string{"--trusted-proxies", "127.0.0.1/32,::1"}, fastAuth...)...)
+	o := newOrgSetup(t, s, s.newAccount(t, "owner@example.com"), "Proxied")
+	s.admin(t, "org-topup", "--org", o.orgID, "--usd", "1")
+	key, _ := o.key(t, &parleyv1.CreateOrganizationApiKeyRequest{TeamId: o.team, Name: "office only", AllowedIps: []string{"10.0.0.0/8"}})
+	for _, c := range []struct {
+		xff  string
+		want int
+	}{
+		{"10.1.2.3", http.StatusOK},                   // the proxy saw the office
+		{"10.1.2.3, 192.0.2.1", http.StatusForbidden}, // the client wrote the office; the proxy saw 192.0.2.1
+		{"", http.StatusForbidden},                    // no header: the proxy itself, outside the list
+	} {
+		h := map[string]string{"Authorization": "Bearer " + key}
+		if c.xff != "" {
+			h["X-Forwarded-For"] = c.xff
+		}
+		res, body := s.postRaw(t, "/v1/chat/completions", `{"model":"sim-small","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`, h)
+		if res.StatusCode != c.want {
+			t.Errorf("X-Forwarded-For %q: %d %s", c.xff, res.StatusCode, body)
+		}
 	}
 }

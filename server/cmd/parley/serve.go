@@ -283,6 +283,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		requestLog = rl.Middleware
 	}
 	handler := gateway.Chain(mux,
+		gateway.RealIP(cfg.TrustedProxies),
 		gateway.RequestID,
 		requestLog,
 		cacheHeaders(respCache != nil),
