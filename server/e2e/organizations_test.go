@@ -714,7 +714,7 @@ func TestOrganizationInvitationLinks(t *testing.T) {
 		return res.Msg, nil
 	}
 	inv, err := invite(o.c, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER,
-		TeamId: o.team, MaxUses: 2})
+		TeamId: o.team, MaxUses: 3})
 	if err != nil {
 		t.Fatalf("CreateOrganizationInvitation: %v", err)
 	}
@@ -739,6 +739,39 @@ func TestOrganizationInvitationLinks(t *testing.T) {
 	}
 	_, err = jc.AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: inv.GetCode()}))
 	wantCode(t, "accepting twice", err, connect.CodeAlreadyExists)
+	// Its own key works while it is a member; removed, the key goes with it.
+	mk, err := jc.CreateOrganizationApiKey(ctx, connect.NewRequest(&parleyv1.CreateOrganizationApiKeyRequest{OrganizationId: o.orgID, Name: "mine"}))
+	if err != nil {
+		t.Fatalf("a member's own key: %v", err)
+	}
+	models := func() int {
+		res, _ := s.getRaw(t, "/v1/models", map[string]string{"Authorization": "Bearer " + mk.Msg.GetSecret()})
+		return res.StatusCode
+	}
+	if got := models(); got != http.StatusOK {
+		t.Fatalf("a member's key: %d", got)
+	}
+	if _, err := o.c.RemoveMember(ctx, connect.NewRequest(&parleyv1.RemoveMemberRequest{OrganizationId: o.orgID, UserId: acc.Msg.GetMembership().GetOrganization().GetOrganizationId()})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("removing a user who is no member (the organisation's id): %v", err)
+	}
+	members, err := o.c.ListMembers(ctx, connect.NewRequest(&parleyv1.ListMembersRequest{OrganizationId: o.orgID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members.Msg.GetMembers() {
+		if m.GetEmail() == joiner.Email {
+			if _, err := o.c.RemoveMember(ctx, connect.NewRequest(&parleyv1.RemoveMemberRequest{OrganizationId: o.orgID, UserId: m.GetUserId()})); err != nil {
+				t.Fatalf("RemoveMember: %v", err)
+			}
+		}
+	}
+	if got := models(); got != http.StatusUnauthorized {
+		t.Fatalf("a removed member's key: %d", got)
+	}
+	// Back in through the link (a second use), for the race below to take the last.
+	if _, err := jc.AcceptOrganizationInvitation(ctx, connect.NewRequest(&parleyv1.AcceptOrganizationInvitationRequest{Code: inv.GetCode()})); err != nil {
+		t.Fatalf("rejoining: %v", err)
+	}
 	// A member invites nobody; an admin invites no owner.
 	_, err = invite(jc, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER})
 	wantCode(t, "a member invites", err, connect.CodePermissionDenied)
@@ -767,7 +800,7 @@ func TestOrganizationInvitationLinks(t *testing.T) {
 	_, err = invite(o.c, &parleyv1.CreateOrganizationInvitationRequest{Role: parleyv1.OrganizationRole_ORGANIZATION_ROLE_MEMBER, TeamId: other.team})
 	wantCode(t, "another organisation's team", err, connect.CodeNotFound)
 
-	// Two uses: of four racing for the second, one joins.
+	// Three uses: of four racing for the third, one joins.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[connect.Code]int{}
@@ -817,7 +850,7 @@ func TestOrganizationInvitationLinks(t *testing.T) {
 		wantCode(t, "a made-up code", err, connect.CodeNotFound)
 	}
 	list, err := o.c.ListOrganizationInvitations(ctx, connect.NewRequest(&parleyv1.ListOrganizationInvitationsRequest{OrganizationId: o.orgID}))
-	if err != nil || len(list.Msg.GetInvitations()) != 3 || list.Msg.GetInvitations()[0].GetRevokeTime() == nil || list.Msg.GetInvitations()[2].GetUses() != 2 {
+	if err != nil || len(list.Msg.GetInvitations()) != 3 || list.Msg.GetInvitations()[0].GetRevokeTime() == nil || list.Msg.GetInvitations()[2].GetUses() != 3 {
 		t.Fatalf("ListOrganizationInvitations: %v %v", list, err)
 	}
 	log, err := o.c.ListOrganizationAuditEvents(ctx, connect.NewRequest(&parleyv1.ListOrganizationAuditEventsRequest{OrganizationId: o.orgID, PageSize: 200}))
@@ -828,7 +861,7 @@ func TestOrganizationInvitationLinks(t *testing.T) {
 	for _, e := range log.Msg.GetEvents() {
 		kinds[e.GetKind()]++
 	}
-	if kinds["org_invitation_created"] != 3 || kinds["org_invitation_accepted"] != 3 || kinds["org_invitation_revoked"] != 1 {
+	if kinds["org_invitation_created"] != 3 || kinds["org_invitation_accepted"] != 4 || kinds["org_invitation_revoked"] != 1 {
 		t.Fatalf("the audit log: %v", kinds)
 	}
 }

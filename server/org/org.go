@@ -249,7 +249,8 @@ func (s *Service) keepAnOwner(ctx context.Context, orgID, userID string) error {
 	return nil
 }
 
-// RemoveMember removes a member and its team memberships.
+// RemoveMember removes a member and its team memberships, and revokes the
+// keys it made in the organisation.
 func (s *Service) RemoveMember(ctx context.Context, c Caller, userID string) error {
 	if !can(c.Role, manage) {
 		return denied("managing members")
@@ -267,10 +268,25 @@ func (s *Service) RemoveMember(ctx context.Context, c Caller, userID string) err
 	if err := s.keepAnOwner(ctx, c.Org.ID, userID); err != nil {
 		return err
 	}
+	// The keys it made go with it, its team keys too: it has seen their
+	// secrets. Revoked first, so a failure leaves the member to remove again.
+	keys, err := s.allKeys(ctx, c.Org.ID, store.OrgKeyFilter{CreatedBy: userID})
+	if err != nil {
+		return err
+	}
+	revoked := 0
+	for _, k := range keys {
+		if k.RevokedAt.IsZero() {
+			if err := s.Auth.RevokeOwnedAPIKey(ctx, c.Org.BillingUserID, k.ID); err != nil {
+				return err
+			}
+			revoked++
+		}
+	}
 	if err := s.Orgs.RemoveMember(ctx, c.Org.ID, userID); err != nil {
 		return s.internal("removing a member", err)
 	}
-	s.record(ctx, c, "org_member_removed", map[string]string{"user_id": userID, "email": m.Email})
+	s.record(ctx, c, "org_member_removed", map[string]string{"user_id": userID, "email": m.Email, "keys_revoked": fmt.Sprint(revoked)})
 	return nil
 }
 

@@ -134,8 +134,9 @@ type OrganizationServiceClient interface {
 	// (owners and admins; only an owner makes or changes an owner).
 	// Errors: not_found (no such user), invalid_argument (role).
 	AddMember(context.Context, *connect.Request[v1.AddMemberRequest]) (*connect.Response[v1.AddMemberResponse], error)
-	// RemoveMember removes a member and its team memberships (owners and admins; only
-	// an owner removes an owner; the last owner cannot leave).
+	// RemoveMember removes a member and its team memberships, and revokes the keys it
+	// made in the organisation, its team keys too (it has seen their secrets) (owners
+	// and admins; only an owner removes an owner; the last owner cannot leave).
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.RemoveMemberResponse], error)
 	// ListMembers lists an organisation's members (any member).
 	ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error)
@@ -574,8 +575,9 @@ type OrganizationServiceHandler interface {
 	// (owners and admins; only an owner makes or changes an owner).
 	// Errors: not_found (no such user), invalid_argument (role).
 	AddMember(context.Context, *connect.Request[v1.AddMemberRequest]) (*connect.Response[v1.AddMemberResponse], error)
-	// RemoveMember removes a member and its team memberships (owners and admins; only
-	// an owner removes an owner; the last owner cannot leave).
+	// RemoveMember removes a member and its team memberships, and revokes the keys it
+	// made in the organisation, its team keys too (it has seen their secrets) (owners
+	// and admins; only an owner removes an owner; the last owner cannot leave).
 	RemoveMember(context.Context, *connect.Request[v1.RemoveMemberRequest]) (*connect.Response[v1.RemoveMemberResponse], error)
 	// ListMembers lists an organisation's members (any member).
 	ListMembers(context.Context, *connect.Request[v1.ListMembersRequest]) (*connect.Response[v1.ListMembersResponse], error)

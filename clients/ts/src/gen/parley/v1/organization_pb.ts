@@ -2308,8 +2308,9 @@ export const OrganizationService: GenService<{
     output: typeof AddMemberResponseSchema;
   },
   /**
-   * RemoveMember removes a member and its team memberships (owners and admins; only
-   * an owner removes an owner; the last owner cannot leave).
+   * RemoveMember removes a member and its team memberships, and revokes the keys it
+   * made in the organisation, its team keys too (it has seen their secrets) (owners
+   * and admins; only an owner removes an owner; the last owner cannot leave).
    *
    * @generated from rpc parley.v1.OrganizationService.RemoveMember
    */
