@@ -303,7 +303,7 @@ func (h *ConversationHandler) SendMessage(ctx context.Context, req *connect.Requ
 		}
 	}
 	convID, err := h.Core.Send(ctx, chat.SendRequest{
-		ConversationID: req.Msg.GetConversationId(), Model: req.Msg.GetModel(), Parts: parts, MaxOutputTokens: req.Msg.GetMaxOutputTokens(),
+		ConversationID: req.Msg.GetConversationId(), Model: req.Msg.GetModel(), Parts: parts, MaxOutputTokens: req.Msg.GetMaxOutputTokens(), Temperature: req.Msg.Temperature,
 		ParentID: req.Msg.ParentMessageId, ProjectID: req.Msg.GetProjectId(),
 	})
 	if err != nil {
@@ -322,7 +322,7 @@ func (h *ConversationHandler) RegenerateMessage(ctx context.Context, req *connec
 		return err
 	}
 	if err := h.Core.Regenerate(ctx, chat.RegenerateRequest{ConversationID: c.ID, MessageID: req.Msg.GetMessageId(),
-		Model: req.Msg.GetModel(), MaxOutputTokens: req.Msg.GetMaxOutputTokens()}); err != nil {
+		Model: req.Msg.GetModel(), MaxOutputTokens: req.Msg.GetMaxOutputTokens(), Temperature: req.Msg.Temperature}); err != nil {
 		return err
 	}
 	return h.Core.Follow(ctx, c.ID, 0, func(ev *parleyv1.GenerationEvent) error {

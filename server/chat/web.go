@@ -43,6 +43,8 @@ type SendRequest struct {
 	ParentID *string
 	// ProjectID starts a new conversation in one of the user's projects.
 	ProjectID string
+	// Temperature is the sampling temperature (0 to 2); nil: the model's.
+	Temperature *float64
 }
 
 // RegenerateRequest asks for a new version of an assistant message.
@@ -53,6 +55,16 @@ type RegenerateRequest struct {
 	Model string
 	// MaxOutputTokens caps the answer; zero means the model's maximum.
 	MaxOutputTokens int64
+	// Temperature is the sampling temperature (0 to 2); nil: the model's.
+	Temperature *float64
+}
+
+// checkTemperature refuses a temperature outside 0 to 2.
+func checkTemperature(t *float64) error {
+	if t != nil && !(*t >= 0 && *t <= 2) { // NaN too
+		return apierr.InvalidArgument("temperature", "must be between 0 and 2")
+	}
+	return nil
 }
 
 // MaxInstructions bounds a user's custom instructions and a conversation's
@@ -120,6 +132,9 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := checkTemperature(req.Temperature); err != nil {
+		return "", err
+	}
 	conv.Model = m.ID
 
 	// Count the message's parts and check its attachments from their
@@ -129,7 +144,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	}
 
 	userMsg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "user", Parts: req.Parts, CreatedAt: now}
-	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, floor: inputFloor(text), user: &userMsg, isNew: isNew, title: titleFrom(text)}
+	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, temperature: req.Temperature, floor: inputFloor(text), user: &userMsg, isNew: isNew, title: titleFrom(text)}
 	// The context: the branch the message continues, then the message.
 	g.context = func(tree *store.Tree, conv store.Conversation) ([]store.Message, error) {
 		parent := ""
@@ -176,6 +191,9 @@ func (c *Core) Regenerate(ctx context.Context, req RegenerateRequest) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTemperature(req.Temperature); err != nil {
+		return err
+	}
 	tree, err := c.Tree(ctx, conv.ID)
 	if err != nil {
 		return err
@@ -184,7 +202,7 @@ func (c *Core) Regenerate(ctx context.Context, req RegenerateRequest) error {
 	if err != nil {
 		return err
 	}
-	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, floor: inputFloor(partsText(question.Parts)), question: question.ID}
+	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, temperature: req.Temperature, floor: inputFloor(partsText(question.Parts)), question: question.ID}
 	g.context = func(tree *store.Tree, _ store.Conversation) ([]store.Message, error) {
 		if _, err := regenerable(tree, req.MessageID); err != nil { // (deleted since)
 			return nil, err
@@ -239,7 +257,9 @@ type webGen struct {
 	conv   store.Conversation
 	m      *models.Model
 	maxOut int64
-	floor  int64 // the input tokens admitted before the prompt is counted
+	// temperature is the request's sampling temperature; nil: the model's.
+	temperature *float64
+	floor       int64 // the input tokens admitted before the prompt is counted
 	// user is the question to store (Send), with isNew and title for a new
 	// conversation; question is the stored one answered again (Regenerate).
 	user     *store.Message
@@ -387,7 +407,7 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	// Generate in the background: the connection may go, the answer stays.
 	requestID := uuid.Must(uuid.NewV7()).String()
 	job := llm.Job{
-		Request:     llm.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(g.maxOut)},
+		Request:     llm.Request{ID: requestID, Model: m.ID, Messages: msgs, MaxTokens: int(g.maxOut), Temperature: g.temperature},
 		Priority:    Priority(p.Tier),
 		AffinityKey: conv.ID,
 	}

@@ -13,6 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 )
 
 // inference is a fake inference server on a fixed loopback port, as a
@@ -31,6 +35,9 @@ type inference struct {
 	busy   atomic.Int64 // streams it is generating now: its slots in use
 	served atomic.Int64 // chat requests answered with a stream
 	asked  atomic.Int64 // chat requests received
+	// lastTemperature is the last request's temperature as sent ("" when
+	// it sent none).
+	lastTemperature atomic.Value
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -105,12 +112,14 @@ func (f *inference) restart(t *testing.T) {
 func (f *inference) chat(w http.ResponseWriter, r *http.Request) {
 	f.asked.Add(1)
 	var req struct {
-		MaxTokens int `json:"max_tokens"`
+		MaxTokens   int             `json:"max_tokens"`
+		Temperature json.RawMessage `json:"temperature"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.MaxTokens <= 0 {
 		http.Error(w, `{"error":{"message":"max_tokens required"}}`, http.StatusBadRequest)
 		return
 	}
+	f.lastTemperature.Store(string(req.Temperature))
 	if f.fail.Load() {
 		http.Error(w, `{"error":{"message":"CUDA error: an illegal memory access was encountered"}}`, http.StatusInternalServerError)
 		return
@@ -330,4 +339,46 @@ func checkDirect(t *testing.T, gws []*server, up []*inference) {
 			}
 		}
 	})
+}
+
+// The web chat's per-chat settings reach the inference server: the
+// temperature as sent (none when unset) and the answer's length cap; a
+// temperature out of range is refused naming the field.
+func TestWebChatSettingsReachTheEngine(t *testing.T) {
+	up := startInference(t, time.Millisecond)
+	catalog := directCatalog(t)
+	f, err := os.OpenFile(catalog, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The web chat's free tier may use it.
+	_, _ = f.WriteString("  tier_limits:\n    free: {requests: 100, input_tokens: 100000, output_tokens: 100000, window: 3h}\n")
+	f.Close()
+	gw := startServer(t, append(fastAuth, "--workers", up.URL(), "--models-file", catalog)...)
+	a := gw.newAccount(t, "settings@example.com")
+	ctx := ctxTimeout(t, 60*time.Second)
+	c := gw.api(protocols[0], cred{cookie: a.Cookie})
+	temp := 0.3
+	started, answer, _ := send(t, ctx, c, &parleyv1.SendMessageRequest{Model: inferenceModel, Parts: textPart("hi"), MaxOutputTokens: 5, Temperature: &temp})
+	if got := up.lastTemperature.Load(); got != "0.3" {
+		t.Errorf("temperature at the engine: %q, want 0.3", got)
+	}
+	if n := strings.Count(answer, "tok"); n != 5 {
+		t.Errorf("the answer's length cap of 5 gave %d tokens: %q", n, answer)
+	}
+	id := started.GetConversationId()
+	_, _, _ = send(t, ctx, c, &parleyv1.SendMessageRequest{ConversationId: id, Parts: textPart("again"), MaxOutputTokens: 3})
+	if got := up.lastTemperature.Load(); got != "" {
+		t.Errorf("no temperature set, the engine got %q", got)
+	}
+	bad := 2.5
+	stream, err := c.Conv.SendMessage(ctx, connect.NewRequest(&parleyv1.SendMessageRequest{ConversationId: id, Parts: textPart("hot"), Temperature: &bad}))
+	if err == nil {
+		for stream.Receive() {
+		}
+		err = stream.Err()
+	}
+	if fv := new(parleyv1.FieldViolation); connect.CodeOf(err) != connect.CodeInvalidArgument || !detailOf(err, fv) || fv.GetField() != "temperature" {
+		t.Errorf("temperature 2.5: %v", err)
+	}
 }

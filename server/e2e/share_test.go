@@ -286,3 +286,72 @@ func TestExportAndShareFollowTheActiveBranch(t *testing.T) {
 		t.Fatalf("share has %v, want the regenerated answer %q", msgs, again.text)
 	}
 }
+
+// The share page read with plain HTTP, as a link preview or a reader
+// without JavaScript would: the conversation's text, title and Open Graph
+// tags, every piece of user text escaped, under the app's CSP.
+func TestSharePageRenderedOnTheServer(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	a := s.newAccount(t, "sharer@example.com")
+	ctx := ctxTimeout(t, 60*time.Second)
+	ac := s.api(protocols[0], cred{cookie: a.Cookie})
+	title := `Plans "><script>alert(1)</script>`
+	conv, err := ac.Conv.CreateConversation(ctx, connect.NewRequest(&parleyv1.CreateConversationRequest{Title: title}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := conv.Msg.GetConversation().GetConversationId()
+	question := "What should we cook? <img src=x onerror=alert(2)> [click](javascript:alert(3))"
+	_, answer, _ := send(t, ctx, ac, &parleyv1.SendMessageRequest{ConversationId: id, Parts: textPart(question)})
+	sh, err := ac.Conv.ShareConversation(ctx, connect.NewRequest(&parleyv1.ShareConversationRequest{ConversationId: id}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(s.BaseURL + "/share/" + sh.Msg.GetShareId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	page := string(body)
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(res.Header.Get("Content-Security-Policy"), "script-src 'self'") || res.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("GET /share/{id}: %d %v", res.StatusCode, res.Header)
+	}
+	escTitle := `Plans &#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;`
+	for _, want := range []string{
+		"<title>" + escTitle + " · Parley</title>",
+		`<meta property="og:title" content="` + escTitle + `">`,
+		`<meta name="twitter:card" content="summary">`,
+		`<meta property="og:description" content="What should we cook? &lt;img src=x onerror=alert(2)&gt; [click](javascript:alert(3))">`,
+		`<h1>` + escTitle + `</h1>`,
+		`What should we cook? &lt;img src=x onerror=alert(2)&gt;`,
+		`<script type="module" crossorigin src="/assets/`, // the app takes over when scripts run
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
+		}
+	}
+	for _, bad := range []string{"<script>alert", "<img src=x", `href="javascript:`} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q unescaped:\n%s", bad, page)
+		}
+	}
+	// The answer, as rendered Markdown, in the page.
+	firstWords := strings.Join(strings.Fields(answer)[:3], " ")
+	if !strings.Contains(page, `class="msg assistant"`) || !strings.Contains(page, firstWords) {
+		t.Errorf("the answer (%q…) is not in the page:\n%s", firstWords, page)
+	}
+	// Unknown and revoked links: a 404 page that says so.
+	for _, path := range []string{"/share/AAAAAAAAAAAAAAAAAAAAAA", "/share/%3Cscript%3E"} {
+		res, err := http.Get(s.BaseURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "This link does not work") || strings.Contains(string(b), "<script>") {
+			t.Errorf("GET %s: %d %s", path, res.StatusCode, b)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"embed"
+	"html/template"
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -96,6 +98,9 @@ func (h *Handler) load() {
 			return err
 		}
 		ct := mime.TypeByExtension(path.Ext(p))
+		if path.Ext(p) == ".webmanifest" {
+			ct = "application/manifest+json"
+		}
 		if ct == "" {
 			ct = http.DetectContentType(body)
 		}
@@ -156,18 +161,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", f.contentType)
-	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("ETag", f.etag)
 	if strings.HasPrefix(p, "/assets/") {
+		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+		if h.hsts != "" {
+			hd.Set("Strict-Transport-Security", h.hsts)
+		}
 	} else {
-		hd.Set("Cache-Control", "no-cache")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "same-origin")
-		hd.Set("Content-Security-Policy", h.csp)
-	}
-	if h.hsts != "" {
-		hd.Set("Strict-Transport-Security", h.hsts)
+		h.pageHeaders(hd)
 	}
 	body := f.body
 	if f.gz != nil {
@@ -181,6 +183,42 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// from sending Last-Modified for embedded files, which have none.
 	http.ServeContent(w, r, p, time.Time{}, bytes.NewReader(body))
 }
+
+// pageHeaders are the security headers of every page (not of assets).
+func (h *Handler) pageHeaders(hd http.Header) {
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Content-Security-Policy", h.csp)
+	if h.hsts != "" {
+		hd.Set("Strict-Transport-Security", h.hsts)
+	}
+}
+
+// WritePage writes a page rendered on the server in the app's shell: head
+// (escaped HTML: the title and meta tags) in place of the shell's title,
+// body inside its <body>, with the app's scripts, so the app takes the page
+// over when they run, and with every page's security headers.
+func (h *Handler) WritePage(w http.ResponseWriter, status int, head, body template.HTML) {
+	h.once.Do(h.load)
+	f, ok := h.files["/index.html"]
+	if h.err != nil || !ok {
+		http.Error(w, "the web app is not built: run `make web`", http.StatusInternalServerError)
+		return
+	}
+	page := strings.Replace(string(f.body), shellTitle, string(head), 1)
+	page = strings.Replace(page, "<body>", "<body>"+string(body), 1)
+	hd := w.Header()
+	h.pageHeaders(hd)
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(page)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, page)
+}
+
+// shellTitle is the app shell's <title>, which WritePage replaces.
+const shellTitle = "<title>Parley</title>"
 
 func acceptsGzip(ae string) bool {
 	for _, part := range strings.Split(ae, ",") {

@@ -16,16 +16,19 @@ import {
 import { FieldViolationSchema, LimitExceededSchema, RetryInfoSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { preloadHighlight, render, StreamingMarkdown, upgrade } from "./markdown";
-import { upload } from "./upload";
+import { attachAccept, refusedFile, upload, uploadError } from "./upload";
 
 import { $, h, when } from "./dom";
-import { limitRows, showAdmin, showSettings, showUsage } from "./pages";
+import { limitRows } from "./limits";
 import { showShared } from "./share";
 import { initProjects, loadProjects, markProject, projectName, showProject } from "./projects";
 import { citationsOf, onCitationClick, showCitations } from "./citations";
 import { rememberDialog, showUsedMemories } from "./memory";
 
+// A page the server rendered (a share link's) outlives the app's shell.
+const serverRendered = document.getElementById("shared");
 document.body.innerHTML = `
+<section id="offline-screen" class="auth" hidden><div class="card"><h1>Parley</h1><p><strong>You are offline.</strong></p><p class="muted">Parley needs a connection to your server. It starts by itself when the connection is back.</p></div></section>
 <section id="auth" class="auth" hidden>
   <form id="auth-form" class="card">
     <h1>Parley</h1>
@@ -43,6 +46,7 @@ document.body.innerHTML = `
   </form>
 </section>
 <div id="main" class="main" hidden>
+  <a class="skip-link" href="#input" id="skip-link">Skip to the message box</a>
   <aside id="sidebar">
     <div class="side-top"><a id="new-chat" class="button primary" href="#/">+ New chat</a></div>
     <input id="search" type="search" placeholder="Search conversations" aria-label="Search conversations" autocomplete="off">
@@ -77,12 +81,14 @@ document.body.innerHTML = `
       </nav>
     </header>
     <div id="banner" class="banner" role="alert" hidden><span id="banner-text"></span><button type="button" id="banner-close" class="link" aria-label="Dismiss">×</button></div>
-    <main id="messages"></main>
-    <section id="usage-page" class="page" hidden></section>
-    <section id="settings-page" class="page" hidden></section>
-    <section id="admin-page" class="page" hidden></section>
-    <section id="orgs-page" class="page" hidden></section>
-    <section id="keys-page" class="page" hidden>
+    <main id="messages" role="log" aria-live="off" aria-label="Conversation"></main>
+    <div id="announcer" class="sr-only" aria-live="polite" aria-atomic="false"></div>
+    <button type="button" id="jump" class="jump" hidden>↓ Jump to latest</button>
+    <section id="usage-page" class="page" tabindex="0" hidden></section>
+    <section id="settings-page" class="page" tabindex="0" hidden></section>
+    <section id="admin-page" class="page" tabindex="0" hidden></section>
+    <section id="orgs-page" class="page" tabindex="0" hidden></section>
+    <section id="keys-page" class="page" tabindex="0" hidden>
       <h2>API keys</h2>
       <p class="muted">Keys authenticate programs (<code>Authorization: Bearer …</code>) on the developer API, billed per token.</p>
       <p id="key-needs" class="needs">A key works only while your account has a balance: the developer API charges every request to it. <a href="#/usage">See your balance and usage</a>.</p>
@@ -101,9 +107,11 @@ document.body.innerHTML = `
     </section>
     <form id="composer">
       <div id="pending"></div>
+      <p id="queued" class="muted small" role="status" hidden><span id="queued-text"></span> <button type="button" class="link" id="unqueue">Don't send</button></p>
       <div class="row">
-        <button type="button" id="attach" class="attach" title="Attach images or documents" aria-label="Attach files"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg></button><input type="file" id="file" multiple hidden tabindex="-1" accept="image/*,.pdf,.docx,.pptx,.txt,.md,.csv">
-        <textarea id="input" rows="1" placeholder="Message Parley — Enter to send, Shift+Enter for a new line"></textarea>
+        <button type="button" id="attach" class="attach" title="Attach images or documents" aria-label="Attach files"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg></button><input type="file" id="file" multiple hidden tabindex="-1" accept="${attachAccept}">
+        <textarea id="input" rows="1" aria-label="Message" aria-keyshortcuts="Shift+Escape" placeholder="Message Parley — Enter to send, Shift+Enter for a new line"></textarea>
+        <button type="button" id="chat-settings-btn" class="attach" title="Model settings for this chat" aria-label="Model settings for this chat" aria-haspopup="dialog">⚙</button>
         <button type="submit" id="send" class="primary">Send</button>
         <button type="button" id="stop" hidden>Stop</button>
       </div>
@@ -122,7 +130,23 @@ document.body.innerHTML = `
   <textarea id="project-instructions" name="instructions" rows="5" maxlength="8000" placeholder="How should Parley answer in this project?"></textarea>
   <p class="error" id="project-dialog-error" role="alert"></p>
   <div class="row"><button id="project-create" class="primary">Create project</button><button value="cancel" formnovalidate>Cancel</button></div></form></dialog>
+<dialog id="chat-settings" aria-labelledby="chat-settings-title"><form method="dialog" id="chat-settings-form"><h2 id="chat-settings-title">Model settings for this chat</h2>
+  <label><input type="checkbox" name="temp-on"> Temperature <input type="range" name="temp" min="0" max="2" step="0.1" value="1" aria-label="Temperature"> <output name="temp-out">1.0</output></label>
+  <p class="muted small">Lower is more focused and repeatable, higher more varied. Unticked: the model's default.</p>
+  <label>Longest answer <input type="number" name="max" min="1" placeholder="the model's maximum" aria-label="Longest answer in tokens"> tokens</label>
+  <p class="muted small" id="chat-settings-max"></p>
+  <div class="row"><button class="primary" value="save">Save</button><button value="cancel" formnovalidate>Cancel</button></div></form></dialog>
+<dialog id="shortcuts" aria-labelledby="shortcuts-title"><form method="dialog"><h2 id="shortcuts-title">Keyboard shortcuts</h2><table>
+  <tr><td><kbd>Ctrl</kbd> <kbd>Shift</kbd> <kbd>O</kbd></td><td>New chat</td></tr>
+  <tr><td><kbd>Shift</kbd> <kbd>Esc</kbd></td><td>Focus the message box</td></tr>
+  <tr><td><kbd>Ctrl</kbd> <kbd>K</kbd></td><td>Search chats</td></tr>
+  <tr><td><kbd>Ctrl</kbd> <kbd>Shift</kbd> <kbd>C</kbd></td><td>Copy the last answer</td></tr>
+  <tr><td><kbd>Esc</kbd></td><td>Stop the answer</td></tr>
+  <tr><td><kbd>Enter</kbd> / <kbd>Shift</kbd> <kbd>Enter</kbd></td><td>Send / new line</td></tr>
+  <tr><td><kbd>?</kbd> or <kbd>Ctrl</kbd> <kbd>/</kbd></td><td>These shortcuts</td></tr>
+</table><p class="muted small">On a Mac, ⌘ for Ctrl.</p><button>Close</button></form></dialog>
 <dialog id="limits"><form method="dialog"><h2>Limits</h2><div id="limits-body"></div><button>Close</button></form></dialog>`;
+if (serverRendered) document.body.append(serverRendered);
 
 // ---------- state ----------
 let me: User | undefined;
@@ -300,6 +324,7 @@ async function start(user: User) {
   $("auth").hidden = true;
   $("main").hidden = false;
   $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
+  fitHeader();
   await Promise.all([loadModels(), reloadList(), loadProjects()]);
   if (joinCode) {
     history.replaceState(null, "", "/#/orgs");
@@ -397,7 +422,7 @@ function regroup() {
   let last = "";
   for (const li of [...listEl.children] as HTMLElement[]) {
     const g = groupOf(Number(li.dataset.updated));
-    if (g !== last) li.before(h("li", { class: "group", role: "presentation" }, g));
+    if (g !== last) li.before(h("li", { class: "group" }, g));
     last = g;
   }
 }
@@ -579,9 +604,9 @@ window.addEventListener("hashchange", () => {
 });
 const pages: Record<string, [string, () => void]> = {
   "#/keys": ["API keys", () => showKeys()],
-  "#/usage": ["Usage", () => showUsage(modelSel.value)],
-  "#/settings": ["Settings", () => showSettings()],
-  "#/admin": ["Admin", () => showAdmin()],
+  "#/usage": ["Usage", () => void import("./pages").then((m) => m.showUsage(modelSel.value))],
+  "#/settings": ["Settings", () => void import("./pages").then((m) => m.showSettings())],
+  "#/admin": ["Admin", () => void import("./pages").then((m) => m.showAdmin())],
   "#/orgs": ["Organisations", () => void import("./orgs").then((m) => m.showOrgs(takeJoin()))],
 };
 // An organisation's invitation link (/join/CODE) opens the organisations
@@ -617,6 +642,13 @@ function navOpen(open: boolean) {
   $("nav-toggle").setAttribute("aria-expanded", String(open));
 }
 $("nav-toggle").onclick = () => navOpen(!$("nav").classList.contains("open"));
+// Fold the menu when the header overflows (measured with the menu unfolded).
+const headerEl = $("nav").parentElement!;
+function fitHeader() {
+  headerEl.classList.remove("compact");
+  if (headerEl.scrollWidth > headerEl.clientWidth + 1) headerEl.classList.add("compact");
+}
+new ResizeObserver(fitHeader).observe(headerEl);
 $("nav").addEventListener("click", (e) => { if ((e.target as HTMLElement).closest("a,button:not(#theme)")) navOpen(false); });
 
 // ---------- messages ----------
@@ -655,7 +687,7 @@ function actions(el: HTMLElement, label: string, remember: string) {
   return bar;
 }
 function userView(parts: Part[], id = "") {
-  const el = h("div", { class: "msg user", "data-id": id }, h("div", { class: "bubble" }, ...partsView(parts)));
+  const el = h("div", { class: "msg user", "data-id": id, title: when(Date.now()) }, h("div", { class: "bubble" }, ...partsView(parts)));
   sourceOf.set(el, () => partsText(parts));
   actions(el, "Copy message", "Remember this message");
   messagesEl.append(el);
@@ -663,16 +695,36 @@ function userView(parts: Part[], id = "") {
 }
 function assistantView(model: string, id = ""): AssistantView {
   const body = h("div", { class: "md" });
-  const el = h("div", { class: "msg assistant", "data-id": id }, h("div", { class: "who" }, model ? `${model}` : "assistant"), body);
+  const el = h("div", { class: "msg assistant", "data-id": id, title: when(Date.now()) }, h("div", { class: "who" }, model ? `${model}` : "assistant"), body);
   messagesEl.append(el);
   const md = new StreamingMarkdown(body);
-  md.onFlush = () => { if (stick) toBottom(); };
+  md.onFlush = () => { if (stick) toBottom(); else showJump(); };
   sourceOf.set(el, () => md.text);
   actions(el, "Copy answer", "Remember this answer");
   return { el, md };
 }
 let stick = true;
-messagesEl.addEventListener("scroll", () => { stick = nearBottom(); });
+messagesEl.addEventListener("scroll", () => { stick = nearBottom(); showJump(); });
+// Scrolled up: a control back to the latest message, which says when an
+// answer is still being written below.
+const jump = $("jump");
+function showJump() {
+  jump.hidden = stick || !messagesEl.children.length || !$("composer").offsetParent;
+  jump.textContent = gen ? "↓ Still answering — jump to latest" : "↓ Jump to latest";
+}
+jump.onclick = () => { stick = true; toBottom(); showJump(); input.focus(); };
+
+// Screen readers hear an answer politely, a sentence at a time (never per
+// token): finished sentences move from the stream to a live region.
+let spoken = "";
+function speak(text: string, done: boolean) {
+  const cut = done ? text.length : Math.max(text.lastIndexOf(". "), text.lastIndexOf("! "), text.lastIndexOf("? "), text.lastIndexOf("\n")) + 1;
+  if (cut <= spoken.length) return;
+  const fresh = text.slice(spoken.length, cut).trim();
+  spoken = text.slice(0, cut);
+  if (fresh) $("announcer").append(h("p", {}, fresh));
+}
+function quiet() { spoken = ""; $("announcer").textContent = ""; }
 
 function note(v: AssistantView, reason: FinishReason, msg = "") {
   const text = reason === FinishReason.CANCELLED ? "Stopped."
@@ -740,6 +792,9 @@ function projectCrumb(projectId: string): HTMLElement {
 
 /** Shows a conversation; refresh redraws the open one in place (another tab changed it). */
 async function openConversation(id: string, refresh = false) {
+  if (queued && id !== currentId) unqueue();
+  const cs = chatSettings(id);
+  $("chat-settings-btn").classList.toggle("set", cs.temperature !== undefined || !!cs.maxOutputTokens);
   if (gen && gen.convId !== id) { gen.abort.abort(); gen = undefined; setBusy(false); }
   if (gen && gen.convId === id && id) return; // already showing it live
   currentId = id;
@@ -824,10 +879,14 @@ async function allMessages(id: string, leaf = ""): Promise<ConversationMessage[]
   } while (pageToken);
   return out;
 }
+/** A message's time, shown on hover. */
+function stamp(el: HTMLElement, ms: number) { el.title = when(ms); }
 function showStored(m: ConversationMessage) {
-  if (m.role === Role.USER) { branchControls(userView(m.parts, m.messageId), m); return; }
+  const at = m.createdAt ? timestampMs(m.createdAt) : 0;
+  if (m.role === Role.USER) { const el = userView(m.parts, m.messageId); if (at) stamp(el, at); branchControls(el, m); return; }
   if (m.role !== Role.ASSISTANT) return;
   const v = assistantView(m.model, m.messageId);
+  if (at) stamp(v.el, at);
   const text = partsText(m.parts);
   const md = v.el.querySelector<HTMLElement>(".md")!;
   md.innerHTML = render(text);
@@ -897,7 +956,7 @@ async function regenerate(el: HTMLElement) {
   stick = true;
   const g: Gen = { convId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
   try {
-    await drive(g, () => convs.regenerateMessage({ conversationId: convId, messageId: m.messageId, model: modelSel.value }, { signal: g.abort.signal }));
+    await drive(g, () => convs.regenerateMessage({ conversationId: convId, messageId: m.messageId, model: modelSel.value, ...requestSettings() }, { signal: g.abort.signal }));
     await settleTail(convId);
   } catch (err) {
     fail(err);
@@ -944,6 +1003,7 @@ async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }
       case "started": {
         const s = ev.kind.value;
         if (!g.convId) {
+          adoptNewChatSettings(s.conversationId);
           g.convId = s.conversationId;
           currentId = s.conversationId;
           ignoreHash = `#/c/${s.conversationId}`;
@@ -953,6 +1013,7 @@ async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }
         announce(g.convId);
         if (!g.view) g.view = assistantView(s.model, s.messageId);
         g.view.el.classList.add("streaming");
+        quiet();
         showUsedMemories(g.view.el, s.memoryIds);
         if (g.pendingCancel) stop();
         break;
@@ -960,12 +1021,14 @@ async function consume(g: Gen, stream: AsyncIterable<{ event?: GenerationEvent }
       case "delta":
         g.view ??= assistantView("");
         g.view.md.append(ev.kind.value.text);
+        speak(g.view.md.text, false);
         break;
       case "finished": {
         const f = ev.kind.value;
         g.finished = true;
         g.view ??= assistantView("");
         g.view.md.finish();
+        speak(g.view.md.text, true);
         showCitations(g.view.el, f.citations);
         note(g.view, f.finishReason, f.errorMessage);
         break;
@@ -1012,6 +1075,8 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
     }
   } finally {
     if (gen === g) { gen = undefined; setBusy(false); }
+    showJump();
+    if (queued && !gen && g.convId === currentId) setTimeout(flushQueued, 0);
   }
   if (g.convId) {
     announce(g.convId);
@@ -1032,11 +1097,73 @@ function follow(id: string) {
   });
 }
 
+// ---------- per-chat model settings ----------
+// Temperature and the longest answer, per conversation (a new chat's move to
+// it when it starts), kept in this browser and sent with every message.
+interface ChatSettings { temperature?: number; maxOutputTokens?: number }
+const settingsKey = (id: string) => `parley.chat-settings.${id || "new"}`;
+function chatSettings(id = currentId): ChatSettings {
+  try { return JSON.parse(localStorage.getItem(settingsKey(id)) ?? "{}"); } catch { return {}; }
+}
+function requestSettings(): { temperature?: number; maxOutputTokens: bigint } {
+  const cs = chatSettings();
+  const cap = modelList.find((m) => m.id === modelSel.value)?.maxOutputTokens ?? 0n;
+  const max = cs.maxOutputTokens && (!cap || BigInt(cs.maxOutputTokens) <= cap) ? BigInt(cs.maxOutputTokens) : 0n;
+  return { temperature: cs.temperature, maxOutputTokens: max };
+}
+function adoptNewChatSettings(id: string) {
+  const fresh = localStorage.getItem(settingsKey(""));
+  if (fresh) { localStorage.setItem(settingsKey(id), fresh); localStorage.removeItem(settingsKey("")); }
+}
+$("chat-settings-btn").onclick = () => {
+  const d = $<HTMLDialogElement>("chat-settings"), f = $<HTMLFormElement>("chat-settings-form");
+  const cs = chatSettings();
+  const el = <T extends Element>(n: string) => f.elements.namedItem(n) as unknown as T;
+  el<HTMLInputElement>("temp-on").checked = cs.temperature !== undefined;
+  el<HTMLInputElement>("temp").value = String(cs.temperature ?? 1);
+  el<HTMLOutputElement>("temp-out").value = Number(el<HTMLInputElement>("temp").value).toFixed(1);
+  const cap = modelList.find((m) => m.id === modelSel.value)?.maxOutputTokens ?? 0n;
+  el<HTMLInputElement>("max").max = cap ? String(cap) : "";
+  el<HTMLInputElement>("max").value = cs.maxOutputTokens ? String(cs.maxOutputTokens) : "";
+  $("chat-settings-max").textContent = cap ? `${modelSel.value} writes at most ${cap.toLocaleString()} tokens.` : "";
+  el<HTMLInputElement>("temp").oninput = () => { el<HTMLInputElement>("temp-on").checked = true; el<HTMLOutputElement>("temp-out").value = Number(el<HTMLInputElement>("temp").value).toFixed(1); };
+  d.onclose = () => {
+    if (d.returnValue !== "save") return;
+    const next: ChatSettings = {};
+    if (el<HTMLInputElement>("temp-on").checked) next.temperature = Number(el<HTMLInputElement>("temp").value);
+    const max = Number(el<HTMLInputElement>("max").value);
+    if (max > 0) next.maxOutputTokens = Math.min(max, Number(cap || max));
+    localStorage.setItem(settingsKey(currentId), JSON.stringify(next));
+    $("chat-settings-btn").classList.toggle("set", next.temperature !== undefined || !!next.maxOutputTokens);
+  };
+  d.returnValue = "";
+  d.showModal();
+};
+
+// ---------- a send that waits ----------
+// A message sent while an answer is being written in this conversation (in
+// this tab, another tab or another device) or while its files upload waits,
+// says so, and goes when they end; switching conversations drops the wait.
+let queued = false;
+function queueSend(why: string) {
+  queued = true;
+  $("queued-text").textContent = why;
+  $("queued").hidden = false;
+}
+function unqueue() { queued = false; $("queued").hidden = true; }
+function flushQueued() {
+  if (!queued || gen || pendingUploads.some((p) => !p.id)) return;
+  unqueue();
+  send();
+}
+$("unqueue").onclick = () => { unqueue(); input.focus(); };
+
 async function send() {
-  if (gen) return;
   const text = input.value.trim();
-  if (pendingUploads.some((p) => !p.id)) { banner("Wait for the uploads to finish."); return; }
   if (!text && !pendingUploads.length) return;
+  if (gen) return queueSend("Sends when the answer above finishes.");
+  if (pendingUploads.some((p) => !p.id)) return queueSend("Sends when the uploads finish.");
+  unqueue();
   banner("");
   const parts: Part[] = pendingUploads.map((p) => ({ kind: { case: "attachmentId", value: p.id! } }) as Part);
   if (text) parts.push({ kind: { case: "text", value: text } } as Part);
@@ -1049,6 +1176,7 @@ async function send() {
     try {
       const c = (await convs.createConversation({ model: modelSel.value, systemPrompt: newChatPrompt, projectId: project })).conversation!;
       newChatPrompt = "";
+      adoptNewChatSettings(c.conversationId);
       currentId = c.conversationId;
       ignoreHash = `#/c/${currentId}`;
       location.hash = ignoreHash;
@@ -1084,10 +1212,18 @@ async function sendParts(parts: Part[], parent: string | undefined, refused: () 
   toBottom();
   const g: Gen = { convId: currentId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
   try {
-    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts, parentMessageId: parent, projectId: currentId ? "" : projectId }, { signal: g.abort.signal }));
+    await drive(g, () => convs.sendMessage({ conversationId: currentId, model: modelSel.value, parts, parentMessageId: parent, projectId: currentId ? "" : projectId, ...requestSettings() }, { signal: g.abort.signal }));
     if (g.convId) await settleTail(g.convId);
   } catch (err) {
     if (g.lastSeq === 0n) { mine.remove(); refused(); }
+    const c = ConnectError.from(err);
+    if (g.lastSeq === 0n && c.code === Code.FailedPrecondition && /already running/.test(c.rawMessage) && currentId) {
+      // Another tab's (or device's) answer is being written: show it, and
+      // send this when it ends.
+      queueSend("Another tab's answer is being written; this sends when it finishes.");
+      follow(currentId);
+      return;
+    }
     fail(err);
   }
 }
@@ -1115,8 +1251,22 @@ input.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !touch.matches) { e.preventDefault(); send(); }
 });
 $("attach").onclick = () => $("file").click();
+// Shortcuts (the ? overlay lists them), as ChatGPT's where it has one.
 document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && gen) { e.preventDefault(); stop(); }
+  if (!me || $("main").hidden) return;
+  const mod = e.ctrlKey || e.metaKey, key = e.key.toLowerCase();
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
+  const open = document.querySelector("dialog[open]");
+  if (e.key === "Escape" && e.shiftKey) { e.preventDefault(); input.focus(); return; }
+  if (e.key === "Escape" && gen && !open) { e.preventDefault(); stop(); return; }
+  if (mod && e.shiftKey && key === "o") { e.preventDefault(); location.hash = "#/"; input.focus(); return; }
+  if (mod && !e.shiftKey && key === "k") { e.preventDefault(); $("sidebar").classList.add("open"); $("search").focus(); return; }
+  if (mod && e.shiftKey && key === "c") {
+    const last = [...messagesEl.querySelectorAll<HTMLElement>(".msg.assistant")].pop();
+    if (last) { e.preventDefault(); navigator.clipboard?.writeText(sourceOf.get(last)?.() ?? ""); banner("Copied the last answer."); }
+    return;
+  }
+  if ((mod && e.key === "/") || (e.key === "?" && !typing && !open)) { e.preventDefault(); $<HTMLDialogElement>("shortcuts").showModal(); }
 });
 $("menu").onclick = () => $("sidebar").classList.toggle("open");
 $("scrim").onclick = () => $("sidebar").classList.remove("open");
@@ -1127,6 +1277,8 @@ let pendingUploads: Pending[] = [];
 function renderPending() { $("pending").replaceChildren(...pendingUploads.map((p) => p.el)); }
 async function addFiles(files: FileList | File[]) {
   for (const file of Array.from(files)) {
+    const why = refusedFile(file);
+    if (why) { banner(why); continue; }
     const bar = h("progress", { max: 1, value: 0 }) as HTMLProgressElement;
     const p: Pending = { name: file.name, bar, el: h("span", { class: "chip upload" }) };
     p.el.append(file.name, bar, h("button", { type: "button", class: "link", "aria-label": "Remove", onclick: () => { pendingUploads = pendingUploads.filter((x) => x !== p); renderPending(); } }, "×"));
@@ -1139,8 +1291,9 @@ async function addFiles(files: FileList | File[]) {
     } catch (err) {
       pendingUploads = pendingUploads.filter((x) => x !== p);
       renderPending();
-      banner(ConnectError.from(err).code === Code.Unimplemented ? "Attachments are not available on this server yet." : `${file.name}: ${describe(err)}`);
+      banner(uploadError(file, err));
     }
+    if (queued) flushQueued();
   }
 }
 $<HTMLInputElement>("file").onchange = (e) => { const t = e.target as HTMLInputElement; if (t.files) addFiles(t.files); t.value = ""; };
@@ -1150,6 +1303,11 @@ $("chat").addEventListener("drop", (e) => {
   e.preventDefault();
   $("chat").classList.remove("drop");
   if (e.dataTransfer?.files.length) addFiles(e.dataTransfer.files);
+});
+// Pasted images and files attach as if picked (text pastes as text).
+input.addEventListener("paste", (e) => {
+  const files = e.clipboardData?.files;
+  if (files?.length) { e.preventDefault(); addFiles(files); }
 });
 
 // ---------- limits ----------
@@ -1267,8 +1425,25 @@ const shared = /^\/share\/([^/]+)$/.exec(location.pathname);
 if (shared) {
   showShared(decodeURIComponent(shared[1]));
 } else {
-  auth.getMe({}).then((r) => start(r.user!), (err) => {
+  boot();
+}
+// Started without a network (the service worker keeps the shell): an
+// offline screen until the server answers, then the app as usual.
+function boot() {
+  auth.getMe({}).then((r) => { $("offline-screen").hidden = true; start(r.user!); }, (err) => {
+    if (isNetworkError(err)) {
+      $("offline-screen").hidden = false;
+      const again = () => { window.removeEventListener("online", again); clearTimeout(timer); boot(); };
+      const timer = setTimeout(again, 5000);
+      window.addEventListener("online", again);
+      return;
+    }
+    $("offline-screen").hidden = true;
     if (ConnectError.from(err).code !== Code.Unauthenticated) $("auth-error").textContent = describe(err);
     showAuth();
   });
+}
+// Installable, and starts offline: the service worker keeps the shell.
+if ("serviceWorker" in navigator) {
+  window.addEventListener("load", () => navigator.serviceWorker.register("/sw.js").catch(() => { /* no offline start, no harm */ }));
 }

@@ -1,8 +1,10 @@
-// The app's pages besides the chat: usage and money, settings, admin. Each
-// shows its own errors in its own error line (page-scoped by construction).
-import { admin, batches, billing, convs, describe, limitKindName, tierName, timestampMs, until, Tier } from "./api";
+// The app's pages besides the chat: usage and money, settings, admin, loaded
+// on first use. Each shows its own errors in its own error line (page-scoped
+// by construction).
+import { admin, batches, billing, convs, describe, tierName, timestampMs, Tier } from "./api";
+import { limitRows } from "./limits";
 import { BatchStatus, type Batch } from "../../ts/src/gen/parley/v1/batch_pb";
-import { UsageGroupBy, type LimitStatus, type UsageBucket } from "../../ts/src/gen/parley/v1/billing_pb";
+import { UsageGroupBy, type UsageBucket } from "../../ts/src/gen/parley/v1/billing_pb";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { WorkerState, type AdminUser, type Invitation } from "../../ts/src/gen/parley/v1/admin_pb";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
@@ -11,25 +13,6 @@ import { barChart } from "./chart";
 import { memorySection } from "./memory";
 
 const errorLine = () => h("p", { class: "error", role: "alert" });
-
-/** One row per limit: use, and when it frees up ("unused" when nothing is used). */
-export function limitRows(limits: LimitStatus[]): HTMLElement {
-  const now = Date.now();
-  return h("table", { class: "limits" }, h("tbody", {}, ...limits.map((l) => {
-    const pct = l.limit > 0n ? Number((l.used * 100n) / l.limit) : 0;
-    // next_request_at is when the next request passes (the retry time);
-    // resets_at is when the allowance is whole again, often much later.
-    const next = l.nextRequestAt ? timestampMs(l.nextRequestAt) - now : 0;
-    const resets = l.resetsAt ? timestampMs(l.resetsAt) - now : 0;
-    const state = l.used === 0n ? "unused"
-      : next > 0 ? `next request in ${until(next)}`
-      : resets > 0 ? `available now · whole again in ${until(resets)}` : "available now";
-    return h("tr", {},
-      h("th", {}, `${l.model ? l.model + " · " : ""}${limitKindName(l.kind)}`),
-      h("td", {}, h("meter", { min: 0, max: 100, value: pct, high: 80 }), ` ${l.used.toLocaleString()} / ${l.limit.toLocaleString()}`),
-      h("td", { class: "muted state" }, state));
-  })));
-}
 
 /** The last n local days, "YYYY-MM-DD", oldest first. */
 export function lastDays(n: number): string[] {

@@ -1,7 +1,8 @@
 // Attachments: images are shrunk in the browser to fit 1280×1280 and sent as
 // JPEG (quality 0.8); every file goes by one direct PUT to the upload URL that
 // CreateUpload returns, with progress, then CompleteUpload checks it.
-import { attachments } from "./api";
+import { attachments, Code, ConnectError, describe } from "./api";
+import { FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { AttachmentStatus } from "../../ts/src/gen/parley/v1/attachment_pb";
 
 export const MAX_SIDE = 1280;
@@ -36,6 +37,43 @@ export function docType(file: File): string {
   return docTypes[file.name.split(".").pop()!.toLowerCase()] ?? file.type;
 }
 
+/** What the picker, drag-and-drop and paste accept: images and these documents. */
+export const attachAccept = "image/*," + docAccept;
+const acceptedKinds = "images, PDF, Word (.docx), PowerPoint (.pptx), text, Markdown or CSV files";
+
+/** Why a file cannot be attached, before it is sent ("" when it can). */
+export function refusedFile(file: File): string {
+  if (file.type.startsWith("image/") || docTypes[file.name.split(".").pop()!.toLowerCase()]) return "";
+  return `${file.name} can't be attached. You can attach ${acceptedKinds}.`;
+}
+
+function kindOf(file: File): string {
+  const t = file.type.startsWith("image/") ? "image/" : docType(file);
+  return t === "image/" ? "images" : t === docTypes.pdf ? "PDFs" : t === docTypes.docx ? "Word documents"
+    : t === docTypes.pptx ? "presentations" : "text files";
+}
+
+/** The server read an uploaded file and refused it (its content, not its name). */
+class UploadRefused extends Error {}
+
+/** An upload's refusal in words a person reads. */
+export function uploadError(file: File, err: unknown): string {
+  if (err instanceof UploadRefused) {
+    return /not accepted|not an? /.test(err.message) ? `${file.name} can't be attached: its content does not look like one of the ${kindOf(file)} it is named as.`
+      : `${file.name} can't be attached: ${err.message}.`;
+  }
+  const e = ConnectError.from(err);
+  if (e.code === Code.Unimplemented) return "Attachments are not available on this server yet.";
+  const f = e.findDetails(FieldViolationSchema)[0];
+  if (f?.field === "size_bytes") {
+    const max = /to (\d+) bytes/.exec(f.description)?.[1];
+    const mb = max ? Number(max) / 1e6 : 0;
+    return `${file.name} is too large — the limit for ${kindOf(file)} is ${mb >= 1 ? `${Math.round(mb * 10) / 10} MB` : `${Math.round(mb * 1000)} KB`}.`;
+  }
+  if (f?.field === "mime_type") return `${file.name} can't be attached. You can attach ${acceptedKinds}.`;
+  return `${file.name} could not be attached: ${describe(err)}`;
+}
+
 async function sha256(b: Blob): Promise<string> {
   if (!crypto.subtle) throw new Error("uploads need a secure context (https or localhost)");
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", await b.arrayBuffer()));
@@ -67,7 +105,7 @@ export async function upload(file: File, progress: (f: number) => void): Promise
   const up = await attachments.createUpload({ filename: name, mimeType: type, sizeBytes: BigInt(body.size), sha256: await sha256(body) });
   await put(up.uploadUrl, up.method, up.headers, body, progress);
   const done = await attachments.completeUpload({ attachmentId: up.attachmentId });
-  if (done.attachment?.status !== AttachmentStatus.READY) throw new Error(`${name}: ${done.attachment?.failureReason || "refused"}`);
+  if (done.attachment?.status !== AttachmentStatus.READY) throw new UploadRefused(done.attachment?.failureReason || "refused");
   progress(1);
   return { id: up.attachmentId, name };
 }

@@ -1203,7 +1203,10 @@ type SendMessageRequest struct {
 	ParentMessageId *string `protobuf:"bytes,5,opt,name=parent_message_id,json=parentMessageId,proto3,oneof" json:"parent_message_id,omitempty"`
 	// Optional, only when conversation_id is empty: start the new conversation in
 	// this project of the caller's.
-	ProjectId     string `protobuf:"bytes,6,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	ProjectId string `protobuf:"bytes,6,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// Optional. Sampling temperature, 0 to 2 (0: the most likely words, as
+	// deterministic as the model allows); unset: the model's default.
+	Temperature   *float64 `protobuf:"fixed64,7,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1278,6 +1281,13 @@ func (x *SendMessageRequest) GetProjectId() string {
 		return x.ProjectId
 	}
 	return ""
+}
+
+func (x *SendMessageRequest) GetTemperature() float64 {
+	if x != nil && x.Temperature != nil {
+		return *x.Temperature
+	}
+	return 0
 }
 
 // SendMessageResponse is one message of ConversationService.SendMessage's stream.
@@ -2428,8 +2438,10 @@ type RegenerateMessageRequest struct {
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// Optional. A cap on the answer's length, as in SendMessageRequest.
 	MaxOutputTokens int64 `protobuf:"varint,4,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Optional. Sampling temperature, as in SendMessageRequest.
+	Temperature   *float64 `protobuf:"fixed64,5,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegenerateMessageRequest) Reset() {
@@ -2486,6 +2498,13 @@ func (x *RegenerateMessageRequest) GetModel() string {
 func (x *RegenerateMessageRequest) GetMaxOutputTokens() int64 {
 	if x != nil {
 		return x.MaxOutputTokens
+	}
+	return 0
+}
+
+func (x *RegenerateMessageRequest) GetTemperature() float64 {
+	if x != nil && x.Temperature != nil {
+		return *x.Temperature
 	}
 	return 0
 }
@@ -2801,7 +2820,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"D\n" +
 	"\x19DeleteConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\"\x1c\n" +
-	"\x1aDeleteConversationResponse\"\x8c\x02\n" +
+	"\x1aDeleteConversationResponse\"\xc3\x02\n" +
 	"\x12SendMessageRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12%\n" +
@@ -2809,8 +2828,10 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12/\n" +
 	"\x11parent_message_id\x18\x05 \x01(\tH\x00R\x0fparentMessageId\x88\x01\x01\x12\x1d\n" +
 	"\n" +
-	"project_id\x18\x06 \x01(\tR\tprojectIdB\x14\n" +
-	"\x12_parent_message_id\"G\n" +
+	"project_id\x18\x06 \x01(\tR\tprojectId\x12%\n" +
+	"\vtemperature\x18\a \x01(\x01H\x01R\vtemperature\x88\x01\x01B\x14\n" +
+	"\x12_parent_message_idB\x0e\n" +
+	"\f_temperature\"G\n" +
 	"\x13SendMessageResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"_\n" +
 	"\x17StreamGenerationRequest\x12'\n" +
@@ -2879,13 +2900,15 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\x12:\n" +
 	"\bmessages\x18\x02 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12;\n" +
 	"\vexported_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exportedAt\"\xa4\x01\n" +
+	"exportedAt\"\xdb\x01\n" +
 	"\x18RegenerateMessageRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12*\n" +
-	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\"M\n" +
+	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12%\n" +
+	"\vtemperature\x18\x05 \x01(\x01H\x00R\vtemperature\x88\x01\x01B\x0e\n" +
+	"\f_temperature\"M\n" +
 	"\x19RegenerateMessageResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x1e\n" +
 	"\x1cGetCustomInstructionsRequest\"C\n" +
@@ -3073,6 +3096,7 @@ func file_parley_v1_conversation_proto_init() {
 	file_parley_v1_common_proto_init()
 	file_parley_v1_conversation_proto_msgTypes[10].OneofWrappers = []any{}
 	file_parley_v1_conversation_proto_msgTypes[14].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -273,7 +273,9 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	mux.Handle(api.UsageCSVPath, metrics.HTTP("export", orgExportAuth(http.HandlerFunc(orgHandler.ServeUsageCSV))))
 
 	// The browser chat app, embedded; registered at "/" so every API route wins.
-	mux.Handle("/", obs.Route("webapp", webapp.New(webOptions(cfg))))
+	web := webapp.New(webOptions(cfg))
+	mux.Handle(api.SharePagePath, obs.Route("share_page", conversations.ServeSharePage(web)))
+	mux.Handle("/", obs.Route("webapp", web))
 
 	// One line per request, bounded (health and metrics only at debug).
 	requestLog := func(h http.Handler) http.Handler { return h }

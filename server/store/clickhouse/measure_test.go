@@ -76,7 +76,9 @@ func TestMeasureSummarize(t *testing.T) {
 		name string
 		fn   func() ([]store.UsageDay, error)
 	}{
-		{"Summarize (day, model)", func() ([]store.UsageDay, error) { return db.Summarize(ctx, "org-billing", start, start.AddDate(0, 0, 30), 0) }},
+		{"Summarize (day, model)", func() ([]store.UsageDay, error) {
+			return db.Summarize(ctx, "org-billing", start, start.AddDate(0, 0, 30), 0)
+		}},
 		{"SummarizeKeys (day, model, key)", func() ([]store.UsageDay, error) {
 			return db.SummarizeKeys(ctx, "org-billing", start, start.AddDate(0, 0, 30), time.Hour)
 		}},

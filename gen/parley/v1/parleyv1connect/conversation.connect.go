@@ -116,7 +116,7 @@ type ConversationServiceClient interface {
 	// the newest turns) and streams it as GenerationEvents. The answer is stored whole,
 	// or partially with its finish_reason if cancelled or failed. One generation at a
 	// time per conversation.
-	// Errors: invalid_argument (parts, model, max_output_tokens), not_found
+	// Errors: invalid_argument (parts, model, max_output_tokens, temperature), not_found
 	// (conversation, model, attachment), failed_precondition (a generation is already in
 	// progress), resource_exhausted (a tier limit; with LimitExceeded and retry-after),
 	// unavailable (overloaded; with retry-after). Nothing is stored for a refused message.
@@ -430,7 +430,7 @@ type ConversationServiceHandler interface {
 	// the newest turns) and streams it as GenerationEvents. The answer is stored whole,
 	// or partially with its finish_reason if cancelled or failed. One generation at a
 	// time per conversation.
-	// Errors: invalid_argument (parts, model, max_output_tokens), not_found
+	// Errors: invalid_argument (parts, model, max_output_tokens, temperature), not_found
 	// (conversation, model, attachment), failed_precondition (a generation is already in
 	// progress), resource_exhausted (a tier limit; with LimitExceeded and retry-after),
 	// unavailable (overloaded; with retry-after). Nothing is stored for a refused message.

@@ -199,20 +199,22 @@ class DeleteConversationResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SendMessageRequest(_message.Message):
-    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens", "parent_message_id", "project_id")
+    __slots__ = ("conversation_id", "model", "parts", "max_output_tokens", "parent_message_id", "project_id", "temperature")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PARENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     model: str
     parts: _containers.RepeatedCompositeFieldContainer[_common_pb2.Part]
     max_output_tokens: int
     parent_message_id: str
     project_id: str
-    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., parent_message_id: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
+    temperature: float
+    def __init__(self, conversation_id: _Optional[str] = ..., model: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., max_output_tokens: _Optional[int] = ..., parent_message_id: _Optional[str] = ..., project_id: _Optional[str] = ..., temperature: _Optional[float] = ...) -> None: ...
 
 class SendMessageResponse(_message.Message):
     __slots__ = ("event",)
@@ -381,16 +383,18 @@ class ConversationExport(_message.Message):
     def __init__(self, conversation: _Optional[_Union[Conversation, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[ConversationMessage, _Mapping]]] = ..., exported_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RegenerateMessageRequest(_message.Message):
-    __slots__ = ("conversation_id", "message_id", "model", "max_output_tokens")
+    __slots__ = ("conversation_id", "message_id", "model", "max_output_tokens", "temperature")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     message_id: str
     model: str
     max_output_tokens: int
-    def __init__(self, conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
+    temperature: float
+    def __init__(self, conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ...) -> None: ...
 
 class RegenerateMessageResponse(_message.Message):
     __slots__ = ("event",)
