@@ -39,6 +39,9 @@ type AdminHandler struct {
 	Catalog *models.Catalog
 	// Batches lists and cancels every user's batches (nil: none kept).
 	Batches *batch.Service
+	// Feedback is people's ratings of answers, for GetFeedbackSummary (nil:
+	// not kept).
+	Feedback store.Feedback
 }
 
 // typed turns an error of the layers below into an API error: a

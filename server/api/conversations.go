@@ -30,6 +30,8 @@ type ConversationHandler struct {
 	Search      store.ConversationSearch
 	Shares      store.Shares
 	Attachments store.Attachments
+	// Feedback keeps people's ratings of answers (nil: not kept).
+	Feedback store.Feedback
 }
 
 const maxTitle = 200
@@ -171,8 +173,12 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 		next = leaf + "/" + page[size-1].ID
 	}
 	res := &parleyv1.ListMessagesResponse{NextPageToken: h.Pages.Seal(c.UserID, list, next), LeafMessageId: leaf}
+	ratings := h.ratingsOf(ctx, c)
 	for _, m := range page {
 		pm := messageToProto(m)
+		if r, ok := ratings[m.ID]; ok {
+			pm.Feedback = ratingToProto(r)
+		}
 		pm.SiblingMessageIds = tree.Siblings(m.ID)
 		pm.SiblingCount = int32(len(pm.SiblingMessageIds))
 		pm.SiblingIndex = int32(slices.Index(pm.SiblingMessageIds, m.ID))

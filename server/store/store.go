@@ -151,4 +151,7 @@ type Store struct {
 	// nil where the backend keeps none. It lives in the Ledger's database:
 	// budgets are held in the same transaction as the balance.
 	Organizations Organizations
+	// Feedback holds people's ratings of answers; nil where the backend
+	// keeps none. It lives with the conversations' metadata.
+	Feedback Feedback
 }

@@ -156,6 +156,24 @@ test("per-chat model settings reach the request: temperature and the longest ans
   await page.locator("#chat-settings-btn.set").waitFor({ timeout: 2_000 }); // the chat keeps its settings
 });
 
+test("thumbs up or down with a note, kept on reload, counted for the admin", { skip }, async () => {
+  await page.goto(convURL);
+  const last = page.locator(".msg.assistant").last();
+  await last.locator(".rate-bad").waitFor();
+  await last.locator(".rate-bad").click();
+  await last.locator(".rate-bad[aria-pressed=true]").waitFor();
+  await last.locator(".feedback-note input").fill("It forgot the Hatter's riddle.");
+  await last.locator(".feedback-note button.primary").click();
+  await last.locator(".feedback-thanks").waitFor();
+  await page.reload();
+  await page.locator(".msg.assistant").last().locator(".rate-bad[aria-pressed=true]").waitFor();
+  assert.equal(await page.locator(".msg.assistant").last().locator(".rate-good").getAttribute("aria-pressed"), "false");
+  await page.goto(srv.url + "/#/admin");
+  await page.locator("#admin-feedback table").waitFor();
+  assert.match(await page.textContent("#admin-feedback"), /sim-small\s*0\s*1\s*0%.*It forgot the Hatter's riddle\./s);
+  await page.goto(convURL);
+});
+
 test("a second tab's send while the first streams waits, says so, and goes when the answer ends", { skip }, async () => {
   await page.goto(convURL);
   await page.locator(".msg.assistant").first().waitFor();

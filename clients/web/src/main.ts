@@ -8,7 +8,7 @@ import { ModelKind } from "../../ts/src/gen/parley/v1/model_pb";
 import { ResponseCacheMode } from "../../ts/src/gen/parley/v1/api_key_pb";
 import type { User } from "../../ts/src/gen/parley/v1/auth_pb";
 import { SignUpPolicy } from "../../ts/src/gen/parley/v1/auth_pb";
-import { ArchivedFilter, ExportFormat, MessageStatus } from "../../ts/src/gen/parley/v1/conversation_pb";
+import { ArchivedFilter, ExportFormat, MessageStatus, Rating } from "../../ts/src/gen/parley/v1/conversation_pb";
 import {
   auth, billing, Code, ConnectError, convs, describe, keys, models, tierName, timestampMs, attachments,
   isNetworkError, retryDelayMs, LimitKind,
@@ -326,6 +326,7 @@ async function start(user: User) {
   $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
   fitHeader();
   await Promise.all([loadModels(), reloadList(), loadProjects()]);
+  fitHeader();
   if (joinCode) {
     history.replaceState(null, "", "/#/orgs");
     if (location.hash === "#/orgs") return route();
@@ -648,7 +649,10 @@ function fitHeader() {
   headerEl.classList.remove("compact");
   if (headerEl.scrollWidth > headerEl.clientWidth + 1) headerEl.classList.add("compact");
 }
-new ResizeObserver(fitHeader).observe(headerEl);
+// (The model picker widens with its options, without the header resizing.)
+const headerFit = new ResizeObserver(fitHeader);
+headerFit.observe(headerEl);
+headerFit.observe($("model"));
 $("nav").addEventListener("click", (e) => { if ((e.target as HTMLElement).closest("a,button:not(#theme)")) navOpen(false); });
 
 // ---------- messages ----------
@@ -745,6 +749,8 @@ messagesEl.addEventListener("click", (e) => {
   if (msg && t.closest(".next-ver")) return void switchVersion(msg, 1);
   const rem = t.closest<HTMLElement>(".remember-msg");
   if (msg && rem) return void rememberDialog(sourceOf.get(msg)?.() ?? "", rem);
+  if (msg && t.closest(".rate-good")) return void rate(msg, true);
+  if (msg && t.closest(".rate-bad")) return void rate(msg, false);
   const b = t.closest(".copy, .copy-msg");
   if (!b) return;
   const text = b.classList.contains("copy")
@@ -921,6 +927,40 @@ function branchControls(el: HTMLElement, m: ConversationMessage) {
   bar.append(m.role === Role.USER
     ? h("button", { type: "button", class: "edit-msg", "aria-label": "Edit message" }, "Edit")
     : h("button", { type: "button", class: "regen", "aria-label": "Regenerate answer" }, "Regenerate"));
+  if (m.role === Role.ASSISTANT) {
+    bar.querySelector(".rate")?.remove();
+    const r = m.feedback?.rating ?? Rating.UNSPECIFIED;
+    bar.append(h("span", { class: "rate" },
+      h("button", { type: "button", class: "rate-good", "aria-label": "Good answer", title: "Good answer", "aria-pressed": String(r === Rating.GOOD) }, "👍"),
+      h("button", { type: "button", class: "rate-bad", "aria-label": "Bad answer", title: "Bad answer", "aria-pressed": String(r === Rating.BAD) }, "👎")));
+  }
+}
+/** Thumbs up or down (pressed again: taken back), then an optional note. */
+async function rate(el: HTMLElement, good: boolean) {
+  const m = msgOf.get(el);
+  if (!m || !currentId) return;
+  const want = good ? Rating.GOOD : Rating.BAD;
+  const rating = m.feedback?.rating === want ? Rating.UNSPECIFIED : want;
+  try {
+    const r = await convs.rateMessage({ conversationId: currentId, messageId: m.messageId, rating });
+    m.feedback = r.feedback;
+  } catch (err) { return fail(err); }
+  branchControls(el, m);
+  el.querySelector(".feedback-note")?.remove();
+  if (rating === Rating.UNSPECIFIED) return;
+  const note = h("input", { name: "note", maxlength: 2000, placeholder: good ? "What was good about it? (optional)" : "What went wrong? (optional)", "aria-label": "Feedback note" }) as HTMLInputElement;
+  const form = h("form", { class: "feedback-note row" }, note, h("button", { class: "primary" }, "Send"),
+    h("button", { type: "button", onclick: () => form.remove() }, "Skip")) as HTMLFormElement;
+  form.onsubmit = async (e) => {
+    e.preventDefault();
+    try {
+      const r = await convs.rateMessage({ conversationId: currentId, messageId: m.messageId, rating, note: note.value });
+      m.feedback = r.feedback;
+      form.replaceWith(h("p", { class: "muted small feedback-thanks", role: "status" }, "Thank you — noted."));
+    } catch (err) { fail(err); }
+  };
+  el.querySelector(".actions")!.after(form);
+  note.focus();
 }
 /** Gives the messages shown without ids (just sent) their stored state and buttons. */
 async function settleTail(id: string) {

@@ -7,6 +7,7 @@ import { BatchStatus, type Batch } from "../../ts/src/gen/parley/v1/batch_pb";
 import { UsageGroupBy, type UsageBucket } from "../../ts/src/gen/parley/v1/billing_pb";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { WorkerState, type AdminUser, type Invitation } from "../../ts/src/gen/parley/v1/admin_pb";
+import { Rating } from "../../ts/src/gen/parley/v1/conversation_pb";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { $, h, usd, when } from "./dom";
 import { barChart } from "./chart";
@@ -145,6 +146,7 @@ export async function showAdmin() {
   const usage = h("div", { id: "admin-usage" }, "Loading…");
   const invites = h("div", { id: "admin-invites" }, "Loading…");
   const openBatches = h("div", { id: "admin-batches" }, "Loading…");
+  const feedback = h("div", { id: "admin-feedback" }, "Loading…");
   const inviteForm = h("form", { id: "invite-form", class: "row" },
     h("label", {}, "Accounts ", h("input", { name: "uses", type: "number", min: 1, max: 10000, value: 1, required: true })),
     h("label", {}, "Expires in ", h("input", { name: "days", type: "number", min: 1, max: 365, value: 7, required: true }), " days"),
@@ -158,7 +160,17 @@ export async function showAdmin() {
       inviteForm, inviteCode, invites),
     h("section", {}, h("h3", {}, "Workers"), workers),
     h("section", {}, h("h3", {}, "Running batches"), openBatches),
+    h("section", {}, h("h3", {}, "Answer feedback (last 30 days)"), feedback),
     h("section", {}, h("h3", {}, "Recent usage"), usage));
+  admin.getFeedbackSummary({}).then((r) => feedback.replaceChildren(r.models.length ? h("div", {},
+    h("div", { class: "table" }, h("table", { class: "feedback-counts" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "👍"), h("th", {}, "👎"), h("th", {}, "Good"))),
+      h("tbody", {}, ...r.models.map((m) => h("tr", {}, h("td", {}, m.model), h("td", {}, String(m.good)), h("td", {}, String(m.bad)),
+        h("td", {}, `${Math.round(Number(m.good) * 100 / Math.max(1, Number(m.good + m.bad)))}%`)))))),
+    r.notes.length ? h("ul", { class: "feedback-notes" }, ...r.notes.map((n) => h("li", {},
+      `${n.rating === Rating.GOOD ? "👍" : "👎"} ${n.model}: `, h("q", {}, n.note), h("span", { class: "muted" }, ` · ${n.updateTime ? when(timestampMs(n.updateTime)) : ""}`)))) : "")
+    : h("p", { class: "muted" }, "No answer was rated in the last 30 days.")),
+    (e) => { feedback.textContent = "—"; err.textContent = describe(e); });
   const act = async (fn: () => Promise<string>) => {
     err.textContent = ""; ok.textContent = "";
     try { ok.textContent = await fn(); } catch (e) { err.textContent = describe(e); }

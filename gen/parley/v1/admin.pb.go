@@ -2165,11 +2165,258 @@ func (x *RevokeInvitationResponse) GetInvitation() *Invitation {
 	return nil
 }
 
+// GetFeedbackSummaryRequest is the request of AdminService.GetFeedbackSummary.
+type GetFeedbackSummaryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The range's start; unset: 30 days before its end.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Optional. The range's end; unset: now.
+	EndTime       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFeedbackSummaryRequest) Reset() {
+	*x = GetFeedbackSummaryRequest{}
+	mi := &file_parley_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFeedbackSummaryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFeedbackSummaryRequest) ProtoMessage() {}
+
+func (x *GetFeedbackSummaryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFeedbackSummaryRequest.ProtoReflect.Descriptor instead.
+func (*GetFeedbackSummaryRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetFeedbackSummaryRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *GetFeedbackSummaryRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+// ModelFeedback is how one model's answers were rated.
+type ModelFeedback struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// Answers rated good.
+	Good int64 `protobuf:"varint,2,opt,name=good,proto3" json:"good,omitempty"`
+	// Answers rated bad.
+	Bad           int64 `protobuf:"varint,3,opt,name=bad,proto3" json:"bad,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelFeedback) Reset() {
+	*x = ModelFeedback{}
+	mi := &file_parley_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelFeedback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelFeedback) ProtoMessage() {}
+
+func (x *ModelFeedback) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelFeedback.ProtoReflect.Descriptor instead.
+func (*ModelFeedback) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ModelFeedback) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ModelFeedback) GetGood() int64 {
+	if x != nil {
+		return x.Good
+	}
+	return 0
+}
+
+func (x *ModelFeedback) GetBad() int64 {
+	if x != nil {
+		return x.Bad
+	}
+	return 0
+}
+
+// FeedbackNote is one rating's note, without its conversation or person.
+type FeedbackNote struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model that wrote the answer.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// Good or bad.
+	Rating Rating `protobuf:"varint,2,opt,name=rating,proto3,enum=parley.v1.Rating" json:"rating,omitempty"`
+	// The note.
+	Note string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	// When it was given.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeedbackNote) Reset() {
+	*x = FeedbackNote{}
+	mi := &file_parley_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedbackNote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedbackNote) ProtoMessage() {}
+
+func (x *FeedbackNote) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedbackNote.ProtoReflect.Descriptor instead.
+func (*FeedbackNote) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *FeedbackNote) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *FeedbackNote) GetRating() Rating {
+	if x != nil {
+		return x.Rating
+	}
+	return Rating_RATING_UNSPECIFIED
+}
+
+func (x *FeedbackNote) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *FeedbackNote) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// GetFeedbackSummaryResponse is the response of AdminService.GetFeedbackSummary.
+type GetFeedbackSummaryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Per model, the most rated first.
+	Models []*ModelFeedback `protobuf:"bytes,1,rep,name=models,proto3" json:"models,omitempty"`
+	// The 50 newest notes in the range, newest first.
+	Notes         []*FeedbackNote `protobuf:"bytes,2,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFeedbackSummaryResponse) Reset() {
+	*x = GetFeedbackSummaryResponse{}
+	mi := &file_parley_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFeedbackSummaryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFeedbackSummaryResponse) ProtoMessage() {}
+
+func (x *GetFeedbackSummaryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFeedbackSummaryResponse.ProtoReflect.Descriptor instead.
+func (*GetFeedbackSummaryResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetFeedbackSummaryResponse) GetModels() []*ModelFeedback {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *GetFeedbackSummaryResponse) GetNotes() []*FeedbackNote {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
 var File_parley_v1_admin_proto protoreflect.FileDescriptor
 
 const file_parley_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x15parley/v1/batch.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\"\x18\n" +
+	"\x15parley/v1/admin.proto\x12\tparley.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14parley/v1/auth.proto\x1a\x15parley/v1/batch.proto\x1a\x17parley/v1/billing.proto\x1a\x16parley/v1/common.proto\x1a\x1cparley/v1/conversation.proto\"\x18\n" +
 	"\x16ListOpenBatchesRequest\"\xdd\x01\n" +
 	"\x17ListOpenBatchesResponse\x12*\n" +
 	"\abatches\x18\x01 \x03(\v2\x10.parley.v1.BatchR\abatches\x12V\n" +
@@ -2316,7 +2563,24 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x18RevokeInvitationResponse\x125\n" +
 	"\n" +
 	"invitation\x18\x01 \x01(\v2\x15.parley.v1.InvitationR\n" +
-	"invitation*\x95\x01\n" +
+	"invitation\"\x8d\x01\n" +
+	"\x19GetFeedbackSummaryRequest\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"K\n" +
+	"\rModelFeedback\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
+	"\x04good\x18\x02 \x01(\x03R\x04good\x12\x10\n" +
+	"\x03bad\x18\x03 \x01(\x03R\x03bad\"\xa0\x01\n" +
+	"\fFeedbackNote\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12)\n" +
+	"\x06rating\x18\x02 \x01(\x0e2\x11.parley.v1.RatingR\x06rating\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\x12;\n" +
+	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"}\n" +
+	"\x1aGetFeedbackSummaryResponse\x120\n" +
+	"\x06models\x18\x01 \x03(\v2\x18.parley.v1.ModelFeedbackR\x06models\x12-\n" +
+	"\x05notes\x18\x02 \x03(\v2\x17.parley.v1.FeedbackNoteR\x05notes*\x95\x01\n" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_READY\x10\x01\x12\x18\n" +
@@ -2327,12 +2591,13 @@ const file_parley_v1_admin_proto_rawDesc = "" +
 	"\x1eSERVED_MODEL_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cSERVED_MODEL_STATE_AVAILABLE\x10\x01\x12\"\n" +
 	"\x1eSERVED_MODEL_STATE_UNAVAILABLE\x10\x02\x12\x1e\n" +
-	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\x88\t\n" +
+	"\x1aSERVED_MODEL_STATE_REFUSED\x10\x032\xeb\t\n" +
 	"\fAdminService\x12L\n" +
 	"\vSetUserTier\x12\x1d.parley.v1.SetUserTierRequest\x1a\x1e.parley.v1.SetUserTierResponse\x12R\n" +
 	"\rAdjustBalance\x12\x1f.parley.v1.AdjustBalanceRequest\x1a .parley.v1.AdjustBalanceResponse\x12L\n" +
 	"\vListWorkers\x12\x1d.parley.v1.ListWorkersRequest\x1a\x1e.parley.v1.ListWorkersResponse\x12^\n" +
-	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12[\n" +
+	"\tListUsage\x12'.parley.v1.AdminServiceListUsageRequest\x1a(.parley.v1.AdminServiceListUsageResponse\x12a\n" +
+	"\x12GetFeedbackSummary\x12$.parley.v1.GetFeedbackSummaryRequest\x1a%.parley.v1.GetFeedbackSummaryResponse\x12[\n" +
 	"\x10ListServedModels\x12\".parley.v1.ListServedModelsRequest\x1a#.parley.v1.ListServedModelsResponse\x12L\n" +
 	"\vSearchUsers\x12\x1d.parley.v1.SearchUsersRequest\x1a\x1e.parley.v1.SearchUsersResponse\x12O\n" +
 	"\fSetUserAdmin\x12\x1e.parley.v1.SetUserAdminRequest\x1a\x1f.parley.v1.SetUserAdminResponse\x12X\n" +
@@ -2356,7 +2621,7 @@ func file_parley_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_parley_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_parley_v1_admin_proto_goTypes = []any{
 	(WorkerState)(0),                        // 0: parley.v1.WorkerState
 	(ServedModelState)(0),                   // 1: parley.v1.ServedModelState
@@ -2393,75 +2658,88 @@ var file_parley_v1_admin_proto_goTypes = []any{
 	(*ListInvitationsResponse)(nil),         // 32: parley.v1.ListInvitationsResponse
 	(*RevokeInvitationRequest)(nil),         // 33: parley.v1.RevokeInvitationRequest
 	(*RevokeInvitationResponse)(nil),        // 34: parley.v1.RevokeInvitationResponse
-	nil,                                     // 35: parley.v1.ListOpenBatchesResponse.OwnerEmailsEntry
-	nil,                                     // 36: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
-	(*Batch)(nil),                           // 37: parley.v1.Batch
-	(*timestamppb.Timestamp)(nil),           // 38: google.protobuf.Timestamp
-	(Tier)(0),                               // 39: parley.v1.Tier
-	(*User)(nil),                            // 40: parley.v1.User
-	(*UsageRecord)(nil),                     // 41: parley.v1.UsageRecord
-	(*durationpb.Duration)(nil),             // 42: google.protobuf.Duration
+	(*GetFeedbackSummaryRequest)(nil),       // 35: parley.v1.GetFeedbackSummaryRequest
+	(*ModelFeedback)(nil),                   // 36: parley.v1.ModelFeedback
+	(*FeedbackNote)(nil),                    // 37: parley.v1.FeedbackNote
+	(*GetFeedbackSummaryResponse)(nil),      // 38: parley.v1.GetFeedbackSummaryResponse
+	nil,                                     // 39: parley.v1.ListOpenBatchesResponse.OwnerEmailsEntry
+	nil,                                     // 40: parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	(*Batch)(nil),                           // 41: parley.v1.Batch
+	(*timestamppb.Timestamp)(nil),           // 42: google.protobuf.Timestamp
+	(Tier)(0),                               // 43: parley.v1.Tier
+	(*User)(nil),                            // 44: parley.v1.User
+	(*UsageRecord)(nil),                     // 45: parley.v1.UsageRecord
+	(*durationpb.Duration)(nil),             // 46: google.protobuf.Duration
+	(Rating)(0),                             // 47: parley.v1.Rating
 }
 var file_parley_v1_admin_proto_depIdxs = []int32{
-	37, // 0: parley.v1.ListOpenBatchesResponse.batches:type_name -> parley.v1.Batch
-	35, // 1: parley.v1.ListOpenBatchesResponse.owner_emails:type_name -> parley.v1.ListOpenBatchesResponse.OwnerEmailsEntry
-	37, // 2: parley.v1.AdminServiceCancelBatchResponse.batch:type_name -> parley.v1.Batch
+	41, // 0: parley.v1.ListOpenBatchesResponse.batches:type_name -> parley.v1.Batch
+	39, // 1: parley.v1.ListOpenBatchesResponse.owner_emails:type_name -> parley.v1.ListOpenBatchesResponse.OwnerEmailsEntry
+	41, // 2: parley.v1.AdminServiceCancelBatchResponse.batch:type_name -> parley.v1.Batch
 	0,  // 3: parley.v1.Worker.state:type_name -> parley.v1.WorkerState
 	7,  // 4: parley.v1.Worker.load:type_name -> parley.v1.WorkerLoad
-	38, // 5: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
-	39, // 6: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
-	40, // 7: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
+	42, // 5: parley.v1.Worker.ejected_until:type_name -> google.protobuf.Timestamp
+	43, // 6: parley.v1.SetUserTierRequest.tier:type_name -> parley.v1.Tier
+	44, // 7: parley.v1.SetUserTierResponse.user:type_name -> parley.v1.User
 	6,  // 8: parley.v1.ListWorkersResponse.workers:type_name -> parley.v1.Worker
 	16, // 9: parley.v1.ListServedModelsResponse.models:type_name -> parley.v1.ServedModel
 	1,  // 10: parley.v1.ServedModel.state:type_name -> parley.v1.ServedModelState
 	17, // 11: parley.v1.ServedModel.workers:type_name -> parley.v1.ServedModelWorker
 	0,  // 12: parley.v1.ServedModelWorker.state:type_name -> parley.v1.WorkerState
-	41, // 13: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
-	36, // 14: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
+	45, // 13: parley.v1.AdminServiceListUsageResponse.usage_records:type_name -> parley.v1.UsageRecord
+	40, // 14: parley.v1.AdminServiceListUsageResponse.user_emails:type_name -> parley.v1.AdminServiceListUsageResponse.UserEmailsEntry
 	22, // 15: parley.v1.SearchUsersResponse.users:type_name -> parley.v1.AdminUser
-	40, // 16: parley.v1.AdminUser.user:type_name -> parley.v1.User
-	40, // 17: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
+	44, // 16: parley.v1.AdminUser.user:type_name -> parley.v1.User
+	44, // 17: parley.v1.SetUserAdminResponse.user:type_name -> parley.v1.User
 	27, // 18: parley.v1.ListAuditEventsResponse.events:type_name -> parley.v1.AuditEvent
-	38, // 19: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	38, // 20: parley.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
-	38, // 21: parley.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 22: parley.v1.Invitation.last_used_at:type_name -> google.protobuf.Timestamp
-	38, // 23: parley.v1.Invitation.revoked_at:type_name -> google.protobuf.Timestamp
-	42, // 24: parley.v1.CreateInvitationRequest.ttl:type_name -> google.protobuf.Duration
+	42, // 19: parley.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	42, // 20: parley.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
+	42, // 21: parley.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 22: parley.v1.Invitation.last_used_at:type_name -> google.protobuf.Timestamp
+	42, // 23: parley.v1.Invitation.revoked_at:type_name -> google.protobuf.Timestamp
+	46, // 24: parley.v1.CreateInvitationRequest.ttl:type_name -> google.protobuf.Duration
 	28, // 25: parley.v1.CreateInvitationResponse.invitation:type_name -> parley.v1.Invitation
 	28, // 26: parley.v1.ListInvitationsResponse.invitations:type_name -> parley.v1.Invitation
 	28, // 27: parley.v1.RevokeInvitationResponse.invitation:type_name -> parley.v1.Invitation
-	8,  // 28: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
-	10, // 29: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
-	12, // 30: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
-	18, // 31: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
-	14, // 32: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
-	20, // 33: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
-	23, // 34: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
-	25, // 35: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
-	29, // 36: parley.v1.AdminService.CreateInvitation:input_type -> parley.v1.CreateInvitationRequest
-	31, // 37: parley.v1.AdminService.ListInvitations:input_type -> parley.v1.ListInvitationsRequest
-	33, // 38: parley.v1.AdminService.RevokeInvitation:input_type -> parley.v1.RevokeInvitationRequest
-	2,  // 39: parley.v1.AdminService.ListOpenBatches:input_type -> parley.v1.ListOpenBatchesRequest
-	4,  // 40: parley.v1.AdminService.CancelBatch:input_type -> parley.v1.AdminServiceCancelBatchRequest
-	9,  // 41: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
-	11, // 42: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
-	13, // 43: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
-	19, // 44: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
-	15, // 45: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
-	21, // 46: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
-	24, // 47: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
-	26, // 48: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
-	30, // 49: parley.v1.AdminService.CreateInvitation:output_type -> parley.v1.CreateInvitationResponse
-	32, // 50: parley.v1.AdminService.ListInvitations:output_type -> parley.v1.ListInvitationsResponse
-	34, // 51: parley.v1.AdminService.RevokeInvitation:output_type -> parley.v1.RevokeInvitationResponse
-	3,  // 52: parley.v1.AdminService.ListOpenBatches:output_type -> parley.v1.ListOpenBatchesResponse
-	5,  // 53: parley.v1.AdminService.CancelBatch:output_type -> parley.v1.AdminServiceCancelBatchResponse
-	41, // [41:54] is the sub-list for method output_type
-	28, // [28:41] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	42, // 28: parley.v1.GetFeedbackSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	42, // 29: parley.v1.GetFeedbackSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	47, // 30: parley.v1.FeedbackNote.rating:type_name -> parley.v1.Rating
+	42, // 31: parley.v1.FeedbackNote.update_time:type_name -> google.protobuf.Timestamp
+	36, // 32: parley.v1.GetFeedbackSummaryResponse.models:type_name -> parley.v1.ModelFeedback
+	37, // 33: parley.v1.GetFeedbackSummaryResponse.notes:type_name -> parley.v1.FeedbackNote
+	8,  // 34: parley.v1.AdminService.SetUserTier:input_type -> parley.v1.SetUserTierRequest
+	10, // 35: parley.v1.AdminService.AdjustBalance:input_type -> parley.v1.AdjustBalanceRequest
+	12, // 36: parley.v1.AdminService.ListWorkers:input_type -> parley.v1.ListWorkersRequest
+	18, // 37: parley.v1.AdminService.ListUsage:input_type -> parley.v1.AdminServiceListUsageRequest
+	35, // 38: parley.v1.AdminService.GetFeedbackSummary:input_type -> parley.v1.GetFeedbackSummaryRequest
+	14, // 39: parley.v1.AdminService.ListServedModels:input_type -> parley.v1.ListServedModelsRequest
+	20, // 40: parley.v1.AdminService.SearchUsers:input_type -> parley.v1.SearchUsersRequest
+	23, // 41: parley.v1.AdminService.SetUserAdmin:input_type -> parley.v1.SetUserAdminRequest
+	25, // 42: parley.v1.AdminService.ListAuditEvents:input_type -> parley.v1.ListAuditEventsRequest
+	29, // 43: parley.v1.AdminService.CreateInvitation:input_type -> parley.v1.CreateInvitationRequest
+	31, // 44: parley.v1.AdminService.ListInvitations:input_type -> parley.v1.ListInvitationsRequest
+	33, // 45: parley.v1.AdminService.RevokeInvitation:input_type -> parley.v1.RevokeInvitationRequest
+	2,  // 46: parley.v1.AdminService.ListOpenBatches:input_type -> parley.v1.ListOpenBatchesRequest
+	4,  // 47: parley.v1.AdminService.CancelBatch:input_type -> parley.v1.AdminServiceCancelBatchRequest
+	9,  // 48: parley.v1.AdminService.SetUserTier:output_type -> parley.v1.SetUserTierResponse
+	11, // 49: parley.v1.AdminService.AdjustBalance:output_type -> parley.v1.AdjustBalanceResponse
+	13, // 50: parley.v1.AdminService.ListWorkers:output_type -> parley.v1.ListWorkersResponse
+	19, // 51: parley.v1.AdminService.ListUsage:output_type -> parley.v1.AdminServiceListUsageResponse
+	38, // 52: parley.v1.AdminService.GetFeedbackSummary:output_type -> parley.v1.GetFeedbackSummaryResponse
+	15, // 53: parley.v1.AdminService.ListServedModels:output_type -> parley.v1.ListServedModelsResponse
+	21, // 54: parley.v1.AdminService.SearchUsers:output_type -> parley.v1.SearchUsersResponse
+	24, // 55: parley.v1.AdminService.SetUserAdmin:output_type -> parley.v1.SetUserAdminResponse
+	26, // 56: parley.v1.AdminService.ListAuditEvents:output_type -> parley.v1.ListAuditEventsResponse
+	30, // 57: parley.v1.AdminService.CreateInvitation:output_type -> parley.v1.CreateInvitationResponse
+	32, // 58: parley.v1.AdminService.ListInvitations:output_type -> parley.v1.ListInvitationsResponse
+	34, // 59: parley.v1.AdminService.RevokeInvitation:output_type -> parley.v1.RevokeInvitationResponse
+	3,  // 60: parley.v1.AdminService.ListOpenBatches:output_type -> parley.v1.ListOpenBatchesResponse
+	5,  // 61: parley.v1.AdminService.CancelBatch:output_type -> parley.v1.AdminServiceCancelBatchResponse
+	48, // [48:62] is the sub-list for method output_type
+	34, // [34:48] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_admin_proto_init() }
@@ -2473,13 +2751,14 @@ func file_parley_v1_admin_proto_init() {
 	file_parley_v1_batch_proto_init()
 	file_parley_v1_billing_proto_init()
 	file_parley_v1_common_proto_init()
+	file_parley_v1_conversation_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_admin_proto_rawDesc), len(file_parley_v1_admin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Rating is a person's verdict on an answer.
+type Rating int32
+
+const (
+	// None (RateMessage: take the rating back).
+	Rating_RATING_UNSPECIFIED Rating = 0
+	// Thumbs up.
+	Rating_RATING_GOOD Rating = 1
+	// Thumbs down.
+	Rating_RATING_BAD Rating = 2
+)
+
+// Enum value maps for Rating.
+var (
+	Rating_name = map[int32]string{
+		0: "RATING_UNSPECIFIED",
+		1: "RATING_GOOD",
+		2: "RATING_BAD",
+	}
+	Rating_value = map[string]int32{
+		"RATING_UNSPECIFIED": 0,
+		"RATING_GOOD":        1,
+		"RATING_BAD":         2,
+	}
+)
+
+func (x Rating) Enum() *Rating {
+	p := new(Rating)
+	*p = x
+	return p
+}
+
+func (x Rating) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Rating) Descriptor() protoreflect.EnumDescriptor {
+	return file_parley_v1_conversation_proto_enumTypes[0].Descriptor()
+}
+
+func (Rating) Type() protoreflect.EnumType {
+	return &file_parley_v1_conversation_proto_enumTypes[0]
+}
+
+func (x Rating) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Rating.Descriptor instead.
+func (Rating) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
+}
+
 // ArchivedFilter selects conversations by their archived flag.
 type ArchivedFilter int32
 
@@ -63,11 +116,11 @@ func (x ArchivedFilter) String() string {
 }
 
 func (ArchivedFilter) Descriptor() protoreflect.EnumDescriptor {
-	return file_parley_v1_conversation_proto_enumTypes[0].Descriptor()
+	return file_parley_v1_conversation_proto_enumTypes[1].Descriptor()
 }
 
 func (ArchivedFilter) Type() protoreflect.EnumType {
-	return &file_parley_v1_conversation_proto_enumTypes[0]
+	return &file_parley_v1_conversation_proto_enumTypes[1]
 }
 
 func (x ArchivedFilter) Number() protoreflect.EnumNumber {
@@ -76,7 +129,7 @@ func (x ArchivedFilter) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ArchivedFilter.Descriptor instead.
 func (ArchivedFilter) EnumDescriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
 }
 
 // MessageStatus says whether a stored message is complete.
@@ -123,11 +176,11 @@ func (x MessageStatus) String() string {
 }
 
 func (MessageStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_parley_v1_conversation_proto_enumTypes[1].Descriptor()
+	return file_parley_v1_conversation_proto_enumTypes[2].Descriptor()
 }
 
 func (MessageStatus) Type() protoreflect.EnumType {
-	return &file_parley_v1_conversation_proto_enumTypes[1]
+	return &file_parley_v1_conversation_proto_enumTypes[2]
 }
 
 func (x MessageStatus) Number() protoreflect.EnumNumber {
@@ -136,7 +189,7 @@ func (x MessageStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MessageStatus.Descriptor instead.
 func (MessageStatus) EnumDescriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
 }
 
 // ExportFormat is the file format of ConversationService.ExportConversation.
@@ -176,11 +229,11 @@ func (x ExportFormat) String() string {
 }
 
 func (ExportFormat) Descriptor() protoreflect.EnumDescriptor {
-	return file_parley_v1_conversation_proto_enumTypes[2].Descriptor()
+	return file_parley_v1_conversation_proto_enumTypes[3].Descriptor()
 }
 
 func (ExportFormat) Type() protoreflect.EnumType {
-	return &file_parley_v1_conversation_proto_enumTypes[2]
+	return &file_parley_v1_conversation_proto_enumTypes[3]
 }
 
 func (x ExportFormat) Number() protoreflect.EnumNumber {
@@ -189,7 +242,190 @@ func (x ExportFormat) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExportFormat.Descriptor instead.
 func (ExportFormat) EnumDescriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{3}
+}
+
+// MessageFeedback is the caller's rating of an answer.
+type MessageFeedback struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Good or bad.
+	Rating Rating `protobuf:"varint,1,opt,name=rating,proto3,enum=parley.v1.Rating" json:"rating,omitempty"`
+	// What the person added; may be empty.
+	Note string `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	// When it was given.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageFeedback) Reset() {
+	*x = MessageFeedback{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageFeedback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageFeedback) ProtoMessage() {}
+
+func (x *MessageFeedback) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageFeedback.ProtoReflect.Descriptor instead.
+func (*MessageFeedback) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *MessageFeedback) GetRating() Rating {
+	if x != nil {
+		return x.Rating
+	}
+	return Rating_RATING_UNSPECIFIED
+}
+
+func (x *MessageFeedback) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *MessageFeedback) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// RateMessageRequest is the request of ConversationService.RateMessage.
+type RateMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. An answer (assistant message) of the conversation.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Good, bad, or unspecified to take the rating back.
+	Rating Rating `protobuf:"varint,3,opt,name=rating,proto3,enum=parley.v1.Rating" json:"rating,omitempty"`
+	// Optional. At most 2,000 characters.
+	Note          string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateMessageRequest) Reset() {
+	*x = RateMessageRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateMessageRequest) ProtoMessage() {}
+
+func (x *RateMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateMessageRequest.ProtoReflect.Descriptor instead.
+func (*RateMessageRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RateMessageRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *RateMessageRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *RateMessageRequest) GetRating() Rating {
+	if x != nil {
+		return x.Rating
+	}
+	return Rating_RATING_UNSPECIFIED
+}
+
+func (x *RateMessageRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// RateMessageResponse is the response of ConversationService.RateMessage.
+type RateMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The rating as stored; unset when it was taken back.
+	Feedback      *MessageFeedback `protobuf:"bytes,1,opt,name=feedback,proto3" json:"feedback,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateMessageResponse) Reset() {
+	*x = RateMessageResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateMessageResponse) ProtoMessage() {}
+
+func (x *RateMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateMessageResponse.ProtoReflect.Descriptor instead.
+func (*RateMessageResponse) Descriptor() ([]byte, []int) {
 	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RateMessageResponse) GetFeedback() *MessageFeedback {
+	if x != nil {
+		return x.Feedback
+	}
+	return nil
 }
 
 // Conversation is a stored chat.
@@ -226,7 +462,7 @@ type Conversation struct {
 
 func (x *Conversation) Reset() {
 	*x = Conversation{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	mi := &file_parley_v1_conversation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -238,7 +474,7 @@ func (x *Conversation) String() string {
 func (*Conversation) ProtoMessage() {}
 
 func (x *Conversation) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	mi := &file_parley_v1_conversation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -251,7 +487,7 @@ func (x *Conversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversation.ProtoReflect.Descriptor instead.
 func (*Conversation) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Conversation) GetConversationId() string {
@@ -359,14 +595,16 @@ type ConversationMessage struct {
 	// version's branch with ListMessagesRequest.leaf_message_id.
 	SiblingMessageIds []string `protobuf:"bytes,12,rep,name=sibling_message_ids,json=siblingMessageIds,proto3" json:"sibling_message_ids,omitempty"`
 	// Whether the message is complete, still being generated or was interrupted.
-	Status        MessageStatus `protobuf:"varint,13,opt,name=status,proto3,enum=parley.v1.MessageStatus" json:"status,omitempty"`
+	Status MessageStatus `protobuf:"varint,13,opt,name=status,proto3,enum=parley.v1.MessageStatus" json:"status,omitempty"`
+	// The caller's rating of this answer (RateMessage); unset when none.
+	Feedback      *MessageFeedback `protobuf:"bytes,14,opt,name=feedback,proto3" json:"feedback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConversationMessage) Reset() {
 	*x = ConversationMessage{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	mi := &file_parley_v1_conversation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +616,7 @@ func (x *ConversationMessage) String() string {
 func (*ConversationMessage) ProtoMessage() {}
 
 func (x *ConversationMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	mi := &file_parley_v1_conversation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +629,7 @@ func (x *ConversationMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationMessage.ProtoReflect.Descriptor instead.
 func (*ConversationMessage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ConversationMessage) GetMessageId() string {
@@ -485,6 +723,13 @@ func (x *ConversationMessage) GetStatus() MessageStatus {
 	return MessageStatus_MESSAGE_STATUS_UNSPECIFIED
 }
 
+func (x *ConversationMessage) GetFeedback() *MessageFeedback {
+	if x != nil {
+		return x.Feedback
+	}
+	return nil
+}
+
 // CreateConversationRequest is the request of ConversationService.CreateConversation.
 type CreateConversationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -504,7 +749,7 @@ type CreateConversationRequest struct {
 
 func (x *CreateConversationRequest) Reset() {
 	*x = CreateConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	mi := &file_parley_v1_conversation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +761,7 @@ func (x *CreateConversationRequest) String() string {
 func (*CreateConversationRequest) ProtoMessage() {}
 
 func (x *CreateConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	mi := &file_parley_v1_conversation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +774,7 @@ func (x *CreateConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConversationRequest.ProtoReflect.Descriptor instead.
 func (*CreateConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateConversationRequest) GetTitle() string {
@@ -571,7 +816,7 @@ type CreateConversationResponse struct {
 
 func (x *CreateConversationResponse) Reset() {
 	*x = CreateConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[3]
+	mi := &file_parley_v1_conversation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +828,7 @@ func (x *CreateConversationResponse) String() string {
 func (*CreateConversationResponse) ProtoMessage() {}
 
 func (x *CreateConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[3]
+	mi := &file_parley_v1_conversation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +841,7 @@ func (x *CreateConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConversationResponse.ProtoReflect.Descriptor instead.
 func (*CreateConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateConversationResponse) GetConversation() *Conversation {
@@ -624,7 +869,7 @@ type ListConversationsRequest struct {
 
 func (x *ListConversationsRequest) Reset() {
 	*x = ListConversationsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[4]
+	mi := &file_parley_v1_conversation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +881,7 @@ func (x *ListConversationsRequest) String() string {
 func (*ListConversationsRequest) ProtoMessage() {}
 
 func (x *ListConversationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[4]
+	mi := &file_parley_v1_conversation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +894,7 @@ func (x *ListConversationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConversationsRequest.ProtoReflect.Descriptor instead.
 func (*ListConversationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListConversationsRequest) GetPageSize() int32 {
@@ -693,7 +938,7 @@ type ListConversationsResponse struct {
 
 func (x *ListConversationsResponse) Reset() {
 	*x = ListConversationsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[5]
+	mi := &file_parley_v1_conversation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +950,7 @@ func (x *ListConversationsResponse) String() string {
 func (*ListConversationsResponse) ProtoMessage() {}
 
 func (x *ListConversationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[5]
+	mi := &file_parley_v1_conversation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +963,7 @@ func (x *ListConversationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConversationsResponse.ProtoReflect.Descriptor instead.
 func (*ListConversationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListConversationsResponse) GetConversations() []*Conversation {
@@ -746,7 +991,7 @@ type GetConversationRequest struct {
 
 func (x *GetConversationRequest) Reset() {
 	*x = GetConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[6]
+	mi := &file_parley_v1_conversation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +1003,7 @@ func (x *GetConversationRequest) String() string {
 func (*GetConversationRequest) ProtoMessage() {}
 
 func (x *GetConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[6]
+	mi := &file_parley_v1_conversation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +1016,7 @@ func (x *GetConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConversationRequest.ProtoReflect.Descriptor instead.
 func (*GetConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetConversationRequest) GetConversationId() string {
@@ -792,7 +1037,7 @@ type GetConversationResponse struct {
 
 func (x *GetConversationResponse) Reset() {
 	*x = GetConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[7]
+	mi := &file_parley_v1_conversation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +1049,7 @@ func (x *GetConversationResponse) String() string {
 func (*GetConversationResponse) ProtoMessage() {}
 
 func (x *GetConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[7]
+	mi := &file_parley_v1_conversation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +1062,7 @@ func (x *GetConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConversationResponse.ProtoReflect.Descriptor instead.
 func (*GetConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetConversationResponse) GetConversation() *Conversation {
@@ -850,7 +1095,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[8]
+	mi := &file_parley_v1_conversation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +1107,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[8]
+	mi := &file_parley_v1_conversation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +1120,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListMessagesRequest) GetConversationId() string {
@@ -928,7 +1173,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[9]
+	mi := &file_parley_v1_conversation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1185,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[9]
+	mi := &file_parley_v1_conversation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1198,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{9}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*ConversationMessage {
@@ -995,7 +1240,7 @@ type UpdateConversationRequest struct {
 
 func (x *UpdateConversationRequest) Reset() {
 	*x = UpdateConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[10]
+	mi := &file_parley_v1_conversation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1252,7 @@ func (x *UpdateConversationRequest) String() string {
 func (*UpdateConversationRequest) ProtoMessage() {}
 
 func (x *UpdateConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[10]
+	mi := &file_parley_v1_conversation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1265,7 @@ func (x *UpdateConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateConversationRequest.ProtoReflect.Descriptor instead.
 func (*UpdateConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{10}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateConversationRequest) GetConversationId() string {
@@ -1062,7 +1307,7 @@ type UpdateConversationResponse struct {
 
 func (x *UpdateConversationResponse) Reset() {
 	*x = UpdateConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[11]
+	mi := &file_parley_v1_conversation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1319,7 @@ func (x *UpdateConversationResponse) String() string {
 func (*UpdateConversationResponse) ProtoMessage() {}
 
 func (x *UpdateConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[11]
+	mi := &file_parley_v1_conversation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1332,7 @@ func (x *UpdateConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateConversationResponse.ProtoReflect.Descriptor instead.
 func (*UpdateConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{11}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateConversationResponse) GetConversation() *Conversation {
@@ -1108,7 +1353,7 @@ type DeleteConversationRequest struct {
 
 func (x *DeleteConversationRequest) Reset() {
 	*x = DeleteConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[12]
+	mi := &file_parley_v1_conversation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1365,7 @@ func (x *DeleteConversationRequest) String() string {
 func (*DeleteConversationRequest) ProtoMessage() {}
 
 func (x *DeleteConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[12]
+	mi := &file_parley_v1_conversation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1378,7 @@ func (x *DeleteConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConversationRequest.ProtoReflect.Descriptor instead.
 func (*DeleteConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{12}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteConversationRequest) GetConversationId() string {
@@ -1153,7 +1398,7 @@ type DeleteConversationResponse struct {
 
 func (x *DeleteConversationResponse) Reset() {
 	*x = DeleteConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[13]
+	mi := &file_parley_v1_conversation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1410,7 @@ func (x *DeleteConversationResponse) String() string {
 func (*DeleteConversationResponse) ProtoMessage() {}
 
 func (x *DeleteConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[13]
+	mi := &file_parley_v1_conversation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1423,7 @@ func (x *DeleteConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConversationResponse.ProtoReflect.Descriptor instead.
 func (*DeleteConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{13}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{16}
 }
 
 // SendMessageRequest is the request of ConversationService.SendMessage.
@@ -1213,7 +1458,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[14]
+	mi := &file_parley_v1_conversation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1470,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[14]
+	mi := &file_parley_v1_conversation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1483,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{14}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SendMessageRequest) GetConversationId() string {
@@ -1301,7 +1546,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[15]
+	mi := &file_parley_v1_conversation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1558,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[15]
+	mi := &file_parley_v1_conversation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1571,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{15}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SendMessageResponse) GetEvent() *GenerationEvent {
@@ -1350,7 +1595,7 @@ type StreamGenerationRequest struct {
 
 func (x *StreamGenerationRequest) Reset() {
 	*x = StreamGenerationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[16]
+	mi := &file_parley_v1_conversation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1607,7 @@ func (x *StreamGenerationRequest) String() string {
 func (*StreamGenerationRequest) ProtoMessage() {}
 
 func (x *StreamGenerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[16]
+	mi := &file_parley_v1_conversation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1620,7 @@ func (x *StreamGenerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGenerationRequest.ProtoReflect.Descriptor instead.
 func (*StreamGenerationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{16}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StreamGenerationRequest) GetConversationId() string {
@@ -1404,7 +1649,7 @@ type StreamGenerationResponse struct {
 
 func (x *StreamGenerationResponse) Reset() {
 	*x = StreamGenerationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[17]
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1661,7 @@ func (x *StreamGenerationResponse) String() string {
 func (*StreamGenerationResponse) ProtoMessage() {}
 
 func (x *StreamGenerationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[17]
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1674,7 @@ func (x *StreamGenerationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGenerationResponse.ProtoReflect.Descriptor instead.
 func (*StreamGenerationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{17}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamGenerationResponse) GetEvent() *GenerationEvent {
@@ -1450,7 +1695,7 @@ type CancelGenerationRequest struct {
 
 func (x *CancelGenerationRequest) Reset() {
 	*x = CancelGenerationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[18]
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1707,7 @@ func (x *CancelGenerationRequest) String() string {
 func (*CancelGenerationRequest) ProtoMessage() {}
 
 func (x *CancelGenerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[18]
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1720,7 @@ func (x *CancelGenerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelGenerationRequest.ProtoReflect.Descriptor instead.
 func (*CancelGenerationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{18}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelGenerationRequest) GetConversationId() string {
@@ -1496,7 +1741,7 @@ type CancelGenerationResponse struct {
 
 func (x *CancelGenerationResponse) Reset() {
 	*x = CancelGenerationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[19]
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1753,7 @@ func (x *CancelGenerationResponse) String() string {
 func (*CancelGenerationResponse) ProtoMessage() {}
 
 func (x *CancelGenerationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[19]
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1766,7 @@ func (x *CancelGenerationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelGenerationResponse.ProtoReflect.Descriptor instead.
 func (*CancelGenerationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{19}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelGenerationResponse) GetCancelled() bool {
@@ -1548,7 +1793,7 @@ type SearchConversationsRequest struct {
 
 func (x *SearchConversationsRequest) Reset() {
 	*x = SearchConversationsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1805,7 @@ func (x *SearchConversationsRequest) String() string {
 func (*SearchConversationsRequest) ProtoMessage() {}
 
 func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1818,7 @@ func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchConversationsRequest.ProtoReflect.Descriptor instead.
 func (*SearchConversationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SearchConversationsRequest) GetQuery() string {
@@ -1610,7 +1855,7 @@ type SearchConversationsResponse struct {
 
 func (x *SearchConversationsResponse) Reset() {
 	*x = SearchConversationsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1867,7 @@ func (x *SearchConversationsResponse) String() string {
 func (*SearchConversationsResponse) ProtoMessage() {}
 
 func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1880,7 @@ func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchConversationsResponse.ProtoReflect.Descriptor instead.
 func (*SearchConversationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SearchConversationsResponse) GetResults() []*ConversationSearchResult {
@@ -1670,7 +1915,7 @@ type ConversationSearchResult struct {
 
 func (x *ConversationSearchResult) Reset() {
 	*x = ConversationSearchResult{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1927,7 @@ func (x *ConversationSearchResult) String() string {
 func (*ConversationSearchResult) ProtoMessage() {}
 
 func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1940,7 @@ func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationSearchResult.ProtoReflect.Descriptor instead.
 func (*ConversationSearchResult) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConversationSearchResult) GetConversation() *Conversation {
@@ -1740,7 +1985,7 @@ type TextRange struct {
 
 func (x *TextRange) Reset() {
 	*x = TextRange{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1997,7 @@ func (x *TextRange) String() string {
 func (*TextRange) ProtoMessage() {}
 
 func (x *TextRange) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +2010,7 @@ func (x *TextRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextRange.ProtoReflect.Descriptor instead.
 func (*TextRange) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TextRange) GetStart() int32 {
@@ -1793,7 +2038,7 @@ type ShareConversationRequest struct {
 
 func (x *ShareConversationRequest) Reset() {
 	*x = ShareConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +2050,7 @@ func (x *ShareConversationRequest) String() string {
 func (*ShareConversationRequest) ProtoMessage() {}
 
 func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +2063,7 @@ func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareConversationRequest.ProtoReflect.Descriptor instead.
 func (*ShareConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ShareConversationRequest) GetConversationId() string {
@@ -1843,7 +2088,7 @@ type ShareConversationResponse struct {
 
 func (x *ShareConversationResponse) Reset() {
 	*x = ShareConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +2100,7 @@ func (x *ShareConversationResponse) String() string {
 func (*ShareConversationResponse) ProtoMessage() {}
 
 func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +2113,7 @@ func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareConversationResponse.ProtoReflect.Descriptor instead.
 func (*ShareConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ShareConversationResponse) GetShareId() string {
@@ -1903,7 +2148,7 @@ type UnshareConversationRequest struct {
 
 func (x *UnshareConversationRequest) Reset() {
 	*x = UnshareConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +2160,7 @@ func (x *UnshareConversationRequest) String() string {
 func (*UnshareConversationRequest) ProtoMessage() {}
 
 func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2173,7 @@ func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnshareConversationRequest.ProtoReflect.Descriptor instead.
 func (*UnshareConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UnshareConversationRequest) GetConversationId() string {
@@ -1949,7 +2194,7 @@ type UnshareConversationResponse struct {
 
 func (x *UnshareConversationResponse) Reset() {
 	*x = UnshareConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2206,7 @@ func (x *UnshareConversationResponse) String() string {
 func (*UnshareConversationResponse) ProtoMessage() {}
 
 func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2219,7 @@ func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnshareConversationResponse.ProtoReflect.Descriptor instead.
 func (*UnshareConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UnshareConversationResponse) GetUnshared() bool {
@@ -1995,7 +2240,7 @@ type GetSharedConversationRequest struct {
 
 func (x *GetSharedConversationRequest) Reset() {
 	*x = GetSharedConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2252,7 @@ func (x *GetSharedConversationRequest) String() string {
 func (*GetSharedConversationRequest) ProtoMessage() {}
 
 func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2265,7 @@ func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSharedConversationRequest.ProtoReflect.Descriptor instead.
 func (*GetSharedConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetSharedConversationRequest) GetShareId() string {
@@ -2042,7 +2287,7 @@ type GetSharedConversationResponse struct {
 
 func (x *GetSharedConversationResponse) Reset() {
 	*x = GetSharedConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2299,7 @@ func (x *GetSharedConversationResponse) String() string {
 func (*GetSharedConversationResponse) ProtoMessage() {}
 
 func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2312,7 @@ func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSharedConversationResponse.ProtoReflect.Descriptor instead.
 func (*GetSharedConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetSharedConversationResponse) GetShared() *SharedConversation {
@@ -2097,7 +2342,7 @@ type SharedConversation struct {
 
 func (x *SharedConversation) Reset() {
 	*x = SharedConversation{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2354,7 @@ func (x *SharedConversation) String() string {
 func (*SharedConversation) ProtoMessage() {}
 
 func (x *SharedConversation) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2367,7 @@ func (x *SharedConversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedConversation.ProtoReflect.Descriptor instead.
 func (*SharedConversation) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SharedConversation) GetShareId() string {
@@ -2180,7 +2425,7 @@ type SharedMessage struct {
 
 func (x *SharedMessage) Reset() {
 	*x = SharedMessage{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2437,7 @@ func (x *SharedMessage) String() string {
 func (*SharedMessage) ProtoMessage() {}
 
 func (x *SharedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2450,7 @@ func (x *SharedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedMessage.ProtoReflect.Descriptor instead.
 func (*SharedMessage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SharedMessage) GetRole() Role {
@@ -2256,7 +2501,7 @@ type ExportConversationRequest struct {
 
 func (x *ExportConversationRequest) Reset() {
 	*x = ExportConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2513,7 @@ func (x *ExportConversationRequest) String() string {
 func (*ExportConversationRequest) ProtoMessage() {}
 
 func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2526,7 @@ func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportConversationRequest.ProtoReflect.Descriptor instead.
 func (*ExportConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExportConversationRequest) GetConversationId() string {
@@ -2314,7 +2559,7 @@ type ExportConversationResponse struct {
 
 func (x *ExportConversationResponse) Reset() {
 	*x = ExportConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2326,7 +2571,7 @@ func (x *ExportConversationResponse) String() string {
 func (*ExportConversationResponse) ProtoMessage() {}
 
 func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2339,7 +2584,7 @@ func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportConversationResponse.ProtoReflect.Descriptor instead.
 func (*ExportConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExportConversationResponse) GetFilename() string {
@@ -2378,7 +2623,7 @@ type ConversationExport struct {
 
 func (x *ConversationExport) Reset() {
 	*x = ConversationExport{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2635,7 @@ func (x *ConversationExport) String() string {
 func (*ConversationExport) ProtoMessage() {}
 
 func (x *ConversationExport) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2648,7 @@ func (x *ConversationExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationExport.ProtoReflect.Descriptor instead.
 func (*ConversationExport) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConversationExport) GetConversation() *Conversation {
@@ -2446,7 +2691,7 @@ type RegenerateMessageRequest struct {
 
 func (x *RegenerateMessageRequest) Reset() {
 	*x = RegenerateMessageRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2703,7 @@ func (x *RegenerateMessageRequest) String() string {
 func (*RegenerateMessageRequest) ProtoMessage() {}
 
 func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2716,7 @@ func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegenerateMessageRequest.ProtoReflect.Descriptor instead.
 func (*RegenerateMessageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RegenerateMessageRequest) GetConversationId() string {
@@ -2522,7 +2767,7 @@ type RegenerateMessageResponse struct {
 
 func (x *RegenerateMessageResponse) Reset() {
 	*x = RegenerateMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2779,7 @@ func (x *RegenerateMessageResponse) String() string {
 func (*RegenerateMessageResponse) ProtoMessage() {}
 
 func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2792,7 @@ func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
 func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
@@ -2567,7 +2812,7 @@ type GetCustomInstructionsRequest struct {
 
 func (x *GetCustomInstructionsRequest) Reset() {
 	*x = GetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2824,7 @@ func (x *GetCustomInstructionsRequest) String() string {
 func (*GetCustomInstructionsRequest) ProtoMessage() {}
 
 func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2837,7 @@ func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
 func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
 }
 
 // GetCustomInstructionsResponse is the response of
@@ -2607,7 +2852,7 @@ type GetCustomInstructionsResponse struct {
 
 func (x *GetCustomInstructionsResponse) Reset() {
 	*x = GetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	mi := &file_parley_v1_conversation_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2619,7 +2864,7 @@ func (x *GetCustomInstructionsResponse) String() string {
 func (*GetCustomInstructionsResponse) ProtoMessage() {}
 
 func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	mi := &file_parley_v1_conversation_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2632,7 +2877,7 @@ func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
 func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetCustomInstructionsResponse) GetInstructions() string {
@@ -2654,7 +2899,7 @@ type SetCustomInstructionsRequest struct {
 
 func (x *SetCustomInstructionsRequest) Reset() {
 	*x = SetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	mi := &file_parley_v1_conversation_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +2911,7 @@ func (x *SetCustomInstructionsRequest) String() string {
 func (*SetCustomInstructionsRequest) ProtoMessage() {}
 
 func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	mi := &file_parley_v1_conversation_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +2924,7 @@ func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
 func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetCustomInstructionsRequest) GetInstructions() string {
@@ -2701,7 +2946,7 @@ type SetCustomInstructionsResponse struct {
 
 func (x *SetCustomInstructionsResponse) Reset() {
 	*x = SetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	mi := &file_parley_v1_conversation_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2958,7 @@ func (x *SetCustomInstructionsResponse) String() string {
 func (*SetCustomInstructionsResponse) ProtoMessage() {}
 
 func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	mi := &file_parley_v1_conversation_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2971,7 @@ func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
 func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetCustomInstructionsResponse) GetInstructions() string {
@@ -2740,7 +2985,20 @@ var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x87\x03\n" +
+	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x8d\x01\n" +
+	"\x0fMessageFeedback\x12)\n" +
+	"\x06rating\x18\x01 \x01(\x0e2\x11.parley.v1.RatingR\x06rating\x12\x12\n" +
+	"\x04note\x18\x02 \x01(\tR\x04note\x12;\n" +
+	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\x9b\x01\n" +
+	"\x12RateMessageRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12)\n" +
+	"\x06rating\x18\x03 \x01(\x0e2\x11.parley.v1.RatingR\x06rating\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"M\n" +
+	"\x13RateMessageResponse\x126\n" +
+	"\bfeedback\x18\x01 \x01(\v2\x1a.parley.v1.MessageFeedbackR\bfeedback\"\x87\x03\n" +
 	"\fConversation\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -2757,7 +3015,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x12current_message_id\x18\t \x01(\tR\x10currentMessageId\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\n" +
-	" \x01(\tR\tprojectId\"\xa8\x04\n" +
+	" \x01(\tR\tprojectId\"\xe0\x04\n" +
 	"\x13ConversationMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12'\n" +
@@ -2774,7 +3032,8 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	" \x01(\x05R\fsiblingIndex\x12#\n" +
 	"\rsibling_count\x18\v \x01(\x05R\fsiblingCount\x12.\n" +
 	"\x13sibling_message_ids\x18\f \x03(\tR\x11siblingMessageIds\x120\n" +
-	"\x06status\x18\r \x01(\x0e2\x18.parley.v1.MessageStatusR\x06status\"\x8b\x01\n" +
+	"\x06status\x18\r \x01(\x0e2\x18.parley.v1.MessageStatusR\x06status\x126\n" +
+	"\bfeedback\x18\x0e \x01(\v2\x1a.parley.v1.MessageFeedbackR\bfeedback\"\x8b\x01\n" +
 	"\x19CreateConversationRequest\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
@@ -2917,7 +3176,12 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x1cSetCustomInstructionsRequest\x12\"\n" +
 	"\finstructions\x18\x01 \x01(\tR\finstructions\"C\n" +
 	"\x1dSetCustomInstructionsResponse\x12\"\n" +
-	"\finstructions\x18\x01 \x01(\tR\finstructions*\x84\x01\n" +
+	"\finstructions\x18\x01 \x01(\tR\finstructions*A\n" +
+	"\x06Rating\x12\x16\n" +
+	"\x12RATING_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vRATING_GOOD\x10\x01\x12\x0e\n" +
+	"\n" +
+	"RATING_BAD\x10\x02*\x84\x01\n" +
 	"\x0eArchivedFilter\x12\x1f\n" +
 	"\x1bARCHIVED_FILTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ARCHIVED_FILTER_ACTIVE\x10\x01\x12\x1c\n" +
@@ -2931,7 +3195,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fExportFormat\x12\x1d\n" +
 	"\x19EXPORT_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EXPORT_FORMAT_MARKDOWN\x10\x01\x12\x16\n" +
-	"\x12EXPORT_FORMAT_JSON\x10\x022\x8a\r\n" +
+	"\x12EXPORT_FORMAT_JSON\x10\x022\xd8\r\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -2949,7 +3213,8 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x11ShareConversation\x12#.parley.v1.ShareConversationRequest\x1a$.parley.v1.ShareConversationResponse\x12d\n" +
 	"\x13UnshareConversation\x12%.parley.v1.UnshareConversationRequest\x1a&.parley.v1.UnshareConversationResponse\x12j\n" +
 	"\x15GetSharedConversation\x12'.parley.v1.GetSharedConversationRequest\x1a(.parley.v1.GetSharedConversationResponse\x12a\n" +
-	"\x12ExportConversation\x12$.parley.v1.ExportConversationRequest\x1a%.parley.v1.ExportConversationResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\x12ExportConversation\x12$.parley.v1.ExportConversationRequest\x1a%.parley.v1.ExportConversationResponse\x12L\n" +
+	"\vRateMessage\x12\x1d.parley.v1.RateMessageRequest\x1a\x1e.parley.v1.RateMessageResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_conversation_proto_rawDescOnce sync.Once
@@ -2963,129 +3228,140 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 	return file_parley_v1_conversation_proto_rawDescData
 }
 
-var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_parley_v1_conversation_proto_goTypes = []any{
-	(ArchivedFilter)(0),                   // 0: parley.v1.ArchivedFilter
-	(MessageStatus)(0),                    // 1: parley.v1.MessageStatus
-	(ExportFormat)(0),                     // 2: parley.v1.ExportFormat
-	(*Conversation)(nil),                  // 3: parley.v1.Conversation
-	(*ConversationMessage)(nil),           // 4: parley.v1.ConversationMessage
-	(*CreateConversationRequest)(nil),     // 5: parley.v1.CreateConversationRequest
-	(*CreateConversationResponse)(nil),    // 6: parley.v1.CreateConversationResponse
-	(*ListConversationsRequest)(nil),      // 7: parley.v1.ListConversationsRequest
-	(*ListConversationsResponse)(nil),     // 8: parley.v1.ListConversationsResponse
-	(*GetConversationRequest)(nil),        // 9: parley.v1.GetConversationRequest
-	(*GetConversationResponse)(nil),       // 10: parley.v1.GetConversationResponse
-	(*ListMessagesRequest)(nil),           // 11: parley.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),          // 12: parley.v1.ListMessagesResponse
-	(*UpdateConversationRequest)(nil),     // 13: parley.v1.UpdateConversationRequest
-	(*UpdateConversationResponse)(nil),    // 14: parley.v1.UpdateConversationResponse
-	(*DeleteConversationRequest)(nil),     // 15: parley.v1.DeleteConversationRequest
-	(*DeleteConversationResponse)(nil),    // 16: parley.v1.DeleteConversationResponse
-	(*SendMessageRequest)(nil),            // 17: parley.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),           // 18: parley.v1.SendMessageResponse
-	(*StreamGenerationRequest)(nil),       // 19: parley.v1.StreamGenerationRequest
-	(*StreamGenerationResponse)(nil),      // 20: parley.v1.StreamGenerationResponse
-	(*CancelGenerationRequest)(nil),       // 21: parley.v1.CancelGenerationRequest
-	(*CancelGenerationResponse)(nil),      // 22: parley.v1.CancelGenerationResponse
-	(*SearchConversationsRequest)(nil),    // 23: parley.v1.SearchConversationsRequest
-	(*SearchConversationsResponse)(nil),   // 24: parley.v1.SearchConversationsResponse
-	(*ConversationSearchResult)(nil),      // 25: parley.v1.ConversationSearchResult
-	(*TextRange)(nil),                     // 26: parley.v1.TextRange
-	(*ShareConversationRequest)(nil),      // 27: parley.v1.ShareConversationRequest
-	(*ShareConversationResponse)(nil),     // 28: parley.v1.ShareConversationResponse
-	(*UnshareConversationRequest)(nil),    // 29: parley.v1.UnshareConversationRequest
-	(*UnshareConversationResponse)(nil),   // 30: parley.v1.UnshareConversationResponse
-	(*GetSharedConversationRequest)(nil),  // 31: parley.v1.GetSharedConversationRequest
-	(*GetSharedConversationResponse)(nil), // 32: parley.v1.GetSharedConversationResponse
-	(*SharedConversation)(nil),            // 33: parley.v1.SharedConversation
-	(*SharedMessage)(nil),                 // 34: parley.v1.SharedMessage
-	(*ExportConversationRequest)(nil),     // 35: parley.v1.ExportConversationRequest
-	(*ExportConversationResponse)(nil),    // 36: parley.v1.ExportConversationResponse
-	(*ConversationExport)(nil),            // 37: parley.v1.ConversationExport
-	(*RegenerateMessageRequest)(nil),      // 38: parley.v1.RegenerateMessageRequest
-	(*RegenerateMessageResponse)(nil),     // 39: parley.v1.RegenerateMessageResponse
-	(*GetCustomInstructionsRequest)(nil),  // 40: parley.v1.GetCustomInstructionsRequest
-	(*GetCustomInstructionsResponse)(nil), // 41: parley.v1.GetCustomInstructionsResponse
-	(*SetCustomInstructionsRequest)(nil),  // 42: parley.v1.SetCustomInstructionsRequest
-	(*SetCustomInstructionsResponse)(nil), // 43: parley.v1.SetCustomInstructionsResponse
-	(*timestamppb.Timestamp)(nil),         // 44: google.protobuf.Timestamp
-	(Role)(0),                             // 45: parley.v1.Role
-	(*Part)(nil),                          // 46: parley.v1.Part
-	(FinishReason)(0),                     // 47: parley.v1.FinishReason
-	(*GenerationEvent)(nil),               // 48: parley.v1.GenerationEvent
+	(Rating)(0),                           // 0: parley.v1.Rating
+	(ArchivedFilter)(0),                   // 1: parley.v1.ArchivedFilter
+	(MessageStatus)(0),                    // 2: parley.v1.MessageStatus
+	(ExportFormat)(0),                     // 3: parley.v1.ExportFormat
+	(*MessageFeedback)(nil),               // 4: parley.v1.MessageFeedback
+	(*RateMessageRequest)(nil),            // 5: parley.v1.RateMessageRequest
+	(*RateMessageResponse)(nil),           // 6: parley.v1.RateMessageResponse
+	(*Conversation)(nil),                  // 7: parley.v1.Conversation
+	(*ConversationMessage)(nil),           // 8: parley.v1.ConversationMessage
+	(*CreateConversationRequest)(nil),     // 9: parley.v1.CreateConversationRequest
+	(*CreateConversationResponse)(nil),    // 10: parley.v1.CreateConversationResponse
+	(*ListConversationsRequest)(nil),      // 11: parley.v1.ListConversationsRequest
+	(*ListConversationsResponse)(nil),     // 12: parley.v1.ListConversationsResponse
+	(*GetConversationRequest)(nil),        // 13: parley.v1.GetConversationRequest
+	(*GetConversationResponse)(nil),       // 14: parley.v1.GetConversationResponse
+	(*ListMessagesRequest)(nil),           // 15: parley.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),          // 16: parley.v1.ListMessagesResponse
+	(*UpdateConversationRequest)(nil),     // 17: parley.v1.UpdateConversationRequest
+	(*UpdateConversationResponse)(nil),    // 18: parley.v1.UpdateConversationResponse
+	(*DeleteConversationRequest)(nil),     // 19: parley.v1.DeleteConversationRequest
+	(*DeleteConversationResponse)(nil),    // 20: parley.v1.DeleteConversationResponse
+	(*SendMessageRequest)(nil),            // 21: parley.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),           // 22: parley.v1.SendMessageResponse
+	(*StreamGenerationRequest)(nil),       // 23: parley.v1.StreamGenerationRequest
+	(*StreamGenerationResponse)(nil),      // 24: parley.v1.StreamGenerationResponse
+	(*CancelGenerationRequest)(nil),       // 25: parley.v1.CancelGenerationRequest
+	(*CancelGenerationResponse)(nil),      // 26: parley.v1.CancelGenerationResponse
+	(*SearchConversationsRequest)(nil),    // 27: parley.v1.SearchConversationsRequest
+	(*SearchConversationsResponse)(nil),   // 28: parley.v1.SearchConversationsResponse
+	(*ConversationSearchResult)(nil),      // 29: parley.v1.ConversationSearchResult
+	(*TextRange)(nil),                     // 30: parley.v1.TextRange
+	(*ShareConversationRequest)(nil),      // 31: parley.v1.ShareConversationRequest
+	(*ShareConversationResponse)(nil),     // 32: parley.v1.ShareConversationResponse
+	(*UnshareConversationRequest)(nil),    // 33: parley.v1.UnshareConversationRequest
+	(*UnshareConversationResponse)(nil),   // 34: parley.v1.UnshareConversationResponse
+	(*GetSharedConversationRequest)(nil),  // 35: parley.v1.GetSharedConversationRequest
+	(*GetSharedConversationResponse)(nil), // 36: parley.v1.GetSharedConversationResponse
+	(*SharedConversation)(nil),            // 37: parley.v1.SharedConversation
+	(*SharedMessage)(nil),                 // 38: parley.v1.SharedMessage
+	(*ExportConversationRequest)(nil),     // 39: parley.v1.ExportConversationRequest
+	(*ExportConversationResponse)(nil),    // 40: parley.v1.ExportConversationResponse
+	(*ConversationExport)(nil),            // 41: parley.v1.ConversationExport
+	(*RegenerateMessageRequest)(nil),      // 42: parley.v1.RegenerateMessageRequest
+	(*RegenerateMessageResponse)(nil),     // 43: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 44: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 45: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 46: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 47: parley.v1.SetCustomInstructionsResponse
+	(*timestamppb.Timestamp)(nil),         // 48: google.protobuf.Timestamp
+	(Role)(0),                             // 49: parley.v1.Role
+	(*Part)(nil),                          // 50: parley.v1.Part
+	(FinishReason)(0),                     // 51: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 52: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	44, // 0: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	44, // 1: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	45, // 2: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	46, // 3: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	47, // 4: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	44, // 5: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 6: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
-	3,  // 7: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	0,  // 8: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
-	3,  // 9: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
-	3,  // 10: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
-	4,  // 11: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
-	3,  // 12: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	46, // 13: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	48, // 14: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	48, // 15: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	25, // 16: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
-	3,  // 17: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
-	26, // 18: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
-	33, // 19: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	33, // 20: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	44, // 21: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
-	34, // 22: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
-	45, // 23: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
-	44, // 24: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 25: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
-	3,  // 26: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
-	4,  // 27: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
-	44, // 28: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
-	48, // 29: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	5,  // 30: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	7,  // 31: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	9,  // 32: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	11, // 33: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	13, // 34: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	15, // 35: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	17, // 36: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	19, // 37: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	21, // 38: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	38, // 39: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
-	40, // 40: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
-	42, // 41: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
-	23, // 42: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
-	27, // 43: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
-	29, // 44: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
-	31, // 45: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
-	35, // 46: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
-	6,  // 47: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	8,  // 48: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	10, // 49: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	12, // 50: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	14, // 51: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	16, // 52: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	18, // 53: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	20, // 54: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	22, // 55: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	39, // 56: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
-	41, // 57: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
-	43, // 58: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
-	24, // 59: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
-	28, // 60: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
-	30, // 61: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
-	32, // 62: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
-	36, // 63: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
-	47, // [47:64] is the sub-list for method output_type
-	30, // [30:47] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	0,  // 0: parley.v1.MessageFeedback.rating:type_name -> parley.v1.Rating
+	48, // 1: parley.v1.MessageFeedback.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 2: parley.v1.RateMessageRequest.rating:type_name -> parley.v1.Rating
+	4,  // 3: parley.v1.RateMessageResponse.feedback:type_name -> parley.v1.MessageFeedback
+	48, // 4: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	48, // 5: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	49, // 6: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	50, // 7: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	51, // 8: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	48, // 9: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 10: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
+	4,  // 11: parley.v1.ConversationMessage.feedback:type_name -> parley.v1.MessageFeedback
+	7,  // 12: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	1,  // 13: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
+	7,  // 14: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
+	7,  // 15: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
+	8,  // 16: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
+	7,  // 17: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	50, // 18: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	52, // 19: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	52, // 20: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	29, // 21: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
+	7,  // 22: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
+	30, // 23: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
+	37, // 24: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	37, // 25: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	48, // 26: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	38, // 27: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
+	49, // 28: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	48, // 29: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	3,  // 30: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
+	7,  // 31: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
+	8,  // 32: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
+	48, // 33: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	52, // 34: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	9,  // 35: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	11, // 36: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	13, // 37: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	15, // 38: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	17, // 39: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	19, // 40: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	21, // 41: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	23, // 42: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	25, // 43: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	42, // 44: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	44, // 45: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	46, // 46: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	27, // 47: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	31, // 48: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	33, // 49: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	35, // 50: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	39, // 51: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	5,  // 52: parley.v1.ConversationService.RateMessage:input_type -> parley.v1.RateMessageRequest
+	10, // 53: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	12, // 54: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	14, // 55: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	16, // 56: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	18, // 57: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	20, // 58: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	22, // 59: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	24, // 60: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	26, // 61: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	43, // 62: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	45, // 63: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	47, // 64: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	28, // 65: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	32, // 66: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	34, // 67: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	36, // 68: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	40, // 69: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	6,  // 70: parley.v1.ConversationService.RateMessage:output_type -> parley.v1.RateMessageResponse
+	53, // [53:71] is the sub-list for method output_type
+	35, // [35:53] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -3094,16 +3370,16 @@ func file_parley_v1_conversation_proto_init() {
 		return
 	}
 	file_parley_v1_common_proto_init()
-	file_parley_v1_conversation_proto_msgTypes[10].OneofWrappers = []any{}
-	file_parley_v1_conversation_proto_msgTypes[14].OneofWrappers = []any{}
-	file_parley_v1_conversation_proto_msgTypes[35].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[13].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[17].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[38].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   41,
+			NumEnums:      4,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

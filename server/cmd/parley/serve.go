@@ -166,7 +166,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	// Services, with health and reflection over gRPC, gRPC-Web and Connect.
 	mux := http.NewServeMux()
 	conversations := &api.ConversationHandler{
-		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments,
+		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments, Feedback: stores.Feedback,
 	}
 
 	// Vector stores: files cut, embedded and indexed by whichever gateway
@@ -246,7 +246,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 		},
 		admin: &api.AdminHandler{
 			Auth: authn, Billing: bill, Scheduler: sched, Usage: stores.Usage, Audit: stores.Audit, Pages: pages, Logger: logger, Catalog: catalog,
-			Batches: batches,
+			Batches: batches, Feedback: stores.Feedback,
 		},
 		organizations: orgHandler,
 	})

@@ -216,6 +216,7 @@ func (db *DB) Store() store.Store {
 		Batches:       batches{db},
 		Webhooks:      webhooks{db},
 		Organizations: organizations{db},
+		Feedback:      feedback{db},
 	}
 }
 

@@ -44,6 +44,9 @@ const (
 	AdminServiceListWorkersProcedure = "/parley.v1.AdminService/ListWorkers"
 	// AdminServiceListUsageProcedure is the fully-qualified name of the AdminService's ListUsage RPC.
 	AdminServiceListUsageProcedure = "/parley.v1.AdminService/ListUsage"
+	// AdminServiceGetFeedbackSummaryProcedure is the fully-qualified name of the AdminService's
+	// GetFeedbackSummary RPC.
+	AdminServiceGetFeedbackSummaryProcedure = "/parley.v1.AdminService/GetFeedbackSummary"
 	// AdminServiceListServedModelsProcedure is the fully-qualified name of the AdminService's
 	// ListServedModels RPC.
 	AdminServiceListServedModelsProcedure = "/parley.v1.AdminService/ListServedModels"
@@ -89,6 +92,11 @@ type AdminServiceClient interface {
 	// `user` the API caller named in its requests).
 	// Errors: invalid_argument (end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// GetFeedbackSummary counts the answers people rated good and bad per model in a
+	// range (default: the last 30 days), with the newest notes; it shows no
+	// conversation and no user.
+	// Errors: invalid_argument (start_time, end_time).
+	GetFeedbackSummary(context.Context, *connect.Request[v1.GetFeedbackSummaryRequest]) (*connect.Response[v1.GetFeedbackSummaryResponse], error)
 	// ListServedModels lists every model this gateway knows — the catalog's and
 	// those its workers serve — with whether it can be used and which workers
 	// and pools serve it.
@@ -166,6 +174,12 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 			connect.WithClientOptions(opts...),
 		),
+		getFeedbackSummary: connect.NewClient[v1.GetFeedbackSummaryRequest, v1.GetFeedbackSummaryResponse](
+			httpClient,
+			baseURL+AdminServiceGetFeedbackSummaryProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("GetFeedbackSummary")),
+			connect.WithClientOptions(opts...),
+		),
 		listServedModels: connect.NewClient[v1.ListServedModelsRequest, v1.ListServedModelsResponse](
 			httpClient,
 			baseURL+AdminServiceListServedModelsProcedure,
@@ -225,19 +239,20 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 
 // adminServiceClient implements AdminServiceClient.
 type adminServiceClient struct {
-	setUserTier      *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
-	adjustBalance    *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
-	listWorkers      *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
-	listUsage        *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
-	listServedModels *connect.Client[v1.ListServedModelsRequest, v1.ListServedModelsResponse]
-	searchUsers      *connect.Client[v1.SearchUsersRequest, v1.SearchUsersResponse]
-	setUserAdmin     *connect.Client[v1.SetUserAdminRequest, v1.SetUserAdminResponse]
-	listAuditEvents  *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
-	createInvitation *connect.Client[v1.CreateInvitationRequest, v1.CreateInvitationResponse]
-	listInvitations  *connect.Client[v1.ListInvitationsRequest, v1.ListInvitationsResponse]
-	revokeInvitation *connect.Client[v1.RevokeInvitationRequest, v1.RevokeInvitationResponse]
-	listOpenBatches  *connect.Client[v1.ListOpenBatchesRequest, v1.ListOpenBatchesResponse]
-	cancelBatch      *connect.Client[v1.AdminServiceCancelBatchRequest, v1.AdminServiceCancelBatchResponse]
+	setUserTier        *connect.Client[v1.SetUserTierRequest, v1.SetUserTierResponse]
+	adjustBalance      *connect.Client[v1.AdjustBalanceRequest, v1.AdjustBalanceResponse]
+	listWorkers        *connect.Client[v1.ListWorkersRequest, v1.ListWorkersResponse]
+	listUsage          *connect.Client[v1.AdminServiceListUsageRequest, v1.AdminServiceListUsageResponse]
+	getFeedbackSummary *connect.Client[v1.GetFeedbackSummaryRequest, v1.GetFeedbackSummaryResponse]
+	listServedModels   *connect.Client[v1.ListServedModelsRequest, v1.ListServedModelsResponse]
+	searchUsers        *connect.Client[v1.SearchUsersRequest, v1.SearchUsersResponse]
+	setUserAdmin       *connect.Client[v1.SetUserAdminRequest, v1.SetUserAdminResponse]
+	listAuditEvents    *connect.Client[v1.ListAuditEventsRequest, v1.ListAuditEventsResponse]
+	createInvitation   *connect.Client[v1.CreateInvitationRequest, v1.CreateInvitationResponse]
+	listInvitations    *connect.Client[v1.ListInvitationsRequest, v1.ListInvitationsResponse]
+	revokeInvitation   *connect.Client[v1.RevokeInvitationRequest, v1.RevokeInvitationResponse]
+	listOpenBatches    *connect.Client[v1.ListOpenBatchesRequest, v1.ListOpenBatchesResponse]
+	cancelBatch        *connect.Client[v1.AdminServiceCancelBatchRequest, v1.AdminServiceCancelBatchResponse]
 }
 
 // SetUserTier calls parley.v1.AdminService.SetUserTier.
@@ -258,6 +273,11 @@ func (c *adminServiceClient) ListWorkers(ctx context.Context, req *connect.Reque
 // ListUsage calls parley.v1.AdminService.ListUsage.
 func (c *adminServiceClient) ListUsage(ctx context.Context, req *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
 	return c.listUsage.CallUnary(ctx, req)
+}
+
+// GetFeedbackSummary calls parley.v1.AdminService.GetFeedbackSummary.
+func (c *adminServiceClient) GetFeedbackSummary(ctx context.Context, req *connect.Request[v1.GetFeedbackSummaryRequest]) (*connect.Response[v1.GetFeedbackSummaryResponse], error) {
+	return c.getFeedbackSummary.CallUnary(ctx, req)
 }
 
 // ListServedModels calls parley.v1.AdminService.ListServedModels.
@@ -321,6 +341,11 @@ type AdminServiceHandler interface {
 	// `user` the API caller named in its requests).
 	// Errors: invalid_argument (end_user, page_size, page_token).
 	ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error)
+	// GetFeedbackSummary counts the answers people rated good and bad per model in a
+	// range (default: the last 30 days), with the newest notes; it shows no
+	// conversation and no user.
+	// Errors: invalid_argument (start_time, end_time).
+	GetFeedbackSummary(context.Context, *connect.Request[v1.GetFeedbackSummaryRequest]) (*connect.Response[v1.GetFeedbackSummaryResponse], error)
 	// ListServedModels lists every model this gateway knows — the catalog's and
 	// those its workers serve — with whether it can be used and which workers
 	// and pools serve it.
@@ -394,6 +419,12 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("ListUsage")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceGetFeedbackSummaryHandler := connect.NewUnaryHandler(
+		AdminServiceGetFeedbackSummaryProcedure,
+		svc.GetFeedbackSummary,
+		connect.WithSchema(adminServiceMethods.ByName("GetFeedbackSummary")),
+		connect.WithHandlerOptions(opts...),
+	)
 	adminServiceListServedModelsHandler := connect.NewUnaryHandler(
 		AdminServiceListServedModelsProcedure,
 		svc.ListServedModels,
@@ -458,6 +489,8 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceListWorkersHandler.ServeHTTP(w, r)
 		case AdminServiceListUsageProcedure:
 			adminServiceListUsageHandler.ServeHTTP(w, r)
+		case AdminServiceGetFeedbackSummaryProcedure:
+			adminServiceGetFeedbackSummaryHandler.ServeHTTP(w, r)
 		case AdminServiceListServedModelsProcedure:
 			adminServiceListServedModelsHandler.ServeHTTP(w, r)
 		case AdminServiceSearchUsersProcedure:
@@ -499,6 +532,10 @@ func (UnimplementedAdminServiceHandler) ListWorkers(context.Context, *connect.Re
 
 func (UnimplementedAdminServiceHandler) ListUsage(context.Context, *connect.Request[v1.AdminServiceListUsageRequest]) (*connect.Response[v1.AdminServiceListUsageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.ListUsage is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) GetFeedbackSummary(context.Context, *connect.Request[v1.GetFeedbackSummaryRequest]) (*connect.Response[v1.GetFeedbackSummaryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.AdminService.GetFeedbackSummary is not implemented"))
 }
 
 func (UnimplementedAdminServiceHandler) ListServedModels(context.Context, *connect.Request[v1.ListServedModelsRequest]) (*connect.Response[v1.ListServedModelsResponse], error) {

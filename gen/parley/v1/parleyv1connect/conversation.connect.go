@@ -84,6 +84,9 @@ const (
 	// ConversationServiceExportConversationProcedure is the fully-qualified name of the
 	// ConversationService's ExportConversation RPC.
 	ConversationServiceExportConversationProcedure = "/parley.v1.ConversationService/ExportConversation"
+	// ConversationServiceRateMessageProcedure is the fully-qualified name of the ConversationService's
+	// RateMessage RPC.
+	ConversationServiceRateMessageProcedure = "/parley.v1.ConversationService/RateMessage"
 )
 
 // ConversationServiceClient is a client for the parley.v1.ConversationService service.
@@ -176,6 +179,13 @@ type ConversationServiceClient interface {
 	// Errors: invalid_argument (format), not_found (conversation), failed_precondition
 	// (over 64 MiB of messages).
 	ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error)
+	// RateMessage records the caller's feedback on an answer of its conversation: good
+	// or bad, with an optional note; RATING_UNSPECIFIED takes it back. One per answer;
+	// a new rating replaces the old. ListMessages shows it; admins read the counts per
+	// model and the notes (AdminService.GetFeedbackSummary), never the conversation.
+	// Errors: invalid_argument (message_id: not an answer of the conversation, rating,
+	// note: at most 2,000 characters), not_found (conversation).
+	RateMessage(context.Context, *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error)
 }
 
 // NewConversationServiceClient constructs a client for the parley.v1.ConversationService service.
@@ -291,6 +301,12 @@ func NewConversationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(conversationServiceMethods.ByName("ExportConversation")),
 			connect.WithClientOptions(opts...),
 		),
+		rateMessage: connect.NewClient[v1.RateMessageRequest, v1.RateMessageResponse](
+			httpClient,
+			baseURL+ConversationServiceRateMessageProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("RateMessage")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -313,6 +329,7 @@ type conversationServiceClient struct {
 	unshareConversation   *connect.Client[v1.UnshareConversationRequest, v1.UnshareConversationResponse]
 	getSharedConversation *connect.Client[v1.GetSharedConversationRequest, v1.GetSharedConversationResponse]
 	exportConversation    *connect.Client[v1.ExportConversationRequest, v1.ExportConversationResponse]
+	rateMessage           *connect.Client[v1.RateMessageRequest, v1.RateMessageResponse]
 }
 
 // CreateConversation calls parley.v1.ConversationService.CreateConversation.
@@ -398,6 +415,11 @@ func (c *conversationServiceClient) GetSharedConversation(ctx context.Context, r
 // ExportConversation calls parley.v1.ConversationService.ExportConversation.
 func (c *conversationServiceClient) ExportConversation(ctx context.Context, req *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error) {
 	return c.exportConversation.CallUnary(ctx, req)
+}
+
+// RateMessage calls parley.v1.ConversationService.RateMessage.
+func (c *conversationServiceClient) RateMessage(ctx context.Context, req *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error) {
+	return c.rateMessage.CallUnary(ctx, req)
 }
 
 // ConversationServiceHandler is an implementation of the parley.v1.ConversationService service.
@@ -490,6 +512,13 @@ type ConversationServiceHandler interface {
 	// Errors: invalid_argument (format), not_found (conversation), failed_precondition
 	// (over 64 MiB of messages).
 	ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error)
+	// RateMessage records the caller's feedback on an answer of its conversation: good
+	// or bad, with an optional note; RATING_UNSPECIFIED takes it back. One per answer;
+	// a new rating replaces the old. ListMessages shows it; admins read the counts per
+	// model and the notes (AdminService.GetFeedbackSummary), never the conversation.
+	// Errors: invalid_argument (message_id: not an answer of the conversation, rating,
+	// note: at most 2,000 characters), not_found (conversation).
+	RateMessage(context.Context, *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error)
 }
 
 // NewConversationServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -601,6 +630,12 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 		connect.WithSchema(conversationServiceMethods.ByName("ExportConversation")),
 		connect.WithHandlerOptions(opts...),
 	)
+	conversationServiceRateMessageHandler := connect.NewUnaryHandler(
+		ConversationServiceRateMessageProcedure,
+		svc.RateMessage,
+		connect.WithSchema(conversationServiceMethods.ByName("RateMessage")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.ConversationService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ConversationServiceCreateConversationProcedure:
@@ -637,6 +672,8 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 			conversationServiceGetSharedConversationHandler.ServeHTTP(w, r)
 		case ConversationServiceExportConversationProcedure:
 			conversationServiceExportConversationHandler.ServeHTTP(w, r)
+		case ConversationServiceRateMessageProcedure:
+			conversationServiceRateMessageHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -712,4 +749,8 @@ func (UnimplementedConversationServiceHandler) GetSharedConversation(context.Con
 
 func (UnimplementedConversationServiceHandler) ExportConversation(context.Context, *connect.Request[v1.ExportConversationRequest]) (*connect.Response[v1.ExportConversationResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.ExportConversation is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) RateMessage(context.Context, *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.RateMessage is not implemented"))
 }

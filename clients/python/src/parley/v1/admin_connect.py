@@ -29,6 +29,9 @@ class AdminService(Protocol):
     async def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def get_feedback_summary(self, request: parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
     async def list_served_models(self, request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
@@ -101,6 +104,16 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_usage,
+                ),
+                "/parley.v1.AdminService/GetFeedbackSummary": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetFeedbackSummary",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest,
+                        output=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.get_feedback_summary,
                 ),
                 "/parley.v1.AdminService/ListServedModels": Endpoint.unary(
                     method=MethodInfo(
@@ -279,6 +292,26 @@ class AdminServiceClient(ConnectClient):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
                 output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def get_feedback_summary(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetFeedbackSummary",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest,
+                output=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,
@@ -475,6 +508,8 @@ class AdminServiceSync(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_usage(self, request: parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def get_feedback_summary(self, request: parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_served_models(self, request: parley_dot_v1_dot_admin__pb2.ListServedModelsRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.ListServedModelsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def search_users(self, request: parley_dot_v1_dot_admin__pb2.SearchUsersRequest, ctx: RequestContext) -> parley_dot_v1_dot_admin__pb2.SearchUsersResponse:
@@ -538,6 +573,16 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_usage,
+                ),
+                "/parley.v1.AdminService/GetFeedbackSummary": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetFeedbackSummary",
+                        service_name="parley.v1.AdminService",
+                        input=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest,
+                        output=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.get_feedback_summary,
                 ),
                 "/parley.v1.AdminService/ListServedModels": EndpointSync.unary(
                     method=MethodInfo(
@@ -716,6 +761,26 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.AdminService",
                 input=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageRequest,
                 output=parley_dot_v1_dot_admin__pb2.AdminServiceListUsageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def get_feedback_summary(
+        self,
+        request: parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetFeedbackSummary",
+                service_name="parley.v1.AdminService",
+                input=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryRequest,
+                output=parley_dot_v1_dot_admin__pb2.GetFeedbackSummaryResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -6,6 +6,7 @@ from parley.v1 import auth_pb2 as _auth_pb2
 from parley.v1 import batch_pb2 as _batch_pb2
 from parley.v1 import billing_pb2 as _billing_pb2
 from parley.v1 import common_pb2 as _common_pb2
+from parley.v1 import conversation_pb2 as _conversation_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -360,3 +361,41 @@ class RevokeInvitationResponse(_message.Message):
     INVITATION_FIELD_NUMBER: _ClassVar[int]
     invitation: Invitation
     def __init__(self, invitation: _Optional[_Union[Invitation, _Mapping]] = ...) -> None: ...
+
+class GetFeedbackSummaryRequest(_message.Message):
+    __slots__ = ("start_time", "end_time")
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    start_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    def __init__(self, start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ModelFeedback(_message.Message):
+    __slots__ = ("model", "good", "bad")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    GOOD_FIELD_NUMBER: _ClassVar[int]
+    BAD_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    good: int
+    bad: int
+    def __init__(self, model: _Optional[str] = ..., good: _Optional[int] = ..., bad: _Optional[int] = ...) -> None: ...
+
+class FeedbackNote(_message.Message):
+    __slots__ = ("model", "rating", "note", "update_time")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    rating: _conversation_pb2.Rating
+    note: str
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, model: _Optional[str] = ..., rating: _Optional[_Union[_conversation_pb2.Rating, str]] = ..., note: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GetFeedbackSummaryResponse(_message.Message):
+    __slots__ = ("models", "notes")
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ModelFeedback]
+    notes: _containers.RepeatedCompositeFieldContainer[FeedbackNote]
+    def __init__(self, models: _Optional[_Iterable[_Union[ModelFeedback, _Mapping]]] = ..., notes: _Optional[_Iterable[_Union[FeedbackNote, _Mapping]]] = ...) -> None: ...

@@ -68,6 +68,9 @@ class ConversationService(Protocol):
     async def export_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def rate_message(self, request: parley_dot_v1_dot_conversation__pb2.RateMessageRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.RateMessageResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationService]):
     def __init__(self, service: ConversationService | AsyncGenerator[ConversationService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -243,6 +246,16 @@ class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.export_conversation,
+                ),
+                "/parley.v1.ConversationService/RateMessage": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RateMessage",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.RateMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.rate_message,
                 ),
             },
             interceptors=interceptors,
@@ -597,6 +610,26 @@ class ConversationServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def rate_message(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.RateMessageResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RateMessage",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
+                output=parley_dot_v1_dot_conversation__pb2.RateMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class ConversationServiceSync(Protocol):
     def create_conversation(self, request: parley_dot_v1_dot_conversation__pb2.CreateConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.CreateConversationResponse:
@@ -632,6 +665,8 @@ class ConversationServiceSync(Protocol):
     def get_shared_conversation(self, request: parley_dot_v1_dot_conversation__pb2.GetSharedConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetSharedConversationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def export_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def rate_message(self, request: parley_dot_v1_dot_conversation__pb2.RateMessageRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.RateMessageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -808,6 +843,16 @@ class ConversationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.export_conversation,
+                ),
+                "/parley.v1.ConversationService/RateMessage": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RateMessage",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.RateMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.rate_message,
                 ),
             },
             interceptors=interceptors,
@@ -1156,6 +1201,26 @@ class ConversationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.ConversationService",
                 input=parley_dot_v1_dot_conversation__pb2.ExportConversationRequest,
                 output=parley_dot_v1_dot_conversation__pb2.ExportConversationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def rate_message(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.RateMessageResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RateMessage",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
+                output=parley_dot_v1_dot_conversation__pb2.RateMessageResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

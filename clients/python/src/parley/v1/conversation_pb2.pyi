@@ -11,6 +11,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Rating(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RATING_UNSPECIFIED: _ClassVar[Rating]
+    RATING_GOOD: _ClassVar[Rating]
+    RATING_BAD: _ClassVar[Rating]
+
 class ArchivedFilter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ARCHIVED_FILTER_UNSPECIFIED: _ClassVar[ArchivedFilter]
@@ -30,6 +36,9 @@ class ExportFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EXPORT_FORMAT_UNSPECIFIED: _ClassVar[ExportFormat]
     EXPORT_FORMAT_MARKDOWN: _ClassVar[ExportFormat]
     EXPORT_FORMAT_JSON: _ClassVar[ExportFormat]
+RATING_UNSPECIFIED: Rating
+RATING_GOOD: Rating
+RATING_BAD: Rating
 ARCHIVED_FILTER_UNSPECIFIED: ArchivedFilter
 ARCHIVED_FILTER_ACTIVE: ArchivedFilter
 ARCHIVED_FILTER_ARCHIVED: ArchivedFilter
@@ -41,6 +50,34 @@ MESSAGE_STATUS_INTERRUPTED: MessageStatus
 EXPORT_FORMAT_UNSPECIFIED: ExportFormat
 EXPORT_FORMAT_MARKDOWN: ExportFormat
 EXPORT_FORMAT_JSON: ExportFormat
+
+class MessageFeedback(_message.Message):
+    __slots__ = ("rating", "note", "update_time")
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    rating: Rating
+    note: str
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, rating: _Optional[_Union[Rating, str]] = ..., note: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RateMessageRequest(_message.Message):
+    __slots__ = ("conversation_id", "message_id", "rating", "note")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    message_id: str
+    rating: Rating
+    note: str
+    def __init__(self, conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., rating: _Optional[_Union[Rating, str]] = ..., note: _Optional[str] = ...) -> None: ...
+
+class RateMessageResponse(_message.Message):
+    __slots__ = ("feedback",)
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    feedback: MessageFeedback
+    def __init__(self, feedback: _Optional[_Union[MessageFeedback, _Mapping]] = ...) -> None: ...
 
 class Conversation(_message.Message):
     __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id", "project_id")
@@ -67,7 +104,7 @@ class Conversation(_message.Message):
     def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
 
 class ConversationMessage(_message.Message):
-    __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at", "parent_message_id", "sibling_index", "sibling_count", "sibling_message_ids", "status")
+    __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at", "parent_message_id", "sibling_index", "sibling_count", "sibling_message_ids", "status", "feedback")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +118,7 @@ class ConversationMessage(_message.Message):
     SIBLING_COUNT_FIELD_NUMBER: _ClassVar[int]
     SIBLING_MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     conversation_id: str
     role: _common_pb2.Role
@@ -94,7 +132,8 @@ class ConversationMessage(_message.Message):
     sibling_count: int
     sibling_message_ids: _containers.RepeatedScalarFieldContainer[str]
     status: MessageStatus
-    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., role: _Optional[_Union[_common_pb2.Role, str]] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., model: _Optional[str] = ..., tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_message_id: _Optional[str] = ..., sibling_index: _Optional[int] = ..., sibling_count: _Optional[int] = ..., sibling_message_ids: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[MessageStatus, str]] = ...) -> None: ...
+    feedback: MessageFeedback
+    def __init__(self, message_id: _Optional[str] = ..., conversation_id: _Optional[str] = ..., role: _Optional[_Union[_common_pb2.Role, str]] = ..., parts: _Optional[_Iterable[_Union[_common_pb2.Part, _Mapping]]] = ..., model: _Optional[str] = ..., tokens: _Optional[int] = ..., finish_reason: _Optional[_Union[_common_pb2.FinishReason, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_message_id: _Optional[str] = ..., sibling_index: _Optional[int] = ..., sibling_count: _Optional[int] = ..., sibling_message_ids: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[MessageStatus, str]] = ..., feedback: _Optional[_Union[MessageFeedback, _Mapping]] = ...) -> None: ...
 
 class CreateConversationRequest(_message.Message):
     __slots__ = ("title", "model", "system_prompt", "project_id")

@@ -14,7 +14,105 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/conversation.proto.
  */
 export const file_parley_v1_conversation: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEikgIKDENvbnZlcnNhdGlvbhIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSEAoIYXJjaGl2ZWQYBCABKAgSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKZ2VuZXJhdGluZxgHIAEoCBIVCg1zeXN0ZW1fcHJvbXB0GAggASgJEhoKEmN1cnJlbnRfbWVzc2FnZV9pZBgJIAEoCRISCgpwcm9qZWN0X2lkGAogASgJIpADChNDb252ZXJzYXRpb25NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEh0KBHJvbGUYAyABKA4yDy5wYXJsZXkudjEuUm9sZRIeCgVwYXJ0cxgEIAMoCzIPLnBhcmxleS52MS5QYXJ0Eg0KBW1vZGVsGAUgASgJEg4KBnRva2VucxgGIAEoAxIuCg1maW5pc2hfcmVhc29uGAcgASgOMhcucGFybGV5LnYxLkZpbmlzaFJlYXNvbhIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFwYXJlbnRfbWVzc2FnZV9pZBgJIAEoCRIVCg1zaWJsaW5nX2luZGV4GAogASgFEhUKDXNpYmxpbmdfY291bnQYCyABKAUSGwoTc2libGluZ19tZXNzYWdlX2lkcxgMIAMoCRIoCgZzdGF0dXMYDSABKA4yGC5wYXJsZXkudjEuTWVzc2FnZVN0YXR1cyJkChlDcmVhdGVDb252ZXJzYXRpb25SZXF1ZXN0Eg0KBXRpdGxlGAEgASgJEg0KBW1vZGVsGAIgASgJEhUKDXN5c3RlbV9wcm9tcHQYAyABKAkSEgoKcHJvamVjdF9pZBgEIAEoCSJLChpDcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIoIBChhMaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKwoIYXJjaGl2ZWQYAyABKA4yGS5wYXJsZXkudjEuQXJjaGl2ZWRGaWx0ZXISEgoKcHJvamVjdF9pZBgEIAEoCSJkChlMaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlEi4KDWNvbnZlcnNhdGlvbnMYASADKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJIChdHZXRDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIoQBChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIXCg9sZWFmX21lc3NhZ2VfaWQYBCABKAkSFAoMbWFrZV9jdXJyZW50GAUgASgIInoKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgDIAEoCSKkAQoZVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSEgoFdGl0bGUYAiABKAlIAIgBARIVCghhcmNoaXZlZBgDIAEoCEgBiAEBEhoKDXN5c3RlbV9wcm9tcHQYBCABKAlIAogBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkQhAKDl9zeXN0ZW1fcHJvbXB0IksKGlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24iNAoZRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiHAoaRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2Ui6wEKElNlbmRNZXNzYWdlUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFbW9kZWwYAiABKAkSHgoFcGFydHMYAyADKAsyDy5wYXJsZXkudjEuUGFydBIZChFtYXhfb3V0cHV0X3Rva2VucxgEIAEoAxIeChFwYXJlbnRfbWVzc2FnZV9pZBgFIAEoCUgAiAEBEhIKCnByb2plY3RfaWQYBiABKAkSGAoLdGVtcGVyYXR1cmUYByABKAFIAYgBAUIUChJfcGFyZW50X21lc3NhZ2VfaWRCDgoMX3RlbXBlcmF0dXJlIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJSChpTZWFyY2hDb252ZXJzYXRpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJsChtTZWFyY2hDb252ZXJzYXRpb25zUmVzcG9uc2USNAoHcmVzdWx0cxgBIAMoCzIjLnBhcmxleS52MS5Db252ZXJzYXRpb25TZWFyY2hSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpgBChhDb252ZXJzYXRpb25TZWFyY2hSZXN1bHQSLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhISCgptZXNzYWdlX2lkGAIgASgJEg8KB3NuaXBwZXQYAyABKAkSKAoKaGlnaGxpZ2h0cxgEIAMoCzIULnBhcmxleS52MS5UZXh0UmFuZ2UiJwoJVGV4dFJhbmdlEg0KBXN0YXJ0GAEgASgFEgsKA2VuZBgCIAEoBSIzChhTaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJImoKGVNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIc2hhcmVfaWQYASABKAkSDAoEcGF0aBgCIAEoCRItCgZzaGFyZWQYAyABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIjUKGlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIvChtVbnNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIdW5zaGFyZWQYASABKAgiMAocR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBIQCghzaGFyZV9pZBgBIAEoCSJOCh1HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRItCgZzaGFyZWQYASABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIp8BChJTaGFyZWRDb252ZXJzYXRpb24SEAoIc2hhcmVfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSLQoJc2hhcmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghtZXNzYWdlcxgFIAMoCzIYLnBhcmxleS52MS5TaGFyZWRNZXNzYWdlIpkBCg1TaGFyZWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIMCgR0ZXh0GAIgASgJEg0KBW1vZGVsGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGF0dGFjaG1lbnRfZmlsZW5hbWVzGAUgAygJIl0KGUV4cG9ydENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEicKBmZvcm1hdBgCIAEoDjIXLnBhcmxleS52MS5FeHBvcnRGb3JtYXQiVQoaRXhwb3J0Q29udmVyc2F0aW9uUmVzcG9uc2USEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwipgEKEkNvbnZlcnNhdGlvbkV4cG9ydBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEjAKCG1lc3NhZ2VzGAIgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USLwoLZXhwb3J0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBAUIOCgxfdGVtcGVyYXR1cmUiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJKoQBCg5BcmNoaXZlZEZpbHRlchIfChtBUkNISVZFRF9GSUxURVJfVU5TUEVDSUZJRUQQABIaChZBUkNISVZFRF9GSUxURVJfQUNUSVZFEAESHAoYQVJDSElWRURfRklMVEVSX0FSQ0hJVkVEEAISFwoTQVJDSElWRURfRklMVEVSX0FMTBADKowBCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXTUVTU0FHRV9TVEFUVVNfQ09NUExFVEUQARIeChpNRVNTQUdFX1NUQVRVU19JTl9QUk9HUkVTUxACEh4KGk1FU1NBR0VfU1RBVFVTX0lOVEVSUlVQVEVEEAMqYQoMRXhwb3J0Rm9ybWF0Eh0KGUVYUE9SVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIaChZFWFBPUlRfRk9STUFUX01BUktET1dOEAESFgoSRVhQT1JUX0ZPUk1BVF9KU09OEAIyig0KE0NvbnZlcnNhdGlvblNlcnZpY2USYQoSQ3JlYXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLkNyZWF0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USXgoRTGlzdENvbnZlcnNhdGlvbnMSIy5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0GiQucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2USWAoPR2V0Q29udmVyc2F0aW9uEiEucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlcXVlc3QaIi5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USTwoMTGlzdE1lc3NhZ2VzEh4ucGFybGV5LnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaHy5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USYQoSVXBkYXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLlVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USYQoSRGVsZXRlQ29udmVyc2F0aW9uEiQucGFybGV5LnYxLkRlbGV0ZUNvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2USTgoLU2VuZE1lc3NhZ2USHS5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh4ucGFybGV5LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UwARJdChBTdHJlYW1HZW5lcmF0aW9uEiIucGFybGV5LnYxLlN0cmVhbUdlbmVyYXRpb25SZXF1ZXN0GiMucGFybGV5LnYxLlN0cmVhbUdlbmVyYXRpb25SZXNwb25zZTABElsKEENhbmNlbEdlbmVyYXRpb24SIi5wYXJsZXkudjEuQ2FuY2VsR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEmAKEVJlZ2VuZXJhdGVNZXNzYWdlEiMucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVxdWVzdBokLnBhcmxleS52MS5SZWdlbmVyYXRlTWVzc2FnZVJlc3BvbnNlMAESagoVR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zEicucGFybGV5LnYxLkdldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QaKC5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USagoVU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zEicucGFybGV5LnYxLlNldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QaKC5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USZAoTU2VhcmNoQ29udmVyc2F0aW9ucxIlLnBhcmxleS52MS5TZWFyY2hDb252ZXJzYXRpb25zUmVxdWVzdBomLnBhcmxleS52MS5TZWFyY2hDb252ZXJzYXRpb25zUmVzcG9uc2USXgoRU2hhcmVDb252ZXJzYXRpb24SIy5wYXJsZXkudjEuU2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0GiQucGFybGV5LnYxLlNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USZAoTVW5zaGFyZUNvbnZlcnNhdGlvbhIlLnBhcmxleS52MS5VbnNoYXJlQ29udmVyc2F0aW9uUmVxdWVzdBomLnBhcmxleS52MS5VbnNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USagoVR2V0U2hhcmVkQ29udmVyc2F0aW9uEicucGFybGV5LnYxLkdldFNoYXJlZENvbnZlcnNhdGlvblJlcXVlc3QaKC5wYXJsZXkudjEuR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVzcG9uc2USYQoSRXhwb3J0Q29udmVyc2F0aW9uEiQucGFybGV5LnYxLkV4cG9ydENvbnZlcnNhdGlvblJlcXVlc3QaJS5wYXJsZXkudjEuRXhwb3J0Q29udmVyc2F0aW9uUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wYXJsZXlocS9wYXJsZXkvZ2VuL3BhcmxleS92MTtwYXJsZXl2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEicwoPTWVzc2FnZUZlZWRiYWNrEiEKBnJhdGluZxgBIAEoDjIRLnBhcmxleS52MS5SYXRpbmcSDAoEbm90ZRgCIAEoCRIvCgt1cGRhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicgoSUmF0ZU1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEiEKBnJhdGluZxgDIAEoDjIRLnBhcmxleS52MS5SYXRpbmcSDAoEbm90ZRgEIAEoCSJDChNSYXRlTWVzc2FnZVJlc3BvbnNlEiwKCGZlZWRiYWNrGAEgASgLMhoucGFybGV5LnYxLk1lc3NhZ2VGZWVkYmFjayKSAgoMQ29udmVyc2F0aW9uEhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghhcmNoaXZlZBgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpnZW5lcmF0aW5nGAcgASgIEhUKDXN5c3RlbV9wcm9tcHQYCCABKAkSGgoSY3VycmVudF9tZXNzYWdlX2lkGAkgASgJEhIKCnByb2plY3RfaWQYCiABKAkivgMKE0NvbnZlcnNhdGlvbk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSHQoEcm9sZRgDIAEoDjIPLnBhcmxleS52MS5Sb2xlEh4KBXBhcnRzGAQgAygLMg8ucGFybGV5LnYxLlBhcnQSDQoFbW9kZWwYBSABKAkSDgoGdG9rZW5zGAYgASgDEi4KDWZpbmlzaF9yZWFzb24YByABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXBhcmVudF9tZXNzYWdlX2lkGAkgASgJEhUKDXNpYmxpbmdfaW5kZXgYCiABKAUSFQoNc2libGluZ19jb3VudBgLIAEoBRIbChNzaWJsaW5nX21lc3NhZ2VfaWRzGAwgAygJEigKBnN0YXR1cxgNIAEoDjIYLnBhcmxleS52MS5NZXNzYWdlU3RhdHVzEiwKCGZlZWRiYWNrGA4gASgLMhoucGFybGV5LnYxLk1lc3NhZ2VGZWVkYmFjayJkChlDcmVhdGVDb252ZXJzYXRpb25SZXF1ZXN0Eg0KBXRpdGxlGAEgASgJEg0KBW1vZGVsGAIgASgJEhUKDXN5c3RlbV9wcm9tcHQYAyABKAkSEgoKcHJvamVjdF9pZBgEIAEoCSJLChpDcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIoIBChhMaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKwoIYXJjaGl2ZWQYAyABKA4yGS5wYXJsZXkudjEuQXJjaGl2ZWRGaWx0ZXISEgoKcHJvamVjdF9pZBgEIAEoCSJkChlMaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlEi4KDWNvbnZlcnNhdGlvbnMYASADKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJIChdHZXRDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIoQBChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIXCg9sZWFmX21lc3NhZ2VfaWQYBCABKAkSFAoMbWFrZV9jdXJyZW50GAUgASgIInoKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgDIAEoCSKkAQoZVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSEgoFdGl0bGUYAiABKAlIAIgBARIVCghhcmNoaXZlZBgDIAEoCEgBiAEBEhoKDXN5c3RlbV9wcm9tcHQYBCABKAlIAogBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkQhAKDl9zeXN0ZW1fcHJvbXB0IksKGlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24iNAoZRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiHAoaRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2Ui6wEKElNlbmRNZXNzYWdlUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFbW9kZWwYAiABKAkSHgoFcGFydHMYAyADKAsyDy5wYXJsZXkudjEuUGFydBIZChFtYXhfb3V0cHV0X3Rva2VucxgEIAEoAxIeChFwYXJlbnRfbWVzc2FnZV9pZBgFIAEoCUgAiAEBEhIKCnByb2plY3RfaWQYBiABKAkSGAoLdGVtcGVyYXR1cmUYByABKAFIAYgBAUIUChJfcGFyZW50X21lc3NhZ2VfaWRCDgoMX3RlbXBlcmF0dXJlIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJSChpTZWFyY2hDb252ZXJzYXRpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJsChtTZWFyY2hDb252ZXJzYXRpb25zUmVzcG9uc2USNAoHcmVzdWx0cxgBIAMoCzIjLnBhcmxleS52MS5Db252ZXJzYXRpb25TZWFyY2hSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpgBChhDb252ZXJzYXRpb25TZWFyY2hSZXN1bHQSLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhISCgptZXNzYWdlX2lkGAIgASgJEg8KB3NuaXBwZXQYAyABKAkSKAoKaGlnaGxpZ2h0cxgEIAMoCzIULnBhcmxleS52MS5UZXh0UmFuZ2UiJwoJVGV4dFJhbmdlEg0KBXN0YXJ0GAEgASgFEgsKA2VuZBgCIAEoBSIzChhTaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJImoKGVNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIc2hhcmVfaWQYASABKAkSDAoEcGF0aBgCIAEoCRItCgZzaGFyZWQYAyABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIjUKGlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIvChtVbnNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIdW5zaGFyZWQYASABKAgiMAocR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBIQCghzaGFyZV9pZBgBIAEoCSJOCh1HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRItCgZzaGFyZWQYASABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIp8BChJTaGFyZWRDb252ZXJzYXRpb24SEAoIc2hhcmVfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSLQoJc2hhcmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghtZXNzYWdlcxgFIAMoCzIYLnBhcmxleS52MS5TaGFyZWRNZXNzYWdlIpkBCg1TaGFyZWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIMCgR0ZXh0GAIgASgJEg0KBW1vZGVsGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGF0dGFjaG1lbnRfZmlsZW5hbWVzGAUgAygJIl0KGUV4cG9ydENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEicKBmZvcm1hdBgCIAEoDjIXLnBhcmxleS52MS5FeHBvcnRGb3JtYXQiVQoaRXhwb3J0Q29udmVyc2F0aW9uUmVzcG9uc2USEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwipgEKEkNvbnZlcnNhdGlvbkV4cG9ydBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEjAKCG1lc3NhZ2VzGAIgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USLwoLZXhwb3J0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBAUIOCgxfdGVtcGVyYXR1cmUiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJKkEKBlJhdGluZxIWChJSQVRJTkdfVU5TUEVDSUZJRUQQABIPCgtSQVRJTkdfR09PRBABEg4KClJBVElOR19CQUQQAiqEAQoOQXJjaGl2ZWRGaWx0ZXISHwobQVJDSElWRURfRklMVEVSX1VOU1BFQ0lGSUVEEAASGgoWQVJDSElWRURfRklMVEVSX0FDVElWRRABEhwKGEFSQ0hJVkVEX0ZJTFRFUl9BUkNISVZFRBACEhcKE0FSQ0hJVkVEX0ZJTFRFUl9BTEwQAyqMAQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0NPTVBMRVRFEAESHgoaTUVTU0FHRV9TVEFUVVNfSU5fUFJPR1JFU1MQAhIeChpNRVNTQUdFX1NUQVRVU19JTlRFUlJVUFRFRBADKmEKDEV4cG9ydEZvcm1hdBIdChlFWFBPUlRfRk9STUFUX1VOU1BFQ0lGSUVEEAASGgoWRVhQT1JUX0ZPUk1BVF9NQVJLRE9XThABEhYKEkVYUE9SVF9GT1JNQVRfSlNPThACMtgNChNDb252ZXJzYXRpb25TZXJ2aWNlEmEKEkNyZWF0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEl4KEUxpc3RDb252ZXJzYXRpb25zEiMucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVxdWVzdBokLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlElgKD0dldENvbnZlcnNhdGlvbhIhLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXF1ZXN0GiIucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlc3BvbnNlEk8KDExpc3RNZXNzYWdlcxIeLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0Gh8ucGFybGV5LnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlEmEKElVwZGF0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEmEKEkRlbGV0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkRlbGV0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEk4KC1NlbmRNZXNzYWdlEh0ucGFybGV5LnYxLlNlbmRNZXNzYWdlUmVxdWVzdBoeLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlc3BvbnNlMAESXQoQU3RyZWFtR2VuZXJhdGlvbhIiLnBhcmxleS52MS5TdHJlYW1HZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5TdHJlYW1HZW5lcmF0aW9uUmVzcG9uc2UwARJbChBDYW5jZWxHZW5lcmF0aW9uEiIucGFybGV5LnYxLkNhbmNlbEdlbmVyYXRpb25SZXF1ZXN0GiMucGFybGV5LnYxLkNhbmNlbEdlbmVyYXRpb25SZXNwb25zZRJgChFSZWdlbmVyYXRlTWVzc2FnZRIjLnBhcmxleS52MS5SZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QaJC5wYXJsZXkudjEuUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZTABEmoKFUdldEN1c3RvbUluc3RydWN0aW9ucxInLnBhcmxleS52MS5HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXF1ZXN0GigucGFybGV5LnYxLkdldEN1c3RvbUluc3RydWN0aW9uc1Jlc3BvbnNlEmoKFVNldEN1c3RvbUluc3RydWN0aW9ucxInLnBhcmxleS52MS5TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXF1ZXN0GigucGFybGV5LnYxLlNldEN1c3RvbUluc3RydWN0aW9uc1Jlc3BvbnNlEmQKE1NlYXJjaENvbnZlcnNhdGlvbnMSJS5wYXJsZXkudjEuU2VhcmNoQ29udmVyc2F0aW9uc1JlcXVlc3QaJi5wYXJsZXkudjEuU2VhcmNoQ29udmVyc2F0aW9uc1Jlc3BvbnNlEl4KEVNoYXJlQ29udmVyc2F0aW9uEiMucGFybGV5LnYxLlNoYXJlQ29udmVyc2F0aW9uUmVxdWVzdBokLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlc3BvbnNlEmQKE1Vuc2hhcmVDb252ZXJzYXRpb24SJS5wYXJsZXkudjEuVW5zaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJi5wYXJsZXkudjEuVW5zaGFyZUNvbnZlcnNhdGlvblJlc3BvbnNlEmoKFUdldFNoYXJlZENvbnZlcnNhdGlvbhInLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXF1ZXN0GigucGFybGV5LnYxLkdldFNoYXJlZENvbnZlcnNhdGlvblJlc3BvbnNlEmEKEkV4cG9ydENvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkV4cG9ydENvbnZlcnNhdGlvblJlc3BvbnNlEkwKC1JhdGVNZXNzYWdlEh0ucGFybGV5LnYxLlJhdGVNZXNzYWdlUmVxdWVzdBoeLnBhcmxleS52MS5SYXRlTWVzc2FnZVJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_parley_v1_common]);
+
+/**
+ * MessageFeedback is the caller's rating of an answer.
+ *
+ * @generated from message parley.v1.MessageFeedback
+ */
+export type MessageFeedback = Message<"parley.v1.MessageFeedback"> & {
+  /**
+   * Good or bad.
+   *
+   * @generated from field: parley.v1.Rating rating = 1;
+   */
+  rating: Rating;
+
+  /**
+   * What the person added; may be empty.
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+
+  /**
+   * When it was given.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 3;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.MessageFeedback.
+ * Use `create(MessageFeedbackSchema)` to create a new message.
+ */
+export const MessageFeedbackSchema: GenMessage<MessageFeedback> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 0);
+
+/**
+ * RateMessageRequest is the request of ConversationService.RateMessage.
+ *
+ * @generated from message parley.v1.RateMessageRequest
+ */
+export type RateMessageRequest = Message<"parley.v1.RateMessageRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * Required. An answer (assistant message) of the conversation.
+   *
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * Good, bad, or unspecified to take the rating back.
+   *
+   * @generated from field: parley.v1.Rating rating = 3;
+   */
+  rating: Rating;
+
+  /**
+   * Optional. At most 2,000 characters.
+   *
+   * @generated from field: string note = 4;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message parley.v1.RateMessageRequest.
+ * Use `create(RateMessageRequestSchema)` to create a new message.
+ */
+export const RateMessageRequestSchema: GenMessage<RateMessageRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 1);
+
+/**
+ * RateMessageResponse is the response of ConversationService.RateMessage.
+ *
+ * @generated from message parley.v1.RateMessageResponse
+ */
+export type RateMessageResponse = Message<"parley.v1.RateMessageResponse"> & {
+  /**
+   * The rating as stored; unset when it was taken back.
+   *
+   * @generated from field: parley.v1.MessageFeedback feedback = 1;
+   */
+  feedback?: MessageFeedback | undefined;
+};
+
+/**
+ * Describes the message parley.v1.RateMessageResponse.
+ * Use `create(RateMessageResponseSchema)` to create a new message.
+ */
+export const RateMessageResponseSchema: GenMessage<RateMessageResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 2);
 
 /**
  * Conversation is a stored chat.
@@ -103,7 +201,7 @@ export type Conversation = Message<"parley.v1.Conversation"> & {
  * Use `create(ConversationSchema)` to create a new message.
  */
 export const ConversationSchema: GenMessage<Conversation> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 0);
+  messageDesc(file_parley_v1_conversation, 3);
 
 /**
  * ConversationMessage is a message stored in a conversation.
@@ -208,6 +306,13 @@ export type ConversationMessage = Message<"parley.v1.ConversationMessage"> & {
    * @generated from field: parley.v1.MessageStatus status = 13;
    */
   status: MessageStatus;
+
+  /**
+   * The caller's rating of this answer (RateMessage); unset when none.
+   *
+   * @generated from field: parley.v1.MessageFeedback feedback = 14;
+   */
+  feedback?: MessageFeedback | undefined;
 };
 
 /**
@@ -215,7 +320,7 @@ export type ConversationMessage = Message<"parley.v1.ConversationMessage"> & {
  * Use `create(ConversationMessageSchema)` to create a new message.
  */
 export const ConversationMessageSchema: GenMessage<ConversationMessage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 1);
+  messageDesc(file_parley_v1_conversation, 4);
 
 /**
  * CreateConversationRequest is the request of ConversationService.CreateConversation.
@@ -259,7 +364,7 @@ export type CreateConversationRequest = Message<"parley.v1.CreateConversationReq
  * Use `create(CreateConversationRequestSchema)` to create a new message.
  */
 export const CreateConversationRequestSchema: GenMessage<CreateConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 2);
+  messageDesc(file_parley_v1_conversation, 5);
 
 /**
  * CreateConversationResponse is the response of ConversationService.CreateConversation.
@@ -280,7 +385,7 @@ export type CreateConversationResponse = Message<"parley.v1.CreateConversationRe
  * Use `create(CreateConversationResponseSchema)` to create a new message.
  */
 export const CreateConversationResponseSchema: GenMessage<CreateConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 3);
+  messageDesc(file_parley_v1_conversation, 6);
 
 /**
  * ListConversationsRequest is the request of ConversationService.ListConversations.
@@ -323,7 +428,7 @@ export type ListConversationsRequest = Message<"parley.v1.ListConversationsReque
  * Use `create(ListConversationsRequestSchema)` to create a new message.
  */
 export const ListConversationsRequestSchema: GenMessage<ListConversationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 4);
+  messageDesc(file_parley_v1_conversation, 7);
 
 /**
  * ListConversationsResponse is the response of ConversationService.ListConversations.
@@ -351,7 +456,7 @@ export type ListConversationsResponse = Message<"parley.v1.ListConversationsResp
  * Use `create(ListConversationsResponseSchema)` to create a new message.
  */
 export const ListConversationsResponseSchema: GenMessage<ListConversationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 5);
+  messageDesc(file_parley_v1_conversation, 8);
 
 /**
  * GetConversationRequest is the request of ConversationService.GetConversation.
@@ -372,7 +477,7 @@ export type GetConversationRequest = Message<"parley.v1.GetConversationRequest">
  * Use `create(GetConversationRequestSchema)` to create a new message.
  */
 export const GetConversationRequestSchema: GenMessage<GetConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 6);
+  messageDesc(file_parley_v1_conversation, 9);
 
 /**
  * GetConversationResponse is the response of ConversationService.GetConversation.
@@ -393,7 +498,7 @@ export type GetConversationResponse = Message<"parley.v1.GetConversationResponse
  * Use `create(GetConversationResponseSchema)` to create a new message.
  */
 export const GetConversationResponseSchema: GenMessage<GetConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 7);
+  messageDesc(file_parley_v1_conversation, 10);
 
 /**
  * ListMessagesRequest is the request of ConversationService.ListMessages.
@@ -446,7 +551,7 @@ export type ListMessagesRequest = Message<"parley.v1.ListMessagesRequest"> & {
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 8);
+  messageDesc(file_parley_v1_conversation, 11);
 
 /**
  * ListMessagesResponse is the response of ConversationService.ListMessages.
@@ -481,7 +586,7 @@ export type ListMessagesResponse = Message<"parley.v1.ListMessagesResponse"> & {
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 9);
+  messageDesc(file_parley_v1_conversation, 12);
 
 /**
  * UpdateConversationRequest is the request of ConversationService.UpdateConversation.
@@ -524,7 +629,7 @@ export type UpdateConversationRequest = Message<"parley.v1.UpdateConversationReq
  * Use `create(UpdateConversationRequestSchema)` to create a new message.
  */
 export const UpdateConversationRequestSchema: GenMessage<UpdateConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 10);
+  messageDesc(file_parley_v1_conversation, 13);
 
 /**
  * UpdateConversationResponse is the response of ConversationService.UpdateConversation.
@@ -545,7 +650,7 @@ export type UpdateConversationResponse = Message<"parley.v1.UpdateConversationRe
  * Use `create(UpdateConversationResponseSchema)` to create a new message.
  */
 export const UpdateConversationResponseSchema: GenMessage<UpdateConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 11);
+  messageDesc(file_parley_v1_conversation, 14);
 
 /**
  * DeleteConversationRequest is the request of ConversationService.DeleteConversation.
@@ -566,7 +671,7 @@ export type DeleteConversationRequest = Message<"parley.v1.DeleteConversationReq
  * Use `create(DeleteConversationRequestSchema)` to create a new message.
  */
 export const DeleteConversationRequestSchema: GenMessage<DeleteConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 12);
+  messageDesc(file_parley_v1_conversation, 15);
 
 /**
  * DeleteConversationResponse is the response of ConversationService.DeleteConversation.
@@ -582,7 +687,7 @@ export type DeleteConversationResponse = Message<"parley.v1.DeleteConversationRe
  * Use `create(DeleteConversationResponseSchema)` to create a new message.
  */
 export const DeleteConversationResponseSchema: GenMessage<DeleteConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 13);
+  messageDesc(file_parley_v1_conversation, 16);
 
 /**
  * SendMessageRequest is the request of ConversationService.SendMessage.
@@ -654,7 +759,7 @@ export type SendMessageRequest = Message<"parley.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 14);
+  messageDesc(file_parley_v1_conversation, 17);
 
 /**
  * SendMessageResponse is one message of ConversationService.SendMessage's stream.
@@ -675,7 +780,7 @@ export type SendMessageResponse = Message<"parley.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 15);
+  messageDesc(file_parley_v1_conversation, 18);
 
 /**
  * StreamGenerationRequest is the request of ConversationService.StreamGeneration.
@@ -704,7 +809,7 @@ export type StreamGenerationRequest = Message<"parley.v1.StreamGenerationRequest
  * Use `create(StreamGenerationRequestSchema)` to create a new message.
  */
 export const StreamGenerationRequestSchema: GenMessage<StreamGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 16);
+  messageDesc(file_parley_v1_conversation, 19);
 
 /**
  * StreamGenerationResponse is one message of ConversationService.StreamGeneration's
@@ -726,7 +831,7 @@ export type StreamGenerationResponse = Message<"parley.v1.StreamGenerationRespon
  * Use `create(StreamGenerationResponseSchema)` to create a new message.
  */
 export const StreamGenerationResponseSchema: GenMessage<StreamGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 17);
+  messageDesc(file_parley_v1_conversation, 20);
 
 /**
  * CancelGenerationRequest is the request of ConversationService.CancelGeneration.
@@ -747,7 +852,7 @@ export type CancelGenerationRequest = Message<"parley.v1.CancelGenerationRequest
  * Use `create(CancelGenerationRequestSchema)` to create a new message.
  */
 export const CancelGenerationRequestSchema: GenMessage<CancelGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 18);
+  messageDesc(file_parley_v1_conversation, 21);
 
 /**
  * CancelGenerationResponse is the response of ConversationService.CancelGeneration.
@@ -768,7 +873,7 @@ export type CancelGenerationResponse = Message<"parley.v1.CancelGenerationRespon
  * Use `create(CancelGenerationResponseSchema)` to create a new message.
  */
 export const CancelGenerationResponseSchema: GenMessage<CancelGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 19);
+  messageDesc(file_parley_v1_conversation, 22);
 
 /**
  * SearchConversationsRequest is the request of ConversationService.SearchConversations.
@@ -805,7 +910,7 @@ export type SearchConversationsRequest = Message<"parley.v1.SearchConversationsR
  * Use `create(SearchConversationsRequestSchema)` to create a new message.
  */
 export const SearchConversationsRequestSchema: GenMessage<SearchConversationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 20);
+  messageDesc(file_parley_v1_conversation, 23);
 
 /**
  * SearchConversationsResponse is the response of ConversationService.SearchConversations.
@@ -833,7 +938,7 @@ export type SearchConversationsResponse = Message<"parley.v1.SearchConversations
  * Use `create(SearchConversationsResponseSchema)` to create a new message.
  */
 export const SearchConversationsResponseSchema: GenMessage<SearchConversationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 21);
+  messageDesc(file_parley_v1_conversation, 24);
 
 /**
  * ConversationSearchResult is one conversation that matched a search.
@@ -876,7 +981,7 @@ export type ConversationSearchResult = Message<"parley.v1.ConversationSearchResu
  * Use `create(ConversationSearchResultSchema)` to create a new message.
  */
 export const ConversationSearchResultSchema: GenMessage<ConversationSearchResult> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 22);
+  messageDesc(file_parley_v1_conversation, 25);
 
 /**
  * TextRange is a half-open range [start, end) of a string, counted in Unicode code
@@ -905,7 +1010,7 @@ export type TextRange = Message<"parley.v1.TextRange"> & {
  * Use `create(TextRangeSchema)` to create a new message.
  */
 export const TextRangeSchema: GenMessage<TextRange> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 23);
+  messageDesc(file_parley_v1_conversation, 26);
 
 /**
  * ShareConversationRequest is the request of ConversationService.ShareConversation.
@@ -926,7 +1031,7 @@ export type ShareConversationRequest = Message<"parley.v1.ShareConversationReque
  * Use `create(ShareConversationRequestSchema)` to create a new message.
  */
 export const ShareConversationRequestSchema: GenMessage<ShareConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 24);
+  messageDesc(file_parley_v1_conversation, 27);
 
 /**
  * ShareConversationResponse is the response of ConversationService.ShareConversation.
@@ -961,7 +1066,7 @@ export type ShareConversationResponse = Message<"parley.v1.ShareConversationResp
  * Use `create(ShareConversationResponseSchema)` to create a new message.
  */
 export const ShareConversationResponseSchema: GenMessage<ShareConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 25);
+  messageDesc(file_parley_v1_conversation, 28);
 
 /**
  * UnshareConversationRequest is the request of ConversationService.UnshareConversation.
@@ -982,7 +1087,7 @@ export type UnshareConversationRequest = Message<"parley.v1.UnshareConversationR
  * Use `create(UnshareConversationRequestSchema)` to create a new message.
  */
 export const UnshareConversationRequestSchema: GenMessage<UnshareConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 26);
+  messageDesc(file_parley_v1_conversation, 29);
 
 /**
  * UnshareConversationResponse is the response of ConversationService.UnshareConversation.
@@ -1003,7 +1108,7 @@ export type UnshareConversationResponse = Message<"parley.v1.UnshareConversation
  * Use `create(UnshareConversationResponseSchema)` to create a new message.
  */
 export const UnshareConversationResponseSchema: GenMessage<UnshareConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 27);
+  messageDesc(file_parley_v1_conversation, 30);
 
 /**
  * GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
@@ -1024,7 +1129,7 @@ export type GetSharedConversationRequest = Message<"parley.v1.GetSharedConversat
  * Use `create(GetSharedConversationRequestSchema)` to create a new message.
  */
 export const GetSharedConversationRequestSchema: GenMessage<GetSharedConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 28);
+  messageDesc(file_parley_v1_conversation, 31);
 
 /**
  * GetSharedConversationResponse is the response of
@@ -1046,7 +1151,7 @@ export type GetSharedConversationResponse = Message<"parley.v1.GetSharedConversa
  * Use `create(GetSharedConversationResponseSchema)` to create a new message.
  */
 export const GetSharedConversationResponseSchema: GenMessage<GetSharedConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 29);
+  messageDesc(file_parley_v1_conversation, 32);
 
 /**
  * SharedConversation is a read-only snapshot of a conversation, as shared. It holds
@@ -1096,7 +1201,7 @@ export type SharedConversation = Message<"parley.v1.SharedConversation"> & {
  * Use `create(SharedConversationSchema)` to create a new message.
  */
 export const SharedConversationSchema: GenMessage<SharedConversation> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 30);
+  messageDesc(file_parley_v1_conversation, 33);
 
 /**
  * SharedMessage is one message of a shared snapshot: its text only.
@@ -1146,7 +1251,7 @@ export type SharedMessage = Message<"parley.v1.SharedMessage"> & {
  * Use `create(SharedMessageSchema)` to create a new message.
  */
 export const SharedMessageSchema: GenMessage<SharedMessage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 31);
+  messageDesc(file_parley_v1_conversation, 34);
 
 /**
  * ExportConversationRequest is the request of ConversationService.ExportConversation.
@@ -1174,7 +1279,7 @@ export type ExportConversationRequest = Message<"parley.v1.ExportConversationReq
  * Use `create(ExportConversationRequestSchema)` to create a new message.
  */
 export const ExportConversationRequestSchema: GenMessage<ExportConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 32);
+  messageDesc(file_parley_v1_conversation, 35);
 
 /**
  * ExportConversationResponse is the response of ConversationService.ExportConversation.
@@ -1210,7 +1315,7 @@ export type ExportConversationResponse = Message<"parley.v1.ExportConversationRe
  * Use `create(ExportConversationResponseSchema)` to create a new message.
  */
 export const ExportConversationResponseSchema: GenMessage<ExportConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 33);
+  messageDesc(file_parley_v1_conversation, 36);
 
 /**
  * ConversationExport is the JSON export of a conversation.
@@ -1245,7 +1350,7 @@ export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
  * Use `create(ConversationExportSchema)` to create a new message.
  */
 export const ConversationExportSchema: GenMessage<ConversationExport> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 34);
+  messageDesc(file_parley_v1_conversation, 37);
 
 /**
  * RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
@@ -1294,7 +1399,7 @@ export type RegenerateMessageRequest = Message<"parley.v1.RegenerateMessageReque
  * Use `create(RegenerateMessageRequestSchema)` to create a new message.
  */
 export const RegenerateMessageRequestSchema: GenMessage<RegenerateMessageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 35);
+  messageDesc(file_parley_v1_conversation, 38);
 
 /**
  * RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
@@ -1317,7 +1422,7 @@ export type RegenerateMessageResponse = Message<"parley.v1.RegenerateMessageResp
  * Use `create(RegenerateMessageResponseSchema)` to create a new message.
  */
 export const RegenerateMessageResponseSchema: GenMessage<RegenerateMessageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 36);
+  messageDesc(file_parley_v1_conversation, 39);
 
 /**
  * GetCustomInstructionsRequest is the request of
@@ -1333,7 +1438,7 @@ export type GetCustomInstructionsRequest = Message<"parley.v1.GetCustomInstructi
  * Use `create(GetCustomInstructionsRequestSchema)` to create a new message.
  */
 export const GetCustomInstructionsRequestSchema: GenMessage<GetCustomInstructionsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 37);
+  messageDesc(file_parley_v1_conversation, 40);
 
 /**
  * GetCustomInstructionsResponse is the response of
@@ -1355,7 +1460,7 @@ export type GetCustomInstructionsResponse = Message<"parley.v1.GetCustomInstruct
  * Use `create(GetCustomInstructionsResponseSchema)` to create a new message.
  */
 export const GetCustomInstructionsResponseSchema: GenMessage<GetCustomInstructionsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 38);
+  messageDesc(file_parley_v1_conversation, 41);
 
 /**
  * SetCustomInstructionsRequest is the request of
@@ -1377,7 +1482,7 @@ export type SetCustomInstructionsRequest = Message<"parley.v1.SetCustomInstructi
  * Use `create(SetCustomInstructionsRequestSchema)` to create a new message.
  */
 export const SetCustomInstructionsRequestSchema: GenMessage<SetCustomInstructionsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 39);
+  messageDesc(file_parley_v1_conversation, 42);
 
 /**
  * SetCustomInstructionsResponse is the response of
@@ -1399,7 +1504,41 @@ export type SetCustomInstructionsResponse = Message<"parley.v1.SetCustomInstruct
  * Use `create(SetCustomInstructionsResponseSchema)` to create a new message.
  */
 export const SetCustomInstructionsResponseSchema: GenMessage<SetCustomInstructionsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 40);
+  messageDesc(file_parley_v1_conversation, 43);
+
+/**
+ * Rating is a person's verdict on an answer.
+ *
+ * @generated from enum parley.v1.Rating
+ */
+export enum Rating {
+  /**
+   * None (RateMessage: take the rating back).
+   *
+   * @generated from enum value: RATING_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Thumbs up.
+   *
+   * @generated from enum value: RATING_GOOD = 1;
+   */
+  GOOD = 1,
+
+  /**
+   * Thumbs down.
+   *
+   * @generated from enum value: RATING_BAD = 2;
+   */
+  BAD = 2,
+}
+
+/**
+ * Describes the enum parley.v1.Rating.
+ */
+export const RatingSchema: GenEnum<Rating> = /*@__PURE__*/
+  enumDesc(file_parley_v1_conversation, 0);
 
 /**
  * ArchivedFilter selects conversations by their archived flag.
@@ -1440,7 +1579,7 @@ export enum ArchivedFilter {
  * Describes the enum parley.v1.ArchivedFilter.
  */
 export const ArchivedFilterSchema: GenEnum<ArchivedFilter> = /*@__PURE__*/
-  enumDesc(file_parley_v1_conversation, 0);
+  enumDesc(file_parley_v1_conversation, 1);
 
 /**
  * MessageStatus says whether a stored message is complete.
@@ -1484,7 +1623,7 @@ export enum MessageStatus {
  * Describes the enum parley.v1.MessageStatus.
  */
 export const MessageStatusSchema: GenEnum<MessageStatus> = /*@__PURE__*/
-  enumDesc(file_parley_v1_conversation, 1);
+  enumDesc(file_parley_v1_conversation, 2);
 
 /**
  * ExportFormat is the file format of ConversationService.ExportConversation.
@@ -1518,7 +1657,7 @@ export enum ExportFormat {
  * Describes the enum parley.v1.ExportFormat.
  */
 export const ExportFormatSchema: GenEnum<ExportFormat> = /*@__PURE__*/
-  enumDesc(file_parley_v1_conversation, 2);
+  enumDesc(file_parley_v1_conversation, 3);
 
 /**
  * ConversationService is the web chat channel: conversations whose history Parley
@@ -1756,6 +1895,21 @@ export const ConversationService: GenService<{
     methodKind: "unary";
     input: typeof ExportConversationRequestSchema;
     output: typeof ExportConversationResponseSchema;
+  },
+  /**
+   * RateMessage records the caller's feedback on an answer of its conversation: good
+   * or bad, with an optional note; RATING_UNSPECIFIED takes it back. One per answer;
+   * a new rating replaces the old. ListMessages shows it; admins read the counts per
+   * model and the notes (AdminService.GetFeedbackSummary), never the conversation.
+   * Errors: invalid_argument (message_id: not an answer of the conversation, rating,
+   * note: at most 2,000 characters), not_found (conversation).
+   *
+   * @generated from rpc parley.v1.ConversationService.RateMessage
+   */
+  rateMessage: {
+    methodKind: "unary";
+    input: typeof RateMessageRequestSchema;
+    output: typeof RateMessageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_conversation, 0);
