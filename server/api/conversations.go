@@ -404,7 +404,7 @@ func (h *ConversationHandler) toProto(ctx context.Context, c store.Conversation)
 		ConversationId: c.ID, Title: c.Title, Model: c.Model, Archived: c.Archived,
 		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt),
 		Generating: h.Core.Generating(ctx, c.ID), SystemPrompt: c.SystemPrompt, CurrentMessageId: c.LeafID,
-		ProjectId: c.ProjectID,
+		ProjectId: c.ProjectID, TitleGenerated: c.TitleGenerated,
 	}
 }
 

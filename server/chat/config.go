@@ -16,6 +16,8 @@ type Config struct {
 	APIPriority int
 	// BackgroundPriority is Core.BackgroundPriority.
 	BackgroundPriority int
+	// AutoTitles is Core.AutoTitles.
+	AutoTitles bool
 }
 
 // RegisterFlags registers the core's settings with their defaults, filling
@@ -32,6 +34,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	// 2 is the pro tier's priority (llm.PriorityPro).
 	fs.IntVar(&c.APIPriority, "api-priority", 2, "scheduling priority of API requests among the web tiers (0 free … 3 max)")
 	fs.IntVar(&c.BackgroundPriority, "background-priority", 0, "scheduling priority of background responses and generations (-1 below every tier, like ingestion; 0 free … 3 max)")
+	fs.BoolVar(&c.AutoTitles, "auto-titles", true, "name a new web chat from its first exchange with a short generation (at the lowest priority, counted in the user's tier limits and usage like any message); off: the first message, cut short")
 }
 
 // Validate reports settings that cannot work.

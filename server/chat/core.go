@@ -49,6 +49,9 @@ type Core struct {
 	// BackgroundPriority is background responses' and generations'
 	// scheduling priority (WithPriority on the work Detach runs).
 	BackgroundPriority int
+	// AutoTitles names a new web conversation from its first exchange
+	// (autoTitle).
+	AutoTitles bool
 	// APIPriority is the API channel's scheduling priority among the web
 	// tiers (see Priority).
 	APIPriority int

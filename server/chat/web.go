@@ -144,7 +144,10 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 	}
 
 	userMsg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "user", Parts: req.Parts, CreatedAt: now}
-	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, temperature: req.Temperature, floor: inputFloor(text), user: &userMsg, isNew: isNew, title: titleFrom(text)}
+	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, temperature: req.Temperature, floor: inputFloor(text), user: &userMsg, isNew: isNew, title: titleFrom(text),
+		// An untitled conversation (new, or made empty with a system prompt)
+		// is named after its first exchange.
+		nameIt: conv.Title == ""}
 	// The context: the branch the message continues, then the message.
 	g.context = func(tree *store.Tree, conv store.Conversation) ([]store.Message, error) {
 		parent := ""
@@ -265,6 +268,7 @@ type webGen struct {
 	user     *store.Message
 	isNew    bool
 	title    string
+	nameIt   bool // the conversation has no title yet: autoTitle names it
 	question string
 	// found are the passages the project's file search gave the model
 	// (cited by the answer's markers).
@@ -419,6 +423,9 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	go func() {
 		defer c.running.Done()
 		c.runWeb(genCtx, p, conv, m, job, answer, grant, ev, g.found)
+		if g.nameIt && c.AutoTitles {
+			c.autoTitle(context.WithoutCancel(genCtx), p, conv.ID, m, g.title, g.user, answer.ID)
+		}
 	}()
 	return nil
 }
@@ -844,4 +851,97 @@ func titleFrom(text string) string {
 		text = strings.TrimSpace(string(r[:57])) + "…"
 	}
 	return text
+}
+
+// The title generation's bounds: the exchange it reads, the tokens it
+// writes, and the longest title kept.
+const (
+	titleContextRunes = 1500
+	titleMaxTokens    = 24
+	titleMaxRunes     = 80
+)
+
+// autoTitle names a new conversation from its first exchange: a short
+// generation with the conversation's model at the lowest priority, admitted
+// against and counted in the user's tier limits and recorded as usage like
+// any message. It replaces the title cut from the first message only while
+// that is still the title (a rename meanwhile wins); a refusal, a failure or
+// an empty answer leaves it.
+func (c *Core) autoTitle(ctx context.Context, p auth.Principal, convID string, m *models.Model, firstTitle string, question *store.Message, answerID string) {
+	if question == nil || firstTitle == "" {
+		return
+	}
+	tree, err := c.Tree(ctx, convID)
+	if err != nil {
+		return
+	}
+	answer, ok := tree.Get(answerID)
+	if !ok || (answer.FinishReason != string(llm.FinishStop) && answer.FinishReason != string(llm.FinishLength)) {
+		return
+	}
+	clip := func(s string) string {
+		if r := []rune(strings.TrimSpace(s)); len(r) > titleContextRunes {
+			return string(r[:titleContextRunes]) + "…"
+		}
+		return strings.TrimSpace(s)
+	}
+	msgs := []llm.ChatMessage{
+		{Role: "system", Parts: []llm.Part{{Text: "Write a title of at most six words for the conversation below, in its language. " +
+			"Answer with the title only: no quotes, no final period."}}},
+		{Role: "user", Parts: []llm.Part{{Text: "User: " + clip(partsText(question.Parts)) + "\n\nAssistant: " + clip(partsText(answer.Parts))}}},
+	}
+	grant, err := c.Limits.Admit(ctx, p.UserID, p.Tier, m, int64(llm.PromptTokens(c.Tokens, msgs)), titleMaxTokens)
+	if err != nil {
+		return // out of allowance: the first message's title stays
+	}
+	job := llm.Job{
+		Request:  llm.Request{ID: uuid.Must(uuid.NewV7()).String(), Model: m.ID, Messages: msgs, MaxTokens: titleMaxTokens},
+		Priority: -1, // below every tier: a title never delays an answer
+	}
+	var text strings.Builder
+	res, err := c.Router.Generate(ctx, job, func(d llm.Delta) error {
+		if d.Choice == 0 {
+			text.WriteString(d.Text)
+		}
+		return nil
+	})
+	c.Metrics.count(m.ID, res.Usage)
+	c.Limits.Settle(ctx, grant, int64(res.Usage.CompletionTokens))
+	if err == nil || res.Usage.CompletionTokens > 0 {
+		_, _ = c.Billing.Settle(ctx, billing.Hold{}, 0, &store.UsageRecord{
+			RequestID: job.Request.ID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "web", Model: m.ID,
+			PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens),
+			CachedTokens: int64(res.Usage.CachedTokens), Estimated: res.Usage.Estimated,
+			FinishReason: string(res.FinishReason), CreatedAt: c.Now(),
+		})
+	}
+	if err != nil || res.FinishReason == llm.FinishError {
+		return
+	}
+	title := cleanTitle(text.String())
+	if title == "" {
+		return
+	}
+	if _, err := c.Conversations.SetGeneratedTitle(ctx, p.UserID, convID, firstTitle, title); err != nil {
+		c.Logger.WarnContext(ctx, "storing a generated title", "conversation", convID, "err", err)
+	}
+}
+
+// cleanTitle is a generated title on one line, without the quotes, label or
+// final period models add, at most titleMaxRunes.
+func cleanTitle(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "Title:"), "title:")
+	s = strings.Trim(strings.TrimSpace(s), "\"'“”‘’*#`")
+	s = strings.TrimRight(strings.TrimSpace(s), ".")
+	if r := []rune(s); len(r) > titleMaxRunes {
+		s = strings.TrimSpace(string(r[:titleMaxRunes-1])) + "…"
+	}
+	if !utf8.ValidString(s) {
+		return ""
+	}
+	return s
 }

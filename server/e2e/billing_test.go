@@ -17,7 +17,7 @@ import (
 // usageOf waits until the account has n usage records and returns them.
 func usageOf(t *testing.T, c apiClients, n int) []*parleyv1.UsageRecord {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // a loaded CI box settles late; found at once otherwise
 	for {
 		res, err := c.Billing.ListUsage(ctxTimeout(t, 5*time.Second), connect.NewRequest(&parleyv1.ListUsageRequest{PageSize: 200}))
 		if err != nil {

@@ -76,6 +76,11 @@ func spawnServer(t *testing.T, args ...string) *server {
 		dataDir = t.TempDir()
 		args = append([]string{"--data-dir", dataDir}, args...)
 	}
+	if !hasFlag(args, "--auto-titles") {
+		// Exact counts of requests and usage elsewhere count the messages
+		// sent; the generated titles have a test of their own.
+		args = append([]string{"--auto-titles=false"}, args...)
+	}
 	if !hasFlag(args, "--rate-limits") {
 		// Tests fire requests faster than a person; the request rates have
 		// tests of their own (ratelimit_test.go).

@@ -14,6 +14,9 @@ type Conversation struct {
 	UserID string
 	// Title is shown in the conversation list; empty until set.
 	Title string
+	// TitleGenerated says the model wrote the title (SetGeneratedTitle);
+	// a rename clears it.
+	TitleGenerated bool
 	// Model is the model the conversation uses by default.
 	Model string
 	// Archived hides the conversation from the default list.
@@ -97,4 +100,8 @@ type Conversations interface {
 	// messages live in Messages, which may be another backend: the caller
 	// deletes them with Messages.DeleteConversation.
 	Delete(ctx context.Context, userID, id string) error
+	// SetGeneratedTitle sets a title the model wrote, only while the title
+	// is still replaces (a rename meanwhile wins), and reports whether it
+	// did.
+	SetGeneratedTitle(ctx context.Context, userID, id, replaces, title string) (bool, error)
 }

@@ -45,7 +45,9 @@ export function parleyAdmin(dataDir, args) {
 export async function startServer(extra = [], opts = {}) {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "parley-web-data-"));
   if (opts.before) opts.before(dataDir);
-  const args = ["serve", "--listen", `127.0.0.1:${opts.port ?? 0}`, "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", "--rate-limits", "off", ...extra];
+  // Titles stay the first message's unless a suite asks for generated ones.
+  const titles = extra.some((a) => a.startsWith("--auto-titles")) ? [] : ["--auto-titles=false"];
+  const args = ["serve", "--listen", `127.0.0.1:${opts.port ?? 0}`, "--data-dir", dataDir, "--insecure-cookies", "--sim-time-scale", "0.2", "--rate-limits", "off", ...titles, ...extra];
   const proc = spawn(parleyBin(), args, { stdio: ["ignore", "pipe", "pipe"] });
   let logs = "";
   const url = await new Promise((ok, fail) => {

@@ -22,7 +22,7 @@ const test = shotOnFail(nodeTest, () => [page, tab2, extra]);
 before(async () => {
   if (skip) return;
   // ~35 tokens a second: answers stream long enough to act during them.
-  srv = await startServer(["--sim-time-scale", "2", "--attachment-document-bytes", "2000000"], { before: (dir) => parleyAdmin(dir, ["create-user", "--email", adminEmail, "--password", password, "--admin"]) });
+  srv = await startServer(["--sim-time-scale", "2", "--attachment-document-bytes", "2000000", "--auto-titles"], { before: (dir) => parleyAdmin(dir, ["create-user", "--email", adminEmail, "--password", password, "--admin"]) });
   browser = await launch();
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: srv.url });
@@ -103,6 +103,10 @@ test("an answer streams into a log, sentences reach a polite live region, jump t
     await idle(page);
   }
   convURL = page.url();
+  // The model names the new chat after its first exchange, marked as such.
+  const id = decodeURIComponent(new URL(convURL).hash.slice("#/c/".length));
+  await page.locator(`#conv-list li[data-id="${id}"] .generated`).waitFor({ timeout: 15_000 });
+  assert.match(await page.getAttribute(`#conv-list li[data-id="${id}"] a.title`, "title"), /named by the model/);
   assert.equal(await page.getAttribute("#messages", "role"), "log");
   assert.equal(await page.getAttribute("#announcer", "aria-live"), "polite");
   const answer = (await page.locator(".msg.assistant .md").last().textContent()).replace(/\s+/g, " ").trim();

@@ -386,7 +386,8 @@ new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && loadMore(),
 
 function convItem(c: Conversation): HTMLLIElement {
   const li = h("li", { "data-id": c.conversationId, "data-updated": c.updatedAt ? timestampMs(c.updatedAt) : 0 });
-  const title = h("a", { href: `#/c/${c.conversationId}`, class: "title" }, c.title || "New chat");
+  const title = h("a", { href: `#/c/${c.conversationId}`, class: "title", title: c.titleGenerated ? `${c.title} — named by the model; rename it any time` : c.title },
+    c.title || "New chat", c.titleGenerated ? h("span", { class: "generated", "aria-label": "(title written by the model)" }, " ✦") : "");
   const menu = h("div", { class: "menu", hidden: true },
     h("button", { type: "button", class: "rename", onclick: () => rename(li, c) }, "Rename"),
     h("button", { type: "button", class: "archive", onclick: () => archive(li, c) }, c.archived ? "Unarchive" : "Archive"),
@@ -1120,6 +1121,7 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
   }
   if (g.convId) {
     announce(g.convId);
+    if (messagesEl.querySelectorAll(":scope > .msg").length <= 2) watchTitle(g.convId); // a first exchange
     convs.getConversation({ conversationId: g.convId }).then((c) => {
       upsertItem(c.conversation!);
       if (c.conversation!.conversationId === currentId && !gen) {
@@ -1128,6 +1130,23 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
       }
     }, () => {});
   }
+}
+
+// A new chat's title is written by the model after its first answer (the
+// server's --auto-titles): look for it a few times, then stop.
+function watchTitle(id: string, tries = 6) {
+  const item = listEl.querySelector<HTMLElement>(`[data-id="${id}"]`);
+  if (item?.querySelector(".generated") || tries <= 0) return;
+  setTimeout(async () => {
+    try {
+      const c = (await convs.getConversation({ conversationId: id })).conversation!;
+      if (!c.titleGenerated) return watchTitle(id, tries - 1);
+      const li = listEl.querySelector<HTMLElement>(`[data-id="${id}"]`);
+      li?.replaceWith(convItem(c));
+      markActive();
+      if (id === currentId) document.title = `${c.title} · Parley`;
+    } catch { /* the next poll shows it */ }
+  }, 1000);
 }
 
 function follow(id: string) {

@@ -455,9 +455,12 @@ type Conversation struct {
 	CurrentMessageId string `protobuf:"bytes,9,opt,name=current_message_id,json=currentMessageId,proto3" json:"current_message_id,omitempty"`
 	// The project the conversation belongs to (ProjectService); empty for none. Set
 	// when the conversation is made, it never changes.
-	ProjectId     string `protobuf:"bytes,10,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ProjectId string `protobuf:"bytes,10,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// Whether the model wrote the title from the first exchange (parley serve
+	// --auto-titles); a rename clears it.
+	TitleGenerated bool `protobuf:"varint,11,opt,name=title_generated,json=titleGenerated,proto3" json:"title_generated,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Conversation) Reset() {
@@ -558,6 +561,13 @@ func (x *Conversation) GetProjectId() string {
 		return x.ProjectId
 	}
 	return ""
+}
+
+func (x *Conversation) GetTitleGenerated() bool {
+	if x != nil {
+		return x.TitleGenerated
+	}
+	return false
 }
 
 // ConversationMessage is a message stored in a conversation.
@@ -2998,7 +3008,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x06rating\x18\x03 \x01(\x0e2\x11.parley.v1.RatingR\x06rating\x12\x12\n" +
 	"\x04note\x18\x04 \x01(\tR\x04note\"M\n" +
 	"\x13RateMessageResponse\x126\n" +
-	"\bfeedback\x18\x01 \x01(\v2\x1a.parley.v1.MessageFeedbackR\bfeedback\"\x87\x03\n" +
+	"\bfeedback\x18\x01 \x01(\v2\x1a.parley.v1.MessageFeedbackR\bfeedback\"\xb0\x03\n" +
 	"\fConversation\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -3015,7 +3025,8 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x12current_message_id\x18\t \x01(\tR\x10currentMessageId\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\n" +
-	" \x01(\tR\tprojectId\"\xe0\x04\n" +
+	" \x01(\tR\tprojectId\x12'\n" +
+	"\x0ftitle_generated\x18\v \x01(\bR\x0etitleGenerated\"\xe0\x04\n" +
 	"\x13ConversationMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12'\n" +

@@ -145,7 +145,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	}
 	core := &chat.Core{
 		Models: catalog, Tokens: tokenize.Default(), Billing: bill, Router: sched,
-		Logger: logger, Now: time.Now, APIPriority: cfg.Core.APIPriority, BackgroundPriority: cfg.Core.BackgroundPriority, MaxPromptBytes: cfg.Core.MaxPromptBytes,
+		Logger: logger, Now: time.Now, APIPriority: cfg.Core.APIPriority, BackgroundPriority: cfg.Core.BackgroundPriority, AutoTitles: cfg.Core.AutoTitles, MaxPromptBytes: cfg.Core.MaxPromptBytes,
 		Budgets: cfg.Core.Budgets, Limits: tierLimits, Conversations: stores.Conversations, Messages: stores.Messages,
 		Generations: stores.Generations, Memories: stores.Memories, Background: life.Context("generations"), Attachments: attachments,
 		Metrics: chat.NewMetrics(metrics.Registry), Cache: respCache, CacheByDefault: cacheByDefault,

@@ -12,7 +12,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id, title_generated`
 
 type convScan struct {
 	c                store.Conversation
@@ -20,7 +20,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID, &s.c.TitleGenerated}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -30,8 +30,8 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID)
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID, boolInt(v.TitleGenerated))
 	return err
 }
 
@@ -107,9 +107,10 @@ func (c conversations) Update(ctx context.Context, userID, id string, patch stor
 	}
 	var s convScan
 	err := c.db.w.QueryRowContext(ctx, `UPDATE conversations
-		SET title = coalesce(?, title), archived = coalesce(?, archived), system_prompt = coalesce(?, system_prompt),
-			leaf_id = coalesce(?, leaf_id), updated_at = max(updated_at, ?)
-		WHERE id = ? AND user_id = ? RETURNING `+convCols,
+		SET title = coalesce(?1, title), title_generated = CASE WHEN ?1 IS NULL THEN title_generated ELSE 0 END,
+			archived = coalesce(?2, archived), system_prompt = coalesce(?3, system_prompt),
+			leaf_id = coalesce(?4, leaf_id), updated_at = max(updated_at, ?5)
+		WHERE id = ?6 AND user_id = ?7 RETURNING `+convCols,
 		title, archived, prompt, leaf, ts(now), id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Conversation{}, notFound(err, "conversation")
@@ -157,4 +158,14 @@ func (c conversations) Delete(ctx context.Context, userID, id string) error {
 		return err
 	}
 	return affectedOne(res, "conversation")
+}
+
+func (c conversations) SetGeneratedTitle(ctx context.Context, userID, id, replaces, title string) (bool, error) {
+	res, err := c.db.exec(ctx, `UPDATE conversations SET title = ?, title_generated = 1 WHERE id = ? AND user_id = ? AND title = ?`,
+		title, id, userID, replaces)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }

@@ -164,6 +164,36 @@ func TestConversations(t *testing.T, newStore NewStore) {
 		}
 	})
 	t.Run("PromptLeafInstructions", func(t *testing.T) { testConversationSettings(t, newStore) })
+	t.Run("GeneratedTitle", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u, v := mustUser(t, s, "titled@example.com"), mustUser(t, s, "other@example.com")
+		c := mustConv(t, s, u.ID, t0)
+		noErr(t, s.Conversations.Touch(ctx, u.ID, c.ID, t0, "What is a raven like…"), "Touch")
+		ok, err := s.Conversations.SetGeneratedTitle(ctx, v.ID, c.ID, "What is a raven like…", "Ravens")
+		if err != nil || ok {
+			t.Fatalf("another user's SetGeneratedTitle: %v %v", ok, err)
+		}
+		ok, err = s.Conversations.SetGeneratedTitle(ctx, u.ID, c.ID, "What is a raven like…", "Ravens and writing desks")
+		noErr(t, err, "SetGeneratedTitle")
+		got, _ := s.Conversations.Get(ctx, u.ID, c.ID)
+		if !ok || got.Title != "Ravens and writing desks" || !got.TitleGenerated {
+			t.Fatalf("after SetGeneratedTitle: %v %+v", ok, got)
+		}
+		// A rename clears the flag, and a late generated title does not overwrite it.
+		title := "My riddles"
+		got, err = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Title: &title}, t0)
+		noErr(t, err, "Update")
+		if got.TitleGenerated || got.Title != title {
+			t.Fatalf("after a rename: %+v", got)
+		}
+		if ok, err := s.Conversations.SetGeneratedTitle(ctx, u.ID, c.ID, "Ravens and writing desks", "Late"); err != nil || ok {
+			t.Fatalf("a late generated title: %v %v", ok, err)
+		}
+		archived := true
+		if got, _ = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Archived: &archived}, t0); got.Title != title {
+			t.Fatalf("an archive changed the title: %+v", got)
+		}
+	})
 }
 
 // TestMessages is the conformance suite for store.Messages.

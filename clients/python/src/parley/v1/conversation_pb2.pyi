@@ -80,7 +80,7 @@ class RateMessageResponse(_message.Message):
     def __init__(self, feedback: _Optional[_Union[MessageFeedback, _Mapping]] = ...) -> None: ...
 
 class Conversation(_message.Message):
-    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id", "project_id")
+    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id", "project_id", "title_generated")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +91,7 @@ class Conversation(_message.Message):
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     CURRENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_GENERATED_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     title: str
     model: str
@@ -101,7 +102,8 @@ class Conversation(_message.Message):
     system_prompt: str
     current_message_id: str
     project_id: str
-    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
+    title_generated: bool
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ..., project_id: _Optional[str] = ..., title_generated: _Optional[bool] = ...) -> None: ...
 
 class ConversationMessage(_message.Message):
     __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at", "parent_message_id", "sibling_index", "sibling_count", "sibling_message_ids", "status", "feedback")
