@@ -118,3 +118,11 @@ func CheckSettle(reservationID string, costNanos int64, record *UsageRecord) err
 	}
 	return nil
 }
+
+// Forgettable reports whether a settle of costNanos with record releases a
+// hold whose work never ran (nothing charged, nothing recorded): the
+// ledgers then forget the reservation, so that a later attempt at the same
+// work under the same id holds anew (a batch line tried again after "no
+// idle capacity" would otherwise be settled as the first attempt was:
+// served free and unrecorded).
+func Forgettable(costNanos int64, record *UsageRecord) bool { return costNanos == 0 && record == nil }

@@ -204,6 +204,13 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 	err := l.db.pool.QueryRow(ctx, q+`
 		SELECT charged_nanos, refunded_nanos FROM r`, args...).Scan(&s.ChargedNanos, &s.RefundedNanos)
 	if err == nil {
+		if store.Forgettable(costNanos, record) {
+			// Nothing ran: forgotten, so that a later attempt at the same
+			// work under the same id (a batch line tried again) holds anew
+			// instead of being settled as this one was. (Left, it only
+			// keeps the old behaviour.)
+			_, _ = l.db.exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'settled' AND charged_nanos = 0`, reservationID)
+		}
 		return s, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -216,6 +223,9 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		var userID, status string
 		err := tx.QueryRow(ctx, `SELECT user_id, status, charged_nanos, refunded_nanos, late FROM reservations WHERE id = $1 FOR UPDATE`,
 			reservationID).Scan(&userID, &status, &s.ChargedNanos, &s.RefundedNanos, &s.Late)
+		if errors.Is(err, pgx.ErrNoRows) && store.Forgettable(costNanos, record) {
+			return nil // released and forgotten already (a retried call)
+		}
 		if err != nil {
 			return notFound(err, "reservation")
 		}

@@ -165,6 +165,13 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			if err := settleBudgets(ctx, tx, reservationID, s.ChargedNanos, true); err != nil {
 				return err
 			}
+			if store.Forgettable(costNanos, record) {
+				// Nothing ran: forgotten, so that a later attempt at the
+				// same work under the same id (a batch line tried again)
+				// holds anew instead of being settled as this one was.
+				_, err := tx.ExecContext(ctx, `DELETE FROM reservations WHERE id = ?`, reservationID)
+				return err
+			}
 			return recordCharge(ctx, tx, userID)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -199,6 +206,9 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 		// Already settled: report the first settlement.
 		err = tx.QueryRowContext(ctx, `SELECT charged_nanos, refunded_nanos, late FROM reservations WHERE id = ? AND status = 'settled'`,
 			reservationID).Scan(&s.ChargedNanos, &s.RefundedNanos, &s.Late)
+		if errors.Is(err, sql.ErrNoRows) && store.Forgettable(costNanos, record) {
+			return nil // released and forgotten already (a retried call)
+		}
 		return notFound(err, "reservation")
 	})
 	if err != nil {

@@ -356,6 +356,41 @@ func TestLedger(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("ReleasedHoldReheld", func(t *testing.T) {
+		// A hold released with nothing charged or recorded (its work never
+		// ran) is forgotten: a later attempt under the same id holds anew
+		// and is charged and recorded, once.
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "again@example.com")
+		topUp(t, s, u.ID, 1000)
+		r := reservation(u.ID, 300, time.Hour)
+		_, err := s.Ledger.Reserve(ctx, r)
+		noErr(t, err, "Reserve")
+		st, err := s.Ledger.Settle(ctx, r.ID, 0, t0, nil)
+		noErr(t, err, "Settle 0 with no record")
+		if st.ChargedNanos != 0 || st.RefundedNanos != 300 {
+			t.Fatalf("the release: %+v", st)
+		}
+		_, err = s.Ledger.Settle(ctx, r.ID, 0, t0, nil)
+		noErr(t, err, "the release again (a retried call)")
+		wantBalance(t, s, u.ID, 1000, 0)
+		_, err = s.Ledger.Reserve(ctx, r)
+		noErr(t, err, "Reserve the same id again")
+		wantBalance(t, s, u.ID, 700, 300)
+		rec := usageOf(u.ID)
+		st, err = s.Ledger.Settle(ctx, r.ID, 120, t0, rec)
+		noErr(t, err, "Settle the second attempt")
+		if st.ChargedNanos != 120 {
+			t.Fatalf("the second attempt's charge: %+v", st)
+		}
+		wantBalance(t, s, u.ID, 880, 0)
+		if got := recordsOf(t, s, u.ID); len(got) != 1 || got[0].CostNanos != 120 {
+			t.Fatalf("records: %+v", got)
+		}
+		// Settled with a charge, it is kept: the same id again conflicts.
+		_, err = s.Ledger.Reserve(ctx, r)
+		wantErr(t, err, store.ErrConflict, "Reserve a charged id again")
+	})
 	t.Run("SettleRecords", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		u := mustUser(t, s, "rec@example.com")
