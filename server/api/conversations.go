@@ -32,6 +32,8 @@ type ConversationHandler struct {
 	Attachments store.Attachments
 	// Feedback keeps people's ratings of answers (nil: not kept).
 	Feedback store.Feedback
+	// Prompts keeps people's prompt libraries (nil: not kept).
+	Prompts store.Prompts
 }
 
 const maxTitle = 200

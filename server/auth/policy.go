@@ -110,6 +110,9 @@ var Policy = map[string]Access{
 	parleyv1connect.ConversationServiceGetSharedConversationProcedure: AccessPublic,
 	parleyv1connect.ConversationServiceExportConversationProcedure:    AccessAny,
 	parleyv1connect.ConversationServiceRateMessageProcedure:           AccessAny,
+	parleyv1connect.ConversationServiceListSavedPromptsProcedure:      AccessAny,
+	parleyv1connect.ConversationServiceSavePromptProcedure:            AccessAny,
+	parleyv1connect.ConversationServiceDeleteSavedPromptProcedure:     AccessAny,
 
 	parleyv1connect.AttachmentServiceCreateUploadProcedure:     AccessAny,
 	parleyv1connect.AttachmentServiceCompleteUploadProcedure:   AccessAny,

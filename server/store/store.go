@@ -154,4 +154,7 @@ type Store struct {
 	// Feedback holds people's ratings of answers; nil where the backend
 	// keeps none. It lives with the conversations' metadata.
 	Feedback Feedback
+	// Prompts holds people's prompt libraries; nil where the backend keeps
+	// none.
+	Prompts Prompts
 }

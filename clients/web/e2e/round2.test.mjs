@@ -178,6 +178,33 @@ test("thumbs up or down with a note, kept on reload, counted for the admin", { s
   await page.goto(convURL);
 });
 
+test("saved prompts: made in Settings, inserted with / and a name", { skip }, async () => {
+  await page.goto(srv.url + "/#/settings");
+  await page.locator("#prompt-form").waitFor();
+  for (const [name, text] of [["summarize", "Summarize this in three bullets:"], ["translate", "Translate to French:"]]) {
+    await page.fill("#prompt-form input[name=name]", name);
+    await page.fill("#prompt-form textarea[name=text]", text);
+    await page.click("#prompt-form button.primary");
+    await page.locator(`#prompt-list li[data-name="${name}"]`).waitFor();
+  }
+  await page.goto(srv.url + "/#/");
+  await page.locator("#input").waitFor();
+  await page.locator("#input").pressSequentially("/su");
+  await page.locator("#prompt-menu li", { hasText: "/summarize" }).waitFor();
+  assert.equal(await page.locator("#prompt-menu li").count(), 1, "only the names that match");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.inputValue("#input"), "Summarize this in three bullets:");
+  assert.ok(await page.locator("#prompt-menu").isHidden());
+  // Both offered for "/", the second picked with the arrow keys.
+  await page.fill("#input", "");
+  await page.locator("#input").pressSequentially("/");
+  await page.locator("#prompt-menu li >> nth=1").waitFor();
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.inputValue("#input"), "Translate to French:");
+  await page.fill("#input", "");
+});
+
 test("a second tab's send while the first streams waits, says so, and goes when the answer ends", { skip }, async () => {
   await page.goto(convURL);
   await page.locator(".msg.assistant").first().waitFor();

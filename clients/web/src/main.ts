@@ -106,6 +106,7 @@ document.body.innerHTML = `
       <div class="table"><table><thead><tr><th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Cache</th><th></th></tr></thead><tbody id="key-rows"></tbody></table></div>
     </section>
     <form id="composer">
+      <ul id="prompt-menu" role="listbox" aria-label="Saved prompts" hidden></ul>
       <div id="pending"></div>
       <p id="queued" class="muted small" role="status" hidden><span id="queued-text"></span> <button type="button" class="link" id="unqueue">Don't send</button></p>
       <div class="row">
@@ -1307,8 +1308,66 @@ const placeholder = () => { input.placeholder = touch.matches ? "Message Parley"
 touch.addEventListener("change", placeholder);
 placeholder();
 input.addEventListener("keydown", (e) => {
+  if (promptKeys(e)) return;
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !touch.matches) { e.preventDefault(); send(); }
 });
+
+// ---------- saved prompts: / and a name ----------
+// Typing / (and the start of a name) in an empty box offers the person's
+// saved prompts (Settings); Enter or Tab inserts one, Escape closes.
+let savedPrompts: { name: string; text: string }[] | undefined;
+let promptPick = 0;
+window.addEventListener("parley:prompts", () => { savedPrompts = undefined; });
+const promptMenu = $("prompt-menu");
+input.setAttribute("aria-controls", "prompt-menu");
+input.setAttribute("aria-autocomplete", "list");
+async function offerPrompts() {
+  const m = /^\/([^\s]*)$/.exec(input.value);
+  if (!m) return closePrompts();
+  if (!savedPrompts) {
+    try { savedPrompts = (await convs.listSavedPrompts({})).prompts.map((p) => ({ name: p.name, text: p.text })); } catch { savedPrompts = []; }
+  }
+  const q = m[1].toLowerCase();
+  const found = savedPrompts.filter((p) => p.name.toLowerCase().startsWith(q)).concat(savedPrompts.filter((p) => !p.name.toLowerCase().startsWith(q) && p.name.toLowerCase().includes(q)));
+  if (!found.length) return closePrompts();
+  promptPick = Math.min(promptPick, found.length - 1);
+  promptMenu.replaceChildren(...found.slice(0, 8).map((p, i) => h("li", { role: "option", id: `prompt-opt-${i}`, "aria-selected": String(i === promptPick), "data-text": p.text,
+    onmousedown: (ev: Event) => { ev.preventDefault(); usePrompt(p.text); } }, h("code", {}, `/${p.name}`), " ", h("span", { class: "muted" }, p.text.slice(0, 60)))));
+  promptMenu.hidden = false;
+  input.setAttribute("aria-activedescendant", `prompt-opt-${promptPick}`);
+}
+function closePrompts() {
+  promptMenu.hidden = true;
+  promptPick = 0;
+  input.removeAttribute("aria-activedescendant");
+}
+function usePrompt(text: string) {
+  input.value = text;
+  closePrompts();
+  autosize();
+  input.focus();
+  input.setSelectionRange(text.length, text.length);
+}
+/** The / menu's keys; true when it took the key. */
+function promptKeys(e: KeyboardEvent): boolean {
+  if (promptMenu.hidden) return false;
+  const n = promptMenu.children.length;
+  if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+    e.preventDefault();
+    promptPick = (promptPick + (e.key === "ArrowDown" ? 1 : n - 1)) % n;
+    void offerPrompts();
+    return true;
+  }
+  if ((e.key === "Enter" && !e.shiftKey) || e.key === "Tab") {
+    e.preventDefault();
+    usePrompt((promptMenu.children[promptPick] as HTMLElement).dataset.text ?? "");
+    return true;
+  }
+  if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); closePrompts(); return true; }
+  return false;
+}
+input.addEventListener("input", () => { void offerPrompts(); });
+input.addEventListener("blur", () => setTimeout(closePrompts, 100));
 $("attach").onclick = () => $("file").click();
 // Shortcuts (the ? overlay lists them), as ChatGPT's where it has one.
 document.addEventListener("keydown", (e) => {

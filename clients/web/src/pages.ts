@@ -121,7 +121,7 @@ export async function showSettings() {
     h("label", { for: "instructions" }, h("h3", {}, "Custom instructions")),
     h("p", { class: "muted" }, "Applied to every conversation, before its own system prompt. They count as input tokens."),
     ta, h("div", { class: "row" }, h("button", { class: "primary" }, "Save"), saved)) as HTMLFormElement;
-  page.replaceChildren(h("h2", {}, "Settings"), err, form, memorySection());
+  page.replaceChildren(h("h2", {}, "Settings"), err, form, promptsSection(err), memorySection());
   form.onsubmit = async (e) => {
     e.preventDefault();
     err.textContent = "";
@@ -132,6 +132,38 @@ export async function showSettings() {
     } catch (e2) { err.textContent = describe(e2); }
   };
   try { ta.value = (await convs.getCustomInstructions({})).instructions; } catch (e) { err.textContent = describe(e); }
+}
+
+/** The prompt library: type / and a name in the message box to insert one. */
+function promptsSection(err: HTMLElement): HTMLElement {
+  const list = h("div", { id: "prompt-list" }, "Loading…");
+  const name = h("input", { name: "name", required: true, maxlength: 64, pattern: "[\\p{L}\\p{N}_\\-]+", placeholder: "name (no spaces)", "aria-label": "Prompt name" }) as HTMLInputElement;
+  const text = h("textarea", { name: "text", required: true, maxlength: 8000, rows: 3, placeholder: "The text it inserts", "aria-label": "Prompt text" }) as HTMLTextAreaElement;
+  let editing = "";
+  const submit = h("button", { class: "primary" }, "Save prompt") as HTMLButtonElement;
+  const form = h("form", { id: "prompt-form" }, h("div", { class: "row" }, name, submit), text) as HTMLFormElement;
+  const load = async () => {
+    const r = await convs.listSavedPrompts({});
+    list.replaceChildren(r.prompts.length ? h("ul", { class: "prompt-list" }, ...r.prompts.map((p) => h("li", { "data-name": p.name },
+      h("code", {}, `/${p.name}`), " ", h("span", { class: "muted" }, p.text.length > 80 ? p.text.slice(0, 79) + "…" : p.text), " ",
+      h("button", { type: "button", class: "link", onclick: () => { editing = p.promptId; name.value = p.name; text.value = p.text; submit.textContent = "Save changes"; name.focus(); } }, "Edit"),
+      h("button", { type: "button", class: "link danger", onclick: async () => {
+        try { await convs.deleteSavedPrompt({ promptId: p.promptId }); window.dispatchEvent(new Event("parley:prompts")); await load(); } catch (e) { err.textContent = describe(e); }
+      } }, "Delete")))) : h("p", { class: "muted" }, "No saved prompts yet."));
+  };
+  form.onsubmit = async (e) => {
+    e.preventDefault();
+    err.textContent = "";
+    try {
+      await convs.savePrompt({ promptId: editing, name: name.value.trim(), text: text.value });
+      editing = ""; form.reset(); submit.textContent = "Save prompt";
+      window.dispatchEvent(new Event("parley:prompts")); // the message box's / menu reads them again
+      await load();
+    } catch (e2) { err.textContent = describe(e2); }
+  };
+  load().catch((e) => { list.textContent = "—"; err.textContent = describe(e); });
+  return h("section", { id: "prompts" }, h("h3", {}, "Saved prompts"),
+    h("p", { class: "muted" }, "Type / and a prompt's name in the message box to insert it."), form, list);
 }
 
 const tiers = [Tier.FREE, Tier.PLUS, Tier.PRO, Tier.MAX];

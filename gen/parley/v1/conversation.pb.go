@@ -245,6 +245,355 @@ func (ExportFormat) EnumDescriptor() ([]byte, []int) {
 	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{3}
 }
 
+// SavedPrompt is a prompt of a person's library.
+type SavedPrompt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The prompt's id.
+	PromptId string `protobuf:"bytes,1,opt,name=prompt_id,json=promptId,proto3" json:"prompt_id,omitempty"`
+	// Its short name: what follows / in the message box.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The text inserted.
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// When it was last changed.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SavedPrompt) Reset() {
+	*x = SavedPrompt{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SavedPrompt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SavedPrompt) ProtoMessage() {}
+
+func (x *SavedPrompt) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SavedPrompt.ProtoReflect.Descriptor instead.
+func (*SavedPrompt) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SavedPrompt) GetPromptId() string {
+	if x != nil {
+		return x.PromptId
+	}
+	return ""
+}
+
+func (x *SavedPrompt) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SavedPrompt) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *SavedPrompt) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// ListSavedPromptsRequest is the request of ConversationService.ListSavedPrompts.
+type ListSavedPromptsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSavedPromptsRequest) Reset() {
+	*x = ListSavedPromptsRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSavedPromptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSavedPromptsRequest) ProtoMessage() {}
+
+func (x *ListSavedPromptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSavedPromptsRequest.ProtoReflect.Descriptor instead.
+func (*ListSavedPromptsRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+}
+
+// ListSavedPromptsResponse is the response of ConversationService.ListSavedPrompts.
+type ListSavedPromptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By name.
+	Prompts       []*SavedPrompt `protobuf:"bytes,1,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSavedPromptsResponse) Reset() {
+	*x = ListSavedPromptsResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSavedPromptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSavedPromptsResponse) ProtoMessage() {}
+
+func (x *ListSavedPromptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSavedPromptsResponse.ProtoReflect.Descriptor instead.
+func (*ListSavedPromptsResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListSavedPromptsResponse) GetPrompts() []*SavedPrompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+// SavePromptRequest is the request of ConversationService.SavePrompt.
+type SavePromptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. The prompt to change; empty adds one.
+	PromptId string `protobuf:"bytes,1,opt,name=prompt_id,json=promptId,proto3" json:"prompt_id,omitempty"`
+	// Required. 1 to 64 letters, digits, - or _.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Required. 1 to 8,000 characters.
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SavePromptRequest) Reset() {
+	*x = SavePromptRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SavePromptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SavePromptRequest) ProtoMessage() {}
+
+func (x *SavePromptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SavePromptRequest.ProtoReflect.Descriptor instead.
+func (*SavePromptRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SavePromptRequest) GetPromptId() string {
+	if x != nil {
+		return x.PromptId
+	}
+	return ""
+}
+
+func (x *SavePromptRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SavePromptRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// SavePromptResponse is the response of ConversationService.SavePrompt.
+type SavePromptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The prompt as stored.
+	Prompt        *SavedPrompt `protobuf:"bytes,1,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SavePromptResponse) Reset() {
+	*x = SavePromptResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SavePromptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SavePromptResponse) ProtoMessage() {}
+
+func (x *SavePromptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SavePromptResponse.ProtoReflect.Descriptor instead.
+func (*SavePromptResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SavePromptResponse) GetPrompt() *SavedPrompt {
+	if x != nil {
+		return x.Prompt
+	}
+	return nil
+}
+
+// DeleteSavedPromptRequest is the request of ConversationService.DeleteSavedPrompt.
+type DeleteSavedPromptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required.
+	PromptId      string `protobuf:"bytes,1,opt,name=prompt_id,json=promptId,proto3" json:"prompt_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSavedPromptRequest) Reset() {
+	*x = DeleteSavedPromptRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSavedPromptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSavedPromptRequest) ProtoMessage() {}
+
+func (x *DeleteSavedPromptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSavedPromptRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSavedPromptRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeleteSavedPromptRequest) GetPromptId() string {
+	if x != nil {
+		return x.PromptId
+	}
+	return ""
+}
+
+// DeleteSavedPromptResponse is the response of ConversationService.DeleteSavedPrompt.
+type DeleteSavedPromptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSavedPromptResponse) Reset() {
+	*x = DeleteSavedPromptResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSavedPromptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSavedPromptResponse) ProtoMessage() {}
+
+func (x *DeleteSavedPromptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSavedPromptResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSavedPromptResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{6}
+}
+
 // MessageFeedback is the caller's rating of an answer.
 type MessageFeedback struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -260,7 +609,7 @@ type MessageFeedback struct {
 
 func (x *MessageFeedback) Reset() {
 	*x = MessageFeedback{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	mi := &file_parley_v1_conversation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +621,7 @@ func (x *MessageFeedback) String() string {
 func (*MessageFeedback) ProtoMessage() {}
 
 func (x *MessageFeedback) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[0]
+	mi := &file_parley_v1_conversation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +634,7 @@ func (x *MessageFeedback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageFeedback.ProtoReflect.Descriptor instead.
 func (*MessageFeedback) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{0}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MessageFeedback) GetRating() Rating {
@@ -326,7 +675,7 @@ type RateMessageRequest struct {
 
 func (x *RateMessageRequest) Reset() {
 	*x = RateMessageRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	mi := &file_parley_v1_conversation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +687,7 @@ func (x *RateMessageRequest) String() string {
 func (*RateMessageRequest) ProtoMessage() {}
 
 func (x *RateMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[1]
+	mi := &file_parley_v1_conversation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +700,7 @@ func (x *RateMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateMessageRequest.ProtoReflect.Descriptor instead.
 func (*RateMessageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{1}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RateMessageRequest) GetConversationId() string {
@@ -393,7 +742,7 @@ type RateMessageResponse struct {
 
 func (x *RateMessageResponse) Reset() {
 	*x = RateMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	mi := &file_parley_v1_conversation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -405,7 +754,7 @@ func (x *RateMessageResponse) String() string {
 func (*RateMessageResponse) ProtoMessage() {}
 
 func (x *RateMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[2]
+	mi := &file_parley_v1_conversation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -418,7 +767,7 @@ func (x *RateMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateMessageResponse.ProtoReflect.Descriptor instead.
 func (*RateMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{2}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RateMessageResponse) GetFeedback() *MessageFeedback {
@@ -465,7 +814,7 @@ type Conversation struct {
 
 func (x *Conversation) Reset() {
 	*x = Conversation{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[3]
+	mi := &file_parley_v1_conversation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +826,7 @@ func (x *Conversation) String() string {
 func (*Conversation) ProtoMessage() {}
 
 func (x *Conversation) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[3]
+	mi := &file_parley_v1_conversation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +839,7 @@ func (x *Conversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conversation.ProtoReflect.Descriptor instead.
 func (*Conversation) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{3}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Conversation) GetConversationId() string {
@@ -614,7 +963,7 @@ type ConversationMessage struct {
 
 func (x *ConversationMessage) Reset() {
 	*x = ConversationMessage{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[4]
+	mi := &file_parley_v1_conversation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +975,7 @@ func (x *ConversationMessage) String() string {
 func (*ConversationMessage) ProtoMessage() {}
 
 func (x *ConversationMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[4]
+	mi := &file_parley_v1_conversation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +988,7 @@ func (x *ConversationMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationMessage.ProtoReflect.Descriptor instead.
 func (*ConversationMessage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{4}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConversationMessage) GetMessageId() string {
@@ -759,7 +1108,7 @@ type CreateConversationRequest struct {
 
 func (x *CreateConversationRequest) Reset() {
 	*x = CreateConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[5]
+	mi := &file_parley_v1_conversation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +1120,7 @@ func (x *CreateConversationRequest) String() string {
 func (*CreateConversationRequest) ProtoMessage() {}
 
 func (x *CreateConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[5]
+	mi := &file_parley_v1_conversation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +1133,7 @@ func (x *CreateConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConversationRequest.ProtoReflect.Descriptor instead.
 func (*CreateConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{5}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateConversationRequest) GetTitle() string {
@@ -826,7 +1175,7 @@ type CreateConversationResponse struct {
 
 func (x *CreateConversationResponse) Reset() {
 	*x = CreateConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[6]
+	mi := &file_parley_v1_conversation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1187,7 @@ func (x *CreateConversationResponse) String() string {
 func (*CreateConversationResponse) ProtoMessage() {}
 
 func (x *CreateConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[6]
+	mi := &file_parley_v1_conversation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1200,7 @@ func (x *CreateConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConversationResponse.ProtoReflect.Descriptor instead.
 func (*CreateConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{6}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateConversationResponse) GetConversation() *Conversation {
@@ -879,7 +1228,7 @@ type ListConversationsRequest struct {
 
 func (x *ListConversationsRequest) Reset() {
 	*x = ListConversationsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[7]
+	mi := &file_parley_v1_conversation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1240,7 @@ func (x *ListConversationsRequest) String() string {
 func (*ListConversationsRequest) ProtoMessage() {}
 
 func (x *ListConversationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[7]
+	mi := &file_parley_v1_conversation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1253,7 @@ func (x *ListConversationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConversationsRequest.ProtoReflect.Descriptor instead.
 func (*ListConversationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{7}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListConversationsRequest) GetPageSize() int32 {
@@ -948,7 +1297,7 @@ type ListConversationsResponse struct {
 
 func (x *ListConversationsResponse) Reset() {
 	*x = ListConversationsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[8]
+	mi := &file_parley_v1_conversation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1309,7 @@ func (x *ListConversationsResponse) String() string {
 func (*ListConversationsResponse) ProtoMessage() {}
 
 func (x *ListConversationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[8]
+	mi := &file_parley_v1_conversation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1322,7 @@ func (x *ListConversationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConversationsResponse.ProtoReflect.Descriptor instead.
 func (*ListConversationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{8}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListConversationsResponse) GetConversations() []*Conversation {
@@ -1001,7 +1350,7 @@ type GetConversationRequest struct {
 
 func (x *GetConversationRequest) Reset() {
 	*x = GetConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[9]
+	mi := &file_parley_v1_conversation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1362,7 @@ func (x *GetConversationRequest) String() string {
 func (*GetConversationRequest) ProtoMessage() {}
 
 func (x *GetConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[9]
+	mi := &file_parley_v1_conversation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1375,7 @@ func (x *GetConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConversationRequest.ProtoReflect.Descriptor instead.
 func (*GetConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{9}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetConversationRequest) GetConversationId() string {
@@ -1047,7 +1396,7 @@ type GetConversationResponse struct {
 
 func (x *GetConversationResponse) Reset() {
 	*x = GetConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[10]
+	mi := &file_parley_v1_conversation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1408,7 @@ func (x *GetConversationResponse) String() string {
 func (*GetConversationResponse) ProtoMessage() {}
 
 func (x *GetConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[10]
+	mi := &file_parley_v1_conversation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1421,7 @@ func (x *GetConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConversationResponse.ProtoReflect.Descriptor instead.
 func (*GetConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{10}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetConversationResponse) GetConversation() *Conversation {
@@ -1105,7 +1454,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[11]
+	mi := &file_parley_v1_conversation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1466,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[11]
+	mi := &file_parley_v1_conversation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1479,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{11}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListMessagesRequest) GetConversationId() string {
@@ -1183,7 +1532,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[12]
+	mi := &file_parley_v1_conversation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1544,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[12]
+	mi := &file_parley_v1_conversation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1557,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{12}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*ConversationMessage {
@@ -1250,7 +1599,7 @@ type UpdateConversationRequest struct {
 
 func (x *UpdateConversationRequest) Reset() {
 	*x = UpdateConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[13]
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1611,7 @@ func (x *UpdateConversationRequest) String() string {
 func (*UpdateConversationRequest) ProtoMessage() {}
 
 func (x *UpdateConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[13]
+	mi := &file_parley_v1_conversation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1624,7 @@ func (x *UpdateConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateConversationRequest.ProtoReflect.Descriptor instead.
 func (*UpdateConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{13}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateConversationRequest) GetConversationId() string {
@@ -1317,7 +1666,7 @@ type UpdateConversationResponse struct {
 
 func (x *UpdateConversationResponse) Reset() {
 	*x = UpdateConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[14]
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1678,7 @@ func (x *UpdateConversationResponse) String() string {
 func (*UpdateConversationResponse) ProtoMessage() {}
 
 func (x *UpdateConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[14]
+	mi := &file_parley_v1_conversation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1691,7 @@ func (x *UpdateConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateConversationResponse.ProtoReflect.Descriptor instead.
 func (*UpdateConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{14}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateConversationResponse) GetConversation() *Conversation {
@@ -1363,7 +1712,7 @@ type DeleteConversationRequest struct {
 
 func (x *DeleteConversationRequest) Reset() {
 	*x = DeleteConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[15]
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1724,7 @@ func (x *DeleteConversationRequest) String() string {
 func (*DeleteConversationRequest) ProtoMessage() {}
 
 func (x *DeleteConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[15]
+	mi := &file_parley_v1_conversation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1737,7 @@ func (x *DeleteConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConversationRequest.ProtoReflect.Descriptor instead.
 func (*DeleteConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{15}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteConversationRequest) GetConversationId() string {
@@ -1408,7 +1757,7 @@ type DeleteConversationResponse struct {
 
 func (x *DeleteConversationResponse) Reset() {
 	*x = DeleteConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[16]
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1769,7 @@ func (x *DeleteConversationResponse) String() string {
 func (*DeleteConversationResponse) ProtoMessage() {}
 
 func (x *DeleteConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[16]
+	mi := &file_parley_v1_conversation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1782,7 @@ func (x *DeleteConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteConversationResponse.ProtoReflect.Descriptor instead.
 func (*DeleteConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{16}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
 }
 
 // SendMessageRequest is the request of ConversationService.SendMessage.
@@ -1468,7 +1817,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[17]
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1829,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[17]
+	mi := &file_parley_v1_conversation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1842,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{17}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SendMessageRequest) GetConversationId() string {
@@ -1556,7 +1905,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[18]
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1917,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[18]
+	mi := &file_parley_v1_conversation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1930,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{18}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SendMessageResponse) GetEvent() *GenerationEvent {
@@ -1605,7 +1954,7 @@ type StreamGenerationRequest struct {
 
 func (x *StreamGenerationRequest) Reset() {
 	*x = StreamGenerationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[19]
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1966,7 @@ func (x *StreamGenerationRequest) String() string {
 func (*StreamGenerationRequest) ProtoMessage() {}
 
 func (x *StreamGenerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[19]
+	mi := &file_parley_v1_conversation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1979,7 @@ func (x *StreamGenerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGenerationRequest.ProtoReflect.Descriptor instead.
 func (*StreamGenerationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{19}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StreamGenerationRequest) GetConversationId() string {
@@ -1659,7 +2008,7 @@ type StreamGenerationResponse struct {
 
 func (x *StreamGenerationResponse) Reset() {
 	*x = StreamGenerationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +2020,7 @@ func (x *StreamGenerationResponse) String() string {
 func (*StreamGenerationResponse) ProtoMessage() {}
 
 func (x *StreamGenerationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[20]
+	mi := &file_parley_v1_conversation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +2033,7 @@ func (x *StreamGenerationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamGenerationResponse.ProtoReflect.Descriptor instead.
 func (*StreamGenerationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{20}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StreamGenerationResponse) GetEvent() *GenerationEvent {
@@ -1705,7 +2054,7 @@ type CancelGenerationRequest struct {
 
 func (x *CancelGenerationRequest) Reset() {
 	*x = CancelGenerationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +2066,7 @@ func (x *CancelGenerationRequest) String() string {
 func (*CancelGenerationRequest) ProtoMessage() {}
 
 func (x *CancelGenerationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[21]
+	mi := &file_parley_v1_conversation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +2079,7 @@ func (x *CancelGenerationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelGenerationRequest.ProtoReflect.Descriptor instead.
 func (*CancelGenerationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{21}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelGenerationRequest) GetConversationId() string {
@@ -1751,7 +2100,7 @@ type CancelGenerationResponse struct {
 
 func (x *CancelGenerationResponse) Reset() {
 	*x = CancelGenerationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +2112,7 @@ func (x *CancelGenerationResponse) String() string {
 func (*CancelGenerationResponse) ProtoMessage() {}
 
 func (x *CancelGenerationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[22]
+	mi := &file_parley_v1_conversation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +2125,7 @@ func (x *CancelGenerationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelGenerationResponse.ProtoReflect.Descriptor instead.
 func (*CancelGenerationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{22}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelGenerationResponse) GetCancelled() bool {
@@ -1803,7 +2152,7 @@ type SearchConversationsRequest struct {
 
 func (x *SearchConversationsRequest) Reset() {
 	*x = SearchConversationsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +2164,7 @@ func (x *SearchConversationsRequest) String() string {
 func (*SearchConversationsRequest) ProtoMessage() {}
 
 func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[23]
+	mi := &file_parley_v1_conversation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +2177,7 @@ func (x *SearchConversationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchConversationsRequest.ProtoReflect.Descriptor instead.
 func (*SearchConversationsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{23}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SearchConversationsRequest) GetQuery() string {
@@ -1865,7 +2214,7 @@ type SearchConversationsResponse struct {
 
 func (x *SearchConversationsResponse) Reset() {
 	*x = SearchConversationsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +2226,7 @@ func (x *SearchConversationsResponse) String() string {
 func (*SearchConversationsResponse) ProtoMessage() {}
 
 func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[24]
+	mi := &file_parley_v1_conversation_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2239,7 @@ func (x *SearchConversationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchConversationsResponse.ProtoReflect.Descriptor instead.
 func (*SearchConversationsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{24}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SearchConversationsResponse) GetResults() []*ConversationSearchResult {
@@ -1925,7 +2274,7 @@ type ConversationSearchResult struct {
 
 func (x *ConversationSearchResult) Reset() {
 	*x = ConversationSearchResult{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2286,7 @@ func (x *ConversationSearchResult) String() string {
 func (*ConversationSearchResult) ProtoMessage() {}
 
 func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[25]
+	mi := &file_parley_v1_conversation_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2299,7 @@ func (x *ConversationSearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationSearchResult.ProtoReflect.Descriptor instead.
 func (*ConversationSearchResult) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{25}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConversationSearchResult) GetConversation() *Conversation {
@@ -1995,7 +2344,7 @@ type TextRange struct {
 
 func (x *TextRange) Reset() {
 	*x = TextRange{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2356,7 @@ func (x *TextRange) String() string {
 func (*TextRange) ProtoMessage() {}
 
 func (x *TextRange) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[26]
+	mi := &file_parley_v1_conversation_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2369,7 @@ func (x *TextRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextRange.ProtoReflect.Descriptor instead.
 func (*TextRange) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{26}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TextRange) GetStart() int32 {
@@ -2048,7 +2397,7 @@ type ShareConversationRequest struct {
 
 func (x *ShareConversationRequest) Reset() {
 	*x = ShareConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2409,7 @@ func (x *ShareConversationRequest) String() string {
 func (*ShareConversationRequest) ProtoMessage() {}
 
 func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[27]
+	mi := &file_parley_v1_conversation_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2422,7 @@ func (x *ShareConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareConversationRequest.ProtoReflect.Descriptor instead.
 func (*ShareConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{27}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ShareConversationRequest) GetConversationId() string {
@@ -2098,7 +2447,7 @@ type ShareConversationResponse struct {
 
 func (x *ShareConversationResponse) Reset() {
 	*x = ShareConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2459,7 @@ func (x *ShareConversationResponse) String() string {
 func (*ShareConversationResponse) ProtoMessage() {}
 
 func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[28]
+	mi := &file_parley_v1_conversation_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2472,7 @@ func (x *ShareConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShareConversationResponse.ProtoReflect.Descriptor instead.
 func (*ShareConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{28}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ShareConversationResponse) GetShareId() string {
@@ -2158,7 +2507,7 @@ type UnshareConversationRequest struct {
 
 func (x *UnshareConversationRequest) Reset() {
 	*x = UnshareConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2519,7 @@ func (x *UnshareConversationRequest) String() string {
 func (*UnshareConversationRequest) ProtoMessage() {}
 
 func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[29]
+	mi := &file_parley_v1_conversation_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2532,7 @@ func (x *UnshareConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnshareConversationRequest.ProtoReflect.Descriptor instead.
 func (*UnshareConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{29}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UnshareConversationRequest) GetConversationId() string {
@@ -2204,7 +2553,7 @@ type UnshareConversationResponse struct {
 
 func (x *UnshareConversationResponse) Reset() {
 	*x = UnshareConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2565,7 @@ func (x *UnshareConversationResponse) String() string {
 func (*UnshareConversationResponse) ProtoMessage() {}
 
 func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[30]
+	mi := &file_parley_v1_conversation_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2578,7 @@ func (x *UnshareConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnshareConversationResponse.ProtoReflect.Descriptor instead.
 func (*UnshareConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{30}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UnshareConversationResponse) GetUnshared() bool {
@@ -2250,7 +2599,7 @@ type GetSharedConversationRequest struct {
 
 func (x *GetSharedConversationRequest) Reset() {
 	*x = GetSharedConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2611,7 @@ func (x *GetSharedConversationRequest) String() string {
 func (*GetSharedConversationRequest) ProtoMessage() {}
 
 func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[31]
+	mi := &file_parley_v1_conversation_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2624,7 @@ func (x *GetSharedConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSharedConversationRequest.ProtoReflect.Descriptor instead.
 func (*GetSharedConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{31}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetSharedConversationRequest) GetShareId() string {
@@ -2297,7 +2646,7 @@ type GetSharedConversationResponse struct {
 
 func (x *GetSharedConversationResponse) Reset() {
 	*x = GetSharedConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2658,7 @@ func (x *GetSharedConversationResponse) String() string {
 func (*GetSharedConversationResponse) ProtoMessage() {}
 
 func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[32]
+	mi := &file_parley_v1_conversation_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2671,7 @@ func (x *GetSharedConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSharedConversationResponse.ProtoReflect.Descriptor instead.
 func (*GetSharedConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{32}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetSharedConversationResponse) GetShared() *SharedConversation {
@@ -2352,7 +2701,7 @@ type SharedConversation struct {
 
 func (x *SharedConversation) Reset() {
 	*x = SharedConversation{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2713,7 @@ func (x *SharedConversation) String() string {
 func (*SharedConversation) ProtoMessage() {}
 
 func (x *SharedConversation) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[33]
+	mi := &file_parley_v1_conversation_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2726,7 @@ func (x *SharedConversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedConversation.ProtoReflect.Descriptor instead.
 func (*SharedConversation) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{33}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SharedConversation) GetShareId() string {
@@ -2435,7 +2784,7 @@ type SharedMessage struct {
 
 func (x *SharedMessage) Reset() {
 	*x = SharedMessage{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	mi := &file_parley_v1_conversation_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2796,7 @@ func (x *SharedMessage) String() string {
 func (*SharedMessage) ProtoMessage() {}
 
 func (x *SharedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[34]
+	mi := &file_parley_v1_conversation_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2809,7 @@ func (x *SharedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedMessage.ProtoReflect.Descriptor instead.
 func (*SharedMessage) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{34}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SharedMessage) GetRole() Role {
@@ -2511,7 +2860,7 @@ type ExportConversationRequest struct {
 
 func (x *ExportConversationRequest) Reset() {
 	*x = ExportConversationRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	mi := &file_parley_v1_conversation_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2872,7 @@ func (x *ExportConversationRequest) String() string {
 func (*ExportConversationRequest) ProtoMessage() {}
 
 func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[35]
+	mi := &file_parley_v1_conversation_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2885,7 @@ func (x *ExportConversationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportConversationRequest.ProtoReflect.Descriptor instead.
 func (*ExportConversationRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{35}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExportConversationRequest) GetConversationId() string {
@@ -2569,7 +2918,7 @@ type ExportConversationResponse struct {
 
 func (x *ExportConversationResponse) Reset() {
 	*x = ExportConversationResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	mi := &file_parley_v1_conversation_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2581,7 +2930,7 @@ func (x *ExportConversationResponse) String() string {
 func (*ExportConversationResponse) ProtoMessage() {}
 
 func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[36]
+	mi := &file_parley_v1_conversation_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2594,7 +2943,7 @@ func (x *ExportConversationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportConversationResponse.ProtoReflect.Descriptor instead.
 func (*ExportConversationResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{36}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ExportConversationResponse) GetFilename() string {
@@ -2633,7 +2982,7 @@ type ConversationExport struct {
 
 func (x *ConversationExport) Reset() {
 	*x = ConversationExport{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	mi := &file_parley_v1_conversation_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2994,7 @@ func (x *ConversationExport) String() string {
 func (*ConversationExport) ProtoMessage() {}
 
 func (x *ConversationExport) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[37]
+	mi := &file_parley_v1_conversation_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +3007,7 @@ func (x *ConversationExport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationExport.ProtoReflect.Descriptor instead.
 func (*ConversationExport) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{37}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ConversationExport) GetConversation() *Conversation {
@@ -2701,7 +3050,7 @@ type RegenerateMessageRequest struct {
 
 func (x *RegenerateMessageRequest) Reset() {
 	*x = RegenerateMessageRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	mi := &file_parley_v1_conversation_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +3062,7 @@ func (x *RegenerateMessageRequest) String() string {
 func (*RegenerateMessageRequest) ProtoMessage() {}
 
 func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[38]
+	mi := &file_parley_v1_conversation_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +3075,7 @@ func (x *RegenerateMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegenerateMessageRequest.ProtoReflect.Descriptor instead.
 func (*RegenerateMessageRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{38}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegenerateMessageRequest) GetConversationId() string {
@@ -2777,7 +3126,7 @@ type RegenerateMessageResponse struct {
 
 func (x *RegenerateMessageResponse) Reset() {
 	*x = RegenerateMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	mi := &file_parley_v1_conversation_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +3138,7 @@ func (x *RegenerateMessageResponse) String() string {
 func (*RegenerateMessageResponse) ProtoMessage() {}
 
 func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[39]
+	mi := &file_parley_v1_conversation_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +3151,7 @@ func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
 func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{39}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
@@ -2822,7 +3171,7 @@ type GetCustomInstructionsRequest struct {
 
 func (x *GetCustomInstructionsRequest) Reset() {
 	*x = GetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	mi := &file_parley_v1_conversation_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +3183,7 @@ func (x *GetCustomInstructionsRequest) String() string {
 func (*GetCustomInstructionsRequest) ProtoMessage() {}
 
 func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[40]
+	mi := &file_parley_v1_conversation_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3196,7 @@ func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
 func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{40}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{47}
 }
 
 // GetCustomInstructionsResponse is the response of
@@ -2862,7 +3211,7 @@ type GetCustomInstructionsResponse struct {
 
 func (x *GetCustomInstructionsResponse) Reset() {
 	*x = GetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[41]
+	mi := &file_parley_v1_conversation_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +3223,7 @@ func (x *GetCustomInstructionsResponse) String() string {
 func (*GetCustomInstructionsResponse) ProtoMessage() {}
 
 func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[41]
+	mi := &file_parley_v1_conversation_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +3236,7 @@ func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
 func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{41}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetCustomInstructionsResponse) GetInstructions() string {
@@ -2909,7 +3258,7 @@ type SetCustomInstructionsRequest struct {
 
 func (x *SetCustomInstructionsRequest) Reset() {
 	*x = SetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[42]
+	mi := &file_parley_v1_conversation_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3270,7 @@ func (x *SetCustomInstructionsRequest) String() string {
 func (*SetCustomInstructionsRequest) ProtoMessage() {}
 
 func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[42]
+	mi := &file_parley_v1_conversation_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3283,7 @@ func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
 func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{42}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SetCustomInstructionsRequest) GetInstructions() string {
@@ -2956,7 +3305,7 @@ type SetCustomInstructionsResponse struct {
 
 func (x *SetCustomInstructionsResponse) Reset() {
 	*x = SetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[43]
+	mi := &file_parley_v1_conversation_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3317,7 @@ func (x *SetCustomInstructionsResponse) String() string {
 func (*SetCustomInstructionsResponse) ProtoMessage() {}
 
 func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[43]
+	mi := &file_parley_v1_conversation_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3330,7 @@ func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
 func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{43}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SetCustomInstructionsResponse) GetInstructions() string {
@@ -2995,7 +3344,25 @@ var File_parley_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\n" +
-	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x8d\x01\n" +
+	"\x1cparley/v1/conversation.proto\x12\tparley.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16parley/v1/common.proto\"\x8f\x01\n" +
+	"\vSavedPrompt\x12\x1b\n" +
+	"\tprompt_id\x18\x01 \x01(\tR\bpromptId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12;\n" +
+	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\x19\n" +
+	"\x17ListSavedPromptsRequest\"L\n" +
+	"\x18ListSavedPromptsResponse\x120\n" +
+	"\aprompts\x18\x01 \x03(\v2\x16.parley.v1.SavedPromptR\aprompts\"X\n" +
+	"\x11SavePromptRequest\x12\x1b\n" +
+	"\tprompt_id\x18\x01 \x01(\tR\bpromptId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"D\n" +
+	"\x12SavePromptResponse\x12.\n" +
+	"\x06prompt\x18\x01 \x01(\v2\x16.parley.v1.SavedPromptR\x06prompt\"7\n" +
+	"\x18DeleteSavedPromptRequest\x12\x1b\n" +
+	"\tprompt_id\x18\x01 \x01(\tR\bpromptId\"\x1b\n" +
+	"\x19DeleteSavedPromptResponse\"\x8d\x01\n" +
 	"\x0fMessageFeedback\x12)\n" +
 	"\x06rating\x18\x01 \x01(\x0e2\x11.parley.v1.RatingR\x06rating\x12\x12\n" +
 	"\x04note\x18\x02 \x01(\tR\x04note\x12;\n" +
@@ -3206,7 +3573,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fExportFormat\x12\x1d\n" +
 	"\x19EXPORT_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EXPORT_FORMAT_MARKDOWN\x10\x01\x12\x16\n" +
-	"\x12EXPORT_FORMAT_JSON\x10\x022\xd8\r\n" +
+	"\x12EXPORT_FORMAT_JSON\x10\x022\xe0\x0f\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -3225,7 +3592,11 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x13UnshareConversation\x12%.parley.v1.UnshareConversationRequest\x1a&.parley.v1.UnshareConversationResponse\x12j\n" +
 	"\x15GetSharedConversation\x12'.parley.v1.GetSharedConversationRequest\x1a(.parley.v1.GetSharedConversationResponse\x12a\n" +
 	"\x12ExportConversation\x12$.parley.v1.ExportConversationRequest\x1a%.parley.v1.ExportConversationResponse\x12L\n" +
-	"\vRateMessage\x12\x1d.parley.v1.RateMessageRequest\x1a\x1e.parley.v1.RateMessageResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
+	"\vRateMessage\x12\x1d.parley.v1.RateMessageRequest\x1a\x1e.parley.v1.RateMessageResponse\x12[\n" +
+	"\x10ListSavedPrompts\x12\".parley.v1.ListSavedPromptsRequest\x1a#.parley.v1.ListSavedPromptsResponse\x12I\n" +
+	"\n" +
+	"SavePrompt\x12\x1c.parley.v1.SavePromptRequest\x1a\x1d.parley.v1.SavePromptResponse\x12^\n" +
+	"\x11DeleteSavedPrompt\x12#.parley.v1.DeleteSavedPromptRequest\x1a$.parley.v1.DeleteSavedPromptResponseB3Z1github.com/parleyhq/parley/gen/parley/v1;parleyv1b\x06proto3"
 
 var (
 	file_parley_v1_conversation_proto_rawDescOnce sync.Once
@@ -3240,139 +3611,155 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_parley_v1_conversation_proto_goTypes = []any{
 	(Rating)(0),                           // 0: parley.v1.Rating
 	(ArchivedFilter)(0),                   // 1: parley.v1.ArchivedFilter
 	(MessageStatus)(0),                    // 2: parley.v1.MessageStatus
 	(ExportFormat)(0),                     // 3: parley.v1.ExportFormat
-	(*MessageFeedback)(nil),               // 4: parley.v1.MessageFeedback
-	(*RateMessageRequest)(nil),            // 5: parley.v1.RateMessageRequest
-	(*RateMessageResponse)(nil),           // 6: parley.v1.RateMessageResponse
-	(*Conversation)(nil),                  // 7: parley.v1.Conversation
-	(*ConversationMessage)(nil),           // 8: parley.v1.ConversationMessage
-	(*CreateConversationRequest)(nil),     // 9: parley.v1.CreateConversationRequest
-	(*CreateConversationResponse)(nil),    // 10: parley.v1.CreateConversationResponse
-	(*ListConversationsRequest)(nil),      // 11: parley.v1.ListConversationsRequest
-	(*ListConversationsResponse)(nil),     // 12: parley.v1.ListConversationsResponse
-	(*GetConversationRequest)(nil),        // 13: parley.v1.GetConversationRequest
-	(*GetConversationResponse)(nil),       // 14: parley.v1.GetConversationResponse
-	(*ListMessagesRequest)(nil),           // 15: parley.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),          // 16: parley.v1.ListMessagesResponse
-	(*UpdateConversationRequest)(nil),     // 17: parley.v1.UpdateConversationRequest
-	(*UpdateConversationResponse)(nil),    // 18: parley.v1.UpdateConversationResponse
-	(*DeleteConversationRequest)(nil),     // 19: parley.v1.DeleteConversationRequest
-	(*DeleteConversationResponse)(nil),    // 20: parley.v1.DeleteConversationResponse
-	(*SendMessageRequest)(nil),            // 21: parley.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),           // 22: parley.v1.SendMessageResponse
-	(*StreamGenerationRequest)(nil),       // 23: parley.v1.StreamGenerationRequest
-	(*StreamGenerationResponse)(nil),      // 24: parley.v1.StreamGenerationResponse
-	(*CancelGenerationRequest)(nil),       // 25: parley.v1.CancelGenerationRequest
-	(*CancelGenerationResponse)(nil),      // 26: parley.v1.CancelGenerationResponse
-	(*SearchConversationsRequest)(nil),    // 27: parley.v1.SearchConversationsRequest
-	(*SearchConversationsResponse)(nil),   // 28: parley.v1.SearchConversationsResponse
-	(*ConversationSearchResult)(nil),      // 29: parley.v1.ConversationSearchResult
-	(*TextRange)(nil),                     // 30: parley.v1.TextRange
-	(*ShareConversationRequest)(nil),      // 31: parley.v1.ShareConversationRequest
-	(*ShareConversationResponse)(nil),     // 32: parley.v1.ShareConversationResponse
-	(*UnshareConversationRequest)(nil),    // 33: parley.v1.UnshareConversationRequest
-	(*UnshareConversationResponse)(nil),   // 34: parley.v1.UnshareConversationResponse
-	(*GetSharedConversationRequest)(nil),  // 35: parley.v1.GetSharedConversationRequest
-	(*GetSharedConversationResponse)(nil), // 36: parley.v1.GetSharedConversationResponse
-	(*SharedConversation)(nil),            // 37: parley.v1.SharedConversation
-	(*SharedMessage)(nil),                 // 38: parley.v1.SharedMessage
-	(*ExportConversationRequest)(nil),     // 39: parley.v1.ExportConversationRequest
-	(*ExportConversationResponse)(nil),    // 40: parley.v1.ExportConversationResponse
-	(*ConversationExport)(nil),            // 41: parley.v1.ConversationExport
-	(*RegenerateMessageRequest)(nil),      // 42: parley.v1.RegenerateMessageRequest
-	(*RegenerateMessageResponse)(nil),     // 43: parley.v1.RegenerateMessageResponse
-	(*GetCustomInstructionsRequest)(nil),  // 44: parley.v1.GetCustomInstructionsRequest
-	(*GetCustomInstructionsResponse)(nil), // 45: parley.v1.GetCustomInstructionsResponse
-	(*SetCustomInstructionsRequest)(nil),  // 46: parley.v1.SetCustomInstructionsRequest
-	(*SetCustomInstructionsResponse)(nil), // 47: parley.v1.SetCustomInstructionsResponse
-	(*timestamppb.Timestamp)(nil),         // 48: google.protobuf.Timestamp
-	(Role)(0),                             // 49: parley.v1.Role
-	(*Part)(nil),                          // 50: parley.v1.Part
-	(FinishReason)(0),                     // 51: parley.v1.FinishReason
-	(*GenerationEvent)(nil),               // 52: parley.v1.GenerationEvent
+	(*SavedPrompt)(nil),                   // 4: parley.v1.SavedPrompt
+	(*ListSavedPromptsRequest)(nil),       // 5: parley.v1.ListSavedPromptsRequest
+	(*ListSavedPromptsResponse)(nil),      // 6: parley.v1.ListSavedPromptsResponse
+	(*SavePromptRequest)(nil),             // 7: parley.v1.SavePromptRequest
+	(*SavePromptResponse)(nil),            // 8: parley.v1.SavePromptResponse
+	(*DeleteSavedPromptRequest)(nil),      // 9: parley.v1.DeleteSavedPromptRequest
+	(*DeleteSavedPromptResponse)(nil),     // 10: parley.v1.DeleteSavedPromptResponse
+	(*MessageFeedback)(nil),               // 11: parley.v1.MessageFeedback
+	(*RateMessageRequest)(nil),            // 12: parley.v1.RateMessageRequest
+	(*RateMessageResponse)(nil),           // 13: parley.v1.RateMessageResponse
+	(*Conversation)(nil),                  // 14: parley.v1.Conversation
+	(*ConversationMessage)(nil),           // 15: parley.v1.ConversationMessage
+	(*CreateConversationRequest)(nil),     // 16: parley.v1.CreateConversationRequest
+	(*CreateConversationResponse)(nil),    // 17: parley.v1.CreateConversationResponse
+	(*ListConversationsRequest)(nil),      // 18: parley.v1.ListConversationsRequest
+	(*ListConversationsResponse)(nil),     // 19: parley.v1.ListConversationsResponse
+	(*GetConversationRequest)(nil),        // 20: parley.v1.GetConversationRequest
+	(*GetConversationResponse)(nil),       // 21: parley.v1.GetConversationResponse
+	(*ListMessagesRequest)(nil),           // 22: parley.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),          // 23: parley.v1.ListMessagesResponse
+	(*UpdateConversationRequest)(nil),     // 24: parley.v1.UpdateConversationRequest
+	(*UpdateConversationResponse)(nil),    // 25: parley.v1.UpdateConversationResponse
+	(*DeleteConversationRequest)(nil),     // 26: parley.v1.DeleteConversationRequest
+	(*DeleteConversationResponse)(nil),    // 27: parley.v1.DeleteConversationResponse
+	(*SendMessageRequest)(nil),            // 28: parley.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),           // 29: parley.v1.SendMessageResponse
+	(*StreamGenerationRequest)(nil),       // 30: parley.v1.StreamGenerationRequest
+	(*StreamGenerationResponse)(nil),      // 31: parley.v1.StreamGenerationResponse
+	(*CancelGenerationRequest)(nil),       // 32: parley.v1.CancelGenerationRequest
+	(*CancelGenerationResponse)(nil),      // 33: parley.v1.CancelGenerationResponse
+	(*SearchConversationsRequest)(nil),    // 34: parley.v1.SearchConversationsRequest
+	(*SearchConversationsResponse)(nil),   // 35: parley.v1.SearchConversationsResponse
+	(*ConversationSearchResult)(nil),      // 36: parley.v1.ConversationSearchResult
+	(*TextRange)(nil),                     // 37: parley.v1.TextRange
+	(*ShareConversationRequest)(nil),      // 38: parley.v1.ShareConversationRequest
+	(*ShareConversationResponse)(nil),     // 39: parley.v1.ShareConversationResponse
+	(*UnshareConversationRequest)(nil),    // 40: parley.v1.UnshareConversationRequest
+	(*UnshareConversationResponse)(nil),   // 41: parley.v1.UnshareConversationResponse
+	(*GetSharedConversationRequest)(nil),  // 42: parley.v1.GetSharedConversationRequest
+	(*GetSharedConversationResponse)(nil), // 43: parley.v1.GetSharedConversationResponse
+	(*SharedConversation)(nil),            // 44: parley.v1.SharedConversation
+	(*SharedMessage)(nil),                 // 45: parley.v1.SharedMessage
+	(*ExportConversationRequest)(nil),     // 46: parley.v1.ExportConversationRequest
+	(*ExportConversationResponse)(nil),    // 47: parley.v1.ExportConversationResponse
+	(*ConversationExport)(nil),            // 48: parley.v1.ConversationExport
+	(*RegenerateMessageRequest)(nil),      // 49: parley.v1.RegenerateMessageRequest
+	(*RegenerateMessageResponse)(nil),     // 50: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 51: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 52: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 53: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 54: parley.v1.SetCustomInstructionsResponse
+	(*timestamppb.Timestamp)(nil),         // 55: google.protobuf.Timestamp
+	(Role)(0),                             // 56: parley.v1.Role
+	(*Part)(nil),                          // 57: parley.v1.Part
+	(FinishReason)(0),                     // 58: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 59: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	0,  // 0: parley.v1.MessageFeedback.rating:type_name -> parley.v1.Rating
-	48, // 1: parley.v1.MessageFeedback.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 2: parley.v1.RateMessageRequest.rating:type_name -> parley.v1.Rating
-	4,  // 3: parley.v1.RateMessageResponse.feedback:type_name -> parley.v1.MessageFeedback
-	48, // 4: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	48, // 5: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	49, // 6: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	50, // 7: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	51, // 8: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	48, // 9: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
-	2,  // 10: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
-	4,  // 11: parley.v1.ConversationMessage.feedback:type_name -> parley.v1.MessageFeedback
-	7,  // 12: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	1,  // 13: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
-	7,  // 14: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
-	7,  // 15: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
-	8,  // 16: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
-	7,  // 17: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	50, // 18: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	52, // 19: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	52, // 20: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
-	29, // 21: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
-	7,  // 22: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
-	30, // 23: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
-	37, // 24: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	37, // 25: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	48, // 26: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
-	38, // 27: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
-	49, // 28: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
-	48, // 29: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
-	3,  // 30: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
-	7,  // 31: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
-	8,  // 32: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
-	48, // 33: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
-	52, // 34: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	9,  // 35: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	11, // 36: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	13, // 37: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	15, // 38: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	17, // 39: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	19, // 40: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	21, // 41: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	23, // 42: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	25, // 43: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	42, // 44: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
-	44, // 45: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
-	46, // 46: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
-	27, // 47: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
-	31, // 48: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
-	33, // 49: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
-	35, // 50: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
-	39, // 51: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
-	5,  // 52: parley.v1.ConversationService.RateMessage:input_type -> parley.v1.RateMessageRequest
-	10, // 53: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	12, // 54: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	14, // 55: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	16, // 56: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	18, // 57: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	20, // 58: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	22, // 59: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	24, // 60: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	26, // 61: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	43, // 62: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
-	45, // 63: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
-	47, // 64: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
-	28, // 65: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
-	32, // 66: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
-	34, // 67: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
-	36, // 68: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
-	40, // 69: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
-	6,  // 70: parley.v1.ConversationService.RateMessage:output_type -> parley.v1.RateMessageResponse
-	53, // [53:71] is the sub-list for method output_type
-	35, // [35:53] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	55, // 0: parley.v1.SavedPrompt.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 1: parley.v1.ListSavedPromptsResponse.prompts:type_name -> parley.v1.SavedPrompt
+	4,  // 2: parley.v1.SavePromptResponse.prompt:type_name -> parley.v1.SavedPrompt
+	0,  // 3: parley.v1.MessageFeedback.rating:type_name -> parley.v1.Rating
+	55, // 4: parley.v1.MessageFeedback.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 5: parley.v1.RateMessageRequest.rating:type_name -> parley.v1.Rating
+	11, // 6: parley.v1.RateMessageResponse.feedback:type_name -> parley.v1.MessageFeedback
+	55, // 7: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	55, // 8: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 9: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	57, // 10: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	58, // 11: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	55, // 12: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 13: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
+	11, // 14: parley.v1.ConversationMessage.feedback:type_name -> parley.v1.MessageFeedback
+	14, // 15: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	1,  // 16: parley.v1.ListConversationsRequest.archived:type_name -> parley.v1.ArchivedFilter
+	14, // 17: parley.v1.ListConversationsResponse.conversations:type_name -> parley.v1.Conversation
+	14, // 18: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
+	15, // 19: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
+	14, // 20: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
+	57, // 21: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	59, // 22: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	59, // 23: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	36, // 24: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
+	14, // 25: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
+	37, // 26: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
+	44, // 27: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	44, // 28: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
+	55, // 29: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	45, // 30: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
+	56, // 31: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	55, // 32: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	3,  // 33: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
+	14, // 34: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
+	15, // 35: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
+	55, // 36: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	59, // 37: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	16, // 38: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	18, // 39: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	20, // 40: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	22, // 41: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	24, // 42: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	26, // 43: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	28, // 44: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	30, // 45: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	32, // 46: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	49, // 47: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	51, // 48: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	53, // 49: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	34, // 50: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	38, // 51: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	40, // 52: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	42, // 53: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	46, // 54: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	12, // 55: parley.v1.ConversationService.RateMessage:input_type -> parley.v1.RateMessageRequest
+	5,  // 56: parley.v1.ConversationService.ListSavedPrompts:input_type -> parley.v1.ListSavedPromptsRequest
+	7,  // 57: parley.v1.ConversationService.SavePrompt:input_type -> parley.v1.SavePromptRequest
+	9,  // 58: parley.v1.ConversationService.DeleteSavedPrompt:input_type -> parley.v1.DeleteSavedPromptRequest
+	17, // 59: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	19, // 60: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	21, // 61: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	23, // 62: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	25, // 63: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	27, // 64: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	29, // 65: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	31, // 66: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	33, // 67: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	50, // 68: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	52, // 69: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	54, // 70: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	35, // 71: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	39, // 72: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	41, // 73: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	43, // 74: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	47, // 75: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	13, // 76: parley.v1.ConversationService.RateMessage:output_type -> parley.v1.RateMessageResponse
+	6,  // 77: parley.v1.ConversationService.ListSavedPrompts:output_type -> parley.v1.ListSavedPromptsResponse
+	8,  // 78: parley.v1.ConversationService.SavePrompt:output_type -> parley.v1.SavePromptResponse
+	10, // 79: parley.v1.ConversationService.DeleteSavedPrompt:output_type -> parley.v1.DeleteSavedPromptResponse
+	59, // [59:80] is the sub-list for method output_type
+	38, // [38:59] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -3381,16 +3768,16 @@ func file_parley_v1_conversation_proto_init() {
 		return
 	}
 	file_parley_v1_common_proto_init()
-	file_parley_v1_conversation_proto_msgTypes[13].OneofWrappers = []any{}
-	file_parley_v1_conversation_proto_msgTypes[17].OneofWrappers = []any{}
-	file_parley_v1_conversation_proto_msgTypes[38].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[20].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[24].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[45].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   44,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -167,6 +167,7 @@ func serve(ctx context.Context, args []string, stdout, logOut io.Writer) error {
 	mux := http.NewServeMux()
 	conversations := &api.ConversationHandler{
 		Core: core, Pages: pages, Search: stores.Search, Shares: stores.Shares, Attachments: stores.Attachments, Feedback: stores.Feedback,
+		Prompts: stores.Prompts,
 	}
 
 	// Vector stores: files cut, embedded and indexed by whichever gateway

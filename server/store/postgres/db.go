@@ -217,6 +217,7 @@ func (db *DB) Store() store.Store {
 		Webhooks:      webhooks{db},
 		Organizations: organizations{db},
 		Feedback:      feedback{db},
+		Prompts:       prompts{db},
 	}
 }
 

@@ -142,6 +142,7 @@ func (db *DB) Store() store.Store {
 		Webhooks:      webhooks{db},
 		Organizations: organizations{db},
 		Feedback:      feedback{db},
+		Prompts:       prompts{db},
 	}
 }
 

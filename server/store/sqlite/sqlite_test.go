@@ -53,6 +53,7 @@ func TestVectorStores(t *testing.T) { t.Parallel(); storetest.TestVectorStores(t
 func TestProjects(t *testing.T)     { t.Parallel(); storetest.TestProjects(t, newStore) }
 func TestMemories(t *testing.T)     { t.Parallel(); storetest.TestMemories(t, newStore) }
 func TestFeedback(t *testing.T)     { t.Parallel(); storetest.TestFeedback(t, newStore) }
+func TestPrompts(t *testing.T)      { t.Parallel(); storetest.TestPrompts(t, newStore) }
 func TestBatches(t *testing.T)      { t.Parallel(); storetest.TestBatches(t, newStore) }
 func TestWebhooks(t *testing.T)     { t.Parallel(); storetest.TestWebhooks(t, newStore) }
 

@@ -87,6 +87,15 @@ const (
 	// ConversationServiceRateMessageProcedure is the fully-qualified name of the ConversationService's
 	// RateMessage RPC.
 	ConversationServiceRateMessageProcedure = "/parley.v1.ConversationService/RateMessage"
+	// ConversationServiceListSavedPromptsProcedure is the fully-qualified name of the
+	// ConversationService's ListSavedPrompts RPC.
+	ConversationServiceListSavedPromptsProcedure = "/parley.v1.ConversationService/ListSavedPrompts"
+	// ConversationServiceSavePromptProcedure is the fully-qualified name of the ConversationService's
+	// SavePrompt RPC.
+	ConversationServiceSavePromptProcedure = "/parley.v1.ConversationService/SavePrompt"
+	// ConversationServiceDeleteSavedPromptProcedure is the fully-qualified name of the
+	// ConversationService's DeleteSavedPrompt RPC.
+	ConversationServiceDeleteSavedPromptProcedure = "/parley.v1.ConversationService/DeleteSavedPrompt"
 )
 
 // ConversationServiceClient is a client for the parley.v1.ConversationService service.
@@ -186,6 +195,16 @@ type ConversationServiceClient interface {
 	// Errors: invalid_argument (message_id: not an answer of the conversation, rating,
 	// note: at most 2,000 characters), not_found (conversation).
 	RateMessage(context.Context, *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error)
+	// ListSavedPrompts lists the caller's prompt library (the web app inserts one by
+	// typing / and its name), by name.
+	ListSavedPrompts(context.Context, *connect.Request[v1.ListSavedPromptsRequest]) (*connect.Response[v1.ListSavedPromptsResponse], error)
+	// SavePrompt adds a prompt to the caller's library, or changes one (prompt_id set).
+	// Errors: invalid_argument (name: 1 to 64 letters, digits, - or _; text: 1 to 8,000
+	// characters; prompt_id), already_exists (a prompt of that name), not_found
+	// (prompt_id), resource_exhausted (at most 200 prompts).
+	SavePrompt(context.Context, *connect.Request[v1.SavePromptRequest]) (*connect.Response[v1.SavePromptResponse], error)
+	// DeleteSavedPrompt removes one of the caller's prompts. Errors: not_found.
+	DeleteSavedPrompt(context.Context, *connect.Request[v1.DeleteSavedPromptRequest]) (*connect.Response[v1.DeleteSavedPromptResponse], error)
 }
 
 // NewConversationServiceClient constructs a client for the parley.v1.ConversationService service.
@@ -307,6 +326,24 @@ func NewConversationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(conversationServiceMethods.ByName("RateMessage")),
 			connect.WithClientOptions(opts...),
 		),
+		listSavedPrompts: connect.NewClient[v1.ListSavedPromptsRequest, v1.ListSavedPromptsResponse](
+			httpClient,
+			baseURL+ConversationServiceListSavedPromptsProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("ListSavedPrompts")),
+			connect.WithClientOptions(opts...),
+		),
+		savePrompt: connect.NewClient[v1.SavePromptRequest, v1.SavePromptResponse](
+			httpClient,
+			baseURL+ConversationServiceSavePromptProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("SavePrompt")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteSavedPrompt: connect.NewClient[v1.DeleteSavedPromptRequest, v1.DeleteSavedPromptResponse](
+			httpClient,
+			baseURL+ConversationServiceDeleteSavedPromptProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("DeleteSavedPrompt")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -330,6 +367,9 @@ type conversationServiceClient struct {
 	getSharedConversation *connect.Client[v1.GetSharedConversationRequest, v1.GetSharedConversationResponse]
 	exportConversation    *connect.Client[v1.ExportConversationRequest, v1.ExportConversationResponse]
 	rateMessage           *connect.Client[v1.RateMessageRequest, v1.RateMessageResponse]
+	listSavedPrompts      *connect.Client[v1.ListSavedPromptsRequest, v1.ListSavedPromptsResponse]
+	savePrompt            *connect.Client[v1.SavePromptRequest, v1.SavePromptResponse]
+	deleteSavedPrompt     *connect.Client[v1.DeleteSavedPromptRequest, v1.DeleteSavedPromptResponse]
 }
 
 // CreateConversation calls parley.v1.ConversationService.CreateConversation.
@@ -420,6 +460,21 @@ func (c *conversationServiceClient) ExportConversation(ctx context.Context, req 
 // RateMessage calls parley.v1.ConversationService.RateMessage.
 func (c *conversationServiceClient) RateMessage(ctx context.Context, req *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error) {
 	return c.rateMessage.CallUnary(ctx, req)
+}
+
+// ListSavedPrompts calls parley.v1.ConversationService.ListSavedPrompts.
+func (c *conversationServiceClient) ListSavedPrompts(ctx context.Context, req *connect.Request[v1.ListSavedPromptsRequest]) (*connect.Response[v1.ListSavedPromptsResponse], error) {
+	return c.listSavedPrompts.CallUnary(ctx, req)
+}
+
+// SavePrompt calls parley.v1.ConversationService.SavePrompt.
+func (c *conversationServiceClient) SavePrompt(ctx context.Context, req *connect.Request[v1.SavePromptRequest]) (*connect.Response[v1.SavePromptResponse], error) {
+	return c.savePrompt.CallUnary(ctx, req)
+}
+
+// DeleteSavedPrompt calls parley.v1.ConversationService.DeleteSavedPrompt.
+func (c *conversationServiceClient) DeleteSavedPrompt(ctx context.Context, req *connect.Request[v1.DeleteSavedPromptRequest]) (*connect.Response[v1.DeleteSavedPromptResponse], error) {
+	return c.deleteSavedPrompt.CallUnary(ctx, req)
 }
 
 // ConversationServiceHandler is an implementation of the parley.v1.ConversationService service.
@@ -519,6 +574,16 @@ type ConversationServiceHandler interface {
 	// Errors: invalid_argument (message_id: not an answer of the conversation, rating,
 	// note: at most 2,000 characters), not_found (conversation).
 	RateMessage(context.Context, *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error)
+	// ListSavedPrompts lists the caller's prompt library (the web app inserts one by
+	// typing / and its name), by name.
+	ListSavedPrompts(context.Context, *connect.Request[v1.ListSavedPromptsRequest]) (*connect.Response[v1.ListSavedPromptsResponse], error)
+	// SavePrompt adds a prompt to the caller's library, or changes one (prompt_id set).
+	// Errors: invalid_argument (name: 1 to 64 letters, digits, - or _; text: 1 to 8,000
+	// characters; prompt_id), already_exists (a prompt of that name), not_found
+	// (prompt_id), resource_exhausted (at most 200 prompts).
+	SavePrompt(context.Context, *connect.Request[v1.SavePromptRequest]) (*connect.Response[v1.SavePromptResponse], error)
+	// DeleteSavedPrompt removes one of the caller's prompts. Errors: not_found.
+	DeleteSavedPrompt(context.Context, *connect.Request[v1.DeleteSavedPromptRequest]) (*connect.Response[v1.DeleteSavedPromptResponse], error)
 }
 
 // NewConversationServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -636,6 +701,24 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 		connect.WithSchema(conversationServiceMethods.ByName("RateMessage")),
 		connect.WithHandlerOptions(opts...),
 	)
+	conversationServiceListSavedPromptsHandler := connect.NewUnaryHandler(
+		ConversationServiceListSavedPromptsProcedure,
+		svc.ListSavedPrompts,
+		connect.WithSchema(conversationServiceMethods.ByName("ListSavedPrompts")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceSavePromptHandler := connect.NewUnaryHandler(
+		ConversationServiceSavePromptProcedure,
+		svc.SavePrompt,
+		connect.WithSchema(conversationServiceMethods.ByName("SavePrompt")),
+		connect.WithHandlerOptions(opts...),
+	)
+	conversationServiceDeleteSavedPromptHandler := connect.NewUnaryHandler(
+		ConversationServiceDeleteSavedPromptProcedure,
+		svc.DeleteSavedPrompt,
+		connect.WithSchema(conversationServiceMethods.ByName("DeleteSavedPrompt")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/parley.v1.ConversationService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ConversationServiceCreateConversationProcedure:
@@ -674,6 +757,12 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 			conversationServiceExportConversationHandler.ServeHTTP(w, r)
 		case ConversationServiceRateMessageProcedure:
 			conversationServiceRateMessageHandler.ServeHTTP(w, r)
+		case ConversationServiceListSavedPromptsProcedure:
+			conversationServiceListSavedPromptsHandler.ServeHTTP(w, r)
+		case ConversationServiceSavePromptProcedure:
+			conversationServiceSavePromptHandler.ServeHTTP(w, r)
+		case ConversationServiceDeleteSavedPromptProcedure:
+			conversationServiceDeleteSavedPromptHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -753,4 +842,16 @@ func (UnimplementedConversationServiceHandler) ExportConversation(context.Contex
 
 func (UnimplementedConversationServiceHandler) RateMessage(context.Context, *connect.Request[v1.RateMessageRequest]) (*connect.Response[v1.RateMessageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.RateMessage is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) ListSavedPrompts(context.Context, *connect.Request[v1.ListSavedPromptsRequest]) (*connect.Response[v1.ListSavedPromptsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.ListSavedPrompts is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) SavePrompt(context.Context, *connect.Request[v1.SavePromptRequest]) (*connect.Response[v1.SavePromptResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.SavePrompt is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) DeleteSavedPrompt(context.Context, *connect.Request[v1.DeleteSavedPromptRequest]) (*connect.Response[v1.DeleteSavedPromptResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.DeleteSavedPrompt is not implemented"))
 }

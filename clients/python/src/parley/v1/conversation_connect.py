@@ -71,6 +71,15 @@ class ConversationService(Protocol):
     async def rate_message(self, request: parley_dot_v1_dot_conversation__pb2.RateMessageRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.RateMessageResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def list_saved_prompts(self, request: parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def save_prompt(self, request: parley_dot_v1_dot_conversation__pb2.SavePromptRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SavePromptResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def delete_saved_prompt(self, request: parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationService]):
     def __init__(self, service: ConversationService | AsyncGenerator[ConversationService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -256,6 +265,36 @@ class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.rate_message,
+                ),
+                "/parley.v1.ConversationService/ListSavedPrompts": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListSavedPrompts",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_saved_prompts,
+                ),
+                "/parley.v1.ConversationService/SavePrompt": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SavePrompt",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.SavePromptRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.SavePromptResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.save_prompt,
+                ),
+                "/parley.v1.ConversationService/DeleteSavedPrompt": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeleteSavedPrompt",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.delete_saved_prompt,
                 ),
             },
             interceptors=interceptors,
@@ -630,6 +669,66 @@ class ConversationServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    async def list_saved_prompts(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListSavedPrompts",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def save_prompt(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.SavePromptRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.SavePromptResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SavePrompt",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.SavePromptRequest,
+                output=parley_dot_v1_dot_conversation__pb2.SavePromptResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def delete_saved_prompt(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteSavedPrompt",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest,
+                output=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
 
 class ConversationServiceSync(Protocol):
     def create_conversation(self, request: parley_dot_v1_dot_conversation__pb2.CreateConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.CreateConversationResponse:
@@ -667,6 +766,12 @@ class ConversationServiceSync(Protocol):
     def export_conversation(self, request: parley_dot_v1_dot_conversation__pb2.ExportConversationRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ExportConversationResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def rate_message(self, request: parley_dot_v1_dot_conversation__pb2.RateMessageRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.RateMessageResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_saved_prompts(self, request: parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def save_prompt(self, request: parley_dot_v1_dot_conversation__pb2.SavePromptRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SavePromptResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def delete_saved_prompt(self, request: parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
@@ -853,6 +958,36 @@ class ConversationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.rate_message,
+                ),
+                "/parley.v1.ConversationService/ListSavedPrompts": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListSavedPrompts",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_saved_prompts,
+                ),
+                "/parley.v1.ConversationService/SavePrompt": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SavePrompt",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.SavePromptRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.SavePromptResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.save_prompt,
+                ),
+                "/parley.v1.ConversationService/DeleteSavedPrompt": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeleteSavedPrompt",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.delete_saved_prompt,
                 ),
             },
             interceptors=interceptors,
@@ -1221,6 +1356,66 @@ class ConversationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.ConversationService",
                 input=parley_dot_v1_dot_conversation__pb2.RateMessageRequest,
                 output=parley_dot_v1_dot_conversation__pb2.RateMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_saved_prompts(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListSavedPrompts",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ListSavedPromptsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def save_prompt(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.SavePromptRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.SavePromptResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SavePrompt",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.SavePromptRequest,
+                output=parley_dot_v1_dot_conversation__pb2.SavePromptResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def delete_saved_prompt(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteSavedPrompt",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptRequest,
+                output=parley_dot_v1_dot_conversation__pb2.DeleteSavedPromptResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

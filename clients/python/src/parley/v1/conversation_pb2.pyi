@@ -51,6 +51,54 @@ EXPORT_FORMAT_UNSPECIFIED: ExportFormat
 EXPORT_FORMAT_MARKDOWN: ExportFormat
 EXPORT_FORMAT_JSON: ExportFormat
 
+class SavedPrompt(_message.Message):
+    __slots__ = ("prompt_id", "name", "text", "update_time")
+    PROMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    prompt_id: str
+    name: str
+    text: str
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, prompt_id: _Optional[str] = ..., name: _Optional[str] = ..., text: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListSavedPromptsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSavedPromptsResponse(_message.Message):
+    __slots__ = ("prompts",)
+    PROMPTS_FIELD_NUMBER: _ClassVar[int]
+    prompts: _containers.RepeatedCompositeFieldContainer[SavedPrompt]
+    def __init__(self, prompts: _Optional[_Iterable[_Union[SavedPrompt, _Mapping]]] = ...) -> None: ...
+
+class SavePromptRequest(_message.Message):
+    __slots__ = ("prompt_id", "name", "text")
+    PROMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    prompt_id: str
+    name: str
+    text: str
+    def __init__(self, prompt_id: _Optional[str] = ..., name: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
+
+class SavePromptResponse(_message.Message):
+    __slots__ = ("prompt",)
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    prompt: SavedPrompt
+    def __init__(self, prompt: _Optional[_Union[SavedPrompt, _Mapping]] = ...) -> None: ...
+
+class DeleteSavedPromptRequest(_message.Message):
+    __slots__ = ("prompt_id",)
+    PROMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    prompt_id: str
+    def __init__(self, prompt_id: _Optional[str] = ...) -> None: ...
+
+class DeleteSavedPromptResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class MessageFeedback(_message.Message):
     __slots__ = ("rating", "note", "update_time")
     RATING_FIELD_NUMBER: _ClassVar[int]

@@ -14,7 +14,177 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/conversation.proto.
  */
 export const file_parley_v1_conversation: GenFile = /*@__PURE__*/
-  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEicwoPTWVzc2FnZUZlZWRiYWNrEiEKBnJhdGluZxgBIAEoDjIRLnBhcmxleS52MS5SYXRpbmcSDAoEbm90ZRgCIAEoCRIvCgt1cGRhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicgoSUmF0ZU1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEiEKBnJhdGluZxgDIAEoDjIRLnBhcmxleS52MS5SYXRpbmcSDAoEbm90ZRgEIAEoCSJDChNSYXRlTWVzc2FnZVJlc3BvbnNlEiwKCGZlZWRiYWNrGAEgASgLMhoucGFybGV5LnYxLk1lc3NhZ2VGZWVkYmFjayKrAgoMQ29udmVyc2F0aW9uEhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghhcmNoaXZlZBgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpnZW5lcmF0aW5nGAcgASgIEhUKDXN5c3RlbV9wcm9tcHQYCCABKAkSGgoSY3VycmVudF9tZXNzYWdlX2lkGAkgASgJEhIKCnByb2plY3RfaWQYCiABKAkSFwoPdGl0bGVfZ2VuZXJhdGVkGAsgASgIIr4DChNDb252ZXJzYXRpb25NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEh0KBHJvbGUYAyABKA4yDy5wYXJsZXkudjEuUm9sZRIeCgVwYXJ0cxgEIAMoCzIPLnBhcmxleS52MS5QYXJ0Eg0KBW1vZGVsGAUgASgJEg4KBnRva2VucxgGIAEoAxIuCg1maW5pc2hfcmVhc29uGAcgASgOMhcucGFybGV5LnYxLkZpbmlzaFJlYXNvbhIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFwYXJlbnRfbWVzc2FnZV9pZBgJIAEoCRIVCg1zaWJsaW5nX2luZGV4GAogASgFEhUKDXNpYmxpbmdfY291bnQYCyABKAUSGwoTc2libGluZ19tZXNzYWdlX2lkcxgMIAMoCRIoCgZzdGF0dXMYDSABKA4yGC5wYXJsZXkudjEuTWVzc2FnZVN0YXR1cxIsCghmZWVkYmFjaxgOIAEoCzIaLnBhcmxleS52MS5NZXNzYWdlRmVlZGJhY2siZAoZQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBINCgV0aXRsZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJEhIKCnByb2plY3RfaWQYBCABKAkiSwoaQ3JlYXRlQ29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiKCAQoYTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEisKCGFyY2hpdmVkGAMgASgOMhkucGFybGV5LnYxLkFyY2hpdmVkRmlsdGVyEhIKCnByb2plY3RfaWQYBCABKAkiZAoZTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRIuCg1jb252ZXJzYXRpb25zGAEgAygLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMQoWR2V0Q29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiSAoXR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiKEAQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSFwoPbGVhZl9tZXNzYWdlX2lkGAQgASgJEhQKDG1ha2VfY3VycmVudBgFIAEoCCJ6ChRMaXN0TWVzc2FnZXNSZXNwb25zZRIwCghtZXNzYWdlcxgBIAMoCzIeLnBhcmxleS52MS5Db252ZXJzYXRpb25NZXNzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIXCg9sZWFmX21lc3NhZ2VfaWQYAyABKAkipAEKGVVwZGF0ZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKBXRpdGxlGAIgASgJSACIAQESFQoIYXJjaGl2ZWQYAyABKAhIAYgBARIaCg1zeXN0ZW1fcHJvbXB0GAQgASgJSAKIAQFCCAoGX3RpdGxlQgsKCV9hcmNoaXZlZEIQCg5fc3lzdGVtX3Byb21wdCJLChpVcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIjQKGURlbGV0ZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIhwKGkRlbGV0ZUNvbnZlcnNhdGlvblJlc3BvbnNlIusBChJTZW5kTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEh4KBXBhcnRzGAMgAygLMg8ucGFybGV5LnYxLlBhcnQSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMSHgoRcGFyZW50X21lc3NhZ2VfaWQYBSABKAlIAIgBARISCgpwcm9qZWN0X2lkGAYgASgJEhgKC3RlbXBlcmF0dXJlGAcgASgBSAGIAQFCFAoSX3BhcmVudF9tZXNzYWdlX2lkQg4KDF90ZW1wZXJhdHVyZSJAChNTZW5kTWVzc2FnZVJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCJFChdTdHJlYW1HZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSEQoJYWZ0ZXJfc2VxGAIgASgEIkUKGFN0cmVhbUdlbmVyYXRpb25SZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiMgoXQ2FuY2VsR2VuZXJhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJIi0KGENhbmNlbEdlbmVyYXRpb25SZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgiUgoaU2VhcmNoQ29udmVyc2F0aW9uc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkibAobU2VhcmNoQ29udmVyc2F0aW9uc1Jlc3BvbnNlEjQKB3Jlc3VsdHMYASADKAsyIy5wYXJsZXkudjEuQ29udmVyc2F0aW9uU2VhcmNoUmVzdWx0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKYAQoYQ29udmVyc2F0aW9uU2VhcmNoUmVzdWx0Ei0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24SEgoKbWVzc2FnZV9pZBgCIAEoCRIPCgdzbmlwcGV0GAMgASgJEigKCmhpZ2hsaWdodHMYBCADKAsyFC5wYXJsZXkudjEuVGV4dFJhbmdlIicKCVRleHRSYW5nZRINCgVzdGFydBgBIAEoBRILCgNlbmQYAiABKAUiMwoYU2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJqChlTaGFyZUNvbnZlcnNhdGlvblJlc3BvbnNlEhAKCHNoYXJlX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSLQoGc2hhcmVkGAMgASgLMh0ucGFybGV5LnYxLlNoYXJlZENvbnZlcnNhdGlvbiI1ChpVbnNoYXJlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLwobVW5zaGFyZUNvbnZlcnNhdGlvblJlc3BvbnNlEhAKCHVuc2hhcmVkGAEgASgIIjAKHEdldFNoYXJlZENvbnZlcnNhdGlvblJlcXVlc3QSEAoIc2hhcmVfaWQYASABKAkiTgodR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVzcG9uc2USLQoGc2hhcmVkGAEgASgLMh0ucGFybGV5LnYxLlNoYXJlZENvbnZlcnNhdGlvbiKfAQoSU2hhcmVkQ29udmVyc2F0aW9uEhAKCHNoYXJlX2lkGAEgASgJEg0KBXRpdGxlGAIgASgJEg0KBW1vZGVsGAMgASgJEi0KCXNoYXJlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoIbWVzc2FnZXMYBSADKAsyGC5wYXJsZXkudjEuU2hhcmVkTWVzc2FnZSKZAQoNU2hhcmVkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8ucGFybGV5LnYxLlJvbGUSDAoEdGV4dBgCIAEoCRINCgVtb2RlbBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRhdHRhY2htZW50X2ZpbGVuYW1lcxgFIAMoCSJdChlFeHBvcnRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRInCgZmb3JtYXQYAiABKA4yFy5wYXJsZXkudjEuRXhwb3J0Rm9ybWF0IlUKGkV4cG9ydENvbnZlcnNhdGlvblJlc3BvbnNlEhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIPCgdjb250ZW50GAMgASgMIqYBChJDb252ZXJzYXRpb25FeHBvcnQSLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhIwCghtZXNzYWdlcxgCIAMoCzIeLnBhcmxleS52MS5Db252ZXJzYXRpb25NZXNzYWdlEi8KC2V4cG9ydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKbAQoYUmVnZW5lcmF0ZU1lc3NhZ2VSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEhkKEW1heF9vdXRwdXRfdG9rZW5zGAQgASgDEhgKC3RlbXBlcmF0dXJlGAUgASgBSACIAQFCDgoMX3RlbXBlcmF0dXJlIkYKGVJlZ2VuZXJhdGVNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50Ih4KHEdldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QiNQodR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJIjQKHFNldEN1c3RvbUluc3RydWN0aW9uc1JlcXVlc3QSFAoMaW5zdHJ1Y3Rpb25zGAEgASgJIjUKHVNldEN1c3RvbUluc3RydWN0aW9uc1Jlc3BvbnNlEhQKDGluc3RydWN0aW9ucxgBIAEoCSpBCgZSYXRpbmcSFgoSUkFUSU5HX1VOU1BFQ0lGSUVEEAASDwoLUkFUSU5HX0dPT0QQARIOCgpSQVRJTkdfQkFEEAIqhAEKDkFyY2hpdmVkRmlsdGVyEh8KG0FSQ0hJVkVEX0ZJTFRFUl9VTlNQRUNJRklFRBAAEhoKFkFSQ0hJVkVEX0ZJTFRFUl9BQ1RJVkUQARIcChhBUkNISVZFRF9GSUxURVJfQVJDSElWRUQQAhIXChNBUkNISVZFRF9GSUxURVJfQUxMEAMqjAEKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdNRVNTQUdFX1NUQVRVU19DT01QTEVURRABEh4KGk1FU1NBR0VfU1RBVFVTX0lOX1BST0dSRVNTEAISHgoaTUVTU0FHRV9TVEFUVVNfSU5URVJSVVBURUQQAyphCgxFeHBvcnRGb3JtYXQSHQoZRVhQT1JUX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhoKFkVYUE9SVF9GT1JNQVRfTUFSS0RPV04QARIWChJFWFBPUlRfRk9STUFUX0pTT04QAjLYDQoTQ29udmVyc2F0aW9uU2VydmljZRJhChJDcmVhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuQ3JlYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRJeChFMaXN0Q29udmVyc2F0aW9ucxIjLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QaJC5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRJYCg9HZXRDb252ZXJzYXRpb24SIS5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVxdWVzdBoiLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXNwb25zZRJPCgxMaXN0TWVzc2FnZXMSHi5wYXJsZXkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBofLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJhChJVcGRhdGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXNwb25zZRJhChJEZWxldGVDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXNwb25zZRJOCgtTZW5kTWVzc2FnZRIdLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuU2VuZE1lc3NhZ2VSZXNwb25zZTABEl0KEFN0cmVhbUdlbmVyYXRpb24SIi5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlcXVlc3QaIy5wYXJsZXkudjEuU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlMAESWwoQQ2FuY2VsR2VuZXJhdGlvbhIiLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5DYW5jZWxHZW5lcmF0aW9uUmVzcG9uc2USYAoRUmVnZW5lcmF0ZU1lc3NhZ2USIy5wYXJsZXkudjEuUmVnZW5lcmF0ZU1lc3NhZ2VSZXF1ZXN0GiQucGFybGV5LnYxLlJlZ2VuZXJhdGVNZXNzYWdlUmVzcG9uc2UwARJqChVHZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJqChVTZXRDdXN0b21JbnN0cnVjdGlvbnMSJy5wYXJsZXkudjEuU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBooLnBhcmxleS52MS5TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRJkChNTZWFyY2hDb252ZXJzYXRpb25zEiUucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXF1ZXN0GiYucGFybGV5LnYxLlNlYXJjaENvbnZlcnNhdGlvbnNSZXNwb25zZRJeChFTaGFyZUNvbnZlcnNhdGlvbhIjLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJC5wYXJsZXkudjEuU2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJkChNVbnNoYXJlQ29udmVyc2F0aW9uEiUucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0GiYucGFybGV5LnYxLlVuc2hhcmVDb252ZXJzYXRpb25SZXNwb25zZRJqChVHZXRTaGFyZWRDb252ZXJzYXRpb24SJy5wYXJsZXkudjEuR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBooLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRJhChJFeHBvcnRDb252ZXJzYXRpb24SJC5wYXJsZXkudjEuRXhwb3J0Q29udmVyc2F0aW9uUmVxdWVzdBolLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXNwb25zZRJMCgtSYXRlTWVzc2FnZRIdLnBhcmxleS52MS5SYXRlTWVzc2FnZVJlcXVlc3QaHi5wYXJsZXkudjEuUmF0ZU1lc3NhZ2VSZXNwb25zZUIzWjFnaXRodWIuY29tL3BhcmxleWhxL3BhcmxleS9nZW4vcGFybGV5L3YxO3BhcmxleXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_parley_v1_common]);
+  fileDesc("ChxwYXJsZXkvdjEvY29udmVyc2F0aW9uLnByb3RvEglwYXJsZXkudjEibQoLU2F2ZWRQcm9tcHQSEQoJcHJvbXB0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEdGV4dBgDIAEoCRIvCgt1cGRhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiGQoXTGlzdFNhdmVkUHJvbXB0c1JlcXVlc3QiQwoYTGlzdFNhdmVkUHJvbXB0c1Jlc3BvbnNlEicKB3Byb21wdHMYASADKAsyFi5wYXJsZXkudjEuU2F2ZWRQcm9tcHQiQgoRU2F2ZVByb21wdFJlcXVlc3QSEQoJcHJvbXB0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEdGV4dBgDIAEoCSI8ChJTYXZlUHJvbXB0UmVzcG9uc2USJgoGcHJvbXB0GAEgASgLMhYucGFybGV5LnYxLlNhdmVkUHJvbXB0Ii0KGERlbGV0ZVNhdmVkUHJvbXB0UmVxdWVzdBIRCglwcm9tcHRfaWQYASABKAkiGwoZRGVsZXRlU2F2ZWRQcm9tcHRSZXNwb25zZSJzCg9NZXNzYWdlRmVlZGJhY2sSIQoGcmF0aW5nGAEgASgOMhEucGFybGV5LnYxLlJhdGluZxIMCgRub3RlGAIgASgJEi8KC3VwZGF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJyChJSYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSIQoGcmF0aW5nGAMgASgOMhEucGFybGV5LnYxLlJhdGluZxIMCgRub3RlGAQgASgJIkMKE1JhdGVNZXNzYWdlUmVzcG9uc2USLAoIZmVlZGJhY2sYASABKAsyGi5wYXJsZXkudjEuTWVzc2FnZUZlZWRiYWNrIqsCCgxDb252ZXJzYXRpb24SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEg0KBXRpdGxlGAIgASgJEg0KBW1vZGVsGAMgASgJEhAKCGFyY2hpdmVkGAQgASgIEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmdlbmVyYXRpbmcYByABKAgSFQoNc3lzdGVtX3Byb21wdBgIIAEoCRIaChJjdXJyZW50X21lc3NhZ2VfaWQYCSABKAkSEgoKcHJvamVjdF9pZBgKIAEoCRIXCg90aXRsZV9nZW5lcmF0ZWQYCyABKAgivgMKE0NvbnZlcnNhdGlvbk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSHQoEcm9sZRgDIAEoDjIPLnBhcmxleS52MS5Sb2xlEh4KBXBhcnRzGAQgAygLMg8ucGFybGV5LnYxLlBhcnQSDQoFbW9kZWwYBSABKAkSDgoGdG9rZW5zGAYgASgDEi4KDWZpbmlzaF9yZWFzb24YByABKA4yFy5wYXJsZXkudjEuRmluaXNoUmVhc29uEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXBhcmVudF9tZXNzYWdlX2lkGAkgASgJEhUKDXNpYmxpbmdfaW5kZXgYCiABKAUSFQoNc2libGluZ19jb3VudBgLIAEoBRIbChNzaWJsaW5nX21lc3NhZ2VfaWRzGAwgAygJEigKBnN0YXR1cxgNIAEoDjIYLnBhcmxleS52MS5NZXNzYWdlU3RhdHVzEiwKCGZlZWRiYWNrGA4gASgLMhoucGFybGV5LnYxLk1lc3NhZ2VGZWVkYmFjayJkChlDcmVhdGVDb252ZXJzYXRpb25SZXF1ZXN0Eg0KBXRpdGxlGAEgASgJEg0KBW1vZGVsGAIgASgJEhUKDXN5c3RlbV9wcm9tcHQYAyABKAkSEgoKcHJvamVjdF9pZBgEIAEoCSJLChpDcmVhdGVDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIoIBChhMaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKwoIYXJjaGl2ZWQYAyABKA4yGS5wYXJsZXkudjEuQXJjaGl2ZWRGaWx0ZXISEgoKcHJvamVjdF9pZBgEIAEoCSJkChlMaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlEi4KDWNvbnZlcnNhdGlvbnMYASADKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJIChdHZXRDb252ZXJzYXRpb25SZXNwb25zZRItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uIoQBChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIXCg9sZWFmX21lc3NhZ2VfaWQYBCABKAkSFAoMbWFrZV9jdXJyZW50GAUgASgIInoKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhcKD2xlYWZfbWVzc2FnZV9pZBgDIAEoCSKkAQoZVXBkYXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSEgoFdGl0bGUYAiABKAlIAIgBARIVCghhcmNoaXZlZBgDIAEoCEgBiAEBEhoKDXN5c3RlbV9wcm9tcHQYBCABKAlIAogBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkQhAKDl9zeXN0ZW1fcHJvbXB0IksKGlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEi0KDGNvbnZlcnNhdGlvbhgBIAEoCzIXLnBhcmxleS52MS5Db252ZXJzYXRpb24iNAoZRGVsZXRlQ29udmVyc2F0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiHAoaRGVsZXRlQ29udmVyc2F0aW9uUmVzcG9uc2Ui6wEKElNlbmRNZXNzYWdlUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDQoFbW9kZWwYAiABKAkSHgoFcGFydHMYAyADKAsyDy5wYXJsZXkudjEuUGFydBIZChFtYXhfb3V0cHV0X3Rva2VucxgEIAEoAxIeChFwYXJlbnRfbWVzc2FnZV9pZBgFIAEoCUgAiAEBEhIKCnByb2plY3RfaWQYBiABKAkSGAoLdGVtcGVyYXR1cmUYByABKAFIAYgBAUIUChJfcGFyZW50X21lc3NhZ2VfaWRCDgoMX3RlbXBlcmF0dXJlIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoFZXZlbnQYASABKAsyGi5wYXJsZXkudjEuR2VuZXJhdGlvbkV2ZW50IkUKF1N0cmVhbUdlbmVyYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiRQoYU3RyZWFtR2VuZXJhdGlvblJlc3BvbnNlEikKBWV2ZW50GAEgASgLMhoucGFybGV5LnYxLkdlbmVyYXRpb25FdmVudCIyChdDYW5jZWxHZW5lcmF0aW9uUmVxdWVzdBIXCg9jb252ZXJzYXRpb25faWQYASABKAkiLQoYQ2FuY2VsR2VuZXJhdGlvblJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoCCJSChpTZWFyY2hDb252ZXJzYXRpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJsChtTZWFyY2hDb252ZXJzYXRpb25zUmVzcG9uc2USNAoHcmVzdWx0cxgBIAMoCzIjLnBhcmxleS52MS5Db252ZXJzYXRpb25TZWFyY2hSZXN1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpgBChhDb252ZXJzYXRpb25TZWFyY2hSZXN1bHQSLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbhISCgptZXNzYWdlX2lkGAIgASgJEg8KB3NuaXBwZXQYAyABKAkSKAoKaGlnaGxpZ2h0cxgEIAMoCzIULnBhcmxleS52MS5UZXh0UmFuZ2UiJwoJVGV4dFJhbmdlEg0KBXN0YXJ0GAEgASgFEgsKA2VuZBgCIAEoBSIzChhTaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJImoKGVNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIc2hhcmVfaWQYASABKAkSDAoEcGF0aBgCIAEoCRItCgZzaGFyZWQYAyABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIjUKGlVuc2hhcmVDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIvChtVbnNoYXJlQ29udmVyc2F0aW9uUmVzcG9uc2USEAoIdW5zaGFyZWQYASABKAgiMAocR2V0U2hhcmVkQ29udmVyc2F0aW9uUmVxdWVzdBIQCghzaGFyZV9pZBgBIAEoCSJOCh1HZXRTaGFyZWRDb252ZXJzYXRpb25SZXNwb25zZRItCgZzaGFyZWQYASABKAsyHS5wYXJsZXkudjEuU2hhcmVkQ29udmVyc2F0aW9uIp8BChJTaGFyZWRDb252ZXJzYXRpb24SEAoIc2hhcmVfaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFbW9kZWwYAyABKAkSLQoJc2hhcmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghtZXNzYWdlcxgFIAMoCzIYLnBhcmxleS52MS5TaGFyZWRNZXNzYWdlIpkBCg1TaGFyZWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5wYXJsZXkudjEuUm9sZRIMCgR0ZXh0GAIgASgJEg0KBW1vZGVsGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGF0dGFjaG1lbnRfZmlsZW5hbWVzGAUgAygJIl0KGUV4cG9ydENvbnZlcnNhdGlvblJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEicKBmZvcm1hdBgCIAEoDjIXLnBhcmxleS52MS5FeHBvcnRGb3JtYXQiVQoaRXhwb3J0Q29udmVyc2F0aW9uUmVzcG9uc2USEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwipgEKEkNvbnZlcnNhdGlvbkV4cG9ydBItCgxjb252ZXJzYXRpb24YASABKAsyFy5wYXJsZXkudjEuQ29udmVyc2F0aW9uEjAKCG1lc3NhZ2VzGAIgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvbk1lc3NhZ2USLwoLZXhwb3J0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChhSZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDQoFbW9kZWwYAyABKAkSGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMSGAoLdGVtcGVyYXR1cmUYBSABKAFIAIgBAUIOCgxfdGVtcGVyYXR1cmUiRgoZUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZRIpCgVldmVudBgBIAEoCzIaLnBhcmxleS52MS5HZW5lcmF0aW9uRXZlbnQiHgocR2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdCI1Ch1HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXNwb25zZRIUCgxpbnN0cnVjdGlvbnMYASABKAkiNAocU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVxdWVzdBIUCgxpbnN0cnVjdGlvbnMYASABKAkiNQodU2V0Q3VzdG9tSW5zdHJ1Y3Rpb25zUmVzcG9uc2USFAoMaW5zdHJ1Y3Rpb25zGAEgASgJKkEKBlJhdGluZxIWChJSQVRJTkdfVU5TUEVDSUZJRUQQABIPCgtSQVRJTkdfR09PRBABEg4KClJBVElOR19CQUQQAiqEAQoOQXJjaGl2ZWRGaWx0ZXISHwobQVJDSElWRURfRklMVEVSX1VOU1BFQ0lGSUVEEAASGgoWQVJDSElWRURfRklMVEVSX0FDVElWRRABEhwKGEFSQ0hJVkVEX0ZJTFRFUl9BUkNISVZFRBACEhcKE0FSQ0hJVkVEX0ZJTFRFUl9BTEwQAyqMAQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0NPTVBMRVRFEAESHgoaTUVTU0FHRV9TVEFUVVNfSU5fUFJPR1JFU1MQAhIeChpNRVNTQUdFX1NUQVRVU19JTlRFUlJVUFRFRBADKmEKDEV4cG9ydEZvcm1hdBIdChlFWFBPUlRfRk9STUFUX1VOU1BFQ0lGSUVEEAASGgoWRVhQT1JUX0ZPUk1BVF9NQVJLRE9XThABEhYKEkVYUE9SVF9GT1JNQVRfSlNPThACMuAPChNDb252ZXJzYXRpb25TZXJ2aWNlEmEKEkNyZWF0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5DcmVhdGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkNyZWF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEl4KEUxpc3RDb252ZXJzYXRpb25zEiMucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVxdWVzdBokLnBhcmxleS52MS5MaXN0Q29udmVyc2F0aW9uc1Jlc3BvbnNlElgKD0dldENvbnZlcnNhdGlvbhIhLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXF1ZXN0GiIucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlc3BvbnNlEk8KDExpc3RNZXNzYWdlcxIeLnBhcmxleS52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0Gh8ucGFybGV5LnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlEmEKElVwZGF0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5VcGRhdGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLlVwZGF0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEmEKEkRlbGV0ZUNvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5EZWxldGVDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkRlbGV0ZUNvbnZlcnNhdGlvblJlc3BvbnNlEk4KC1NlbmRNZXNzYWdlEh0ucGFybGV5LnYxLlNlbmRNZXNzYWdlUmVxdWVzdBoeLnBhcmxleS52MS5TZW5kTWVzc2FnZVJlc3BvbnNlMAESXQoQU3RyZWFtR2VuZXJhdGlvbhIiLnBhcmxleS52MS5TdHJlYW1HZW5lcmF0aW9uUmVxdWVzdBojLnBhcmxleS52MS5TdHJlYW1HZW5lcmF0aW9uUmVzcG9uc2UwARJbChBDYW5jZWxHZW5lcmF0aW9uEiIucGFybGV5LnYxLkNhbmNlbEdlbmVyYXRpb25SZXF1ZXN0GiMucGFybGV5LnYxLkNhbmNlbEdlbmVyYXRpb25SZXNwb25zZRJgChFSZWdlbmVyYXRlTWVzc2FnZRIjLnBhcmxleS52MS5SZWdlbmVyYXRlTWVzc2FnZVJlcXVlc3QaJC5wYXJsZXkudjEuUmVnZW5lcmF0ZU1lc3NhZ2VSZXNwb25zZTABEmoKFUdldEN1c3RvbUluc3RydWN0aW9ucxInLnBhcmxleS52MS5HZXRDdXN0b21JbnN0cnVjdGlvbnNSZXF1ZXN0GigucGFybGV5LnYxLkdldEN1c3RvbUluc3RydWN0aW9uc1Jlc3BvbnNlEmoKFVNldEN1c3RvbUluc3RydWN0aW9ucxInLnBhcmxleS52MS5TZXRDdXN0b21JbnN0cnVjdGlvbnNSZXF1ZXN0GigucGFybGV5LnYxLlNldEN1c3RvbUluc3RydWN0aW9uc1Jlc3BvbnNlEmQKE1NlYXJjaENvbnZlcnNhdGlvbnMSJS5wYXJsZXkudjEuU2VhcmNoQ29udmVyc2F0aW9uc1JlcXVlc3QaJi5wYXJsZXkudjEuU2VhcmNoQ29udmVyc2F0aW9uc1Jlc3BvbnNlEl4KEVNoYXJlQ29udmVyc2F0aW9uEiMucGFybGV5LnYxLlNoYXJlQ29udmVyc2F0aW9uUmVxdWVzdBokLnBhcmxleS52MS5TaGFyZUNvbnZlcnNhdGlvblJlc3BvbnNlEmQKE1Vuc2hhcmVDb252ZXJzYXRpb24SJS5wYXJsZXkudjEuVW5zaGFyZUNvbnZlcnNhdGlvblJlcXVlc3QaJi5wYXJsZXkudjEuVW5zaGFyZUNvbnZlcnNhdGlvblJlc3BvbnNlEmoKFUdldFNoYXJlZENvbnZlcnNhdGlvbhInLnBhcmxleS52MS5HZXRTaGFyZWRDb252ZXJzYXRpb25SZXF1ZXN0GigucGFybGV5LnYxLkdldFNoYXJlZENvbnZlcnNhdGlvblJlc3BvbnNlEmEKEkV4cG9ydENvbnZlcnNhdGlvbhIkLnBhcmxleS52MS5FeHBvcnRDb252ZXJzYXRpb25SZXF1ZXN0GiUucGFybGV5LnYxLkV4cG9ydENvbnZlcnNhdGlvblJlc3BvbnNlEkwKC1JhdGVNZXNzYWdlEh0ucGFybGV5LnYxLlJhdGVNZXNzYWdlUmVxdWVzdBoeLnBhcmxleS52MS5SYXRlTWVzc2FnZVJlc3BvbnNlElsKEExpc3RTYXZlZFByb21wdHMSIi5wYXJsZXkudjEuTGlzdFNhdmVkUHJvbXB0c1JlcXVlc3QaIy5wYXJsZXkudjEuTGlzdFNhdmVkUHJvbXB0c1Jlc3BvbnNlEkkKClNhdmVQcm9tcHQSHC5wYXJsZXkudjEuU2F2ZVByb21wdFJlcXVlc3QaHS5wYXJsZXkudjEuU2F2ZVByb21wdFJlc3BvbnNlEl4KEURlbGV0ZVNhdmVkUHJvbXB0EiMucGFybGV5LnYxLkRlbGV0ZVNhdmVkUHJvbXB0UmVxdWVzdBokLnBhcmxleS52MS5EZWxldGVTYXZlZFByb21wdFJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcGFybGV5aHEvcGFybGV5L2dlbi9wYXJsZXkvdjE7cGFybGV5djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_parley_v1_common]);
+
+/**
+ * SavedPrompt is a prompt of a person's library.
+ *
+ * @generated from message parley.v1.SavedPrompt
+ */
+export type SavedPrompt = Message<"parley.v1.SavedPrompt"> & {
+  /**
+   * The prompt's id.
+   *
+   * @generated from field: string prompt_id = 1;
+   */
+  promptId: string;
+
+  /**
+   * Its short name: what follows / in the message box.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The text inserted.
+   *
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * When it was last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 4;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.SavedPrompt.
+ * Use `create(SavedPromptSchema)` to create a new message.
+ */
+export const SavedPromptSchema: GenMessage<SavedPrompt> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 0);
+
+/**
+ * ListSavedPromptsRequest is the request of ConversationService.ListSavedPrompts.
+ *
+ * @generated from message parley.v1.ListSavedPromptsRequest
+ */
+export type ListSavedPromptsRequest = Message<"parley.v1.ListSavedPromptsRequest"> & {
+};
+
+/**
+ * Describes the message parley.v1.ListSavedPromptsRequest.
+ * Use `create(ListSavedPromptsRequestSchema)` to create a new message.
+ */
+export const ListSavedPromptsRequestSchema: GenMessage<ListSavedPromptsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 1);
+
+/**
+ * ListSavedPromptsResponse is the response of ConversationService.ListSavedPrompts.
+ *
+ * @generated from message parley.v1.ListSavedPromptsResponse
+ */
+export type ListSavedPromptsResponse = Message<"parley.v1.ListSavedPromptsResponse"> & {
+  /**
+   * By name.
+   *
+   * @generated from field: repeated parley.v1.SavedPrompt prompts = 1;
+   */
+  prompts: SavedPrompt[];
+};
+
+/**
+ * Describes the message parley.v1.ListSavedPromptsResponse.
+ * Use `create(ListSavedPromptsResponseSchema)` to create a new message.
+ */
+export const ListSavedPromptsResponseSchema: GenMessage<ListSavedPromptsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 2);
+
+/**
+ * SavePromptRequest is the request of ConversationService.SavePrompt.
+ *
+ * @generated from message parley.v1.SavePromptRequest
+ */
+export type SavePromptRequest = Message<"parley.v1.SavePromptRequest"> & {
+  /**
+   * Optional. The prompt to change; empty adds one.
+   *
+   * @generated from field: string prompt_id = 1;
+   */
+  promptId: string;
+
+  /**
+   * Required. 1 to 64 letters, digits, - or _.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Required. 1 to 8,000 characters.
+   *
+   * @generated from field: string text = 3;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message parley.v1.SavePromptRequest.
+ * Use `create(SavePromptRequestSchema)` to create a new message.
+ */
+export const SavePromptRequestSchema: GenMessage<SavePromptRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 3);
+
+/**
+ * SavePromptResponse is the response of ConversationService.SavePrompt.
+ *
+ * @generated from message parley.v1.SavePromptResponse
+ */
+export type SavePromptResponse = Message<"parley.v1.SavePromptResponse"> & {
+  /**
+   * The prompt as stored.
+   *
+   * @generated from field: parley.v1.SavedPrompt prompt = 1;
+   */
+  prompt?: SavedPrompt | undefined;
+};
+
+/**
+ * Describes the message parley.v1.SavePromptResponse.
+ * Use `create(SavePromptResponseSchema)` to create a new message.
+ */
+export const SavePromptResponseSchema: GenMessage<SavePromptResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 4);
+
+/**
+ * DeleteSavedPromptRequest is the request of ConversationService.DeleteSavedPrompt.
+ *
+ * @generated from message parley.v1.DeleteSavedPromptRequest
+ */
+export type DeleteSavedPromptRequest = Message<"parley.v1.DeleteSavedPromptRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string prompt_id = 1;
+   */
+  promptId: string;
+};
+
+/**
+ * Describes the message parley.v1.DeleteSavedPromptRequest.
+ * Use `create(DeleteSavedPromptRequestSchema)` to create a new message.
+ */
+export const DeleteSavedPromptRequestSchema: GenMessage<DeleteSavedPromptRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 5);
+
+/**
+ * DeleteSavedPromptResponse is the response of ConversationService.DeleteSavedPrompt.
+ *
+ * @generated from message parley.v1.DeleteSavedPromptResponse
+ */
+export type DeleteSavedPromptResponse = Message<"parley.v1.DeleteSavedPromptResponse"> & {
+};
+
+/**
+ * Describes the message parley.v1.DeleteSavedPromptResponse.
+ * Use `create(DeleteSavedPromptResponseSchema)` to create a new message.
+ */
+export const DeleteSavedPromptResponseSchema: GenMessage<DeleteSavedPromptResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_conversation, 6);
 
 /**
  * MessageFeedback is the caller's rating of an answer.
@@ -49,7 +219,7 @@ export type MessageFeedback = Message<"parley.v1.MessageFeedback"> & {
  * Use `create(MessageFeedbackSchema)` to create a new message.
  */
 export const MessageFeedbackSchema: GenMessage<MessageFeedback> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 0);
+  messageDesc(file_parley_v1_conversation, 7);
 
 /**
  * RateMessageRequest is the request of ConversationService.RateMessage.
@@ -91,7 +261,7 @@ export type RateMessageRequest = Message<"parley.v1.RateMessageRequest"> & {
  * Use `create(RateMessageRequestSchema)` to create a new message.
  */
 export const RateMessageRequestSchema: GenMessage<RateMessageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 1);
+  messageDesc(file_parley_v1_conversation, 8);
 
 /**
  * RateMessageResponse is the response of ConversationService.RateMessage.
@@ -112,7 +282,7 @@ export type RateMessageResponse = Message<"parley.v1.RateMessageResponse"> & {
  * Use `create(RateMessageResponseSchema)` to create a new message.
  */
 export const RateMessageResponseSchema: GenMessage<RateMessageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 2);
+  messageDesc(file_parley_v1_conversation, 9);
 
 /**
  * Conversation is a stored chat.
@@ -209,7 +379,7 @@ export type Conversation = Message<"parley.v1.Conversation"> & {
  * Use `create(ConversationSchema)` to create a new message.
  */
 export const ConversationSchema: GenMessage<Conversation> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 3);
+  messageDesc(file_parley_v1_conversation, 10);
 
 /**
  * ConversationMessage is a message stored in a conversation.
@@ -328,7 +498,7 @@ export type ConversationMessage = Message<"parley.v1.ConversationMessage"> & {
  * Use `create(ConversationMessageSchema)` to create a new message.
  */
 export const ConversationMessageSchema: GenMessage<ConversationMessage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 4);
+  messageDesc(file_parley_v1_conversation, 11);
 
 /**
  * CreateConversationRequest is the request of ConversationService.CreateConversation.
@@ -372,7 +542,7 @@ export type CreateConversationRequest = Message<"parley.v1.CreateConversationReq
  * Use `create(CreateConversationRequestSchema)` to create a new message.
  */
 export const CreateConversationRequestSchema: GenMessage<CreateConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 5);
+  messageDesc(file_parley_v1_conversation, 12);
 
 /**
  * CreateConversationResponse is the response of ConversationService.CreateConversation.
@@ -393,7 +563,7 @@ export type CreateConversationResponse = Message<"parley.v1.CreateConversationRe
  * Use `create(CreateConversationResponseSchema)` to create a new message.
  */
 export const CreateConversationResponseSchema: GenMessage<CreateConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 6);
+  messageDesc(file_parley_v1_conversation, 13);
 
 /**
  * ListConversationsRequest is the request of ConversationService.ListConversations.
@@ -436,7 +606,7 @@ export type ListConversationsRequest = Message<"parley.v1.ListConversationsReque
  * Use `create(ListConversationsRequestSchema)` to create a new message.
  */
 export const ListConversationsRequestSchema: GenMessage<ListConversationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 7);
+  messageDesc(file_parley_v1_conversation, 14);
 
 /**
  * ListConversationsResponse is the response of ConversationService.ListConversations.
@@ -464,7 +634,7 @@ export type ListConversationsResponse = Message<"parley.v1.ListConversationsResp
  * Use `create(ListConversationsResponseSchema)` to create a new message.
  */
 export const ListConversationsResponseSchema: GenMessage<ListConversationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 8);
+  messageDesc(file_parley_v1_conversation, 15);
 
 /**
  * GetConversationRequest is the request of ConversationService.GetConversation.
@@ -485,7 +655,7 @@ export type GetConversationRequest = Message<"parley.v1.GetConversationRequest">
  * Use `create(GetConversationRequestSchema)` to create a new message.
  */
 export const GetConversationRequestSchema: GenMessage<GetConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 9);
+  messageDesc(file_parley_v1_conversation, 16);
 
 /**
  * GetConversationResponse is the response of ConversationService.GetConversation.
@@ -506,7 +676,7 @@ export type GetConversationResponse = Message<"parley.v1.GetConversationResponse
  * Use `create(GetConversationResponseSchema)` to create a new message.
  */
 export const GetConversationResponseSchema: GenMessage<GetConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 10);
+  messageDesc(file_parley_v1_conversation, 17);
 
 /**
  * ListMessagesRequest is the request of ConversationService.ListMessages.
@@ -559,7 +729,7 @@ export type ListMessagesRequest = Message<"parley.v1.ListMessagesRequest"> & {
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 11);
+  messageDesc(file_parley_v1_conversation, 18);
 
 /**
  * ListMessagesResponse is the response of ConversationService.ListMessages.
@@ -594,7 +764,7 @@ export type ListMessagesResponse = Message<"parley.v1.ListMessagesResponse"> & {
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 12);
+  messageDesc(file_parley_v1_conversation, 19);
 
 /**
  * UpdateConversationRequest is the request of ConversationService.UpdateConversation.
@@ -637,7 +807,7 @@ export type UpdateConversationRequest = Message<"parley.v1.UpdateConversationReq
  * Use `create(UpdateConversationRequestSchema)` to create a new message.
  */
 export const UpdateConversationRequestSchema: GenMessage<UpdateConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 13);
+  messageDesc(file_parley_v1_conversation, 20);
 
 /**
  * UpdateConversationResponse is the response of ConversationService.UpdateConversation.
@@ -658,7 +828,7 @@ export type UpdateConversationResponse = Message<"parley.v1.UpdateConversationRe
  * Use `create(UpdateConversationResponseSchema)` to create a new message.
  */
 export const UpdateConversationResponseSchema: GenMessage<UpdateConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 14);
+  messageDesc(file_parley_v1_conversation, 21);
 
 /**
  * DeleteConversationRequest is the request of ConversationService.DeleteConversation.
@@ -679,7 +849,7 @@ export type DeleteConversationRequest = Message<"parley.v1.DeleteConversationReq
  * Use `create(DeleteConversationRequestSchema)` to create a new message.
  */
 export const DeleteConversationRequestSchema: GenMessage<DeleteConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 15);
+  messageDesc(file_parley_v1_conversation, 22);
 
 /**
  * DeleteConversationResponse is the response of ConversationService.DeleteConversation.
@@ -695,7 +865,7 @@ export type DeleteConversationResponse = Message<"parley.v1.DeleteConversationRe
  * Use `create(DeleteConversationResponseSchema)` to create a new message.
  */
 export const DeleteConversationResponseSchema: GenMessage<DeleteConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 16);
+  messageDesc(file_parley_v1_conversation, 23);
 
 /**
  * SendMessageRequest is the request of ConversationService.SendMessage.
@@ -767,7 +937,7 @@ export type SendMessageRequest = Message<"parley.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 17);
+  messageDesc(file_parley_v1_conversation, 24);
 
 /**
  * SendMessageResponse is one message of ConversationService.SendMessage's stream.
@@ -788,7 +958,7 @@ export type SendMessageResponse = Message<"parley.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 18);
+  messageDesc(file_parley_v1_conversation, 25);
 
 /**
  * StreamGenerationRequest is the request of ConversationService.StreamGeneration.
@@ -817,7 +987,7 @@ export type StreamGenerationRequest = Message<"parley.v1.StreamGenerationRequest
  * Use `create(StreamGenerationRequestSchema)` to create a new message.
  */
 export const StreamGenerationRequestSchema: GenMessage<StreamGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 19);
+  messageDesc(file_parley_v1_conversation, 26);
 
 /**
  * StreamGenerationResponse is one message of ConversationService.StreamGeneration's
@@ -839,7 +1009,7 @@ export type StreamGenerationResponse = Message<"parley.v1.StreamGenerationRespon
  * Use `create(StreamGenerationResponseSchema)` to create a new message.
  */
 export const StreamGenerationResponseSchema: GenMessage<StreamGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 20);
+  messageDesc(file_parley_v1_conversation, 27);
 
 /**
  * CancelGenerationRequest is the request of ConversationService.CancelGeneration.
@@ -860,7 +1030,7 @@ export type CancelGenerationRequest = Message<"parley.v1.CancelGenerationRequest
  * Use `create(CancelGenerationRequestSchema)` to create a new message.
  */
 export const CancelGenerationRequestSchema: GenMessage<CancelGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 21);
+  messageDesc(file_parley_v1_conversation, 28);
 
 /**
  * CancelGenerationResponse is the response of ConversationService.CancelGeneration.
@@ -881,7 +1051,7 @@ export type CancelGenerationResponse = Message<"parley.v1.CancelGenerationRespon
  * Use `create(CancelGenerationResponseSchema)` to create a new message.
  */
 export const CancelGenerationResponseSchema: GenMessage<CancelGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 22);
+  messageDesc(file_parley_v1_conversation, 29);
 
 /**
  * SearchConversationsRequest is the request of ConversationService.SearchConversations.
@@ -918,7 +1088,7 @@ export type SearchConversationsRequest = Message<"parley.v1.SearchConversationsR
  * Use `create(SearchConversationsRequestSchema)` to create a new message.
  */
 export const SearchConversationsRequestSchema: GenMessage<SearchConversationsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 23);
+  messageDesc(file_parley_v1_conversation, 30);
 
 /**
  * SearchConversationsResponse is the response of ConversationService.SearchConversations.
@@ -946,7 +1116,7 @@ export type SearchConversationsResponse = Message<"parley.v1.SearchConversations
  * Use `create(SearchConversationsResponseSchema)` to create a new message.
  */
 export const SearchConversationsResponseSchema: GenMessage<SearchConversationsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 24);
+  messageDesc(file_parley_v1_conversation, 31);
 
 /**
  * ConversationSearchResult is one conversation that matched a search.
@@ -989,7 +1159,7 @@ export type ConversationSearchResult = Message<"parley.v1.ConversationSearchResu
  * Use `create(ConversationSearchResultSchema)` to create a new message.
  */
 export const ConversationSearchResultSchema: GenMessage<ConversationSearchResult> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 25);
+  messageDesc(file_parley_v1_conversation, 32);
 
 /**
  * TextRange is a half-open range [start, end) of a string, counted in Unicode code
@@ -1018,7 +1188,7 @@ export type TextRange = Message<"parley.v1.TextRange"> & {
  * Use `create(TextRangeSchema)` to create a new message.
  */
 export const TextRangeSchema: GenMessage<TextRange> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 26);
+  messageDesc(file_parley_v1_conversation, 33);
 
 /**
  * ShareConversationRequest is the request of ConversationService.ShareConversation.
@@ -1039,7 +1209,7 @@ export type ShareConversationRequest = Message<"parley.v1.ShareConversationReque
  * Use `create(ShareConversationRequestSchema)` to create a new message.
  */
 export const ShareConversationRequestSchema: GenMessage<ShareConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 27);
+  messageDesc(file_parley_v1_conversation, 34);
 
 /**
  * ShareConversationResponse is the response of ConversationService.ShareConversation.
@@ -1074,7 +1244,7 @@ export type ShareConversationResponse = Message<"parley.v1.ShareConversationResp
  * Use `create(ShareConversationResponseSchema)` to create a new message.
  */
 export const ShareConversationResponseSchema: GenMessage<ShareConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 28);
+  messageDesc(file_parley_v1_conversation, 35);
 
 /**
  * UnshareConversationRequest is the request of ConversationService.UnshareConversation.
@@ -1095,7 +1265,7 @@ export type UnshareConversationRequest = Message<"parley.v1.UnshareConversationR
  * Use `create(UnshareConversationRequestSchema)` to create a new message.
  */
 export const UnshareConversationRequestSchema: GenMessage<UnshareConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 29);
+  messageDesc(file_parley_v1_conversation, 36);
 
 /**
  * UnshareConversationResponse is the response of ConversationService.UnshareConversation.
@@ -1116,7 +1286,7 @@ export type UnshareConversationResponse = Message<"parley.v1.UnshareConversation
  * Use `create(UnshareConversationResponseSchema)` to create a new message.
  */
 export const UnshareConversationResponseSchema: GenMessage<UnshareConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 30);
+  messageDesc(file_parley_v1_conversation, 37);
 
 /**
  * GetSharedConversationRequest is the request of ConversationService.GetSharedConversation.
@@ -1137,7 +1307,7 @@ export type GetSharedConversationRequest = Message<"parley.v1.GetSharedConversat
  * Use `create(GetSharedConversationRequestSchema)` to create a new message.
  */
 export const GetSharedConversationRequestSchema: GenMessage<GetSharedConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 31);
+  messageDesc(file_parley_v1_conversation, 38);
 
 /**
  * GetSharedConversationResponse is the response of
@@ -1159,7 +1329,7 @@ export type GetSharedConversationResponse = Message<"parley.v1.GetSharedConversa
  * Use `create(GetSharedConversationResponseSchema)` to create a new message.
  */
 export const GetSharedConversationResponseSchema: GenMessage<GetSharedConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 32);
+  messageDesc(file_parley_v1_conversation, 39);
 
 /**
  * SharedConversation is a read-only snapshot of a conversation, as shared. It holds
@@ -1209,7 +1379,7 @@ export type SharedConversation = Message<"parley.v1.SharedConversation"> & {
  * Use `create(SharedConversationSchema)` to create a new message.
  */
 export const SharedConversationSchema: GenMessage<SharedConversation> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 33);
+  messageDesc(file_parley_v1_conversation, 40);
 
 /**
  * SharedMessage is one message of a shared snapshot: its text only.
@@ -1259,7 +1429,7 @@ export type SharedMessage = Message<"parley.v1.SharedMessage"> & {
  * Use `create(SharedMessageSchema)` to create a new message.
  */
 export const SharedMessageSchema: GenMessage<SharedMessage> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 34);
+  messageDesc(file_parley_v1_conversation, 41);
 
 /**
  * ExportConversationRequest is the request of ConversationService.ExportConversation.
@@ -1287,7 +1457,7 @@ export type ExportConversationRequest = Message<"parley.v1.ExportConversationReq
  * Use `create(ExportConversationRequestSchema)` to create a new message.
  */
 export const ExportConversationRequestSchema: GenMessage<ExportConversationRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 35);
+  messageDesc(file_parley_v1_conversation, 42);
 
 /**
  * ExportConversationResponse is the response of ConversationService.ExportConversation.
@@ -1323,7 +1493,7 @@ export type ExportConversationResponse = Message<"parley.v1.ExportConversationRe
  * Use `create(ExportConversationResponseSchema)` to create a new message.
  */
 export const ExportConversationResponseSchema: GenMessage<ExportConversationResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 36);
+  messageDesc(file_parley_v1_conversation, 43);
 
 /**
  * ConversationExport is the JSON export of a conversation.
@@ -1358,7 +1528,7 @@ export type ConversationExport = Message<"parley.v1.ConversationExport"> & {
  * Use `create(ConversationExportSchema)` to create a new message.
  */
 export const ConversationExportSchema: GenMessage<ConversationExport> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 37);
+  messageDesc(file_parley_v1_conversation, 44);
 
 /**
  * RegenerateMessageRequest is the request of ConversationService.RegenerateMessage.
@@ -1407,7 +1577,7 @@ export type RegenerateMessageRequest = Message<"parley.v1.RegenerateMessageReque
  * Use `create(RegenerateMessageRequestSchema)` to create a new message.
  */
 export const RegenerateMessageRequestSchema: GenMessage<RegenerateMessageRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 38);
+  messageDesc(file_parley_v1_conversation, 45);
 
 /**
  * RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
@@ -1430,7 +1600,7 @@ export type RegenerateMessageResponse = Message<"parley.v1.RegenerateMessageResp
  * Use `create(RegenerateMessageResponseSchema)` to create a new message.
  */
 export const RegenerateMessageResponseSchema: GenMessage<RegenerateMessageResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 39);
+  messageDesc(file_parley_v1_conversation, 46);
 
 /**
  * GetCustomInstructionsRequest is the request of
@@ -1446,7 +1616,7 @@ export type GetCustomInstructionsRequest = Message<"parley.v1.GetCustomInstructi
  * Use `create(GetCustomInstructionsRequestSchema)` to create a new message.
  */
 export const GetCustomInstructionsRequestSchema: GenMessage<GetCustomInstructionsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 40);
+  messageDesc(file_parley_v1_conversation, 47);
 
 /**
  * GetCustomInstructionsResponse is the response of
@@ -1468,7 +1638,7 @@ export type GetCustomInstructionsResponse = Message<"parley.v1.GetCustomInstruct
  * Use `create(GetCustomInstructionsResponseSchema)` to create a new message.
  */
 export const GetCustomInstructionsResponseSchema: GenMessage<GetCustomInstructionsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 41);
+  messageDesc(file_parley_v1_conversation, 48);
 
 /**
  * SetCustomInstructionsRequest is the request of
@@ -1490,7 +1660,7 @@ export type SetCustomInstructionsRequest = Message<"parley.v1.SetCustomInstructi
  * Use `create(SetCustomInstructionsRequestSchema)` to create a new message.
  */
 export const SetCustomInstructionsRequestSchema: GenMessage<SetCustomInstructionsRequest> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 42);
+  messageDesc(file_parley_v1_conversation, 49);
 
 /**
  * SetCustomInstructionsResponse is the response of
@@ -1512,7 +1682,7 @@ export type SetCustomInstructionsResponse = Message<"parley.v1.SetCustomInstruct
  * Use `create(SetCustomInstructionsResponseSchema)` to create a new message.
  */
 export const SetCustomInstructionsResponseSchema: GenMessage<SetCustomInstructionsResponse> = /*@__PURE__*/
-  messageDesc(file_parley_v1_conversation, 43);
+  messageDesc(file_parley_v1_conversation, 50);
 
 /**
  * Rating is a person's verdict on an answer.
@@ -1918,6 +2088,40 @@ export const ConversationService: GenService<{
     methodKind: "unary";
     input: typeof RateMessageRequestSchema;
     output: typeof RateMessageResponseSchema;
+  },
+  /**
+   * ListSavedPrompts lists the caller's prompt library (the web app inserts one by
+   * typing / and its name), by name.
+   *
+   * @generated from rpc parley.v1.ConversationService.ListSavedPrompts
+   */
+  listSavedPrompts: {
+    methodKind: "unary";
+    input: typeof ListSavedPromptsRequestSchema;
+    output: typeof ListSavedPromptsResponseSchema;
+  },
+  /**
+   * SavePrompt adds a prompt to the caller's library, or changes one (prompt_id set).
+   * Errors: invalid_argument (name: 1 to 64 letters, digits, - or _; text: 1 to 8,000
+   * characters; prompt_id), already_exists (a prompt of that name), not_found
+   * (prompt_id), resource_exhausted (at most 200 prompts).
+   *
+   * @generated from rpc parley.v1.ConversationService.SavePrompt
+   */
+  savePrompt: {
+    methodKind: "unary";
+    input: typeof SavePromptRequestSchema;
+    output: typeof SavePromptResponseSchema;
+  },
+  /**
+   * DeleteSavedPrompt removes one of the caller's prompts. Errors: not_found.
+   *
+   * @generated from rpc parley.v1.ConversationService.DeleteSavedPrompt
+   */
+  deleteSavedPrompt: {
+    methodKind: "unary";
+    input: typeof DeleteSavedPromptRequestSchema;
+    output: typeof DeleteSavedPromptResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_conversation, 0);
