@@ -255,8 +255,16 @@ func (h *ConversationHandler) UpdateConversation(ctx context.Context, req *conne
 		}
 		patch.SystemPrompt = &prompt
 	}
-	if patch.Title == nil && patch.Archived == nil && patch.SystemPrompt == nil {
-		return nil, apierr.InvalidArgument("title", "give a title, archived or system_prompt to change")
+	patch.Pinned = req.Msg.Pinned
+	if req.Msg.Folder != nil {
+		folder := strings.TrimSpace(req.Msg.GetFolder())
+		if !utf8.ValidString(folder) || utf8.RuneCountInString(folder) > 60 {
+			return nil, apierr.InvalidArgument("folder", "must be valid UTF-8 of at most 60 characters (empty: no folder)")
+		}
+		patch.Folder = &folder
+	}
+	if patch.Title == nil && patch.Archived == nil && patch.SystemPrompt == nil && patch.Pinned == nil && patch.Folder == nil {
+		return nil, apierr.InvalidArgument("title", "give a title, archived, system_prompt, pinned or folder to change")
 	}
 	if req.Msg.GetConversationId() == "" {
 		return nil, apierr.InvalidArgument("conversation_id", "is required")
@@ -406,7 +414,7 @@ func (h *ConversationHandler) toProto(ctx context.Context, c store.Conversation)
 		ConversationId: c.ID, Title: c.Title, Model: c.Model, Archived: c.Archived,
 		CreatedAt: timestamppb.New(c.CreatedAt), UpdatedAt: timestamppb.New(c.UpdatedAt),
 		Generating: h.Core.Generating(ctx, c.ID), SystemPrompt: c.SystemPrompt, CurrentMessageId: c.LeafID,
-		ProjectId: c.ProjectID, TitleGenerated: c.TitleGenerated,
+		ProjectId: c.ProjectID, TitleGenerated: c.TitleGenerated, Pinned: c.Pinned, Folder: c.Folder,
 	}
 }
 

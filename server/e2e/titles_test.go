@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -66,5 +67,37 @@ func TestAutoTitles(t *testing.T) {
 	got, err := c.Conv.GetConversation(ctx, connect.NewRequest(&parleyv1.GetConversationRequest{ConversationId: named.Msg.GetConversation().GetConversationId()}))
 	if err != nil || got.Msg.GetConversation().GetTitle() != "My own name" || got.Msg.GetConversation().GetTitleGenerated() {
 		t.Fatalf("a named conversation: %v %v", got, err)
+	}
+}
+
+// Pins and folders through the API: set, kept, cleared; a folder's name is
+// bounded and named when wrong; another person's conversation not found.
+func TestPinsAndFolders(t *testing.T) {
+	s := startServer(t, fastAuth...)
+	ctx := ctxTimeout(t, 30*time.Second)
+	a, b := s.newAccount(t, "pins@example.com"), s.newAccount(t, "nosy@example.com")
+	ac, bc := s.api(protocols[0], cred{cookie: a.Cookie}), s.api(protocols[0], cred{cookie: b.Cookie})
+	conv, err := ac.Conv.CreateConversation(ctx, connect.NewRequest(&parleyv1.CreateConversationRequest{Title: "Plans"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := conv.Msg.GetConversation().GetConversationId()
+	up, err := ac.Conv.UpdateConversation(ctx, connect.NewRequest(&parleyv1.UpdateConversationRequest{ConversationId: id, Pinned: proto.Bool(true), Folder: proto.String(" Work ")}))
+	if err != nil || !up.Msg.GetConversation().GetPinned() || up.Msg.GetConversation().GetFolder() != "Work" {
+		t.Fatalf("pin and file: %v %v", up, err)
+	}
+	_, err = bc.Conv.UpdateConversation(ctx, connect.NewRequest(&parleyv1.UpdateConversationRequest{ConversationId: id, Pinned: proto.Bool(false)}))
+	wantCode(t, "another person's pin", err, connect.CodeNotFound)
+	_, err = ac.Conv.UpdateConversation(ctx, connect.NewRequest(&parleyv1.UpdateConversationRequest{ConversationId: id, Folder: proto.String(strings.Repeat("f", 61))}))
+	if fv := new(parleyv1.FieldViolation); connect.CodeOf(err) != connect.CodeInvalidArgument || !detailOf(err, fv) || fv.GetField() != "folder" {
+		t.Fatalf("a 61-character folder: %v", err)
+	}
+	l, err := ac.Conv.ListConversations(ctx, connect.NewRequest(&parleyv1.ListConversationsRequest{}))
+	if err != nil || len(l.Msg.GetConversations()) != 1 || !l.Msg.GetConversations()[0].GetPinned() || l.Msg.GetConversations()[0].GetFolder() != "Work" {
+		t.Fatalf("listed: %v %v", l, err)
+	}
+	up, err = ac.Conv.UpdateConversation(ctx, connect.NewRequest(&parleyv1.UpdateConversationRequest{ConversationId: id, Pinned: proto.Bool(false), Folder: proto.String("")}))
+	if err != nil || up.Msg.GetConversation().GetPinned() || up.Msg.GetConversation().GetFolder() != "" {
+		t.Fatalf("unpin and unfile: %v %v", up, err)
 	}
 }

@@ -17,6 +17,10 @@ type Conversation struct {
 	// TitleGenerated says the model wrote the title (SetGeneratedTitle);
 	// a rename clears it.
 	TitleGenerated bool
+	// Pinned keeps it at the top of the person's list.
+	Pinned bool
+	// Folder is the folder it is filed in; empty for none.
+	Folder string
 	// Model is the model the conversation uses by default.
 	Model string
 	// Archived hides the conversation from the default list.
@@ -66,6 +70,10 @@ type ConversationPatch struct {
 	SystemPrompt *string
 	// LeafID, if set, replaces the active branch's leaf.
 	LeafID *string
+	// Pinned, if set, pins or unpins it.
+	Pinned *bool
+	// Folder, if set, files it in a folder (empty: none).
+	Folder *string
 }
 
 // Conversations stores conversation metadata. Every method is scoped to a

@@ -205,6 +205,36 @@ test("saved prompts: made in Settings, inserted with / and a name", { skip }, as
   await page.fill("#input", "");
 });
 
+test("pinned chats and folders in the sidebar, kept on reload", { skip }, async () => {
+  await page.goto(convURL);
+  const id = decodeURIComponent(new URL(convURL).hash.slice("#/c/".length));
+  const item = () => page.locator(`#conv-list li[data-id="${id}"]`);
+  await item().locator(".more").click();
+  await item().locator("button.pin").click();
+  await page.locator("#conv-list li.pinned-group").waitFor();
+  // Pinned: first in the list, under its heading.
+  assert.equal(await page.evaluate((cid) => {
+    const items = [...document.querySelectorAll("#conv-list > li")];
+    return items[0].classList.contains("pinned-group") && items[1].dataset.id === cid;
+  }, id), true);
+  // Another chat filed in a folder.
+  const other = page.locator("#conv-list li[data-id]:not([data-pinned])").first();
+  const otherID = await other.getAttribute("data-id");
+  await other.locator(".more").click();
+  await other.locator("button.file").click();
+  await page.fill("#conv-list .folder-input", "Work");
+  await page.keyboard.press("Enter");
+  await page.locator("#conv-list li.folder-group", { hasText: "Work" }).waitFor();
+  await page.reload();
+  await page.locator("#conv-list li.pinned-group").waitFor();
+  assert.equal(await page.getAttribute(`#conv-list li[data-id="${otherID}"]`, "data-folder"), "Work");
+  assert.equal(await page.getAttribute(`#conv-list li[data-id="${id}"]`, "data-pinned"), "1");
+  // Unpinned, it goes back among the others.
+  await item().locator(".more").click();
+  await item().locator("button.pin").click();
+  await page.locator("#conv-list li.pinned-group").waitFor({ state: "detached" });
+});
+
 test("a second tab's send while the first streams waits, says so, and goes when the answer ends", { skip }, async () => {
   await page.goto(convURL);
   await page.locator(".msg.assistant").first().waitFor();

@@ -386,11 +386,13 @@ $("show-archived").onchange = reloadList;
 new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && loadMore(), { root: $("sidebar") }).observe($("conv-sentinel"));
 
 function convItem(c: Conversation): HTMLLIElement {
-  const li = h("li", { "data-id": c.conversationId, "data-updated": c.updatedAt ? timestampMs(c.updatedAt) : 0 });
+  const li = h("li", { "data-id": c.conversationId, "data-updated": c.updatedAt ? timestampMs(c.updatedAt) : 0, "data-pinned": c.pinned ? "1" : undefined, "data-folder": c.folder || undefined });
   const title = h("a", { href: `#/c/${c.conversationId}`, class: "title", title: c.titleGenerated ? `${c.title} — named by the model; rename it any time` : c.title },
     c.title || "New chat", c.titleGenerated ? h("span", { class: "generated", "aria-label": "(title written by the model)" }, " ✦") : "");
   const menu = h("div", { class: "menu", hidden: true },
     h("button", { type: "button", class: "rename", onclick: () => rename(li, c) }, "Rename"),
+    h("button", { type: "button", class: "pin", onclick: () => pin(li, c) }, c.pinned ? "Unpin" : "Pin"),
+    h("button", { type: "button", class: "file", onclick: () => fileIn(li, c) }, c.folder ? "Move to folder…" : "Add to folder…"),
     h("button", { type: "button", class: "archive", onclick: () => archive(li, c) }, c.archived ? "Unarchive" : "Archive"),
     h("button", { type: "button", class: "share", onclick: () => share(c) }, "Share"),
     h("button", { type: "button", class: "export-md", onclick: () => exportConv(c, ExportFormat.MARKDOWN) }, "Export .md"),
@@ -420,14 +422,26 @@ function groupOf(ms: number): string {
   if (ms >= t0 - 30 * day) return "Previous 30 days";
   return new Date(ms).toLocaleDateString(undefined, { month: "long", year: "numeric" });
 }
+// Pinned conversations come first, then each folder (by name), then the
+// rest by when they last changed.
 function regroup() {
   for (const g of listEl.querySelectorAll(".group")) g.remove();
+  const items = [...listEl.children] as HTMLElement[];
+  const pinned = items.filter((li) => li.dataset.pinned);
+  const filed = items.filter((li) => !li.dataset.pinned && li.dataset.folder)
+    .sort((a, b) => a.dataset.folder!.localeCompare(b.dataset.folder!));
+  const rest = items.filter((li) => !li.dataset.pinned && !li.dataset.folder);
+  const out: HTMLElement[] = [];
   let last = "";
-  for (const li of [...listEl.children] as HTMLElement[]) {
-    const g = groupOf(Number(li.dataset.updated));
-    if (g !== last) li.before(h("li", { class: "group" }, g));
+  const add = (li: HTMLElement, g: string, cls = "") => {
+    if (g !== last) out.push(h("li", { class: `group${cls}` }, g));
     last = g;
-  }
+    out.push(li);
+  };
+  for (const li of pinned) add(li, "📌 Pinned", " pinned-group");
+  for (const li of filed) add(li, `📁 ${li.dataset.folder}`, " folder-group");
+  for (const li of rest) add(li, groupOf(Number(li.dataset.updated)));
+  listEl.replaceChildren(...out);
 }
 
 // ---------- search ----------
@@ -508,6 +522,35 @@ function rename(li: HTMLLIElement, c: Conversation) {
     li.replaceWith(convItem(c));
     markActive();
     if (c.conversationId === currentId) document.title = `${c.title || "New chat"} · Parley`;
+  };
+  field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
+  field.onblur = () => finish(true);
+}
+async function pin(li: HTMLElement, c: Conversation) {
+  try {
+    const r = await convs.updateConversation({ conversationId: c.conversationId, pinned: !c.pinned });
+    li.replaceWith(convItem(r.conversation!));
+    markActive();
+    regroup();
+  } catch (err) { fail(err); }
+}
+/** Files a conversation in a folder (a name; empty takes it out). */
+function fileIn(li: HTMLElement, c: Conversation) {
+  const field = h("input", { class: "rename-input folder-input", value: c.folder, maxlength: 60, placeholder: "Folder (empty: none)", "aria-label": "Folder" }) as HTMLInputElement;
+  li.querySelector(".title")!.replaceWith(field);
+  field.focus();
+  field.select();
+  let done = false;
+  const finish = async (save: boolean) => {
+    if (done) return;
+    done = true;
+    let next = c;
+    if (save && field.value.trim() !== c.folder) {
+      try { next = (await convs.updateConversation({ conversationId: c.conversationId, folder: field.value.trim() })).conversation!; } catch (err) { fail(err); }
+    }
+    li.replaceWith(convItem(next));
+    markActive();
+    regroup();
   };
   field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
   field.onblur = () => finish(true);

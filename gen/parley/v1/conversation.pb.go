@@ -808,8 +808,12 @@ type Conversation struct {
 	// Whether the model wrote the title from the first exchange (parley serve
 	// --auto-titles); a rename clears it.
 	TitleGenerated bool `protobuf:"varint,11,opt,name=title_generated,json=titleGenerated,proto3" json:"title_generated,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Whether it is pinned to the top of the list.
+	Pinned bool `protobuf:"varint,12,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	// The folder it is filed in; empty for none.
+	Folder        string `protobuf:"bytes,13,opt,name=folder,proto3" json:"folder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Conversation) Reset() {
@@ -917,6 +921,20 @@ func (x *Conversation) GetTitleGenerated() bool {
 		return x.TitleGenerated
 	}
 	return false
+}
+
+func (x *Conversation) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+func (x *Conversation) GetFolder() string {
+	if x != nil {
+		return x.Folder
+	}
+	return ""
 }
 
 // ConversationMessage is a message stored in a conversation.
@@ -1592,7 +1610,12 @@ type UpdateConversationRequest struct {
 	Archived *bool `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"`
 	// Optional. A new system prompt, at most 8000 characters; empty clears it; unset
 	// leaves it unchanged. It applies to later answers.
-	SystemPrompt  *string `protobuf:"bytes,4,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
+	SystemPrompt *string `protobuf:"bytes,4,opt,name=system_prompt,json=systemPrompt,proto3,oneof" json:"system_prompt,omitempty"`
+	// Optional. Pin (true) to the top of the list, or unpin; unset leaves it.
+	Pinned *bool `protobuf:"varint,5,opt,name=pinned,proto3,oneof" json:"pinned,omitempty"`
+	// Optional. The folder it is filed in, 1–60 characters; empty takes it out of its
+	// folder; unset leaves it.
+	Folder        *string `protobuf:"bytes,6,opt,name=folder,proto3,oneof" json:"folder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1651,6 +1674,20 @@ func (x *UpdateConversationRequest) GetArchived() bool {
 func (x *UpdateConversationRequest) GetSystemPrompt() string {
 	if x != nil && x.SystemPrompt != nil {
 		return *x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *UpdateConversationRequest) GetPinned() bool {
+	if x != nil && x.Pinned != nil {
+		return *x.Pinned
+	}
+	return false
+}
+
+func (x *UpdateConversationRequest) GetFolder() string {
+	if x != nil && x.Folder != nil {
+		return *x.Folder
 	}
 	return ""
 }
@@ -3375,7 +3412,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x06rating\x18\x03 \x01(\x0e2\x11.parley.v1.RatingR\x06rating\x12\x12\n" +
 	"\x04note\x18\x04 \x01(\tR\x04note\"M\n" +
 	"\x13RateMessageResponse\x126\n" +
-	"\bfeedback\x18\x01 \x01(\v2\x1a.parley.v1.MessageFeedbackR\bfeedback\"\xb0\x03\n" +
+	"\bfeedback\x18\x01 \x01(\v2\x1a.parley.v1.MessageFeedbackR\bfeedback\"\xe0\x03\n" +
 	"\fConversation\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -3393,7 +3430,9 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\n" +
 	"project_id\x18\n" +
 	" \x01(\tR\tprojectId\x12'\n" +
-	"\x0ftitle_generated\x18\v \x01(\bR\x0etitleGenerated\"\xe0\x04\n" +
+	"\x0ftitle_generated\x18\v \x01(\bR\x0etitleGenerated\x12\x16\n" +
+	"\x06pinned\x18\f \x01(\bR\x06pinned\x12\x16\n" +
+	"\x06folder\x18\r \x01(\tR\x06folder\"\xe0\x04\n" +
 	"\x13ConversationMessage\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12'\n" +
@@ -3444,15 +3483,19 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x14ListMessagesResponse\x12:\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1e.parley.v1.ConversationMessageR\bmessages\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12&\n" +
-	"\x0fleaf_message_id\x18\x03 \x01(\tR\rleafMessageId\"\xd3\x01\n" +
+	"\x0fleaf_message_id\x18\x03 \x01(\tR\rleafMessageId\"\xa3\x02\n" +
 	"\x19UpdateConversationRequest\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x19\n" +
 	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n" +
 	"\barchived\x18\x03 \x01(\bH\x01R\barchived\x88\x01\x01\x12(\n" +
-	"\rsystem_prompt\x18\x04 \x01(\tH\x02R\fsystemPrompt\x88\x01\x01B\b\n" +
+	"\rsystem_prompt\x18\x04 \x01(\tH\x02R\fsystemPrompt\x88\x01\x01\x12\x1b\n" +
+	"\x06pinned\x18\x05 \x01(\bH\x03R\x06pinned\x88\x01\x01\x12\x1b\n" +
+	"\x06folder\x18\x06 \x01(\tH\x04R\x06folder\x88\x01\x01B\b\n" +
 	"\x06_titleB\v\n" +
 	"\t_archivedB\x10\n" +
-	"\x0e_system_prompt\"Y\n" +
+	"\x0e_system_promptB\t\n" +
+	"\a_pinnedB\t\n" +
+	"\a_folder\"Y\n" +
 	"\x1aUpdateConversationResponse\x12;\n" +
 	"\fconversation\x18\x01 \x01(\v2\x17.parley.v1.ConversationR\fconversation\"D\n" +
 	"\x19DeleteConversationRequest\x12'\n" +

@@ -13,7 +13,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id, title_generated`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id, title_generated, pinned, folder`
 
 type convScan struct {
 	c                store.Conversation
@@ -21,7 +21,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID, &s.c.TitleGenerated}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID, &s.c.TitleGenerated, &s.c.Pinned, &s.c.Folder}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -31,8 +31,8 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID, v.TitleGenerated)
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		v.ID, v.UserID, v.Title, v.Model, v.Archived, ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID, v.TitleGenerated, v.Pinned, v.Folder)
 	return err
 }
 
@@ -87,9 +87,10 @@ func (c conversations) Update(ctx context.Context, userID, id string, patch stor
 	err := c.db.pool.QueryRow(ctx, `UPDATE conversations
 		SET title = coalesce($1, title), title_generated = CASE WHEN $1::text IS NULL THEN title_generated ELSE false END,
 			archived = coalesce($2, archived), system_prompt = coalesce($6, system_prompt),
-			leaf_id = coalesce($7, leaf_id), updated_at = greatest(updated_at, $3)
+			leaf_id = coalesce($7, leaf_id), updated_at = greatest(updated_at, $3),
+			pinned = coalesce($8, pinned), folder = coalesce($9, folder)
 		WHERE id = $4 AND user_id = $5 RETURNING `+convCols,
-		patch.Title, patch.Archived, ts(now), id, userID, patch.SystemPrompt, patch.LeafID).Scan(s.dest()...)
+		patch.Title, patch.Archived, ts(now), id, userID, patch.SystemPrompt, patch.LeafID, patch.Pinned, patch.Folder).Scan(s.dest()...)
 	if err != nil {
 		return store.Conversation{}, notFound(err, "conversation")
 	}

@@ -12,7 +12,7 @@ import (
 
 type conversations struct{ db *DB }
 
-const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id, title_generated`
+const convCols = `id, user_id, title, model, archived, created_at, updated_at, system_prompt, leaf_id, project_id, title_generated, pinned, folder`
 
 type convScan struct {
 	c                store.Conversation
@@ -20,7 +20,7 @@ type convScan struct {
 }
 
 func (s *convScan) dest() []any {
-	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID, &s.c.TitleGenerated}
+	return []any{&s.c.ID, &s.c.UserID, &s.c.Title, &s.c.Model, &s.c.Archived, &s.created, &s.updated, &s.c.SystemPrompt, &s.c.LeafID, &s.c.ProjectID, &s.c.TitleGenerated, &s.c.Pinned, &s.c.Folder}
 }
 
 func (s *convScan) conv() store.Conversation {
@@ -30,8 +30,9 @@ func (s *convScan) conv() store.Conversation {
 }
 
 func (c conversations) Create(ctx context.Context, v store.Conversation) error {
-	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID, boolInt(v.TitleGenerated))
+	_, err := c.db.exec(ctx, `INSERT INTO conversations (`+convCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.UserID, v.Title, v.Model, boolInt(v.Archived), ts(v.CreatedAt), ts(v.UpdatedAt), v.SystemPrompt, v.LeafID, v.ProjectID, boolInt(v.TitleGenerated),
+		boolInt(v.Pinned), v.Folder)
 	return err
 }
 
@@ -92,7 +93,13 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 }
 
 func (c conversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
-	var title, archived, prompt, leaf any
+	var title, archived, prompt, leaf, pinned, folder any
+	if patch.Pinned != nil {
+		pinned = boolInt(*patch.Pinned)
+	}
+	if patch.Folder != nil {
+		folder = *patch.Folder
+	}
 	if patch.Title != nil {
 		title = *patch.Title
 	}
@@ -109,9 +116,10 @@ func (c conversations) Update(ctx context.Context, userID, id string, patch stor
 	err := c.db.w.QueryRowContext(ctx, `UPDATE conversations
 		SET title = coalesce(?1, title), title_generated = CASE WHEN ?1 IS NULL THEN title_generated ELSE 0 END,
 			archived = coalesce(?2, archived), system_prompt = coalesce(?3, system_prompt),
-			leaf_id = coalesce(?4, leaf_id), updated_at = max(updated_at, ?5)
+			leaf_id = coalesce(?4, leaf_id), updated_at = max(updated_at, ?5),
+			pinned = coalesce(?8, pinned), folder = coalesce(?9, folder)
 		WHERE id = ?6 AND user_id = ?7 RETURNING `+convCols,
-		title, archived, prompt, leaf, ts(now), id, userID).Scan(s.dest()...)
+		title, archived, prompt, leaf, ts(now), id, userID, pinned, folder).Scan(s.dest()...)
 	if err != nil {
 		return store.Conversation{}, notFound(err, "conversation")
 	}

@@ -164,6 +164,34 @@ func TestConversations(t *testing.T, newStore NewStore) {
 		}
 	})
 	t.Run("PromptLeafInstructions", func(t *testing.T) { testConversationSettings(t, newStore) })
+	t.Run("PinsAndFolders", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u, v := mustUser(t, s, "pins@example.com"), mustUser(t, s, "other@example.com")
+		c := mustConv(t, s, u.ID, t0)
+		pin, folder := true, "Work"
+		got, err := s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Pinned: &pin, Folder: &folder}, t0)
+		noErr(t, err, "Update")
+		if !got.Pinned || got.Folder != "Work" {
+			t.Fatalf("pinned and filed: %+v", got)
+		}
+		_, err = s.Conversations.Update(ctx, v.ID, c.ID, store.ConversationPatch{Pinned: &pin}, t0)
+		wantErr(t, err, store.ErrNotFound, "another user's pin")
+		title := "kept"
+		got, _ = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Title: &title}, t0)
+		if !got.Pinned || got.Folder != "Work" {
+			t.Fatalf("a rename unpinned or unfiled it: %+v", got)
+		}
+		unpin, none := false, ""
+		got, _ = s.Conversations.Update(ctx, u.ID, c.ID, store.ConversationPatch{Pinned: &unpin, Folder: &none}, t0)
+		if got.Pinned || got.Folder != "" {
+			t.Fatalf("unpinned and out of the folder: %+v", got)
+		}
+		list, _, err := s.Conversations.List(ctx, u.ID, store.ConversationFilter{}, store.PageRequest{})
+		noErr(t, err, "List")
+		if len(list) != 1 || list[0].Pinned || list[0].Title != "kept" {
+			t.Fatalf("listed: %+v", list)
+		}
+	})
 	t.Run("GeneratedTitle", func(t *testing.T) {
 		s, ctx := newStore(t), t.Context()
 		u, v := mustUser(t, s, "titled@example.com"), mustUser(t, s, "other@example.com")

@@ -128,7 +128,7 @@ class RateMessageResponse(_message.Message):
     def __init__(self, feedback: _Optional[_Union[MessageFeedback, _Mapping]] = ...) -> None: ...
 
 class Conversation(_message.Message):
-    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id", "project_id", "title_generated")
+    __slots__ = ("conversation_id", "title", "model", "archived", "created_at", "updated_at", "generating", "system_prompt", "current_message_id", "project_id", "title_generated", "pinned", "folder")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +140,8 @@ class Conversation(_message.Message):
     CURRENT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_GENERATED_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    FOLDER_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     title: str
     model: str
@@ -151,7 +153,9 @@ class Conversation(_message.Message):
     current_message_id: str
     project_id: str
     title_generated: bool
-    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ..., project_id: _Optional[str] = ..., title_generated: _Optional[bool] = ...) -> None: ...
+    pinned: bool
+    folder: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., model: _Optional[str] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., generating: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., current_message_id: _Optional[str] = ..., project_id: _Optional[str] = ..., title_generated: _Optional[bool] = ..., pinned: _Optional[bool] = ..., folder: _Optional[str] = ...) -> None: ...
 
 class ConversationMessage(_message.Message):
     __slots__ = ("message_id", "conversation_id", "role", "parts", "model", "tokens", "finish_reason", "created_at", "parent_message_id", "sibling_index", "sibling_count", "sibling_message_ids", "status", "feedback")
@@ -260,16 +264,20 @@ class ListMessagesResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[ConversationMessage, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., leaf_message_id: _Optional[str] = ...) -> None: ...
 
 class UpdateConversationRequest(_message.Message):
-    __slots__ = ("conversation_id", "title", "archived", "system_prompt")
+    __slots__ = ("conversation_id", "title", "archived", "system_prompt", "pinned", "folder")
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    FOLDER_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     title: str
     archived: bool
     system_prompt: str
-    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., archived: _Optional[bool] = ..., system_prompt: _Optional[str] = ...) -> None: ...
+    pinned: bool
+    folder: str
+    def __init__(self, conversation_id: _Optional[str] = ..., title: _Optional[str] = ..., archived: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., pinned: _Optional[bool] = ..., folder: _Optional[str] = ...) -> None: ...
 
 class UpdateConversationResponse(_message.Message):
     __slots__ = ("conversation",)
