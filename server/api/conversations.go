@@ -346,6 +346,22 @@ func (h *ConversationHandler) RegenerateMessage(ctx context.Context, req *connec
 	})
 }
 
+// ContinueMessage goes on with an answer that stopped at its length limit,
+// streaming the added text.
+func (h *ConversationHandler) ContinueMessage(ctx context.Context, req *connect.Request[parleyv1.ContinueMessageRequest], stream *connect.ServerStream[parleyv1.ContinueMessageResponse]) error {
+	c, err := h.own(ctx, req.Msg.GetConversationId())
+	if err != nil {
+		return err
+	}
+	if err := h.Core.Continue(ctx, chat.ContinueRequest{ConversationID: c.ID, MessageID: req.Msg.GetMessageId(),
+		MaxOutputTokens: req.Msg.GetMaxOutputTokens(), Temperature: req.Msg.Temperature}); err != nil {
+		return err
+	}
+	return h.Core.Follow(ctx, c.ID, 0, func(ev *parleyv1.GenerationEvent) error {
+		return stream.Send(&parleyv1.ContinueMessageResponse{Event: ev})
+	})
+}
+
 // GetCustomInstructions returns the caller's custom instructions.
 func (h *ConversationHandler) GetCustomInstructions(ctx context.Context, _ *connect.Request[parleyv1.GetCustomInstructionsRequest]) (*connect.Response[parleyv1.GetCustomInstructionsResponse], error) {
 	p, _ := auth.FromContext(ctx)

@@ -102,6 +102,7 @@ var Policy = map[string]Access{
 	parleyv1connect.ConversationServiceStreamGenerationProcedure:      AccessAny,
 	parleyv1connect.ConversationServiceCancelGenerationProcedure:      AccessAny,
 	parleyv1connect.ConversationServiceRegenerateMessageProcedure:     AccessAny,
+	parleyv1connect.ConversationServiceContinueMessageProcedure:       AccessAny,
 	parleyv1connect.ConversationServiceGetCustomInstructionsProcedure: AccessAny,
 	parleyv1connect.ConversationServiceSetCustomInstructionsProcedure: AccessAny,
 	parleyv1connect.ConversationServiceSearchConversationsProcedure:   AccessAny,

@@ -215,6 +215,67 @@ func (c *Core) Regenerate(ctx context.Context, req RegenerateRequest) error {
 	return c.startWeb(ctx, &g)
 }
 
+// ContinueRequest asks to go on with an answer that stopped at its length
+// limit.
+type ContinueRequest struct {
+	// ConversationID and MessageID name the answer.
+	ConversationID, MessageID string
+	// MaxOutputTokens caps what is added; zero means the model's maximum.
+	MaxOutputTokens int64
+	// Temperature is the sampling temperature (0 to 2); nil: the model's.
+	Temperature *float64
+}
+
+// continueNudge is the turn after the partial answer that asks the model to
+// go on; it is sent, never stored.
+const continueNudge = "Continue exactly where your previous answer stopped, without repeating any of it."
+
+// Continue goes on with an answer that stopped at its length limit, with
+// the model that wrote it: what the model writes is added to the same
+// message, as Send's answer is stored. It returns when the generation has
+// started.
+func (c *Core) Continue(ctx context.Context, req ContinueRequest) error {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return apierr.Unauthenticated("no credentials")
+	}
+	conv, err := c.Conversations.Get(ctx, p.UserID, req.ConversationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("conversation")
+	} else if err != nil {
+		return apierr.Internal()
+	}
+	tree, err := c.Tree(ctx, conv.ID)
+	if err != nil {
+		return err
+	}
+	a, ok := tree.Get(req.MessageID)
+	if !ok || a.Role != "assistant" || a.FinishReason != string(llm.FinishLength) || a.Status != store.MessageComplete {
+		return apierr.InvalidArgument("message_id", "must be an answer of the conversation that stopped at its length limit")
+	}
+	question, err := regenerable(tree, a.ID)
+	if err != nil {
+		return err
+	}
+	m, maxOut, err := c.webModel(a.Model, conv, req.MaxOutputTokens)
+	if err != nil {
+		return err
+	}
+	if err := checkTemperature(req.Temperature); err != nil {
+		return err
+	}
+	g := webGen{p: p, conv: conv, m: m, maxOut: maxOut, temperature: req.Temperature, floor: inputFloor(partsText(question.Parts)), question: question.ID, continues: &a}
+	g.context = func(tree *store.Tree, _ store.Conversation) ([]store.Message, error) {
+		cur, ok := tree.Get(a.ID)
+		if !ok || cur.FinishReason != string(llm.FinishLength) { // (deleted, or continued, since)
+			return nil, apierr.InvalidArgument("message_id", "must be an answer of the conversation that stopped at its length limit")
+		}
+		g.continues = &cur
+		return append(tree.Path(a.ID), store.Message{Role: "user", Parts: []store.Part{{Text: continueNudge}}}), nil
+	}
+	return c.startWeb(ctx, &g)
+}
+
 // regenerable returns the question an assistant message answers.
 func regenerable(tree *store.Tree, messageID string) (store.Message, error) {
 	a, ok := tree.Get(messageID)
@@ -269,6 +330,8 @@ type webGen struct {
 	isNew    bool
 	title    string
 	nameIt   bool // the conversation has no title yet: autoTitle names it
+	// continues is the answer a Continue adds to (nil: a new answer).
+	continues *store.Message
 	question string
 	// found are the passages the project's file search gave the model
 	// (cited by the answer's markers).
@@ -400,6 +463,10 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	}
 	answer := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv.ID, Role: "assistant", ParentID: question,
 		Model: m.ID, Parts: []store.Part{}, Status: store.MessageInProgress, CreatedAt: now}
+	if g.continues != nil {
+		answer = *g.continues // the text so far is kept; what comes is added
+		answer.Status, answer.FinishReason = store.MessageInProgress, ""
+	}
 	if err := c.Messages.Put(ctx, answer); err != nil {
 		return fail()
 	}
@@ -544,6 +611,8 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	}()
 	done := context.WithoutCancel(ctx)
 	var answer strings.Builder
+	answer.WriteString(partsText(msg.Parts)) // a continued answer's text so far (a new one has none)
+	earlier := msg.Tokens
 	emit := ev.emit
 	// The zero lastSave makes the first delta save at once: a crash never
 	// loses the start of what the user watched, and after it at most
@@ -573,7 +642,7 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 		out.FinishReason = llm.FinishCancelled
 	}
 	now := c.Now()
-	msg.Parts, msg.Tokens, msg.FinishReason, msg.Status = []store.Part{{Text: answer.String()}}, int64(out.Usage.CompletionTokens), string(out.FinishReason), store.MessageComplete
+	msg.Parts, msg.Tokens, msg.FinishReason, msg.Status = []store.Part{{Text: answer.String()}}, earlier+int64(out.Usage.CompletionTokens), string(out.FinishReason), store.MessageComplete
 	for _, cite := range Citations(answer.String(), found) {
 		msg.Parts = append(msg.Parts, store.Part{Citation: &cite})
 		ev.citations = append(ev.citations, CitationToProto(cite))

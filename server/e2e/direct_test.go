@@ -382,3 +382,81 @@ func TestWebChatSettingsReachTheEngine(t *testing.T) {
 		t.Errorf("temperature 2.5: %v", err)
 	}
 }
+
+// Continue: an answer that stopped at its length limit goes on in the same
+// message — its text kept, the new text added, its tokens summed, recorded
+// as usage — and only such an answer, only by its owner.
+func TestContinueAnAnswer(t *testing.T) {
+	up := startInference(t, time.Millisecond)
+	catalog := directCatalog(t)
+	f, err := os.OpenFile(catalog, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("  tier_limits:\n    free: {requests: 100, input_tokens: 100000, output_tokens: 100000, window: 3h}\n")
+	f.Close()
+	gw := startServer(t, append(fastAuth, "--workers", up.URL(), "--models-file", catalog)...)
+	a, b := gw.newAccount(t, "continue@example.com"), gw.newAccount(t, "nosy@example.com")
+	ctx := ctxTimeout(t, 60*time.Second)
+	c, bc := gw.api(protocols[0], cred{cookie: a.Cookie}), gw.api(protocols[0], cred{cookie: b.Cookie})
+	started, first, fin := send(t, ctx, c, &parleyv1.SendMessageRequest{Model: inferenceModel, Parts: textPart("Count."), MaxOutputTokens: 3})
+	if fin.GetFinishReason() != parleyv1.FinishReason_FINISH_REASON_LENGTH {
+		t.Fatalf("the first answer ended %v", fin.GetFinishReason())
+	}
+	conv, answer := started.GetConversationId(), started.GetMessageId()
+	cont := func(cl apiClients, id string, max int64) (string, *parleyv1.GenerationFinished, string, error) {
+		stream, err := cl.Conv.ContinueMessage(ctx, connect.NewRequest(&parleyv1.ContinueMessageRequest{ConversationId: conv, MessageId: id, MaxOutputTokens: max}))
+		if err != nil {
+			return "", nil, "", err
+		}
+		var text strings.Builder
+		var done *parleyv1.GenerationFinished
+		var msgID string
+		for stream.Receive() {
+			switch k := stream.Msg().GetEvent().GetKind().(type) {
+			case *parleyv1.GenerationEvent_Started:
+				msgID = k.Started.GetMessageId()
+			case *parleyv1.GenerationEvent_Delta:
+				text.WriteString(k.Delta.GetText())
+			case *parleyv1.GenerationEvent_Finished:
+				done = k.Finished
+			}
+		}
+		return text.String(), done, msgID, stream.Err()
+	}
+	_, _, _, err = cont(bc, answer, 4)
+	wantCode(t, "another person's answer", err, connect.CodeNotFound)
+	added, done, msgID, err := cont(c, answer, 4)
+	if err != nil || msgID != answer || strings.Count(added, "tok") != 4 || done.GetFinishReason() != parleyv1.FinishReason_FINISH_REASON_LENGTH {
+		t.Fatalf("continued: %q %v %s %v", added, done, msgID, err)
+	}
+	msgs, err := c.Conv.ListMessages(ctx, connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: conv}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(msgs.Msg.GetMessages()); n != 2 {
+		t.Fatalf("%d messages after Continue, want the question and its one answer", n)
+	}
+	stored := msgs.Msg.GetMessages()[1]
+	if text := stored.GetParts()[0].GetText(); text != first+added || stored.GetTokens() != 7 {
+		t.Fatalf("the stored answer: %q (%d tokens), want %q (7)", text, stored.GetTokens(), first+added)
+	}
+	// An answer that ended on its own, or a question, cannot be continued.
+	_, _, _, err = cont(c, started.GetUserMessageId(), 0)
+	if fv := new(parleyv1.FieldViolation); connect.CodeOf(err) != connect.CodeInvalidArgument || !detailOf(err, fv) || fv.GetField() != "message_id" {
+		t.Fatalf("continuing a question: %v", err)
+	}
+	// Each part was recorded as usage.
+	var recs []*parleyv1.UsageRecord
+	waitFor(t, 10*time.Second, "two usage records", func() bool {
+		res, err := c.Billing.ListUsage(ctx, connect.NewRequest(&parleyv1.ListUsageRequest{PageSize: 10}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = res.Msg.GetUsageRecords()
+		return len(recs) == 2
+	})
+	if recs[0].GetUsage().GetCompletionTokens()+recs[1].GetUsage().GetCompletionTokens() != 7 {
+		t.Fatalf("usage: %v", recs)
+	}
+}

@@ -150,6 +150,18 @@ test("per-chat model settings reach the request: temperature and the longest ans
   assert.ok(body.includes(Buffer.from([(4 << 3) | 0, 7])), "max_output_tokens 7 in the request");
   await idle(page);
   await page.locator(".msg.assistant .note", { hasText: "length limit" }).last().waitFor();
+  // Continue: the same answer goes on, in place.
+  const answers = await page.locator(".msg.assistant").count();
+  const before = (await page.locator(".msg.assistant .md").last().textContent()).length;
+  const continued = page.waitForRequest((r) => r.url().endsWith("/parley.v1.ConversationService/ContinueMessage"));
+  await page.locator(".msg.assistant").last().locator(".continue-msg").click();
+  await continued;
+  await idle(page);
+  await page.waitForFunction((n) => document.querySelector(".msg.assistant:last-of-type .md")?.textContent.length > n, before, { timeout: 10_000 });
+  assert.equal(await page.locator(".msg.assistant").count(), answers, "the same answer, not a new one");
+  await page.reload();
+  await page.locator(".msg.assistant").last().waitFor();
+  assert.ok((await page.locator(".msg.assistant .md").last().textContent()).length > before, "stored longer");
   // Kept for this chat (moved from the new chat to it), not for the next.
   const chatURL = page.url();
   await page.goto(srv.url + "/#/");

@@ -780,7 +780,10 @@ function note(v: AssistantView, reason: FinishReason, msg = "") {
     : reason === FinishReason.LENGTH ? "The answer reached its length limit."
     : reason === FinishReason.ERROR ? `The answer failed: ${msg || "error"}.` : "";
   v.el.querySelector(".note")?.remove();
-  if (text) v.el.querySelector(".actions")!.before(h("div", { class: `note${reason === FinishReason.ERROR ? " error" : ""}` }, text));
+  if (text) {
+    v.el.querySelector(".actions")!.before(h("div", { class: `note${reason === FinishReason.ERROR ? " error" : ""}` }, text,
+      reason === FinishReason.LENGTH ? h("button", { type: "button", class: "continue-msg link", "aria-label": "Continue the answer" }, " Continue") : ""));
+  }
   v.el.classList.remove("streaming");
 }
 
@@ -789,6 +792,7 @@ messagesEl.addEventListener("click", (e) => {
   const t = e.target as HTMLElement;
   const msg = t.closest<HTMLElement>(".msg");
   if (msg && t.closest(".regen")) return void regenerate(msg);
+  if (msg && t.closest(".continue-msg")) return void continueAnswer(msg);
   if (msg && t.closest(".edit-msg")) return void edit(msg);
   if (msg && t.closest(".prev-ver")) return void switchVersion(msg, -1);
   if (msg && t.closest(".next-ver")) return void switchVersion(msg, 1);
@@ -1042,6 +1046,30 @@ async function regenerate(el: HTMLElement) {
   const g: Gen = { convId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
   try {
     await drive(g, () => convs.regenerateMessage({ conversationId: convId, messageId: m.messageId, model: modelSel.value, ...requestSettings() }, { signal: g.abort.signal }));
+    await settleTail(convId);
+  } catch (err) {
+    fail(err);
+    if (g.lastSeq === 0n) openConversation(convId, true); // refused: show it as it was
+  }
+}
+/** Goes on with an answer that stopped at its length limit, in place. */
+async function continueAnswer(el: HTMLElement) {
+  const m = msgOf.get(el);
+  if (!m || gen) return;
+  const convId = currentId;
+  const body = el.querySelector<HTMLElement>(".md")!;
+  const before = sourceOf.get(el)?.() ?? partsText(m.parts);
+  body.textContent = "";
+  const md = new StreamingMarkdown(body);
+  md.onFlush = () => { if (stick) toBottom(); else showJump(); };
+  md.append(before);
+  sourceOf.set(el, () => md.text);
+  el.querySelector(".note")?.remove();
+  el.classList.add("streaming");
+  stick = true;
+  const g: Gen = { convId, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false, view: { el, md } };
+  try {
+    await drive(g, () => convs.continueMessage({ conversationId: convId, messageId: m.messageId, ...requestSettings() }, { signal: g.abort.signal }));
     await settleTail(convId);
   } catch (err) {
     fail(err);

@@ -3150,6 +3150,126 @@ func (x *RegenerateMessageRequest) GetTemperature() float64 {
 	return 0
 }
 
+// ContinueMessageRequest is the request of ConversationService.ContinueMessage.
+type ContinueMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The conversation's id.
+	ConversationId string `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// Required. The answer to go on with.
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// Optional. A cap on the added length, as in SendMessageRequest.
+	MaxOutputTokens int64 `protobuf:"varint,3,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	// Optional. Sampling temperature, as in SendMessageRequest.
+	Temperature   *float64 `protobuf:"fixed64,4,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueMessageRequest) Reset() {
+	*x = ContinueMessageRequest{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueMessageRequest) ProtoMessage() {}
+
+func (x *ContinueMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueMessageRequest.ProtoReflect.Descriptor instead.
+func (*ContinueMessageRequest) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ContinueMessageRequest) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ContinueMessageRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *ContinueMessageRequest) GetMaxOutputTokens() int64 {
+	if x != nil {
+		return x.MaxOutputTokens
+	}
+	return 0
+}
+
+func (x *ContinueMessageRequest) GetTemperature() float64 {
+	if x != nil && x.Temperature != nil {
+		return *x.Temperature
+	}
+	return 0
+}
+
+// ContinueMessageResponse is one message of ConversationService.ContinueMessage's
+// stream.
+type ContinueMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next event of the generation; its started event names the answer continued.
+	Event         *GenerationEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueMessageResponse) Reset() {
+	*x = ContinueMessageResponse{}
+	mi := &file_parley_v1_conversation_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueMessageResponse) ProtoMessage() {}
+
+func (x *ContinueMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_parley_v1_conversation_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueMessageResponse.ProtoReflect.Descriptor instead.
+func (*ContinueMessageResponse) Descriptor() ([]byte, []int) {
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ContinueMessageResponse) GetEvent() *GenerationEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
 // RegenerateMessageResponse is one message of ConversationService.RegenerateMessage's
 // stream.
 type RegenerateMessageResponse struct {
@@ -3163,7 +3283,7 @@ type RegenerateMessageResponse struct {
 
 func (x *RegenerateMessageResponse) Reset() {
 	*x = RegenerateMessageResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[46]
+	mi := &file_parley_v1_conversation_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3295,7 @@ func (x *RegenerateMessageResponse) String() string {
 func (*RegenerateMessageResponse) ProtoMessage() {}
 
 func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[46]
+	mi := &file_parley_v1_conversation_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3308,7 @@ func (x *RegenerateMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegenerateMessageResponse.ProtoReflect.Descriptor instead.
 func (*RegenerateMessageResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{46}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RegenerateMessageResponse) GetEvent() *GenerationEvent {
@@ -3208,7 +3328,7 @@ type GetCustomInstructionsRequest struct {
 
 func (x *GetCustomInstructionsRequest) Reset() {
 	*x = GetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[47]
+	mi := &file_parley_v1_conversation_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3340,7 @@ func (x *GetCustomInstructionsRequest) String() string {
 func (*GetCustomInstructionsRequest) ProtoMessage() {}
 
 func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[47]
+	mi := &file_parley_v1_conversation_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3353,7 @@ func (x *GetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
 func (*GetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{47}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{49}
 }
 
 // GetCustomInstructionsResponse is the response of
@@ -3248,7 +3368,7 @@ type GetCustomInstructionsResponse struct {
 
 func (x *GetCustomInstructionsResponse) Reset() {
 	*x = GetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[48]
+	mi := &file_parley_v1_conversation_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3380,7 @@ func (x *GetCustomInstructionsResponse) String() string {
 func (*GetCustomInstructionsResponse) ProtoMessage() {}
 
 func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[48]
+	mi := &file_parley_v1_conversation_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3393,7 @@ func (x *GetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
 func (*GetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{48}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetCustomInstructionsResponse) GetInstructions() string {
@@ -3295,7 +3415,7 @@ type SetCustomInstructionsRequest struct {
 
 func (x *SetCustomInstructionsRequest) Reset() {
 	*x = SetCustomInstructionsRequest{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[49]
+	mi := &file_parley_v1_conversation_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3427,7 @@ func (x *SetCustomInstructionsRequest) String() string {
 func (*SetCustomInstructionsRequest) ProtoMessage() {}
 
 func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[49]
+	mi := &file_parley_v1_conversation_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3440,7 @@ func (x *SetCustomInstructionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomInstructionsRequest.ProtoReflect.Descriptor instead.
 func (*SetCustomInstructionsRequest) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{49}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SetCustomInstructionsRequest) GetInstructions() string {
@@ -3342,7 +3462,7 @@ type SetCustomInstructionsResponse struct {
 
 func (x *SetCustomInstructionsResponse) Reset() {
 	*x = SetCustomInstructionsResponse{}
-	mi := &file_parley_v1_conversation_proto_msgTypes[50]
+	mi := &file_parley_v1_conversation_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3354,7 +3474,7 @@ func (x *SetCustomInstructionsResponse) String() string {
 func (*SetCustomInstructionsResponse) ProtoMessage() {}
 
 func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_parley_v1_conversation_proto_msgTypes[50]
+	mi := &file_parley_v1_conversation_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3367,7 +3487,7 @@ func (x *SetCustomInstructionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCustomInstructionsResponse.ProtoReflect.Descriptor instead.
 func (*SetCustomInstructionsResponse) Descriptor() ([]byte, []int) {
-	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{50}
+	return file_parley_v1_conversation_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SetCustomInstructionsResponse) GetInstructions() string {
@@ -3588,7 +3708,16 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12*\n" +
 	"\x11max_output_tokens\x18\x04 \x01(\x03R\x0fmaxOutputTokens\x12%\n" +
 	"\vtemperature\x18\x05 \x01(\x01H\x00R\vtemperature\x88\x01\x01B\x0e\n" +
-	"\f_temperature\"M\n" +
+	"\f_temperature\"\xc3\x01\n" +
+	"\x16ContinueMessageRequest\x12'\n" +
+	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12*\n" +
+	"\x11max_output_tokens\x18\x03 \x01(\x03R\x0fmaxOutputTokens\x12%\n" +
+	"\vtemperature\x18\x04 \x01(\x01H\x00R\vtemperature\x88\x01\x01B\x0e\n" +
+	"\f_temperature\"K\n" +
+	"\x17ContinueMessageResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"M\n" +
 	"\x19RegenerateMessageResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.parley.v1.GenerationEventR\x05event\"\x1e\n" +
 	"\x1cGetCustomInstructionsRequest\"C\n" +
@@ -3616,7 +3745,7 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\fExportFormat\x12\x1d\n" +
 	"\x19EXPORT_FORMAT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EXPORT_FORMAT_MARKDOWN\x10\x01\x12\x16\n" +
-	"\x12EXPORT_FORMAT_JSON\x10\x022\xe0\x0f\n" +
+	"\x12EXPORT_FORMAT_JSON\x10\x022\xbc\x10\n" +
 	"\x13ConversationService\x12a\n" +
 	"\x12CreateConversation\x12$.parley.v1.CreateConversationRequest\x1a%.parley.v1.CreateConversationResponse\x12^\n" +
 	"\x11ListConversations\x12#.parley.v1.ListConversationsRequest\x1a$.parley.v1.ListConversationsResponse\x12X\n" +
@@ -3627,7 +3756,8 @@ const file_parley_v1_conversation_proto_rawDesc = "" +
 	"\vSendMessage\x12\x1d.parley.v1.SendMessageRequest\x1a\x1e.parley.v1.SendMessageResponse0\x01\x12]\n" +
 	"\x10StreamGeneration\x12\".parley.v1.StreamGenerationRequest\x1a#.parley.v1.StreamGenerationResponse0\x01\x12[\n" +
 	"\x10CancelGeneration\x12\".parley.v1.CancelGenerationRequest\x1a#.parley.v1.CancelGenerationResponse\x12`\n" +
-	"\x11RegenerateMessage\x12#.parley.v1.RegenerateMessageRequest\x1a$.parley.v1.RegenerateMessageResponse0\x01\x12j\n" +
+	"\x11RegenerateMessage\x12#.parley.v1.RegenerateMessageRequest\x1a$.parley.v1.RegenerateMessageResponse0\x01\x12Z\n" +
+	"\x0fContinueMessage\x12!.parley.v1.ContinueMessageRequest\x1a\".parley.v1.ContinueMessageResponse0\x01\x12j\n" +
 	"\x15GetCustomInstructions\x12'.parley.v1.GetCustomInstructionsRequest\x1a(.parley.v1.GetCustomInstructionsResponse\x12j\n" +
 	"\x15SetCustomInstructions\x12'.parley.v1.SetCustomInstructionsRequest\x1a(.parley.v1.SetCustomInstructionsResponse\x12d\n" +
 	"\x13SearchConversations\x12%.parley.v1.SearchConversationsRequest\x1a&.parley.v1.SearchConversationsResponse\x12^\n" +
@@ -3654,7 +3784,7 @@ func file_parley_v1_conversation_proto_rawDescGZIP() []byte {
 }
 
 var file_parley_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_parley_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_parley_v1_conversation_proto_goTypes = []any{
 	(Rating)(0),                           // 0: parley.v1.Rating
 	(ArchivedFilter)(0),                   // 1: parley.v1.ArchivedFilter
@@ -3706,31 +3836,33 @@ var file_parley_v1_conversation_proto_goTypes = []any{
 	(*ExportConversationResponse)(nil),    // 47: parley.v1.ExportConversationResponse
 	(*ConversationExport)(nil),            // 48: parley.v1.ConversationExport
 	(*RegenerateMessageRequest)(nil),      // 49: parley.v1.RegenerateMessageRequest
-	(*RegenerateMessageResponse)(nil),     // 50: parley.v1.RegenerateMessageResponse
-	(*GetCustomInstructionsRequest)(nil),  // 51: parley.v1.GetCustomInstructionsRequest
-	(*GetCustomInstructionsResponse)(nil), // 52: parley.v1.GetCustomInstructionsResponse
-	(*SetCustomInstructionsRequest)(nil),  // 53: parley.v1.SetCustomInstructionsRequest
-	(*SetCustomInstructionsResponse)(nil), // 54: parley.v1.SetCustomInstructionsResponse
-	(*timestamppb.Timestamp)(nil),         // 55: google.protobuf.Timestamp
-	(Role)(0),                             // 56: parley.v1.Role
-	(*Part)(nil),                          // 57: parley.v1.Part
-	(FinishReason)(0),                     // 58: parley.v1.FinishReason
-	(*GenerationEvent)(nil),               // 59: parley.v1.GenerationEvent
+	(*ContinueMessageRequest)(nil),        // 50: parley.v1.ContinueMessageRequest
+	(*ContinueMessageResponse)(nil),       // 51: parley.v1.ContinueMessageResponse
+	(*RegenerateMessageResponse)(nil),     // 52: parley.v1.RegenerateMessageResponse
+	(*GetCustomInstructionsRequest)(nil),  // 53: parley.v1.GetCustomInstructionsRequest
+	(*GetCustomInstructionsResponse)(nil), // 54: parley.v1.GetCustomInstructionsResponse
+	(*SetCustomInstructionsRequest)(nil),  // 55: parley.v1.SetCustomInstructionsRequest
+	(*SetCustomInstructionsResponse)(nil), // 56: parley.v1.SetCustomInstructionsResponse
+	(*timestamppb.Timestamp)(nil),         // 57: google.protobuf.Timestamp
+	(Role)(0),                             // 58: parley.v1.Role
+	(*Part)(nil),                          // 59: parley.v1.Part
+	(FinishReason)(0),                     // 60: parley.v1.FinishReason
+	(*GenerationEvent)(nil),               // 61: parley.v1.GenerationEvent
 }
 var file_parley_v1_conversation_proto_depIdxs = []int32{
-	55, // 0: parley.v1.SavedPrompt.update_time:type_name -> google.protobuf.Timestamp
+	57, // 0: parley.v1.SavedPrompt.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 1: parley.v1.ListSavedPromptsResponse.prompts:type_name -> parley.v1.SavedPrompt
 	4,  // 2: parley.v1.SavePromptResponse.prompt:type_name -> parley.v1.SavedPrompt
 	0,  // 3: parley.v1.MessageFeedback.rating:type_name -> parley.v1.Rating
-	55, // 4: parley.v1.MessageFeedback.update_time:type_name -> google.protobuf.Timestamp
+	57, // 4: parley.v1.MessageFeedback.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 5: parley.v1.RateMessageRequest.rating:type_name -> parley.v1.Rating
 	11, // 6: parley.v1.RateMessageResponse.feedback:type_name -> parley.v1.MessageFeedback
-	55, // 7: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
-	55, // 8: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
-	56, // 9: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
-	57, // 10: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
-	58, // 11: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
-	55, // 12: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
+	57, // 7: parley.v1.Conversation.created_at:type_name -> google.protobuf.Timestamp
+	57, // 8: parley.v1.Conversation.updated_at:type_name -> google.protobuf.Timestamp
+	58, // 9: parley.v1.ConversationMessage.role:type_name -> parley.v1.Role
+	59, // 10: parley.v1.ConversationMessage.parts:type_name -> parley.v1.Part
+	60, // 11: parley.v1.ConversationMessage.finish_reason:type_name -> parley.v1.FinishReason
+	57, // 12: parley.v1.ConversationMessage.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 13: parley.v1.ConversationMessage.status:type_name -> parley.v1.MessageStatus
 	11, // 14: parley.v1.ConversationMessage.feedback:type_name -> parley.v1.MessageFeedback
 	14, // 15: parley.v1.CreateConversationResponse.conversation:type_name -> parley.v1.Conversation
@@ -3739,70 +3871,73 @@ var file_parley_v1_conversation_proto_depIdxs = []int32{
 	14, // 18: parley.v1.GetConversationResponse.conversation:type_name -> parley.v1.Conversation
 	15, // 19: parley.v1.ListMessagesResponse.messages:type_name -> parley.v1.ConversationMessage
 	14, // 20: parley.v1.UpdateConversationResponse.conversation:type_name -> parley.v1.Conversation
-	57, // 21: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
-	59, // 22: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	59, // 23: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
+	59, // 21: parley.v1.SendMessageRequest.parts:type_name -> parley.v1.Part
+	61, // 22: parley.v1.SendMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	61, // 23: parley.v1.StreamGenerationResponse.event:type_name -> parley.v1.GenerationEvent
 	36, // 24: parley.v1.SearchConversationsResponse.results:type_name -> parley.v1.ConversationSearchResult
 	14, // 25: parley.v1.ConversationSearchResult.conversation:type_name -> parley.v1.Conversation
 	37, // 26: parley.v1.ConversationSearchResult.highlights:type_name -> parley.v1.TextRange
 	44, // 27: parley.v1.ShareConversationResponse.shared:type_name -> parley.v1.SharedConversation
 	44, // 28: parley.v1.GetSharedConversationResponse.shared:type_name -> parley.v1.SharedConversation
-	55, // 29: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
+	57, // 29: parley.v1.SharedConversation.shared_at:type_name -> google.protobuf.Timestamp
 	45, // 30: parley.v1.SharedConversation.messages:type_name -> parley.v1.SharedMessage
-	56, // 31: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
-	55, // 32: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
+	58, // 31: parley.v1.SharedMessage.role:type_name -> parley.v1.Role
+	57, // 32: parley.v1.SharedMessage.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 33: parley.v1.ExportConversationRequest.format:type_name -> parley.v1.ExportFormat
 	14, // 34: parley.v1.ConversationExport.conversation:type_name -> parley.v1.Conversation
 	15, // 35: parley.v1.ConversationExport.messages:type_name -> parley.v1.ConversationMessage
-	55, // 36: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
-	59, // 37: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
-	16, // 38: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
-	18, // 39: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
-	20, // 40: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
-	22, // 41: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
-	24, // 42: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
-	26, // 43: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
-	28, // 44: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
-	30, // 45: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
-	32, // 46: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
-	49, // 47: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
-	51, // 48: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
-	53, // 49: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
-	34, // 50: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
-	38, // 51: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
-	40, // 52: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
-	42, // 53: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
-	46, // 54: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
-	12, // 55: parley.v1.ConversationService.RateMessage:input_type -> parley.v1.RateMessageRequest
-	5,  // 56: parley.v1.ConversationService.ListSavedPrompts:input_type -> parley.v1.ListSavedPromptsRequest
-	7,  // 57: parley.v1.ConversationService.SavePrompt:input_type -> parley.v1.SavePromptRequest
-	9,  // 58: parley.v1.ConversationService.DeleteSavedPrompt:input_type -> parley.v1.DeleteSavedPromptRequest
-	17, // 59: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
-	19, // 60: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
-	21, // 61: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
-	23, // 62: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
-	25, // 63: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
-	27, // 64: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
-	29, // 65: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
-	31, // 66: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
-	33, // 67: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
-	50, // 68: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
-	52, // 69: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
-	54, // 70: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
-	35, // 71: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
-	39, // 72: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
-	41, // 73: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
-	43, // 74: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
-	47, // 75: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
-	13, // 76: parley.v1.ConversationService.RateMessage:output_type -> parley.v1.RateMessageResponse
-	6,  // 77: parley.v1.ConversationService.ListSavedPrompts:output_type -> parley.v1.ListSavedPromptsResponse
-	8,  // 78: parley.v1.ConversationService.SavePrompt:output_type -> parley.v1.SavePromptResponse
-	10, // 79: parley.v1.ConversationService.DeleteSavedPrompt:output_type -> parley.v1.DeleteSavedPromptResponse
-	59, // [59:80] is the sub-list for method output_type
-	38, // [38:59] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	57, // 36: parley.v1.ConversationExport.exported_at:type_name -> google.protobuf.Timestamp
+	61, // 37: parley.v1.ContinueMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	61, // 38: parley.v1.RegenerateMessageResponse.event:type_name -> parley.v1.GenerationEvent
+	16, // 39: parley.v1.ConversationService.CreateConversation:input_type -> parley.v1.CreateConversationRequest
+	18, // 40: parley.v1.ConversationService.ListConversations:input_type -> parley.v1.ListConversationsRequest
+	20, // 41: parley.v1.ConversationService.GetConversation:input_type -> parley.v1.GetConversationRequest
+	22, // 42: parley.v1.ConversationService.ListMessages:input_type -> parley.v1.ListMessagesRequest
+	24, // 43: parley.v1.ConversationService.UpdateConversation:input_type -> parley.v1.UpdateConversationRequest
+	26, // 44: parley.v1.ConversationService.DeleteConversation:input_type -> parley.v1.DeleteConversationRequest
+	28, // 45: parley.v1.ConversationService.SendMessage:input_type -> parley.v1.SendMessageRequest
+	30, // 46: parley.v1.ConversationService.StreamGeneration:input_type -> parley.v1.StreamGenerationRequest
+	32, // 47: parley.v1.ConversationService.CancelGeneration:input_type -> parley.v1.CancelGenerationRequest
+	49, // 48: parley.v1.ConversationService.RegenerateMessage:input_type -> parley.v1.RegenerateMessageRequest
+	50, // 49: parley.v1.ConversationService.ContinueMessage:input_type -> parley.v1.ContinueMessageRequest
+	53, // 50: parley.v1.ConversationService.GetCustomInstructions:input_type -> parley.v1.GetCustomInstructionsRequest
+	55, // 51: parley.v1.ConversationService.SetCustomInstructions:input_type -> parley.v1.SetCustomInstructionsRequest
+	34, // 52: parley.v1.ConversationService.SearchConversations:input_type -> parley.v1.SearchConversationsRequest
+	38, // 53: parley.v1.ConversationService.ShareConversation:input_type -> parley.v1.ShareConversationRequest
+	40, // 54: parley.v1.ConversationService.UnshareConversation:input_type -> parley.v1.UnshareConversationRequest
+	42, // 55: parley.v1.ConversationService.GetSharedConversation:input_type -> parley.v1.GetSharedConversationRequest
+	46, // 56: parley.v1.ConversationService.ExportConversation:input_type -> parley.v1.ExportConversationRequest
+	12, // 57: parley.v1.ConversationService.RateMessage:input_type -> parley.v1.RateMessageRequest
+	5,  // 58: parley.v1.ConversationService.ListSavedPrompts:input_type -> parley.v1.ListSavedPromptsRequest
+	7,  // 59: parley.v1.ConversationService.SavePrompt:input_type -> parley.v1.SavePromptRequest
+	9,  // 60: parley.v1.ConversationService.DeleteSavedPrompt:input_type -> parley.v1.DeleteSavedPromptRequest
+	17, // 61: parley.v1.ConversationService.CreateConversation:output_type -> parley.v1.CreateConversationResponse
+	19, // 62: parley.v1.ConversationService.ListConversations:output_type -> parley.v1.ListConversationsResponse
+	21, // 63: parley.v1.ConversationService.GetConversation:output_type -> parley.v1.GetConversationResponse
+	23, // 64: parley.v1.ConversationService.ListMessages:output_type -> parley.v1.ListMessagesResponse
+	25, // 65: parley.v1.ConversationService.UpdateConversation:output_type -> parley.v1.UpdateConversationResponse
+	27, // 66: parley.v1.ConversationService.DeleteConversation:output_type -> parley.v1.DeleteConversationResponse
+	29, // 67: parley.v1.ConversationService.SendMessage:output_type -> parley.v1.SendMessageResponse
+	31, // 68: parley.v1.ConversationService.StreamGeneration:output_type -> parley.v1.StreamGenerationResponse
+	33, // 69: parley.v1.ConversationService.CancelGeneration:output_type -> parley.v1.CancelGenerationResponse
+	52, // 70: parley.v1.ConversationService.RegenerateMessage:output_type -> parley.v1.RegenerateMessageResponse
+	51, // 71: parley.v1.ConversationService.ContinueMessage:output_type -> parley.v1.ContinueMessageResponse
+	54, // 72: parley.v1.ConversationService.GetCustomInstructions:output_type -> parley.v1.GetCustomInstructionsResponse
+	56, // 73: parley.v1.ConversationService.SetCustomInstructions:output_type -> parley.v1.SetCustomInstructionsResponse
+	35, // 74: parley.v1.ConversationService.SearchConversations:output_type -> parley.v1.SearchConversationsResponse
+	39, // 75: parley.v1.ConversationService.ShareConversation:output_type -> parley.v1.ShareConversationResponse
+	41, // 76: parley.v1.ConversationService.UnshareConversation:output_type -> parley.v1.UnshareConversationResponse
+	43, // 77: parley.v1.ConversationService.GetSharedConversation:output_type -> parley.v1.GetSharedConversationResponse
+	47, // 78: parley.v1.ConversationService.ExportConversation:output_type -> parley.v1.ExportConversationResponse
+	13, // 79: parley.v1.ConversationService.RateMessage:output_type -> parley.v1.RateMessageResponse
+	6,  // 80: parley.v1.ConversationService.ListSavedPrompts:output_type -> parley.v1.ListSavedPromptsResponse
+	8,  // 81: parley.v1.ConversationService.SavePrompt:output_type -> parley.v1.SavePromptResponse
+	10, // 82: parley.v1.ConversationService.DeleteSavedPrompt:output_type -> parley.v1.DeleteSavedPromptResponse
+	61, // [61:83] is the sub-list for method output_type
+	39, // [39:61] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_parley_v1_conversation_proto_init() }
@@ -3814,13 +3949,14 @@ func file_parley_v1_conversation_proto_init() {
 	file_parley_v1_conversation_proto_msgTypes[20].OneofWrappers = []any{}
 	file_parley_v1_conversation_proto_msgTypes[24].OneofWrappers = []any{}
 	file_parley_v1_conversation_proto_msgTypes[45].OneofWrappers = []any{}
+	file_parley_v1_conversation_proto_msgTypes[46].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_parley_v1_conversation_proto_rawDesc), len(file_parley_v1_conversation_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

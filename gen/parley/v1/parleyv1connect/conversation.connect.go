@@ -63,6 +63,9 @@ const (
 	// ConversationServiceRegenerateMessageProcedure is the fully-qualified name of the
 	// ConversationService's RegenerateMessage RPC.
 	ConversationServiceRegenerateMessageProcedure = "/parley.v1.ConversationService/RegenerateMessage"
+	// ConversationServiceContinueMessageProcedure is the fully-qualified name of the
+	// ConversationService's ContinueMessage RPC.
+	ConversationServiceContinueMessageProcedure = "/parley.v1.ConversationService/ContinueMessage"
 	// ConversationServiceGetCustomInstructionsProcedure is the fully-qualified name of the
 	// ConversationService's GetCustomInstructions RPC.
 	ConversationServiceGetCustomInstructionsProcedure = "/parley.v1.ConversationService/GetCustomInstructions"
@@ -153,6 +156,15 @@ type ConversationServiceClient interface {
 	// tier limit; with LimitExceeded and retry-after), unavailable (overloaded; with
 	// retry-after).
 	RegenerateMessage(context.Context, *connect.Request[v1.RegenerateMessageRequest]) (*connect.ServerStreamForClient[v1.RegenerateMessageResponse], error)
+	// ContinueMessage goes on with an answer that stopped at its length limit
+	// (finish_reason LENGTH): the model continues from where it stopped and the text is
+	// added to the same message, streamed as GenerationEvents (the deltas are the new
+	// text). Limited, stored and recorded as any answer.
+	// Errors: invalid_argument (message_id: not an answer that stopped at its length
+	// limit; max_output_tokens, temperature), not_found (conversation),
+	// failed_precondition (a generation is already in progress), resource_exhausted (a
+	// tier limit).
+	ContinueMessage(context.Context, *connect.Request[v1.ContinueMessageRequest]) (*connect.ServerStreamForClient[v1.ContinueMessageResponse], error)
 	// GetCustomInstructions returns the caller's custom instructions, applied to every
 	// conversation of the caller.
 	GetCustomInstructions(context.Context, *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error)
@@ -278,6 +290,12 @@ func NewConversationServiceClient(httpClient connect.HTTPClient, baseURL string,
 			connect.WithSchema(conversationServiceMethods.ByName("RegenerateMessage")),
 			connect.WithClientOptions(opts...),
 		),
+		continueMessage: connect.NewClient[v1.ContinueMessageRequest, v1.ContinueMessageResponse](
+			httpClient,
+			baseURL+ConversationServiceContinueMessageProcedure,
+			connect.WithSchema(conversationServiceMethods.ByName("ContinueMessage")),
+			connect.WithClientOptions(opts...),
+		),
 		getCustomInstructions: connect.NewClient[v1.GetCustomInstructionsRequest, v1.GetCustomInstructionsResponse](
 			httpClient,
 			baseURL+ConversationServiceGetCustomInstructionsProcedure,
@@ -359,6 +377,7 @@ type conversationServiceClient struct {
 	streamGeneration      *connect.Client[v1.StreamGenerationRequest, v1.StreamGenerationResponse]
 	cancelGeneration      *connect.Client[v1.CancelGenerationRequest, v1.CancelGenerationResponse]
 	regenerateMessage     *connect.Client[v1.RegenerateMessageRequest, v1.RegenerateMessageResponse]
+	continueMessage       *connect.Client[v1.ContinueMessageRequest, v1.ContinueMessageResponse]
 	getCustomInstructions *connect.Client[v1.GetCustomInstructionsRequest, v1.GetCustomInstructionsResponse]
 	setCustomInstructions *connect.Client[v1.SetCustomInstructionsRequest, v1.SetCustomInstructionsResponse]
 	searchConversations   *connect.Client[v1.SearchConversationsRequest, v1.SearchConversationsResponse]
@@ -420,6 +439,11 @@ func (c *conversationServiceClient) CancelGeneration(ctx context.Context, req *c
 // RegenerateMessage calls parley.v1.ConversationService.RegenerateMessage.
 func (c *conversationServiceClient) RegenerateMessage(ctx context.Context, req *connect.Request[v1.RegenerateMessageRequest]) (*connect.ServerStreamForClient[v1.RegenerateMessageResponse], error) {
 	return c.regenerateMessage.CallServerStream(ctx, req)
+}
+
+// ContinueMessage calls parley.v1.ConversationService.ContinueMessage.
+func (c *conversationServiceClient) ContinueMessage(ctx context.Context, req *connect.Request[v1.ContinueMessageRequest]) (*connect.ServerStreamForClient[v1.ContinueMessageResponse], error) {
+	return c.continueMessage.CallServerStream(ctx, req)
 }
 
 // GetCustomInstructions calls parley.v1.ConversationService.GetCustomInstructions.
@@ -532,6 +556,15 @@ type ConversationServiceHandler interface {
 	// tier limit; with LimitExceeded and retry-after), unavailable (overloaded; with
 	// retry-after).
 	RegenerateMessage(context.Context, *connect.Request[v1.RegenerateMessageRequest], *connect.ServerStream[v1.RegenerateMessageResponse]) error
+	// ContinueMessage goes on with an answer that stopped at its length limit
+	// (finish_reason LENGTH): the model continues from where it stopped and the text is
+	// added to the same message, streamed as GenerationEvents (the deltas are the new
+	// text). Limited, stored and recorded as any answer.
+	// Errors: invalid_argument (message_id: not an answer that stopped at its length
+	// limit; max_output_tokens, temperature), not_found (conversation),
+	// failed_precondition (a generation is already in progress), resource_exhausted (a
+	// tier limit).
+	ContinueMessage(context.Context, *connect.Request[v1.ContinueMessageRequest], *connect.ServerStream[v1.ContinueMessageResponse]) error
 	// GetCustomInstructions returns the caller's custom instructions, applied to every
 	// conversation of the caller.
 	GetCustomInstructions(context.Context, *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error)
@@ -653,6 +686,12 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 		connect.WithSchema(conversationServiceMethods.ByName("RegenerateMessage")),
 		connect.WithHandlerOptions(opts...),
 	)
+	conversationServiceContinueMessageHandler := connect.NewServerStreamHandler(
+		ConversationServiceContinueMessageProcedure,
+		svc.ContinueMessage,
+		connect.WithSchema(conversationServiceMethods.ByName("ContinueMessage")),
+		connect.WithHandlerOptions(opts...),
+	)
 	conversationServiceGetCustomInstructionsHandler := connect.NewUnaryHandler(
 		ConversationServiceGetCustomInstructionsProcedure,
 		svc.GetCustomInstructions,
@@ -741,6 +780,8 @@ func NewConversationServiceHandler(svc ConversationServiceHandler, opts ...conne
 			conversationServiceCancelGenerationHandler.ServeHTTP(w, r)
 		case ConversationServiceRegenerateMessageProcedure:
 			conversationServiceRegenerateMessageHandler.ServeHTTP(w, r)
+		case ConversationServiceContinueMessageProcedure:
+			conversationServiceContinueMessageHandler.ServeHTTP(w, r)
 		case ConversationServiceGetCustomInstructionsProcedure:
 			conversationServiceGetCustomInstructionsHandler.ServeHTTP(w, r)
 		case ConversationServiceSetCustomInstructionsProcedure:
@@ -810,6 +851,10 @@ func (UnimplementedConversationServiceHandler) CancelGeneration(context.Context,
 
 func (UnimplementedConversationServiceHandler) RegenerateMessage(context.Context, *connect.Request[v1.RegenerateMessageRequest], *connect.ServerStream[v1.RegenerateMessageResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.RegenerateMessage is not implemented"))
+}
+
+func (UnimplementedConversationServiceHandler) ContinueMessage(context.Context, *connect.Request[v1.ContinueMessageRequest], *connect.ServerStream[v1.ContinueMessageResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("parley.v1.ConversationService.ContinueMessage is not implemented"))
 }
 
 func (UnimplementedConversationServiceHandler) GetCustomInstructions(context.Context, *connect.Request[v1.GetCustomInstructionsRequest]) (*connect.Response[v1.GetCustomInstructionsResponse], error) {

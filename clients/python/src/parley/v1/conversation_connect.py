@@ -47,6 +47,9 @@ class ConversationService(Protocol):
     def regenerate_message(self, request: parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest, ctx: RequestContext) -> AsyncIterator[parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse]:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    def continue_message(self, request: parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest, ctx: RequestContext) -> AsyncIterator[parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse]:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
     async def get_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
@@ -185,6 +188,16 @@ class ConversationServiceASGIApplication(ConnectASGIApplication[ConversationServ
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.regenerate_message,
+                ),
+                "/parley.v1.ConversationService/ContinueMessage": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="ContinueMessage",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.continue_message,
                 ),
                 "/parley.v1.ConversationService/GetCustomInstructions": Endpoint.unary(
                     method=MethodInfo(
@@ -509,6 +522,26 @@ class ConversationServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
         )
 
+    def continue_message(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse]:
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="ContinueMessage",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
     async def get_custom_instructions(
         self,
         request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest,
@@ -751,6 +784,8 @@ class ConversationServiceSync(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def regenerate_message(self, request: parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest, ctx: RequestContext) -> Iterator[parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse]:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def continue_message(self, request: parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest, ctx: RequestContext) -> Iterator[parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse]:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def get_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.GetCustomInstructionsResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def set_custom_instructions(self, request: parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsRequest, ctx: RequestContext) -> parley_dot_v1_dot_conversation__pb2.SetCustomInstructionsResponse:
@@ -878,6 +913,16 @@ class ConversationServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.regenerate_message,
+                ),
+                "/parley.v1.ConversationService/ContinueMessage": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="ContinueMessage",
+                        service_name="parley.v1.ConversationService",
+                        input=parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest,
+                        output=parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.continue_message,
                 ),
                 "/parley.v1.ConversationService/GetCustomInstructions": EndpointSync.unary(
                     method=MethodInfo(
@@ -1196,6 +1241,26 @@ class ConversationServiceClientSync(ConnectClientSync):
                 service_name="parley.v1.ConversationService",
                 input=parley_dot_v1_dot_conversation__pb2.RegenerateMessageRequest,
                 output=parley_dot_v1_dot_conversation__pb2.RegenerateMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def continue_message(
+        self,
+        request: parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Iterator[parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse]:
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="ContinueMessage",
+                service_name="parley.v1.ConversationService",
+                input=parley_dot_v1_dot_conversation__pb2.ContinueMessageRequest,
+                output=parley_dot_v1_dot_conversation__pb2.ContinueMessageResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -493,6 +493,24 @@ class RegenerateMessageRequest(_message.Message):
     temperature: float
     def __init__(self, conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., model: _Optional[str] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ...) -> None: ...
 
+class ContinueMessageRequest(_message.Message):
+    __slots__ = ("conversation_id", "message_id", "max_output_tokens", "temperature")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    message_id: str
+    max_output_tokens: int
+    temperature: float
+    def __init__(self, conversation_id: _Optional[str] = ..., message_id: _Optional[str] = ..., max_output_tokens: _Optional[int] = ..., temperature: _Optional[float] = ...) -> None: ...
+
+class ContinueMessageResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: _common_pb2.GenerationEvent
+    def __init__(self, event: _Optional[_Union[_common_pb2.GenerationEvent, _Mapping]] = ...) -> None: ...
+
 class RegenerateMessageResponse(_message.Message):
     __slots__ = ("event",)
     EVENT_FIELD_NUMBER: _ClassVar[int]
