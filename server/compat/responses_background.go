@@ -46,6 +46,10 @@ func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	id := plan.resp.ID
+	// The answer to this request is the response as queued: the generation
+	// below rewrites plan.resp when it ends, possibly before this handler
+	// writes (a short answer), and its output is in the store, not there.
+	queued := plan.resp
 	ctx := chat.WithPriority(r.Context(), h.Core.BackgroundPriority)
 	err = h.Core.Detach(ctx, id, func(ctx context.Context, publish chat.Emit) {
 		var all chat.Collector
@@ -69,7 +73,7 @@ func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, 
 		h.followResponse(w, r, s, -1)
 		return
 	}
-	writeResponseJSON(w, &plan.resp)
+	writeResponseJSON(w, &queued)
 }
 
 // endBackground rewrites the stored response with how it ended.

@@ -170,6 +170,22 @@ func directCatalog(t *testing.T) string {
 	return file
 }
 
+// webDirectCatalog is directCatalog with the web chat's free tier allowed
+// the model.
+func webDirectCatalog(t *testing.T) string {
+	t.Helper()
+	file := directCatalog(t)
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("  tier_limits:\n    free: {requests: 100, input_tokens: 100000, output_tokens: 100000, window: 3h}\n"); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 // directBody is a streamed request for n tokens; distinct prompts spread
 // over the servers (no shared prefix to keep them on one).
 func directBody(n int, prompt string) string {
@@ -346,15 +362,7 @@ func checkDirect(t *testing.T, gws []*server, up []*inference) {
 // temperature out of range is refused naming the field.
 func TestWebChatSettingsReachTheEngine(t *testing.T) {
 	up := startInference(t, time.Millisecond)
-	catalog := directCatalog(t)
-	f, err := os.OpenFile(catalog, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The web chat's free tier may use it.
-	_, _ = f.WriteString("  tier_limits:\n    free: {requests: 100, input_tokens: 100000, output_tokens: 100000, window: 3h}\n")
-	f.Close()
-	gw := startServer(t, append(fastAuth, "--workers", up.URL(), "--models-file", catalog)...)
+	gw := startServer(t, append(fastAuth, "--workers", up.URL(), "--models-file", webDirectCatalog(t))...)
 	a := gw.newAccount(t, "settings@example.com")
 	ctx := ctxTimeout(t, 60*time.Second)
 	c := gw.api(protocols[0], cred{cookie: a.Cookie})
@@ -388,14 +396,7 @@ func TestWebChatSettingsReachTheEngine(t *testing.T) {
 // as usage — and only such an answer, only by its owner.
 func TestContinueAnAnswer(t *testing.T) {
 	up := startInference(t, time.Millisecond)
-	catalog := directCatalog(t)
-	f, err := os.OpenFile(catalog, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = f.WriteString("  tier_limits:\n    free: {requests: 100, input_tokens: 100000, output_tokens: 100000, window: 3h}\n")
-	f.Close()
-	gw := startServer(t, append(fastAuth, "--workers", up.URL(), "--models-file", catalog)...)
+	gw := startServer(t, append(fastAuth, "--workers", up.URL(), "--models-file", webDirectCatalog(t))...)
 	a, b := gw.newAccount(t, "continue@example.com"), gw.newAccount(t, "nosy@example.com")
 	ctx := ctxTimeout(t, 60*time.Second)
 	c, bc := gw.api(protocols[0], cred{cookie: a.Cookie}), gw.api(protocols[0], cred{cookie: b.Cookie})
@@ -424,7 +425,7 @@ func TestContinueAnAnswer(t *testing.T) {
 		}
 		return text.String(), done, msgID, stream.Err()
 	}
-	_, _, _, err = cont(bc, answer, 4)
+	_, _, _, err := cont(bc, answer, 4)
 	wantCode(t, "another person's answer", err, connect.CodeNotFound)
 	added, done, msgID, err := cont(c, answer, 4)
 	if err != nil || msgID != answer || strings.Count(added, "tok") != 4 || done.GetFinishReason() != parleyv1.FinishReason_FINISH_REASON_LENGTH {

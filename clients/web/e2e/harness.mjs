@@ -139,3 +139,22 @@ export async function connectCall(base, method, body, headers = {}) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Clicks a button of the header's menu, opening the menu first where the
+ * header folded it under ⋯ (it folds whenever its buttons do not fit).
+ */
+export async function navClick(page, selector) {
+  await page.waitForFunction((sel) => !document.querySelector(sel)?.hidden, selector);
+  // The header may fold (or unfold) as the page settles: try until it is
+  // clickable, opening the menu when it is folded.
+  for (let i = 0; i < 100; i++) {
+    if (await page.locator(selector).isVisible()) {
+      try { await page.click(selector, { timeout: 1000 }); return; } catch { /* it folded meanwhile */ }
+    } else if (await page.locator("#nav-toggle").isVisible() && !(await page.locator("#nav.open").count())) {
+      await page.click("#nav-toggle");
+    }
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`${selector} never became clickable`);
+}

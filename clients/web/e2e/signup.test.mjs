@@ -4,7 +4,7 @@
 // under --signup closed the form says so and does not submit.
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, shot, haveChromium, parleyAdmin, shotOnFail, cspViolations } from "./harness.mjs";
+import { startServer, launch, shot, haveChromium, parleyAdmin, shotOnFail, cspViolations, navClick } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium (apt-get install chromium)";
 const password = "correct horse battery";
@@ -55,8 +55,7 @@ test("admin page: create an invitation, shown once with its link", { skip }, asy
   await ops.fill("input[name=email]", adminEmail);
   await ops.fill("input[name=password]", password);
   await ops.click("#auth-submit");
-  await ops.locator("#admin-btn").waitFor();
-  await ops.click("#admin-btn");
+  await navClick(ops, "#admin-btn");
   await ops.locator("#invite-form").waitFor();
   await ops.locator("#admin-invites", { hasText: "No invitations." }).waitFor();
   await ops.fill("#invite-form input[name=note]", "for the web test");

@@ -4,7 +4,7 @@
 // the server comes back, usage, settings, admin and logout.
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, shot, haveChromium, sleep, freePort, parleyAdmin, shotOnFail, cspViolations } from "./harness.mjs";
+import { startServer, launch, shot, haveChromium, sleep, freePort, parleyAdmin, shotOnFail, cspViolations, navClick } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium (apt-get install chromium)";
 let srv, port, browser, context, page, page2;
@@ -414,7 +414,7 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
   const p = extra = await ctx.newPage();
   try {
     await logInAsAdmin(p);
-    await p.locator("#admin-btn").waitFor();
+    await p.waitForFunction(() => document.getElementById("admin-btn")?.hidden === false);
     // The model list loads after sign-in, apart from the header: wait for a chosen model before measuring it.
     await p.waitForFunction(() => document.getElementById("model")?.selectedOptions.length > 0, null, { timeout: 10_000 });
     // A long email in the header does not squeeze the model's name.
@@ -425,7 +425,7 @@ test("admin page: hidden from users; tier, balance top-up with a reason, workers
       return { need: ctx.measureText(sel.selectedOptions[0].textContent).width, room: sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 16 };
     });
     assert.ok(fit.need <= fit.room, `model name cut at 1280 px: ${JSON.stringify(fit)}`);
-    await p.click("#admin-btn");
+    await navClick(p, "#admin-btn");
     await p.locator("#admin-workers table").waitFor();
     assert.match(await p.textContent("#admin-workers"), /sim-small/);
     await p.fill("#user-search", email.slice(0, 8));
@@ -660,7 +660,7 @@ test("admin page: recent usage of every user, with their emails", { skip }, asyn
   const a = extra = await actx.newPage();
   try {
     await logInAsAdmin(a);
-    await a.locator("#admin-btn").click();
+    await navClick(a, "#admin-btn");
     // Without choosing a user: every user's requests, newest first.
     const row = a.locator("#admin-usage table.recent-usage tbody tr", { hasText: mail });
     await row.waitFor();

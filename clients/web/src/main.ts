@@ -502,29 +502,34 @@ async function searchPage(q: string, seq: number, pageToken: string, focusNew = 
 function markActive() {
   for (const li of listEl.children) li.classList.toggle("active", (li as HTMLElement).dataset.id === currentId);
 }
-function rename(li: HTMLLIElement, c: Conversation) {
-  const field = h("input", { class: "rename-input", value: c.title, maxlength: 200 }) as HTMLInputElement;
-  const a = li.querySelector(".title")!;
-  a.replaceWith(field);
+/**
+ * Edits one of a conversation's fields in place of its title: Enter or
+ * leaving saves (when save says what changed), Escape keeps it as it was.
+ */
+function editInline(li: HTMLElement, c: Conversation, attrs: Record<string, unknown>, save: (value: string) => Promise<Conversation | undefined>) {
+  const field = h("input", { class: "rename-input", ...attrs }) as HTMLInputElement;
+  li.querySelector(".title")!.replaceWith(field);
   field.focus();
   field.select();
   let done = false;
-  const finish = async (save: boolean) => {
+  const finish = async (keep: boolean) => {
     if (done) return;
     done = true;
-    const t = field.value.trim();
-    if (save && t && t !== c.title) {
-      try {
-        const r = await convs.updateConversation({ conversationId: c.conversationId, title: t });
-        c = r.conversation!;
-      } catch (err) { fail(err); }
+    let next = c;
+    if (keep) {
+      try { next = (await save(field.value.trim())) ?? c; } catch (err) { fail(err); }
     }
-    li.replaceWith(convItem(c));
+    li.replaceWith(convItem(next));
     markActive();
-    if (c.conversationId === currentId) document.title = `${c.title || "New chat"} · Parley`;
+    regroup();
+    if (next.conversationId === currentId) document.title = `${next.title || "New chat"} · Parley`;
   };
   field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
   field.onblur = () => finish(true);
+}
+function rename(li: HTMLLIElement, c: Conversation) {
+  editInline(li, c, { value: c.title, maxlength: 200, "aria-label": "Title" }, async (t) =>
+    t && t !== c.title ? (await convs.updateConversation({ conversationId: c.conversationId, title: t })).conversation : undefined);
 }
 async function pin(li: HTMLElement, c: Conversation) {
   try {
@@ -536,24 +541,8 @@ async function pin(li: HTMLElement, c: Conversation) {
 }
 /** Files a conversation in a folder (a name; empty takes it out). */
 function fileIn(li: HTMLElement, c: Conversation) {
-  const field = h("input", { class: "rename-input folder-input", value: c.folder, maxlength: 60, placeholder: "Folder (empty: none)", "aria-label": "Folder" }) as HTMLInputElement;
-  li.querySelector(".title")!.replaceWith(field);
-  field.focus();
-  field.select();
-  let done = false;
-  const finish = async (save: boolean) => {
-    if (done) return;
-    done = true;
-    let next = c;
-    if (save && field.value.trim() !== c.folder) {
-      try { next = (await convs.updateConversation({ conversationId: c.conversationId, folder: field.value.trim() })).conversation!; } catch (err) { fail(err); }
-    }
-    li.replaceWith(convItem(next));
-    markActive();
-    regroup();
-  };
-  field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
-  field.onblur = () => finish(true);
+  editInline(li, c, { class: "rename-input folder-input", value: c.folder, maxlength: 60, placeholder: "Folder (empty: none)", "aria-label": "Folder" }, async (f) =>
+    f !== c.folder ? (await convs.updateConversation({ conversationId: c.conversationId, folder: f })).conversation : undefined);
 }
 // ---------- share, export, system prompt ----------
 async function share(c: Conversation) {
