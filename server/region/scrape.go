@@ -37,7 +37,7 @@ const (
 // DefaultLatencyExclude matches the routes and procedures whose duration is
 // not an HTTP latency: the probes, and the generations (a stream, or a
 // unary completion, lasts as long as the model writes).
-const DefaultLatencyExclude = `^(healthz|readyz|metrics|sse|openai_(chat_completions|completions|embeddings|responses)|anthropic_messages|/parley\.v1\.(ChatService|EmbeddingService)/.*|/parley\.v1\.ConversationService/(SendMessage|StreamGeneration|RegenerateMessage))$`
+const DefaultLatencyExclude = `^(healthz|readyz|metrics|sse|openai_(chat_completions|completions|embeddings|responses)|anthropic_messages|/parley\.v1\.(ChatService|EmbeddingService)/.*|/parley\.v1\.ConversationService/(SendMessage|StreamGeneration|RegenerateMessage|ContinueMessage))$`
 
 // DefaultErrorExclude matches the routes whose answers the 5xx rule ignores:
 // the probes (a /readyz answering 503 is the origin rule's business).
