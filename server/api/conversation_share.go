@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -329,19 +328,13 @@ func (h *ConversationHandler) ServeExport(w http.ResponseWriter, r *http.Request
 		ConversationId: r.PathValue("conversation_id"), Format: format,
 	}))
 	if err != nil {
-		var ce *connect.Error
-		if !errors.As(err, &ce) {
-			ce = apierr.Internal()
-		}
+		ce := downloadError(err)
 		if ce.Code() == connect.CodeInvalidArgument && format == parleyv1.ExportFormat_EXPORT_FORMAT_UNSPECIFIED {
 			ce = apierr.InvalidArgument("format", "must be markdown or json")
 		}
-		_ = connect.NewErrorWriter().Write(w, r, ce)
+		writeDownloadError(w, r, ce)
 		return
 	}
-	w.Header().Set("Content-Type", res.Msg.GetContentType())
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": res.Msg.GetFilename()}))
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	downloadHeaders(w.Header(), res.Msg.GetContentType(), res.Msg.GetFilename())
 	_, _ = w.Write(res.Msg.GetContent())
 }

@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -507,17 +505,10 @@ func (h *OrganizationHandler) ServeUsageCSV(w http.ResponseWriter, r *http.Reque
 		res, err = h.GetOrganizationUsage(r.Context(), req)
 	}
 	if err != nil {
-		var ce *connect.Error
-		if !errors.As(err, &ce) {
-			ce = apierr.Internal()
-		}
-		_ = connect.NewErrorWriter().Write(w, r, ce)
+		writeDownloadError(w, r, downloadError(err))
 		return
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": "usage-" + msg.OrganizationId + ".csv"}))
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	downloadHeaders(w.Header(), "text/csv; charset=utf-8", "usage-"+msg.OrganizationId+".csv")
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"day", "model", "api_key_id", "team_id", "user_id", "requests", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_nanos", "cost_usd"})
 	for _, b := range res.Msg.GetBuckets() {

@@ -101,7 +101,7 @@ func ParseOrgInvitationCode(s string) ([]byte, bool) {
 // parseInvitationCode checks a code's shape and returns its digest.
 func parseInvitationCode(prefix, s string) (digest, bool) {
 	s = strings.TrimSpace(s)
-	if len(s) > maxCodeBytes || len(s) != len(prefix)+keyBodyLen || !strings.HasPrefix(s, prefix) {
+	if len(s) != len(prefix)+keyBodyLen || !strings.HasPrefix(s, prefix) {
 		return digest{}, false
 	}
 	for i := len(prefix); i < len(s); i++ {

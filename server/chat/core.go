@@ -370,8 +370,8 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	if size > limit {
 		return nil, 0, 0, apierr.InvalidArgument("messages", fmt.Sprintf("the prompt's text is %d bytes, over %s's limit of %d", size, m.ID, limit))
 	}
-	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 2) {
-		return nil, 0, 0, apierr.InvalidArgument("temperature", "must be between 0 and 2")
+	if err := checkTemperature(req.Temperature); err != nil {
+		return nil, 0, 0, err
 	}
 	if req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1) {
 		return nil, 0, 0, apierr.InvalidArgument("top_p", "must be in (0, 1]")

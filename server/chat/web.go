@@ -177,18 +177,12 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 // to the same question, from the same context, limited and stored as a
 // Send's answer is. It returns when the generation has started.
 func (c *Core) Regenerate(ctx context.Context, req RegenerateRequest) error {
-	p, ok := auth.FromContext(ctx)
-	if !ok {
-		return apierr.Unauthenticated("no credentials")
-	}
 	if req.MessageID == "" {
 		return apierr.InvalidArgument("message_id", "is required")
 	}
-	conv, err := c.Conversations.Get(ctx, p.UserID, req.ConversationID)
-	if errors.Is(err, store.ErrNotFound) {
-		return apierr.NotFound("conversation")
-	} else if err != nil {
-		return apierr.Internal()
+	p, conv, err := c.callersConversation(ctx, req.ConversationID)
+	if err != nil {
+		return err
 	}
 	m, maxOut, err := c.webModel(req.Model, conv, req.MaxOutputTokens)
 	if err != nil {
@@ -235,15 +229,9 @@ const continueNudge = "Continue exactly where your previous answer stopped, with
 // message, as Send's answer is stored. It returns when the generation has
 // started.
 func (c *Core) Continue(ctx context.Context, req ContinueRequest) error {
-	p, ok := auth.FromContext(ctx)
-	if !ok {
-		return apierr.Unauthenticated("no credentials")
-	}
-	conv, err := c.Conversations.Get(ctx, p.UserID, req.ConversationID)
-	if errors.Is(err, store.ErrNotFound) {
-		return apierr.NotFound("conversation")
-	} else if err != nil {
-		return apierr.Internal()
+	p, conv, err := c.callersConversation(ctx, req.ConversationID)
+	if err != nil {
+		return err
 	}
 	tree, err := c.Tree(ctx, conv.ID)
 	if err != nil {
@@ -274,6 +262,22 @@ func (c *Core) Continue(ctx context.Context, req ContinueRequest) error {
 		return append(tree.Path(a.ID), store.Message{Role: "user", Parts: []store.Part{{Text: continueNudge}}}), nil
 	}
 	return c.startWeb(ctx, &g)
+}
+
+// callersConversation is the caller's conversation id: not_found for
+// anyone else's.
+func (c *Core) callersConversation(ctx context.Context, id string) (auth.Principal, store.Conversation, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return p, store.Conversation{}, apierr.Unauthenticated("no credentials")
+	}
+	conv, err := c.Conversations.Get(ctx, p.UserID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, conv, apierr.NotFound("conversation")
+	} else if err != nil {
+		return p, conv, apierr.Internal()
+	}
+	return p, conv, nil
 }
 
 // regenerable returns the question an assistant message answers.
@@ -326,13 +330,13 @@ type webGen struct {
 	floor       int64 // the input tokens admitted before the prompt is counted
 	// user is the question to store (Send), with isNew and title for a new
 	// conversation; question is the stored one answered again (Regenerate).
-	user     *store.Message
-	isNew    bool
-	title    string
-	nameIt   bool // the conversation has no title yet: autoTitle names it
+	user   *store.Message
+	isNew  bool
+	title  string
+	nameIt bool // the conversation has no title yet: autoTitle names it
 	// continues is the answer a Continue adds to (nil: a new answer).
 	continues *store.Message
-	question string
+	question  string
 	// found are the passages the project's file search gave the model
 	// (cited by the answer's markers).
 	found []Passage
@@ -660,12 +664,7 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 	c.Limits.Settle(done, grant, int64(out.Usage.CompletionTokens))
 	// The usage record takes the billing path with nothing held: committed
 	// at no cost, in the ledger's store, before the finished event.
-	_, _ = c.Billing.Settle(done, billing.Hold{}, 0, &store.UsageRecord{
-		RequestID: job.Request.ID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "web", Model: m.ID,
-		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
-		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
-		FinishReason: string(out.FinishReason), CreatedAt: now,
-	})
+	c.recordWeb(done, p, job.Request.ID, m.ID, out.Usage, out.FinishReason, now)
 	_ = ev.finish(out)
 }
 
@@ -922,6 +921,18 @@ func titleFrom(text string) string {
 	return text
 }
 
+// recordWeb stores a web generation's usage record: the billing path with
+// nothing held (the web channel is limited by tier, not charged), committed
+// in the ledger's store.
+func (c *Core) recordWeb(ctx context.Context, p auth.Principal, requestID, model string, u llm.Usage, finish llm.FinishReason, at time.Time) {
+	_, _ = c.Billing.Settle(ctx, billing.Hold{}, 0, &store.UsageRecord{
+		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "web", Model: model,
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
+		CachedTokens: int64(u.CachedTokens), Estimated: u.Estimated,
+		FinishReason: string(finish), CreatedAt: at,
+	})
+}
+
 // The title generation's bounds: the exchange it reads, the tokens it
 // writes, and the longest title kept.
 const (
@@ -965,7 +976,7 @@ func (c *Core) autoTitle(ctx context.Context, p auth.Principal, convID string, m
 	}
 	job := llm.Job{
 		Request:  llm.Request{ID: uuid.Must(uuid.NewV7()).String(), Model: m.ID, Messages: msgs, MaxTokens: titleMaxTokens},
-		Priority: -1, // below every tier: a title never delays an answer
+		Priority: llm.PriorityBackground, // below every tier: a title never delays an answer
 	}
 	var text strings.Builder
 	res, err := c.Router.Generate(ctx, job, func(d llm.Delta) error {
@@ -977,12 +988,7 @@ func (c *Core) autoTitle(ctx context.Context, p auth.Principal, convID string, m
 	c.Metrics.count(m.ID, res.Usage)
 	c.Limits.Settle(ctx, grant, int64(res.Usage.CompletionTokens))
 	if err == nil || res.Usage.CompletionTokens > 0 {
-		_, _ = c.Billing.Settle(ctx, billing.Hold{}, 0, &store.UsageRecord{
-			RequestID: job.Request.ID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: "web", Model: m.ID,
-			PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens),
-			CachedTokens: int64(res.Usage.CachedTokens), Estimated: res.Usage.Estimated,
-			FinishReason: string(res.FinishReason), CreatedAt: c.Now(),
-		})
+		c.recordWeb(ctx, p, job.Request.ID, m.ID, res.Usage, res.FinishReason, c.Now())
 	}
 	if err != nil || res.FinishReason == llm.FinishError {
 		return

@@ -54,9 +54,14 @@ func (s *Service) CreateInvitation(ctx context.Context, c Caller, spec Invitatio
 	} else if spec.TeamRole != "" {
 		return store.Invitation{}, "", apierr.InvalidArgument("team_role", "needs team_id")
 	}
-	spec.Email = strings.ToLower(strings.TrimSpace(spec.Email))
-	if spec.Email != "" && (len(spec.Email) > 254 || strings.Count(spec.Email, "@") != 1 || strings.HasPrefix(spec.Email, "@") || strings.HasSuffix(spec.Email, "@")) {
-		return store.Invitation{}, "", apierr.InvalidArgument("email", "is not an email address")
+	if strings.TrimSpace(spec.Email) != "" {
+		email, err := auth.NormalizeEmail(spec.Email)
+		if err != nil {
+			return store.Invitation{}, "", apierr.InvalidArgument("email", err.Error())
+		}
+		spec.Email = email
+	} else {
+		spec.Email = ""
 	}
 	switch {
 	case spec.MaxUses == 0:

@@ -158,3 +158,17 @@ export async function navClick(page, selector) {
   }
   throw new Error(`${selector} never became clickable`);
 }
+
+/**
+ * Signs p in through the form on the page it shows (sign-up: also a
+ * display name from the address) and waits for the app.
+ */
+export async function signIn(p, email, password, { signUp = false } = {}) {
+  await p.locator("#auth-form").waitFor();
+  if ((await p.textContent("#auth-submit")) !== (signUp ? "Sign up" : "Log in")) await p.click("#auth-toggle");
+  await p.fill("input[name=email]", email);
+  await p.fill("input[name=password]", password);
+  if (signUp) await p.fill("input[name=display_name]", email.split("@")[0]);
+  await p.click("#auth-submit");
+  await p.locator("#main").waitFor();
+}

@@ -4,7 +4,7 @@
 // link, signs up, joins, and sees only what a member may see.
 import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, haveChromium, shotOnFail, shot, cspViolations } from "./harness.mjs";
+import { startServer, launch, haveChromium, shotOnFail, shot, cspViolations, signIn } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium (apt-get install chromium)";
 const password = "correct horse battery";
@@ -24,15 +24,7 @@ after(async () => {
   await srv?.stop();
 });
 
-async function signUp(p, email) {
-  await p.locator("#auth-form").waitFor();
-  if ((await p.textContent("#auth-submit")) !== "Sign up") await p.click("#auth-toggle");
-  await p.fill("input[name=email]", email);
-  await p.fill("input[name=password]", password);
-  await p.fill("input[name=display_name]", email.split("@")[0]);
-  await p.click("#auth-submit");
-  await p.locator("#main").waitFor();
-}
+const signUp = (p, email) => signIn(p, email, password, { signUp: true });
 
 let link = "", secret = "";
 test("an owner makes an organisation, a team with a budget, a one-model key and a link", { skip }, async () => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
-import { startServer, launch, shot, haveChromium, repoRoot, artifacts, parleyAdmin } from "./harness.mjs";
+import { startServer, launch, shot, haveChromium, repoRoot, artifacts, parleyAdmin, signIn } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium";
 let srv, browser;
@@ -106,12 +106,7 @@ test("a 200-message conversation opens and scrolls", { skip }, async () => {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   await page.goto(srv.url + "/");
-  await page.locator("#auth-form").waitFor();
-  if ((await page.textContent("#auth-submit")) !== "Log in") await page.click("#auth-toggle");
-  await page.fill("input[name=email]", heavy.email);
-  await page.fill("input[name=password]", heavy.password);
-  await page.click("#auth-submit");
-  await page.locator("#main").waitFor();
+  await signIn(page, heavy.email, heavy.password);
   // 100 questions and their answers, through the Connect protocol's JSON
   // streaming (an envelope per message), in the page's session.
   const id = await page.evaluate(async () => {

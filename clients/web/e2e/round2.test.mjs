@@ -10,7 +10,7 @@ import { test as nodeTest, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { startServer, launch, shot, haveChromium, parleyAdmin, shotOnFail, cspViolations } from "./harness.mjs";
+import { startServer, launch, shot, haveChromium, parleyAdmin, shotOnFail, cspViolations, signIn } from "./harness.mjs";
 
 const skip = haveChromium ? false : "no Chromium at /usr/bin/chromium (apt-get install chromium)";
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
@@ -36,12 +36,7 @@ after(async () => {
 
 async function logIn(p) {
   await p.goto(srv.url + "/");
-  await p.locator("#auth-form").waitFor();
-  if ((await p.textContent("#auth-submit")) !== "Log in") await p.click("#auth-toggle");
-  await p.fill("input[name=email]", adminEmail);
-  await p.fill("input[name=password]", password);
-  await p.click("#auth-submit");
-  await p.locator("#main").waitFor();
+  await signIn(p, adminEmail, password);
 }
 const idle = (p) => p.waitForFunction(() => !document.querySelector(".msg.assistant.streaming") && !document.querySelector("#send").hidden, null, { timeout: 60_000 });
 /** axe-core's serious and critical violations on p as it stands. */
