@@ -1,0 +1,2 @@
+export const rest = {
+} as const;
