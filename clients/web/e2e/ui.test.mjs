@@ -103,6 +103,8 @@ const sample = [
 
 test("sign up", { skip }, async () => {
   await signUp(page, email, "UI Test");
+  // (The new chat opens just after the app shows.)
+  await page.waitForFunction(() => document.title !== "Parley", null, { timeout: 5000 }).catch(() => {});
   assert.equal(await page.title(), "New chat · Parley");
 });
 

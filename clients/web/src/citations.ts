@@ -4,6 +4,7 @@
 // are the user's file text: they only ever go in as text nodes.
 import type { Citation, Part } from "../../ts/src/gen/parley/v1/common_pb";
 import { h } from "./dom";
+import { t } from "./i18n";
 
 let seq = 0;
 
@@ -18,10 +19,10 @@ export function showCitations(el: HTMLElement, cites: Citation[]) {
   const list = h("ol", { class: "source-list" }, ...[...cites].sort((a, b) => a.number - b.number).map((c) =>
     h("li", { id: `${id}-${c.number}`, value: c.number, "data-file-id": c.fileId },
       h("details", {},
-        h("summary", {}, h("span", { class: "filename" }, c.filename || "file"),
-          c.score > 0 ? h("span", { class: "muted score", title: "Relevance" }, ` · ${Math.round(c.score * 100)}%`) : ""),
-        h("blockquote", { class: "quote" }, c.quote)))));
-  const box = h("section", { class: "sources", "aria-label": "Sources" }, h("h4", {}, "Sources"), list);
+        h("summary", {}, h("span", { class: "filename", translate: c.filename ? "no" : undefined }, c.filename || t("cite.file")),
+          c.score > 0 ? h("span", { class: "muted score", title: t("cite.relevance") }, ` · ${t("cite.percent", { n: Math.round(c.score * 100) })}`) : ""),
+        h("blockquote", { class: "quote", translate: "no" }, c.quote)))));
+  const box = h("section", { class: "sources", "aria-label": t("cite.sources") }, h("h4", {}, t("cite.sources")), list);
   const actions = el.querySelector(":scope > .actions");
   if (actions) actions.before(box); else el.append(box);
 }
@@ -39,22 +40,22 @@ function linkMarkers(root: HTMLElement, byNumber: Map<number, Citation>, id: str
   });
   const todo: Text[] = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) if (/\[\d{1,3}\]/.test((n as Text).data)) todo.push(n as Text);
-  for (const t of todo) {
+  for (const node of todo) {
     const out: Node[] = [];
     let at = 0;
-    for (const m of t.data.matchAll(marker)) {
+    for (const m of node.data.matchAll(marker)) {
       const c = byNumber.get(Number(m[1]));
       if (!c) continue;
-      if (m.index! > at) out.push(document.createTextNode(t.data.slice(at, m.index)));
+      if (m.index! > at) out.push(document.createTextNode(node.data.slice(at, m.index)));
       out.push(h("sup", {}, h("a", {
         class: "cite", href: `#${id}-${c.number}`, "data-cite": `${id}-${c.number}`,
-        "aria-label": `Source ${c.number}: ${c.filename || "file"}`, title: c.filename || "file",
+        "aria-label": t("cite.source", { n: c.number, name: c.filename || t("cite.file") }), title: c.filename || t("cite.file"),
       }, String(c.number))));
       at = m.index! + m[0].length;
     }
     if (!out.length) continue;
-    if (at < t.data.length) out.push(document.createTextNode(t.data.slice(at)));
-    t.replaceWith(...out);
+    if (at < node.data.length) out.push(document.createTextNode(node.data.slice(at)));
+    node.replaceWith(...out);
   }
 }
 

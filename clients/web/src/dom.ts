@@ -1,4 +1,5 @@
 // DOM helpers shared by the app's pages.
+import { locale } from "./i18n";
 export const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
 /** h("a", {href, onclick}, ...children): an element with attributes, listeners and children. */
@@ -20,7 +21,11 @@ export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<st
   return el;
 }
 
-export const when = (ms: number) => new Date(ms).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+/** A date and time for people, in the app's language (the browser's own variant of it). */
+export const when = (ms: number) => new Date(ms).toLocaleString(locale(), { dateStyle: "medium", timeStyle: "short" });
+
+/** when() as a <time> element: data, not the app's text (translate="no"). */
+export const timeEl = (ms: number) => h("time", { datetime: new Date(ms).toISOString(), translate: "no" }, when(ms));
 
 /** Nanodollars as dollars: $1.25, $0.0031. */
 export function usd(nanos: bigint | number): string {

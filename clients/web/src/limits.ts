@@ -2,6 +2,7 @@
 import { limitKindName, timestampMs, until } from "./api";
 import type { LimitStatus } from "../../ts/src/gen/parley/v1/billing_pb";
 import { h } from "./dom";
+import { num, t } from "./i18n";
 
 /** One row per limit: use, and when it frees up ("unused" when nothing is used). */
 export function limitRows(limits: LimitStatus[]): HTMLElement {
@@ -12,12 +13,12 @@ export function limitRows(limits: LimitStatus[]): HTMLElement {
     // resets_at is when the allowance is whole again, often much later.
     const next = l.nextRequestAt ? timestampMs(l.nextRequestAt) - now : 0;
     const resets = l.resetsAt ? timestampMs(l.resetsAt) - now : 0;
-    const state = l.used === 0n ? "unused"
-      : next > 0 ? `next request in ${until(next)}`
-      : resets > 0 ? `available now · whole again in ${until(resets)}` : "available now";
+    const state = l.used === 0n ? t("limits.unused")
+      : next > 0 ? t("limits.nextIn", { time: until(next) })
+      : resets > 0 ? t("limits.availableWholeIn", { time: until(resets) }) : t("limits.available");
     return h("tr", {},
-      h("th", {}, `${l.model ? l.model + " · " : ""}${limitKindName(l.kind)}`),
-      h("td", {}, h("meter", { min: 0, max: 100, value: pct, high: 80 }), ` ${l.used.toLocaleString()} / ${l.limit.toLocaleString()}`),
+      h("th", {}, l.model ? h("span", { translate: "no" }, l.model) : "", l.model ? " · " : "", limitKindName(l.kind)),
+      h("td", {}, h("meter", { min: 0, max: 100, value: pct, high: 80 }), ` ${num(l.used)} / ${num(l.limit)}`),
       h("td", { class: "muted state" }, state));
   })));
 }

@@ -18,135 +18,140 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { preloadHighlight, render, StreamingMarkdown, upgrade } from "./markdown";
 import { attachAccept, refusedFile, upload, uploadError } from "./upload";
 
-import { $, h, when } from "./dom";
+import { $, h, timeEl, when } from "./dom";
 import { limitRows } from "./limits";
 import { showShared } from "./share";
 import { initProjects, loadProjects, markProject, projectName, showProject } from "./projects";
 import { citationsOf, onCitationClick, showCitations } from "./citations";
 import { rememberDialog, showUsedMemories } from "./memory";
+import { t, tp, num, locale, loadLanguage, type MessageId } from "./i18n";
 
+// The language's catalogue is loaded before anything is drawn (t() needs it).
+await loadLanguage();
 // A page the server rendered (a share link's) outlives the app's shell.
 const serverRendered = document.getElementById("shared");
+const ctrl = `<kbd translate="no">${t("shortcuts.ctrl")}</kbd>`;
+const kbd = (k: string) => `<kbd translate="no">${k}</kbd>`;
 document.body.innerHTML = `
-<section id="offline-screen" class="auth" hidden><div class="card"><h1>Parley</h1><p><strong>You are offline.</strong></p><p class="muted">Parley needs a connection to your server. It starts by itself when the connection is back.</p></div></section>
+<section id="offline-screen" class="auth" hidden><div class="card"><h1 translate="no">Parley</h1><p><strong>${t("offline.title")}</strong></p><p class="muted">${t("offline.body")}</p></div></section>
 <section id="auth" class="auth" hidden>
   <form id="auth-form" class="card">
-    <h1>Parley</h1>
-    <p class="muted" id="auth-sub">Create an account to start chatting.</p>
-    <label>Email <input name="email" type="email" required autocomplete="username"></label>
-    <label>Password <input name="password" type="password" required minlength="10" maxlength="256" autocomplete="current-password" aria-describedby="password-rule"></label>
-    <p class="muted small" id="password-rule">At least 10 characters.</p>
-    <label id="name-row">Name <input name="display_name" autocomplete="name"></label>
-    <label id="invite-row" hidden>Invitation code <input name="invitation_code" autocomplete="off" spellcheck="false" placeholder="inv_…"></label>
-    <p class="muted" id="signup-closed" hidden>Sign-up is closed on this server: ask its operator for an account.</p>
-    <button type="submit" id="auth-submit" class="primary">Sign up</button>
+    <h1 translate="no">Parley</h1>
+    <p class="muted" id="auth-sub">${t("auth.subSignUp")}</p>
+    <label>${t("auth.email")} <input name="email" type="email" required autocomplete="username"></label>
+    <label>${t("auth.password")} <input name="password" type="password" required minlength="10" maxlength="256" autocomplete="current-password" aria-describedby="password-rule"></label>
+    <p class="muted small" id="password-rule">${t("auth.passwordRule")}</p>
+    <label id="name-row">${t("auth.name")} <input name="display_name" autocomplete="name"></label>
+    <label id="invite-row" hidden>${t("auth.invitationCode")} <input name="invitation_code" autocomplete="off" spellcheck="false" placeholder="inv_…"></label>
+    <p class="muted" id="signup-closed" hidden>${t("auth.signUpClosed")}</p>
+    <button type="submit" id="auth-submit" class="primary">${t("auth.signUp")}</button>
     <p class="error" id="auth-error" role="alert"></p>
-    <button type="button" class="link" id="auth-toggle">Have an account? Log in</button>
-    <a id="sso-login" class="button" href="/auth/oidc/login" hidden>Sign in with single sign-on</a>
+    <button type="button" class="link" id="auth-toggle">${t("auth.toLogIn")}</button>
+    <a id="sso-login" class="button" href="/auth/oidc/login" hidden>${t("auth.ssoWith", { name: t("auth.ssoGeneric") })}</a>
   </form>
 </section>
 <div id="main" class="main" hidden>
-  <a class="skip-link" href="#input" id="skip-link">Skip to the message box</a>
+  <a class="skip-link" href="#input" id="skip-link">${t("side.skipToInput")}</a>
   <aside id="sidebar">
-    <div class="side-top"><a id="new-chat" class="button primary" href="#/">+ New chat</a></div>
-    <input id="search" type="search" placeholder="Search conversations" aria-label="Search conversations" autocomplete="off">
+    <div class="side-top"><a id="new-chat" class="button primary" href="#/">${t("side.newChat")}</a></div>
+    <input id="search" type="search" placeholder="${t("side.search")}" aria-label="${t("side.search")}" autocomplete="off">
     <ul id="search-results" hidden></ul>
     <section id="projects-side" aria-labelledby="projects-heading">
-      <div class="side-head"><h2 id="projects-heading">Projects</h2><button type="button" id="new-project" class="link" aria-haspopup="dialog">+ New project</button></div>
+      <div class="side-head"><h2 id="projects-heading">${t("side.projects")}</h2><button type="button" id="new-project" class="link" aria-haspopup="dialog">${t("side.newProject")}</button></div>
       <ul id="project-list"></ul>
     </section>
-    <h2 class="side-label" id="chats-heading">Chats</h2>
+    <h2 class="side-label" id="chats-heading">${t("side.chats")}</h2>
     <ul id="conv-list" aria-labelledby="chats-heading"></ul>
     <div id="conv-sentinel"></div>
-    <button id="conv-more" class="link" hidden>Load more</button>
-    <label class="archived"><input type="checkbox" id="show-archived"> Show archived</label>
+    <button id="conv-more" class="link" hidden>${t("side.loadMore")}</button>
+    <label class="archived"><input type="checkbox" id="show-archived"> ${t("side.showArchived")}</label>
   </aside>
   <div id="scrim"></div>
   <div id="chat">
     <header>
-      <button id="menu" type="button" aria-label="Conversations">☰</button>
-      <select id="model" aria-label="Model"></select>
+      <button id="menu" type="button" aria-label="${t("nav.conversations")}">☰</button>
+      <select id="model" aria-label="${t("nav.model")}"></select>
       <span class="spacer"></span>
-      <button id="nav-toggle" type="button" aria-label="Menu" aria-expanded="false" aria-controls="nav">⋯</button>
+      <button id="nav-toggle" type="button" aria-label="${t("nav.menu")}" aria-expanded="false" aria-controls="nav">⋯</button>
       <nav id="nav">
-        <a id="usage-btn" class="button" href="#/usage">Usage</a>
-        <button id="limits-btn" type="button">Limits</button>
-        <a id="keys-btn" class="button" href="#/keys">API keys</a>
-        <a id="orgs-btn" class="button" href="#/orgs">Teams</a>
-        <a id="settings-btn" class="button" href="#/settings">Settings</a>
-        <a id="admin-btn" class="button" href="#/admin" hidden>Admin</a>
-        <button id="theme" type="button" aria-label="Dark mode" aria-pressed="false">◐</button>
+        <a id="usage-btn" class="button" href="#/usage">${t("nav.usage")}</a>
+        <button id="limits-btn" type="button">${t("nav.limits")}</button>
+        <a id="keys-btn" class="button" href="#/keys">${t("nav.keys")}</a>
+        <a id="orgs-btn" class="button" href="#/orgs">${t("nav.teams")}</a>
+        <a id="settings-btn" class="button" href="#/settings">${t("nav.settings")}</a>
+        <a id="admin-btn" class="button" href="#/admin" hidden>${t("nav.admin")}</a>
+        <button id="theme" type="button" aria-label="${t("nav.darkMode")}" aria-pressed="false">◐</button>
         <span id="me" class="muted"></span>
-        <button id="logout" type="button">Log out</button>
+        <button id="logout" type="button">${t("nav.logOut")}</button>
       </nav>
     </header>
-    <div id="banner" class="banner" role="alert" hidden><span id="banner-text"></span><button type="button" id="banner-close" class="link" aria-label="Dismiss">×</button></div>
-    <main id="messages" role="log" aria-live="off" aria-label="Conversation"></main>
+    <div id="banner" class="banner" role="alert" hidden><span id="banner-text"></span><button type="button" id="banner-close" class="link" aria-label="${t("banner.dismiss")}">×</button></div>
+    <main id="messages" role="log" aria-live="off" aria-label="${t("chat.log")}"></main>
     <div id="announcer" class="sr-only" aria-live="polite" aria-atomic="false"></div>
-    <button type="button" id="jump" class="jump" hidden>↓ Jump to latest</button>
+    <button type="button" id="jump" class="jump" hidden>${t("chat.jump")}</button>
     <section id="usage-page" class="page" tabindex="0" hidden></section>
     <section id="settings-page" class="page" tabindex="0" hidden></section>
     <section id="admin-page" class="page" tabindex="0" hidden></section>
     <section id="orgs-page" class="page" tabindex="0" hidden></section>
     <section id="keys-page" class="page" tabindex="0" hidden>
-      <h2>API keys</h2>
-      <p class="muted">Keys authenticate programs (<code>Authorization: Bearer …</code>) on the developer API, billed per token.</p>
-      <p id="key-needs" class="needs">A key works only while your account has a balance: the developer API charges every request to it. <a href="#/usage">See your balance and usage</a>.</p>
+      <h2>${t("nav.keys")}</h2>
+      <p class="muted">${t("keys.intro", { code: `<code translate="no">Authorization: Bearer …</code>` })}</p>
+      <p id="key-needs" class="needs">${t("keys.needs", { link: `<a href="#/usage">${t("keys.needsLink")}</a>` })}</p>
       <form id="key-form" class="row">
-        <input name="name" required maxlength="100" placeholder="Key name">
-        <label>Expires in <input name="days" type="number" min="1" max="30" value="30" required> days</label>
-        <label title="Whether this key's deterministic requests use the response cache when they send no Parley-Cache header">Response cache <select name="cache"><option value="">server default</option><option value="on">on</option><option value="off">off</option></select></label>
-        <button class="primary">Create key</button>
+        <input name="name" required maxlength="100" placeholder="${t("keys.namePlaceholder")}">
+        <label>${t("keys.expiresIn")} <input name="days" type="number" min="1" max="30" value="30" required> ${t("keys.days")}</label>
+        <label title="${t("keys.cacheHint")}">${t("keys.responseCache")} <select name="cache"><option value="">${t("keys.cacheServerDefault")}</option><option value="on">${t("keys.cacheOn")}</option><option value="off">${t("keys.cacheOff")}</option></select></label>
+        <button class="primary">${t("keys.create")}</button>
       </form>
       <div id="key-secret" class="secret" hidden>
-        <p><strong>Copy this secret now.</strong> It will not be shown again.</p>
-        <div class="row"><code id="secret-value"></code><button id="copy-secret" type="button">Copy</button></div>
+        <p><strong>${t("keys.copyNow")}</strong> ${t("keys.notAgain")}</p>
+        <div class="row"><code id="secret-value" translate="no"></code><button id="copy-secret" type="button">${t("msg.copy")}</button></div>
       </div>
       <p class="error" id="keys-error" role="alert"></p>
-      <div class="table"><table><thead><tr><th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Cache</th><th></th></tr></thead><tbody id="key-rows"></tbody></table></div>
+      <div class="table"><table><thead><tr><th>${t("keys.colName")}</th><th>${t("keys.colKey")}</th><th>${t("keys.colCreated")}</th><th>${t("keys.colExpires")}</th><th>${t("keys.colLastUsed")}</th><th>${t("keys.colCache")}</th><th></th></tr></thead><tbody id="key-rows"></tbody></table></div>
     </section>
     <form id="composer">
-      <ul id="prompt-menu" role="listbox" aria-label="Saved prompts" hidden></ul>
+      <ul id="prompt-menu" role="listbox" aria-label="${t("chat.savedPrompts")}" hidden></ul>
       <div id="pending"></div>
-      <p id="queued" class="muted small" role="status" hidden><span id="queued-text"></span> <button type="button" class="link" id="unqueue">Don't send</button></p>
+      <p id="queued" class="muted small" role="status" hidden><span id="queued-text"></span> <button type="button" class="link" id="unqueue">${t("chat.dontSend")}</button></p>
       <div class="row">
-        <button type="button" id="attach" class="attach" title="Attach images or documents" aria-label="Attach files"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg></button><input type="file" id="file" multiple hidden tabindex="-1" accept="${attachAccept}">
-        <textarea id="input" rows="1" aria-label="Message" aria-keyshortcuts="Shift+Escape" placeholder="Message Parley — Enter to send, Shift+Enter for a new line"></textarea>
-        <button type="button" id="chat-settings-btn" class="attach" title="Model settings for this chat" aria-label="Model settings for this chat" aria-haspopup="dialog">⚙</button>
-        <button type="submit" id="send" class="primary">Send</button>
-        <button type="button" id="stop" hidden>Stop</button>
+        <button type="button" id="attach" class="attach" title="${t("chat.attachTitle")}" aria-label="${t("chat.attach")}"><svg width="16" height="16" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2"><path d="M21 11.5l-8.5 8.5a6 6 0 01-8.5-8.5l9-9a4 4 0 015.7 5.7l-9 9a2 2 0 01-2.9-2.9l8.5-8.4"/></svg></button><input type="file" id="file" multiple hidden tabindex="-1" accept="${attachAccept}">
+        <textarea id="input" rows="1" aria-label="${t("chat.message")}" aria-keyshortcuts="Shift+Escape" placeholder="${t("chat.placeholder")}"></textarea>
+        <button type="button" id="chat-settings-btn" class="attach" title="${t("chat.settings")}" aria-label="${t("chat.settings")}" aria-haspopup="dialog">⚙</button>
+        <button type="submit" id="send" class="primary">${t("chat.send")}</button>
+        <button type="button" id="stop" hidden>${t("chat.stop")}</button>
       </div>
     </form>
   </div>
 </div>
-<dialog id="share" aria-label="Share"><form method="dialog"><h2>Share</h2><div id="share-body"></div><button>Close</button></form></dialog>
-<dialog id="sysprompt" aria-label="System prompt"><form method="dialog" id="sysprompt-form"><h2>System prompt</h2>
-  <p class="muted">Sent before every message of this conversation, after your custom instructions. It counts as input tokens.</p>
-  <textarea id="sysprompt-text" rows="8" maxlength="8000" aria-label="System prompt"></textarea><p class="error" id="sysprompt-error" role="alert"></p>
-  <div class="row"><button id="sysprompt-save" class="primary">Save</button><button value="cancel">Cancel</button></div></form></dialog>
-<dialog id="project-dialog" aria-labelledby="project-dialog-title"><form method="dialog" id="project-create-form" class="project-form"><h2 id="project-dialog-title">New project</h2>
-  <p class="muted">A project keeps chats together with instructions and files they all use.</p>
-  <label for="project-name">Name</label><input id="project-name" name="name" required maxlength="100" autocomplete="off">
-  <label for="project-instructions">Instructions <span class="muted">(optional)</span></label>
-  <textarea id="project-instructions" name="instructions" rows="5" maxlength="8000" placeholder="How should Parley answer in this project?"></textarea>
+<dialog id="share" aria-label="${t("shareDialog.title")}"><form method="dialog"><h2>${t("shareDialog.title")}</h2><div id="share-body"></div><button>${t("dlg.close")}</button></form></dialog>
+<dialog id="sysprompt" aria-label="${t("sysprompt.title")}"><form method="dialog" id="sysprompt-form"><h2>${t("sysprompt.title")}</h2>
+  <p class="muted">${t("sysprompt.intro")}</p>
+  <textarea id="sysprompt-text" rows="8" maxlength="8000" aria-label="${t("sysprompt.title")}" translate="no"></textarea><p class="error" id="sysprompt-error" role="alert"></p>
+  <div class="row"><button id="sysprompt-save" class="primary">${t("dlg.save")}</button><button value="cancel">${t("dlg.cancel")}</button></div></form></dialog>
+<dialog id="project-dialog" aria-labelledby="project-dialog-title"><form method="dialog" id="project-create-form" class="project-form"><h2 id="project-dialog-title">${t("projectDialog.title")}</h2>
+  <p class="muted">${t("projectDialog.intro")}</p>
+  <label for="project-name">${t("projectDialog.name")}</label><input id="project-name" name="name" required maxlength="100" autocomplete="off">
+  <label for="project-instructions">${t("projectDialog.instructions")} <span class="muted">${t("projectDialog.optional")}</span></label>
+  <textarea id="project-instructions" name="instructions" rows="5" maxlength="8000" placeholder="${t("projectDialog.placeholder")}"></textarea>
   <p class="error" id="project-dialog-error" role="alert"></p>
-  <div class="row"><button id="project-create" class="primary">Create project</button><button value="cancel" formnovalidate>Cancel</button></div></form></dialog>
-<dialog id="chat-settings" aria-labelledby="chat-settings-title"><form method="dialog" id="chat-settings-form"><h2 id="chat-settings-title">Model settings for this chat</h2>
-  <label><input type="checkbox" name="temp-on"> Temperature <input type="range" name="temp" min="0" max="2" step="0.1" value="1" aria-label="Temperature"> <output name="temp-out">1.0</output></label>
-  <p class="muted small">Lower is more focused and repeatable, higher more varied. Unticked: the model's default.</p>
-  <label>Longest answer <input type="number" name="max" min="1" placeholder="the model's maximum" aria-label="Longest answer in tokens"> tokens</label>
+  <div class="row"><button id="project-create" class="primary">${t("projectDialog.create")}</button><button value="cancel" formnovalidate>${t("dlg.cancel")}</button></div></form></dialog>
+<dialog id="chat-settings" aria-labelledby="chat-settings-title"><form method="dialog" id="chat-settings-form"><h2 id="chat-settings-title">${t("chat.settings")}</h2>
+  <label><input type="checkbox" name="temp-on"> ${t("chatSettings.temperature")} <input type="range" name="temp" min="0" max="2" step="0.1" value="1" aria-label="${t("chatSettings.temperature")}"> <output name="temp-out">${oneDecimal(1)}</output></label>
+  <p class="muted small">${t("chatSettings.temperatureHelp")}</p>
+  <label>${t("chatSettings.longest")} <input type="number" name="max" min="1" placeholder="${t("chatSettings.maxPlaceholder")}" aria-label="${t("chatSettings.maxLabel")}"> ${t("chatSettings.tokens")}</label>
   <p class="muted small" id="chat-settings-max"></p>
-  <div class="row"><button class="primary" value="save">Save</button><button value="cancel" formnovalidate>Cancel</button></div></form></dialog>
-<dialog id="shortcuts" aria-labelledby="shortcuts-title"><form method="dialog"><h2 id="shortcuts-title">Keyboard shortcuts</h2><table>
-  <tr><td><kbd>Ctrl</kbd> <kbd>Shift</kbd> <kbd>O</kbd></td><td>New chat</td></tr>
-  <tr><td><kbd>Shift</kbd> <kbd>Esc</kbd></td><td>Focus the message box</td></tr>
-  <tr><td><kbd>Ctrl</kbd> <kbd>K</kbd></td><td>Search chats</td></tr>
-  <tr><td><kbd>Ctrl</kbd> <kbd>Shift</kbd> <kbd>C</kbd></td><td>Copy the last answer</td></tr>
-  <tr><td><kbd>Esc</kbd></td><td>Stop the answer</td></tr>
-  <tr><td><kbd>Enter</kbd> / <kbd>Shift</kbd> <kbd>Enter</kbd></td><td>Send / new line</td></tr>
-  <tr><td><kbd>?</kbd> or <kbd>Ctrl</kbd> <kbd>/</kbd></td><td>These shortcuts</td></tr>
-</table><p class="muted small">On a Mac, ⌘ for Ctrl.</p><button>Close</button></form></dialog>
-<dialog id="limits"><form method="dialog"><h2>Limits</h2><div id="limits-body"></div><button>Close</button></form></dialog>`;
+  <div class="row"><button class="primary" value="save">${t("dlg.save")}</button><button value="cancel" formnovalidate>${t("dlg.cancel")}</button></div></form></dialog>
+<dialog id="shortcuts" aria-labelledby="shortcuts-title"><form method="dialog"><h2 id="shortcuts-title">${t("shortcuts.title")}</h2><table>
+  <tr><td>${ctrl} ${kbd("Shift")} ${kbd("O")}</td><td>${t("shortcuts.newChat")}</td></tr>
+  <tr><td>${kbd("Shift")} ${kbd("Esc")}</td><td>${t("shortcuts.focus")}</td></tr>
+  <tr><td>${ctrl} ${kbd("K")}</td><td>${t("shortcuts.search")}</td></tr>
+  <tr><td>${ctrl} ${kbd("Shift")} ${kbd("C")}</td><td>${t("shortcuts.copyLast")}</td></tr>
+  <tr><td>${kbd("Esc")}</td><td>${t("shortcuts.stop")}</td></tr>
+  <tr><td>${kbd("Enter")} / ${kbd("Shift")} ${kbd("Enter")}</td><td>${t("shortcuts.sendNewLine")}</td></tr>
+  <tr><td>${kbd("?")} ${t("shortcuts.or")} ${ctrl} ${kbd("/")}</td><td>${t("shortcuts.these")}</td></tr>
+</table><p class="muted small">${t("shortcuts.mac")}</p><button>${t("dlg.close")}</button></form></dialog>
+<dialog id="limits"><form method="dialog"><h2>${t("limitsDialog.title")}</h2><div id="limits-body"></div><button>${t("dlg.close")}</button></form></dialog>`;
 if (serverRendered) document.body.append(serverRendered);
 
 // ---------- state ----------
@@ -176,12 +181,12 @@ const modelSel = $<HTMLSelectElement>("model");
 // No choice stored: the system's. The toggle stores the opposite of what shows.
 const darkQuery = matchMedia("(prefers-color-scheme: dark)");
 function applyTheme() {
-  const t = localStorage.getItem("parley.theme");
-  if (t === "dark" || t === "light") document.documentElement.dataset.theme = t;
+  const theme = localStorage.getItem("parley.theme");
+  if (theme === "dark" || theme === "light") document.documentElement.dataset.theme = theme;
   else delete document.documentElement.dataset.theme;
-  const dark = t ? t === "dark" : darkQuery.matches;
+  const dark = theme ? theme === "dark" : darkQuery.matches;
   $("theme").setAttribute("aria-pressed", String(dark));
-  $("theme").title = dark ? "Switch to light mode" : "Switch to dark mode";
+  $("theme").title = dark ? t("nav.toLight") : t("nav.toDark");
 }
 $("theme").onclick = () => {
   const dark = document.documentElement.dataset.theme ? document.documentElement.dataset.theme === "dark" : darkQuery.matches;
@@ -219,7 +224,7 @@ function offline(err: unknown) {
     const p = probe!;
     let left = Math.ceil(p.delay / 1000);
     const tick = () => {
-      banner(`${describe(err)} Retrying in ${left} s…`);
+      banner(t("banner.retrying", { error: describe(err), n: num(left) }));
       $("banner").classList.add("offline");
     };
     tick();
@@ -267,7 +272,7 @@ function showAuth() {
       const sso = $<HTMLAnchorElement>("sso-login");
       if (r.ssoLoginUrl) {
         sso.href = `${r.ssoLoginUrl}?return=${encodeURIComponent(location.pathname + location.hash)}`;
-        sso.textContent = `Sign in with ${r.ssoName || "single sign-on"}`;
+        sso.textContent = t("auth.ssoWith", { name: r.ssoName || t("auth.ssoGeneric") });
       }
       sso.hidden = !r.ssoLoginUrl;
       if (ssoError) $("auth-error").textContent = ssoError;
@@ -279,10 +284,10 @@ function authMode(up: boolean) {
   signingUp = up;
   const invite = signingUp && signUpPolicy === SignUpPolicy.INVITE;
   const closed = signingUp && signUpPolicy === SignUpPolicy.CLOSED;
-  $("auth-submit").textContent = signingUp ? "Sign up" : "Log in";
+  $("auth-submit").textContent = signingUp ? t("auth.signUp") : t("auth.logIn");
   $<HTMLButtonElement>("auth-submit").disabled = closed;
-  $("auth-toggle").textContent = signingUp ? "Have an account? Log in" : "New here? Sign up";
-  $("auth-sub").textContent = !signingUp ? "Welcome back." : invite ? "Sign-up is by invitation: enter your code." : "Create an account to start chatting.";
+  $("auth-toggle").textContent = signingUp ? t("auth.toLogIn") : t("auth.toSignUp");
+  $("auth-sub").textContent = !signingUp ? t("auth.welcomeBack") : invite ? t("auth.subInvite") : t("auth.subSignUp");
   $("name-row").hidden = !signingUp;
   $("password-rule").hidden = !signingUp;
   $("invite-row").hidden = !invite;
@@ -309,7 +314,7 @@ $<HTMLFormElement>("auth-form").onsubmit = async (e) => {
         : /sign-up policy: closed/.test(c.rawMessage) ? SignUpPolicy.CLOSED : signUpPolicy;
       if (next !== signUpPolicy) { signUpPolicy = next; authMode(true); }
     }
-    $("auth-error").textContent = c.code === Code.AlreadyExists ? "That email already has an account: log in instead." : describe(err);
+    $("auth-error").textContent = c.code === Code.AlreadyExists ? t("auth.emailTaken") : describe(err);
   }
 };
 $("logout").onclick = async () => {
@@ -324,7 +329,7 @@ async function start(user: User) {
   $("admin-btn").hidden = !user.admin;
   $("auth").hidden = true;
   $("main").hidden = false;
-  $("me").textContent = `${user.displayName || user.email} · ${tierName(user.tier)}`;
+  $("me").replaceChildren(h("span", { translate: "no" }, user.displayName || user.email), ` · ${tierName(user.tier)}`);
   fitHeader();
   await Promise.all([loadModels(), reloadList(), loadProjects()]);
   fitHeader();
@@ -344,8 +349,8 @@ async function loadModels() {
   const saved = localStorage.getItem("parley.model");
   modelSel.replaceChildren(...modelList.map((m) => {
     const name = m.displayName || m.id;
-    const label = m.simulated && !/simulated/i.test(name) ? `${name} (simulated)` : name;
-    return h("option", { value: m.id, title: m.description }, label);
+    const simulated = m.simulated && !/simulated/i.test(name);
+    return h("option", { value: m.id, title: m.description, translate: simulated ? undefined : "no" }, simulated ? t("nav.simulated", { name }) : name);
   }));
   if (saved && modelList.some((m) => m.id === saved)) modelSel.value = saved;
 }
@@ -387,19 +392,19 @@ new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && loadMore(),
 
 function convItem(c: Conversation): HTMLLIElement {
   const li = h("li", { "data-id": c.conversationId, "data-updated": c.updatedAt ? timestampMs(c.updatedAt) : 0, "data-pinned": c.pinned ? "1" : undefined, "data-folder": c.folder || undefined });
-  const title = h("a", { href: `#/c/${c.conversationId}`, class: "title", title: c.titleGenerated ? `${c.title} — named by the model; rename it any time` : c.title },
-    c.title || "New chat", c.titleGenerated ? h("span", { class: "generated", "aria-label": "(title written by the model)" }, " ✦") : "");
+  const title = h("a", { href: `#/c/${c.conversationId}`, class: "title", translate: c.title ? "no" : undefined, title: c.titleGenerated ? t("conv.titleGenerated", { title: c.title }) : c.title },
+    c.title || t("conv.newChat"), c.titleGenerated ? h("span", { class: "generated", "aria-label": t("conv.generatedMark") }, " ✦") : "");
   const menu = h("div", { class: "menu", hidden: true },
-    h("button", { type: "button", class: "rename", onclick: () => rename(li, c) }, "Rename"),
-    h("button", { type: "button", class: "pin", onclick: () => pin(li, c) }, c.pinned ? "Unpin" : "Pin"),
-    h("button", { type: "button", class: "file", onclick: () => fileIn(li, c) }, c.folder ? "Move to folder…" : "Add to folder…"),
-    h("button", { type: "button", class: "archive", onclick: () => archive(li, c) }, c.archived ? "Unarchive" : "Archive"),
-    h("button", { type: "button", class: "share", onclick: () => share(c) }, "Share"),
-    h("button", { type: "button", class: "export-md", onclick: () => exportConv(c, ExportFormat.MARKDOWN) }, "Export .md"),
-    h("button", { type: "button", class: "export-json", onclick: () => exportConv(c, ExportFormat.JSON) }, "Export .json"),
-    h("button", { type: "button", class: "system-prompt", onclick: () => systemPrompt(c) }, "System prompt"),
-    h("button", { type: "button", class: "delete danger", onclick: () => remove(li, c) }, "Delete"));
-  const more = h("button", { type: "button", class: "more", "aria-label": "More", "aria-expanded": "false", onclick: () => { menu.hidden = !menu.hidden; more.setAttribute("aria-expanded", String(!menu.hidden)); } }, "⋯");
+    h("button", { type: "button", class: "rename", onclick: () => rename(li, c) }, t("conv.rename")),
+    h("button", { type: "button", class: "pin", onclick: () => pin(li, c) }, c.pinned ? t("conv.unpin") : t("conv.pin")),
+    h("button", { type: "button", class: "file", onclick: () => fileIn(li, c) }, c.folder ? t("conv.moveToFolder") : t("conv.addToFolder")),
+    h("button", { type: "button", class: "archive", onclick: () => archive(li, c) }, c.archived ? t("conv.unarchive") : t("conv.archive")),
+    h("button", { type: "button", class: "share", onclick: () => share(c) }, t("conv.share")),
+    h("button", { type: "button", class: "export-md", onclick: () => exportConv(c, ExportFormat.MARKDOWN) }, t("conv.exportMd")),
+    h("button", { type: "button", class: "export-json", onclick: () => exportConv(c, ExportFormat.JSON) }, t("conv.exportJson")),
+    h("button", { type: "button", class: "system-prompt", onclick: () => systemPrompt(c) }, t("conv.systemPrompt")),
+    h("button", { type: "button", class: "delete danger", onclick: () => remove(li, c) }, t("conv.delete")));
+  const more = h("button", { type: "button", class: "more", "aria-label": t("conv.more"), "aria-expanded": "false", onclick: () => { menu.hidden = !menu.hidden; more.setAttribute("aria-expanded", String(!menu.hidden)); } }, "⋯");
   menu.addEventListener("click", (e) => { if ((e.target as HTMLElement).closest("button")) { menu.hidden = true; more.setAttribute("aria-expanded", "false"); } });
   li.append(title, more, menu);
   return li;
@@ -413,14 +418,15 @@ function upsertItem(c: Conversation) {
 
 // The list is grouped by when each conversation last changed: Today,
 // Yesterday, Previous 7 days, Previous 30 days, then by month.
+const recent = (ms: number) => { const d = new Date(); d.setHours(0, 0, 0, 0); return ms >= d.getTime() - 30 * 86400_000; };
 function groupOf(ms: number): string {
   const start = new Date(); start.setHours(0, 0, 0, 0);
   const day = 86400_000, t0 = start.getTime();
-  if (ms >= t0) return "Today";
-  if (ms >= t0 - day) return "Yesterday";
-  if (ms >= t0 - 7 * day) return "Previous 7 days";
-  if (ms >= t0 - 30 * day) return "Previous 30 days";
-  return new Date(ms).toLocaleDateString(undefined, { month: "long", year: "numeric" });
+  if (ms >= t0) return t("group.today");
+  if (ms >= t0 - day) return t("group.yesterday");
+  if (ms >= t0 - 7 * day) return t("group.prev7");
+  if (ms >= t0 - 30 * day) return t("group.prev30");
+  return new Date(ms).toLocaleDateString(locale(), { month: "long", year: "numeric" });
 }
 // Pinned conversations come first, then each folder (by name), then the
 // rest by when they last changed.
@@ -433,14 +439,15 @@ function regroup() {
   const rest = items.filter((li) => !li.dataset.pinned && !li.dataset.folder);
   const out: HTMLElement[] = [];
   let last = "";
-  const add = (li: HTMLElement, g: string, cls = "") => {
-    if (g !== last) out.push(h("li", { class: `group${cls}` }, g));
+  // (A folder's name is the person's words and a month is a date: neither is translated.)
+  const add = (li: HTMLElement, g: string, cls = "", own = false) => {
+    if (g !== last) out.push(h("li", { class: `group${cls}`, translate: own ? "no" : undefined }, g));
     last = g;
     out.push(li);
   };
-  for (const li of pinned) add(li, "📌 Pinned", " pinned-group");
-  for (const li of filed) add(li, `📁 ${li.dataset.folder}`, " folder-group");
-  for (const li of rest) add(li, groupOf(Number(li.dataset.updated)));
+  for (const li of pinned) add(li, t("group.pinned"), " pinned-group");
+  for (const li of filed) add(li, `📁 ${li.dataset.folder}`, " folder-group", true);
+  for (const li of rest) { const ms = Number(li.dataset.updated); add(li, groupOf(ms), "", !recent(ms)); }
   listEl.replaceChildren(...out);
 }
 
@@ -484,13 +491,13 @@ async function searchPage(q: string, seq: number, pageToken: string, focusNew = 
     resultsEl.querySelector(".more-results")?.remove();
     const first = resultsEl.children.length;
     resultsEl.append(...r.results.map((x) => h("li", { "data-id": x.conversation!.conversationId },
-      h("a", { href: `#/c/${x.conversation!.conversationId}`, class: "title" }, x.conversation!.title || "New chat"),
-      h("div", { class: "snippet" }, ...highlighted(x.snippet, x.highlights)))));
-    if (!resultsEl.children.length) resultsEl.append(h("li", { class: "none muted" }, "No conversation matches."));
+      h("a", { href: `#/c/${x.conversation!.conversationId}`, class: "title", translate: x.conversation!.title ? "no" : undefined }, x.conversation!.title || t("conv.newChat")),
+      h("div", { class: "snippet", translate: "no" }, ...highlighted(x.snippet, x.highlights)))));
+    if (!resultsEl.children.length) resultsEl.append(h("li", { class: "none muted" }, t("search.none")));
     if (focusNew) resultsEl.children[first]?.querySelector("a")?.focus(); // keyboard users go on from the first new result
     if (r.nextPageToken) {
-      const more = h("button", { type: "button", class: "link", id: "search-more" }, "More results") as HTMLButtonElement;
-      more.onclick = () => { more.disabled = true; more.textContent = "Loading…"; searchPage(q, seq, r.nextPageToken, true); };
+      const more = h("button", { type: "button", class: "link", id: "search-more" }, t("search.more")) as HTMLButtonElement;
+      more.onclick = () => { more.disabled = true; more.textContent = t("main.loading"); searchPage(q, seq, r.nextPageToken, true); };
       resultsEl.append(h("li", { class: "more-results" }, more));
     }
   } catch (err) {
@@ -522,13 +529,13 @@ function editInline(li: HTMLElement, c: Conversation, attrs: Record<string, unkn
     li.replaceWith(convItem(next));
     markActive();
     regroup();
-    if (next.conversationId === currentId) document.title = `${next.title || "New chat"} · Parley`;
+    if (next.conversationId === currentId) document.title = `${next.title || t("conv.newChat")} · Parley`;
   };
   field.onkeydown = (e) => { if (e.key === "Enter") finish(true); if (e.key === "Escape") { e.stopPropagation(); finish(false); } };
   field.onblur = () => finish(true);
 }
 function rename(li: HTMLLIElement, c: Conversation) {
-  editInline(li, c, { value: c.title, maxlength: 200, "aria-label": "Title" }, async (t) =>
+  editInline(li, c, { value: c.title, maxlength: 200, "aria-label": t("conv.titleField"), translate: "no" }, async (t) =>
     t && t !== c.title ? (await convs.updateConversation({ conversationId: c.conversationId, title: t })).conversation : undefined);
 }
 async function pin(li: HTMLElement, c: Conversation) {
@@ -541,27 +548,27 @@ async function pin(li: HTMLElement, c: Conversation) {
 }
 /** Files a conversation in a folder (a name; empty takes it out). */
 function fileIn(li: HTMLElement, c: Conversation) {
-  editInline(li, c, { class: "rename-input folder-input", value: c.folder, maxlength: 60, placeholder: "Folder (empty: none)", "aria-label": "Folder" }, async (f) =>
+  editInline(li, c, { class: "rename-input folder-input", value: c.folder, maxlength: 60, placeholder: t("conv.folderPlaceholder"), "aria-label": t("conv.folderField"), translate: "no" }, async (f) =>
     f !== c.folder ? (await convs.updateConversation({ conversationId: c.conversationId, folder: f })).conversation : undefined);
 }
 // ---------- share, export, system prompt ----------
 async function share(c: Conversation) {
   const body = $("share-body");
-  body.textContent = "Creating the link…";
+  body.textContent = t("shareDialog.creating");
   ($("share") as HTMLDialogElement).showModal();
   const show = (path: string) => {
     const url = location.origin + path;
     body.replaceChildren(
-      h("p", {}, "Anyone with this link can read the conversation as it is now (later messages are not shared). Nothing else of yours is visible."),
-      h("div", { class: "row" }, h("input", { id: "share-url", readonly: true, value: url, "aria-label": "Share link" }),
-        h("button", { type: "button", class: "primary", onclick: (e: Event) => copyText(url).then(() => { (e.target as HTMLElement).textContent = "Copied"; }) }, "Copy link")),
-      h("div", { class: "row" }, h("a", { href: path, target: "_blank", rel: "noopener" }, "Open it"),
-        h("button", { type: "button", id: "unshare", class: "danger", onclick: unshare }, "Stop sharing")));
+      h("p", {}, t("shareDialog.explain")),
+      h("div", { class: "row" }, h("input", { id: "share-url", readonly: true, value: url, "aria-label": t("shareDialog.link"), translate: "no" }),
+        h("button", { type: "button", class: "primary", onclick: (e: Event) => copyText(url).then(() => { (e.target as HTMLElement).textContent = t("msg.copied"); }) }, t("shareDialog.copyLink"))),
+      h("div", { class: "row" }, h("a", { href: path, target: "_blank", rel: "noopener" }, t("shareDialog.open")),
+        h("button", { type: "button", id: "unshare", class: "danger", onclick: unshare }, t("shareDialog.stop"))));
   };
   const unshare = async () => {
     try {
       await convs.unshareConversation({ conversationId: c.conversationId });
-      body.replaceChildren(h("p", {}, "The link no longer works."));
+      body.replaceChildren(h("p", {}, t("shareDialog.gone")));
     } catch (err) { body.replaceChildren(h("p", { class: "error" }, describe(err))); }
   };
   try {
@@ -605,10 +612,10 @@ function promptDialog(text: string, save: (text: string) => Promise<void>) {
 let newChatPrompt = "", creatingChat = false;
 function newChatPromptButton(): HTMLElement {
   const b = h("button", { type: "button", id: "new-sysprompt", class: "link" }) as HTMLButtonElement;
-  const label = () => { b.textContent = newChatPrompt.trim() ? "System prompt set · Edit" : "Add a system prompt"; };
+  const label = () => { b.textContent = newChatPrompt.trim() ? t("sysprompt.set") : t("sysprompt.add"); };
   label();
   b.onclick = () => promptDialog(newChatPrompt, async (text) => {
-    if ([...text].length > 8000) throw new Error("The system prompt is over 8000 characters.");
+    if ([...text].length > 8000) throw new Error(t("sysprompt.tooLong"));
     newChatPrompt = text;
     label();
   });
@@ -623,7 +630,7 @@ async function archive(li: HTMLLIElement, c: Conversation) {
   } catch (err) { fail(err); }
 }
 async function remove(li: HTMLLIElement, c: Conversation) {
-  if (!confirm(`Delete “${c.title || "New chat"}” and all its messages?`)) return;
+  if (!confirm(t("conv.deleteConfirm", { title: c.title || t("conv.newChat") }))) return;
   try {
     await convs.deleteConversation({ conversationId: c.conversationId });
     li.remove();
@@ -637,12 +644,12 @@ window.addEventListener("hashchange", () => {
   if (location.hash === ignoreHash) { ignoreHash = ""; return; }
   route();
 });
-const pages: Record<string, [string, () => void]> = {
-  "#/keys": ["API keys", () => showKeys()],
-  "#/usage": ["Usage", () => void import("./pages").then((m) => m.showUsage(modelSel.value))],
-  "#/settings": ["Settings", () => void import("./pages").then((m) => m.showSettings())],
-  "#/admin": ["Admin", () => void import("./pages").then((m) => m.showAdmin())],
-  "#/orgs": ["Organisations", () => void import("./orgs").then((m) => m.showOrgs(takeJoin()))],
+const pages: Record<string, [MessageId, () => void]> = {
+  "#/keys": ["nav.keys", () => showKeys()],
+  "#/usage": ["nav.usage", () => void import("./pages").then((m) => m.showUsage(modelSel.value))],
+  "#/settings": ["nav.settings", () => void import("./pages").then((m) => m.showSettings())],
+  "#/admin": ["nav.admin", () => void import("./pages").then((m) => m.showAdmin())],
+  "#/orgs": ["nav.orgsTitle", () => void import("./orgs").then((m) => m.showOrgs(takeJoin()))],
 };
 // An organisation's invitation link (/join/CODE) opens the organisations
 // page offering to join, once signed in; the address bar drops the code.
@@ -663,7 +670,7 @@ function route() {
     currentId = "";
     newChatProject = "";
     markActive();
-    document.title = `${page[0]} · Parley`;
+    document.title = `${t(page[0])} · Parley`;
     return page[1]();
   }
   markProject();
@@ -698,20 +705,20 @@ function toBottom() { messagesEl.scrollTop = messagesEl.scrollHeight; }
 function partsView(parts: Part[]): Node[] {
   const out: Node[] = [];
   for (const p of parts) {
-    if (p.kind.case === "text") out.push(h("div", { class: "text" }, p.kind.value));
+    if (p.kind.case === "text") out.push(h("div", { class: "text", translate: "no" }, p.kind.value));
     else if (p.kind.case === "attachmentId") out.push(attachmentChip(p.kind.value));
-    else if (p.kind.case === "image") out.push(h("span", { class: "chip" }, "image"));
-    else if (p.kind.case === "document") out.push(h("span", { class: "chip" }, p.kind.value.filename || "document"));
+    else if (p.kind.case === "image") out.push(h("span", { class: "chip" }, t("msg.image")));
+    else if (p.kind.case === "document") out.push(h("span", { class: "chip", translate: p.kind.value.filename ? "no" : undefined }, p.kind.value.filename || t("msg.document")));
   }
   return out;
 }
 function attachmentChip(id: string): HTMLElement {
-  const chip = h("span", { class: "chip" }, "attachment");
+  const chip = h("span", { class: "chip" }, t("msg.attachment"));
   attachments.getAttachment({ attachmentId: id }).then((r) => {
     const a = r.attachment!;
     if (a.mimeType.startsWith("image/") && r.downloadUrl) chip.replaceChildren(h("img", { src: r.downloadUrl, alt: a.filename, class: "thumb" }));
-    else chip.textContent = a.filename;
-  }, () => { chip.textContent = "attachment (unavailable)"; });
+    else { chip.textContent = a.filename; chip.translate = false; }
+  }, () => { chip.textContent = t("msg.attachmentUnavailable"); });
   return chip;
 }
 // The text each message's Copy button copies: an answer's Markdown source.
@@ -719,26 +726,26 @@ const sourceOf = new WeakMap<HTMLElement, () => string>();
 const partsText = (parts: Part[]) => parts.map((p) => (p.kind.case === "text" ? p.kind.value : "")).join("");
 function actions(el: HTMLElement, label: string, remember: string) {
   const bar = h("div", { class: "actions" },
-    h("button", { type: "button", class: "copy-msg", "aria-label": label, title: label }, "Copy"),
-    h("button", { type: "button", class: "remember-msg", "aria-label": remember, title: remember, "aria-haspopup": "dialog" }, "Remember"));
+    h("button", { type: "button", class: "copy-msg", "aria-label": label, title: label }, t("msg.copy")),
+    h("button", { type: "button", class: "remember-msg", "aria-label": remember, title: remember, "aria-haspopup": "dialog" }, t("msg.remember")));
   el.append(bar);
   return bar;
 }
 function userView(parts: Part[], id = "") {
   const el = h("div", { class: "msg user", "data-id": id, title: when(Date.now()) }, h("div", { class: "bubble" }, ...partsView(parts)));
   sourceOf.set(el, () => partsText(parts));
-  actions(el, "Copy message", "Remember this message");
+  actions(el, t("msg.copyMessage"), t("msg.rememberMessage"));
   messagesEl.append(el);
   return el;
 }
 function assistantView(model: string, id = ""): AssistantView {
-  const body = h("div", { class: "md" });
-  const el = h("div", { class: "msg assistant", "data-id": id, title: when(Date.now()) }, h("div", { class: "who" }, model ? `${model}` : "assistant"), body);
+  const body = h("div", { class: "md", translate: "no" });
+  const el = h("div", { class: "msg assistant", "data-id": id, title: when(Date.now()) }, h("div", { class: "who", translate: model ? "no" : undefined }, model ? `${model}` : t("msg.assistant")), body);
   messagesEl.append(el);
   const md = new StreamingMarkdown(body);
   md.onFlush = () => { if (stick) toBottom(); else showJump(); };
   sourceOf.set(el, () => md.text);
-  actions(el, "Copy answer", "Remember this answer");
+  actions(el, t("msg.copyAnswer"), t("msg.rememberAnswer"));
   return { el, md };
 }
 let stick = true;
@@ -748,7 +755,7 @@ messagesEl.addEventListener("scroll", () => { stick = nearBottom(); showJump(); 
 const jump = $("jump");
 function showJump() {
   jump.hidden = stick || !messagesEl.children.length || !$("composer").offsetParent;
-  jump.textContent = gen ? "↓ Still answering — jump to latest" : "↓ Jump to latest";
+  jump.textContent = gen ? t("chat.jumpAnswering") : t("chat.jump");
 }
 jump.onclick = () => { stick = true; toBottom(); showJump(); input.focus(); };
 
@@ -760,44 +767,45 @@ function speak(text: string, done: boolean) {
   if (cut <= spoken.length) return;
   const fresh = text.slice(spoken.length, cut).trim();
   spoken = text.slice(0, cut);
-  if (fresh) $("announcer").append(h("p", {}, fresh));
+  if (fresh) $("announcer").append(h("p", { translate: "no" }, fresh));
 }
 function quiet() { spoken = ""; $("announcer").textContent = ""; }
 
 function note(v: AssistantView, reason: FinishReason, msg = "") {
-  const text = reason === FinishReason.CANCELLED ? "Stopped."
-    : reason === FinishReason.LENGTH ? "The answer reached its length limit."
-    : reason === FinishReason.ERROR ? `The answer failed: ${msg || "error"}.` : "";
+  const text = reason === FinishReason.CANCELLED ? t("msg.stopped")
+    : reason === FinishReason.LENGTH ? t("msg.lengthLimit")
+    : reason === FinishReason.ERROR ? t("msg.failed", { error: msg || t("msg.errorWord") }) : "";
   v.el.querySelector(".note")?.remove();
   if (text) {
     v.el.querySelector(".actions")!.before(h("div", { class: `note${reason === FinishReason.ERROR ? " error" : ""}` }, text,
-      reason === FinishReason.LENGTH ? h("button", { type: "button", class: "continue-msg link", "aria-label": "Continue the answer" }, " Continue") : ""));
+      reason === FinishReason.LENGTH ? h("button", { type: "button", class: "continue-msg link", "aria-label": t("msg.continueLabel") }, " ", t("msg.continue")) : ""));
   }
   v.el.classList.remove("streaming");
 }
 
 messagesEl.addEventListener("click", (e) => {
   if (onCitationClick(e)) return;
-  const t = e.target as HTMLElement;
-  const msg = t.closest<HTMLElement>(".msg");
-  if (msg && t.closest(".regen")) return void regenerate(msg);
-  if (msg && t.closest(".continue-msg")) return void continueAnswer(msg);
-  if (msg && t.closest(".edit-msg")) return void edit(msg);
-  if (msg && t.closest(".prev-ver")) return void switchVersion(msg, -1);
-  if (msg && t.closest(".next-ver")) return void switchVersion(msg, 1);
-  const rem = t.closest<HTMLElement>(".remember-msg");
+  const target = e.target as HTMLElement;
+  const msg = target.closest<HTMLElement>(".msg");
+  if (msg && target.closest(".regen")) return void regenerate(msg);
+  if (msg && target.closest(".continue-msg")) return void continueAnswer(msg);
+  if (msg && target.closest(".edit-msg")) return void edit(msg);
+  if (msg && target.closest(".prev-ver")) return void switchVersion(msg, -1);
+  if (msg && target.closest(".next-ver")) return void switchVersion(msg, 1);
+  const rem = target.closest<HTMLElement>(".remember-msg");
   if (msg && rem) return void rememberDialog(sourceOf.get(msg)?.() ?? "", rem);
-  if (msg && t.closest(".rate-good")) return void rate(msg, true);
-  if (msg && t.closest(".rate-bad")) return void rate(msg, false);
-  const b = t.closest(".copy, .copy-msg");
+  if (msg && target.closest(".rate-good")) return void rate(msg, true);
+  if (msg && target.closest(".rate-bad")) return void rate(msg, false);
+  const b = target.closest(".copy, .copy-msg");
   if (!b) return;
   const text = b.classList.contains("copy")
     ? b.closest(".code")!.querySelector("code")!.textContent ?? ""
     : sourceOf.get(b.closest(".msg") as HTMLElement)?.() ?? "";
+  const label = b.textContent; // a code block's Copy is markdown.ts's words, a message's ours
   copyText(text).then(() => {
-    b.textContent = "Copied";
-    setTimeout(() => (b.textContent = "Copy"), 1500);
-  }, () => banner("The browser refused to copy: select the text and copy it by hand."));
+    b.textContent = t("msg.copied");
+    setTimeout(() => (b.textContent = label), 1500);
+  }, () => banner(t("msg.copyRefused")));
 });
 async function copyText(text: string) {
   if (navigator.clipboard?.writeText) return navigator.clipboard.writeText(text);
@@ -819,19 +827,20 @@ async function openProject(id: string) {
   markActive();
   if (!$("banner").classList.contains("offline")) banner("");
   stick = true;
-  document.title = "Project · Parley";
+  document.title = `${t("chat.project")} · Parley`;
   const p = await showProject(id, messagesEl, () => newChatProject === id && !currentId);
   if (newChatProject !== id || currentId) return; // left meanwhile
   if (!p) { newChatProject = ""; $("composer").hidden = true; return; }
   document.title = `${p.name} · Parley`;
-  input.placeholder = `New chat in ${p.name}`;
+  input.placeholder = t("chat.newChatIn", { name: p.name });
   pickModel("");
   input.focus();
 }
 /** The link back to a chat's project, above its messages. */
 function projectCrumb(projectId: string): HTMLElement {
-  return h("nav", { class: "crumb", "aria-label": "Project" },
-    h("a", { href: `#/p/${projectId}`, class: "project-link" }, h("span", { "aria-hidden": "true" }, "▣ "), projectName(projectId) || "Project"));
+  const name = projectName(projectId);
+  return h("nav", { class: "crumb", "aria-label": t("chat.project") },
+    h("a", { href: `#/p/${projectId}`, class: "project-link", translate: name ? "no" : undefined }, h("span", { "aria-hidden": "true" }, "▣ "), name || t("chat.project")));
 }
 
 /** Shows a conversation; refresh redraws the open one in place (another tab changed it). */
@@ -852,8 +861,8 @@ async function openConversation(id: string, refresh = false) {
   }
   if (!id) {
     pickModel("");
-    document.title = "New chat · Parley";
-    messagesEl.append(h("div", { class: "empty" }, h("h2", {}, "What can I help with?"), h("p", { class: "muted" }, "Models marked simulated are Parley's built-in GPU simulation, not real models."),
+    document.title = `${t("conv.newChat")} · Parley`;
+    messagesEl.append(h("div", { class: "empty" }, h("h2", {}, t("chat.emptyTitle")), h("p", { class: "muted" }, t("chat.simulatedNote")),
       newChatPromptButton()));
     input.focus();
     return;
@@ -865,7 +874,7 @@ async function openConversation(id: string, refresh = false) {
     if (refresh) messagesEl.textContent = "";
     if (conv.projectId) messagesEl.append(projectCrumb(conv.projectId));
     pickModel(id, conv.model);
-    document.title = `${conv.title || "New chat"} · Parley`;
+    document.title = `${conv.title || t("conv.newChat")} · Parley`;
     lastSeen = conv.updatedAt ? timestampMs(conv.updatedAt) : 0;
     let list = msgs;
     if (conv.generating && list.length && list[list.length - 1].role === Role.ASSISTANT && list[list.length - 1].finishReason === FinishReason.UNSPECIFIED) {
@@ -875,7 +884,7 @@ async function openConversation(id: string, refresh = false) {
     if (stick) toBottom();
     if (conv.generating) follow(id);
   } catch (err) {
-    if (ConnectError.from(err).code === Code.NotFound) { banner("That conversation does not exist (or was deleted)."); return; }
+    if (ConnectError.from(err).code === Code.NotFound) { banner(t("chat.notFound")); return; }
     fail(err);
   }
   if (!refresh) input.focus();
@@ -939,7 +948,7 @@ function showStored(m: ConversationMessage) {
   sourceOf.set(v.el, () => text);
   note(v, m.finishReason);
   if (m.status === MessageStatus.INTERRUPTED) {
-    v.el.querySelector(".actions")!.before(h("div", { class: "note error interrupted" }, "Interrupted: the server stopped while answering. This is what was saved."));
+    v.el.querySelector(".actions")!.before(h("div", { class: "note error interrupted" }, t("msg.interrupted")));
   }
   branchControls(v.el, m);
 }
@@ -958,19 +967,19 @@ function branchControls(el: HTMLElement, m: ConversationMessage) {
   if (m.siblingCount > 1) {
     const i = m.siblingIndex;
     bar.prepend(h("span", { class: "versions" },
-      h("button", { type: "button", class: "prev-ver", "aria-label": "Previous version", disabled: i === 0 }, "‹"),
-      h("span", { class: "ver" }, `${i + 1}/${m.siblingCount}`),
-      h("button", { type: "button", class: "next-ver", "aria-label": "Next version", disabled: i >= m.siblingCount - 1 }, "›")));
+      h("button", { type: "button", class: "prev-ver", "aria-label": t("msg.prevVersion"), disabled: i === 0 }, "‹"),
+      h("span", { class: "ver" }, `${num(i + 1)}/${num(m.siblingCount)}`),
+      h("button", { type: "button", class: "next-ver", "aria-label": t("msg.nextVersion"), disabled: i >= m.siblingCount - 1 }, "›")));
   }
   bar.append(m.role === Role.USER
-    ? h("button", { type: "button", class: "edit-msg", "aria-label": "Edit message" }, "Edit")
-    : h("button", { type: "button", class: "regen", "aria-label": "Regenerate answer" }, "Regenerate"));
+    ? h("button", { type: "button", class: "edit-msg", "aria-label": t("msg.editLabel") }, t("msg.edit"))
+    : h("button", { type: "button", class: "regen", "aria-label": t("msg.regenerateLabel") }, t("msg.regenerate")));
   if (m.role === Role.ASSISTANT) {
     bar.querySelector(".rate")?.remove();
     const r = m.feedback?.rating ?? Rating.UNSPECIFIED;
     bar.append(h("span", { class: "rate" },
-      h("button", { type: "button", class: "rate-good", "aria-label": "Good answer", title: "Good answer", "aria-pressed": String(r === Rating.GOOD) }, "👍"),
-      h("button", { type: "button", class: "rate-bad", "aria-label": "Bad answer", title: "Bad answer", "aria-pressed": String(r === Rating.BAD) }, "👎")));
+      h("button", { type: "button", class: "rate-good", "aria-label": t("msg.good"), title: t("msg.good"), "aria-pressed": String(r === Rating.GOOD) }, "👍"),
+      h("button", { type: "button", class: "rate-bad", "aria-label": t("msg.bad"), title: t("msg.bad"), "aria-pressed": String(r === Rating.BAD) }, "👎")));
   }
 }
 /** Thumbs up or down (pressed again: taken back), then an optional note. */
@@ -986,15 +995,15 @@ async function rate(el: HTMLElement, good: boolean) {
   branchControls(el, m);
   el.querySelector(".feedback-note")?.remove();
   if (rating === Rating.UNSPECIFIED) return;
-  const note = h("input", { name: "note", maxlength: 2000, placeholder: good ? "What was good about it? (optional)" : "What went wrong? (optional)", "aria-label": "Feedback note" }) as HTMLInputElement;
-  const form = h("form", { class: "feedback-note row" }, note, h("button", { class: "primary" }, "Send"),
-    h("button", { type: "button", onclick: () => form.remove() }, "Skip")) as HTMLFormElement;
+  const note = h("input", { name: "note", maxlength: 2000, placeholder: good ? t("msg.goodPlaceholder") : t("msg.badPlaceholder"), "aria-label": t("msg.feedbackNote") }) as HTMLInputElement;
+  const form = h("form", { class: "feedback-note row" }, note, h("button", { class: "primary" }, t("chat.send")),
+    h("button", { type: "button", onclick: () => form.remove() }, t("msg.skip"))) as HTMLFormElement;
   form.onsubmit = async (e) => {
     e.preventDefault();
     try {
       const r = await convs.rateMessage({ conversationId: currentId, messageId: m.messageId, rating, note: note.value });
       m.feedback = r.feedback;
-      form.replaceWith(h("p", { class: "muted small feedback-thanks", role: "status" }, "Thank you — noted."));
+      form.replaceWith(h("p", { class: "muted small feedback-thanks", role: "status" }, t("msg.thanks")));
     } catch (err) { fail(err); }
   };
   el.querySelector(".actions")!.after(form);
@@ -1069,10 +1078,10 @@ function edit(el: HTMLElement) {
   const m = msgOf.get(el);
   if (!m || gen) return;
   const bubble = el.querySelector<HTMLElement>(".bubble")!;
-  const ta = h("textarea", { class: "edit-input", rows: 3, "aria-label": "Edit message" }, partsText(m.parts)) as HTMLTextAreaElement;
+  const ta = h("textarea", { class: "edit-input", rows: 3, "aria-label": t("msg.editLabel"), translate: "no" }, partsText(m.parts)) as HTMLTextAreaElement;
   const cancel = () => { form.replaceWith(bubble); el.querySelector<HTMLElement>(".actions")!.hidden = false; };
   const form = h("form", { class: "edit-form" }, ta, h("div", { class: "row" },
-    h("button", { class: "primary save-edit" }, "Save and send"), h("button", { type: "button", class: "cancel-edit", onclick: cancel }, "Cancel"))) as HTMLFormElement;
+    h("button", { class: "primary save-edit" }, t("msg.saveAndSend")), h("button", { type: "button", class: "cancel-edit", onclick: cancel }, t("dlg.cancel")))) as HTMLFormElement;
   bubble.replaceWith(form);
   el.querySelector<HTMLElement>(".actions")!.hidden = true;
   ta.focus();
@@ -1187,7 +1196,7 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
       upsertItem(c.conversation!);
       if (c.conversation!.conversationId === currentId && !gen) {
         lastSeen = c.conversation!.updatedAt ? timestampMs(c.conversation!.updatedAt) : 0;
-        document.title = `${c.conversation!.title || "New chat"} · Parley`;
+        document.title = `${c.conversation!.title || t("conv.newChat")} · Parley`;
       }
     }, () => {});
   }
@@ -1231,6 +1240,8 @@ function requestSettings(): { temperature?: number; maxOutputTokens: bigint } {
   const max = cs.maxOutputTokens && (!cap || BigInt(cs.maxOutputTokens) <= cap) ? BigInt(cs.maxOutputTokens) : 0n;
   return { temperature: cs.temperature, maxOutputTokens: max };
 }
+/** A temperature as people read it: 1.0, in German 1,0. */
+function oneDecimal(x: number) { return x.toLocaleString(locale(), { minimumFractionDigits: 1, maximumFractionDigits: 1 }); }
 function adoptNewChatSettings(id: string) {
   const fresh = localStorage.getItem(settingsKey(""));
   if (fresh) { localStorage.setItem(settingsKey(id), fresh); localStorage.removeItem(settingsKey("")); }
@@ -1241,12 +1252,12 @@ $("chat-settings-btn").onclick = () => {
   const el = <T extends Element>(n: string) => f.elements.namedItem(n) as unknown as T;
   el<HTMLInputElement>("temp-on").checked = cs.temperature !== undefined;
   el<HTMLInputElement>("temp").value = String(cs.temperature ?? 1);
-  el<HTMLOutputElement>("temp-out").value = Number(el<HTMLInputElement>("temp").value).toFixed(1);
+  el<HTMLOutputElement>("temp-out").value = oneDecimal(Number(el<HTMLInputElement>("temp").value));
   const cap = modelList.find((m) => m.id === modelSel.value)?.maxOutputTokens ?? 0n;
   el<HTMLInputElement>("max").max = cap ? String(cap) : "";
   el<HTMLInputElement>("max").value = cs.maxOutputTokens ? String(cs.maxOutputTokens) : "";
-  $("chat-settings-max").textContent = cap ? `${modelSel.value} writes at most ${cap.toLocaleString()} tokens.` : "";
-  el<HTMLInputElement>("temp").oninput = () => { el<HTMLInputElement>("temp-on").checked = true; el<HTMLOutputElement>("temp-out").value = Number(el<HTMLInputElement>("temp").value).toFixed(1); };
+  $("chat-settings-max").textContent = cap ? tp("chatSettings.cap", cap, { model: modelSel.value }) : "";
+  el<HTMLInputElement>("temp").oninput = () => { el<HTMLInputElement>("temp-on").checked = true; el<HTMLOutputElement>("temp-out").value = oneDecimal(Number(el<HTMLInputElement>("temp").value)); };
   d.onclose = () => {
     if (d.returnValue !== "save") return;
     const next: ChatSettings = {};
@@ -1281,8 +1292,8 @@ $("unqueue").onclick = () => { unqueue(); input.focus(); };
 async function send() {
   const text = input.value.trim();
   if (!text && !pendingUploads.length) return;
-  if (gen) return queueSend("Sends when the answer above finishes.");
-  if (pendingUploads.some((p) => !p.id)) return queueSend("Sends when the uploads finish.");
+  if (gen) return queueSend(t("chat.waitAnswer"));
+  if (pendingUploads.some((p) => !p.id)) return queueSend(t("chat.waitUploads"));
   unqueue();
   banner("");
   const parts: Part[] = pendingUploads.map((p) => ({ kind: { case: "attachmentId", value: p.id! } }) as Part);
@@ -1340,7 +1351,7 @@ async function sendParts(parts: Part[], parent: string | undefined, refused: () 
     if (g.lastSeq === 0n && c.code === Code.FailedPrecondition && /already running/.test(c.rawMessage) && currentId) {
       // Another tab's (or device's) answer is being written: show it, and
       // send this when it ends.
-      queueSend("Another tab's answer is being written; this sends when it finishes.");
+      queueSend(t("chat.waitOtherTab"));
       follow(currentId);
       return;
     }
@@ -1364,7 +1375,7 @@ function autosize() {
 input.addEventListener("input", autosize);
 // On a touch keyboard Enter inserts a new line; the Send button sends.
 const touch = matchMedia("(pointer: coarse)");
-const placeholder = () => { input.placeholder = touch.matches ? "Message Parley" : "Message Parley — Enter to send, Shift+Enter for a new line"; };
+const placeholder = () => { input.placeholder = touch.matches ? t("chat.placeholderTouch") : t("chat.placeholder"); };
 touch.addEventListener("change", placeholder);
 placeholder();
 input.addEventListener("keydown", (e) => {
@@ -1382,16 +1393,18 @@ const promptMenu = $("prompt-menu");
 input.setAttribute("aria-controls", "prompt-menu");
 input.setAttribute("aria-autocomplete", "list");
 async function offerPrompts() {
-  const m = /^\/([^\s]*)$/.exec(input.value);
-  if (!m) return closePrompts();
+  if (!/^\/[^\s]*$/.test(input.value)) return closePrompts();
   if (!savedPrompts) {
     try { savedPrompts = (await convs.listSavedPrompts({})).prompts.map((p) => ({ name: p.name, text: p.text })); } catch { savedPrompts = []; }
   }
+  // What is typed now: more may have been typed while the list loaded.
+  const m = /^\/([^\s]*)$/.exec(input.value);
+  if (!m) return closePrompts();
   const q = m[1].toLowerCase();
   const found = savedPrompts.filter((p) => p.name.toLowerCase().startsWith(q)).concat(savedPrompts.filter((p) => !p.name.toLowerCase().startsWith(q) && p.name.toLowerCase().includes(q)));
   if (!found.length) return closePrompts();
   promptPick = Math.min(promptPick, found.length - 1);
-  promptMenu.replaceChildren(...found.slice(0, 8).map((p, i) => h("li", { role: "option", id: `prompt-opt-${i}`, "aria-selected": String(i === promptPick), "data-text": p.text,
+  promptMenu.replaceChildren(...found.slice(0, 8).map((p, i) => h("li", { role: "option", id: `prompt-opt-${i}`, translate: "no", "aria-selected": String(i === promptPick), "data-text": p.text,
     onmousedown: (ev: Event) => { ev.preventDefault(); usePrompt(p.text); } }, h("code", {}, `/${p.name}`), " ", h("span", { class: "muted" }, p.text.slice(0, 60)))));
   promptMenu.hidden = false;
   input.setAttribute("aria-activedescendant", `prompt-opt-${promptPick}`);
@@ -1441,7 +1454,7 @@ document.addEventListener("keydown", (e) => {
   if (mod && !e.shiftKey && key === "k") { e.preventDefault(); $("sidebar").classList.add("open"); $("search").focus(); return; }
   if (mod && e.shiftKey && key === "c") {
     const last = [...messagesEl.querySelectorAll<HTMLElement>(".msg.assistant")].pop();
-    if (last) { e.preventDefault(); navigator.clipboard?.writeText(sourceOf.get(last)?.() ?? ""); banner("Copied the last answer."); }
+    if (last) { e.preventDefault(); navigator.clipboard?.writeText(sourceOf.get(last)?.() ?? ""); banner(t("banner.copiedLast")); }
     return;
   }
   if ((mod && e.key === "/") || (e.key === "?" && !typing && !open)) { e.preventDefault(); $<HTMLDialogElement>("shortcuts").showModal(); }
@@ -1458,8 +1471,8 @@ async function addFiles(files: FileList | File[]) {
     const why = refusedFile(file);
     if (why) { banner(why); continue; }
     const bar = h("progress", { max: 1, value: 0 }) as HTMLProgressElement;
-    const p: Pending = { name: file.name, bar, el: h("span", { class: "chip upload" }) };
-    p.el.append(file.name, bar, h("button", { type: "button", class: "link", "aria-label": "Remove", onclick: () => { pendingUploads = pendingUploads.filter((x) => x !== p); renderPending(); } }, "×"));
+    const p: Pending = { name: file.name, bar, el: h("span", { class: "chip upload", translate: "no" }) };
+    p.el.append(file.name, bar, h("button", { type: "button", class: "link", "aria-label": t("chat.removeFile"), onclick: () => { pendingUploads = pendingUploads.filter((x) => x !== p); renderPending(); } }, "×"));
     pendingUploads.push(p);
     renderPending();
     try {
@@ -1491,11 +1504,11 @@ input.addEventListener("paste", (e) => {
 // ---------- limits ----------
 $("limits-btn").onclick = async () => {
   const body = $("limits-body");
-  body.textContent = "Loading…";
+  body.textContent = t("main.loading");
   ($("limits") as HTMLDialogElement).showModal();
   try {
     const r = await billing.getLimits({ model: modelSel.value });
-    body.replaceChildren(h("p", { class: "muted" }, `${tierName(r.tier)} tier · ${modelSel.value}`), limitRows(r.limits));
+    body.replaceChildren(h("p", { class: "muted" }, t("limitsDialog.tier", { tier: tierName(r.tier), model: modelSel.value })), limitRows(r.limits));
   } catch (err) { body.textContent = describe(err); }
 };
 
@@ -1508,20 +1521,20 @@ async function showKeys() {
     $("key-rows").replaceChildren(...r.apiKeys.map((k) => {
       const revoked = !!k.revokedAt;
       const expired = k.expiresAt && timestampMs(k.expiresAt) < now;
-      const status = revoked ? "revoked" : expired ? "expired" : "";
+      const status = revoked ? "revoked" : expired ? "expired" : ""; // a class, and shown in words
       return h("tr", { "data-id": k.keyId, class: status },
-        h("td", {}, k.name), h("td", {}, h("code", {}, `${k.prefix}…`)),
-        h("td", {}, k.createdAt ? when(timestampMs(k.createdAt)) : ""),
-        h("td", {}, k.expiresAt ? when(timestampMs(k.expiresAt)) : ""),
-        h("td", {}, k.lastUsedAt ? when(timestampMs(k.lastUsedAt)) : "never"),
-        h("td", {}, cacheModeName[k.responseCache] ?? "default"),
-        h("td", {}, status ? h("span", { class: "muted status" }, status) : h("button", { type: "button", class: "revoke danger", onclick: () => revoke(k.keyId, k.name) }, "Revoke")));
+        h("td", { translate: "no" }, k.name), h("td", { translate: "no" }, h("code", {}, `${k.prefix}…`)),
+        h("td", {}, k.createdAt ? timeEl(timestampMs(k.createdAt)) : ""),
+        h("td", {}, k.expiresAt ? timeEl(timestampMs(k.expiresAt)) : ""),
+        k.lastUsedAt ? h("td", {}, timeEl(timestampMs(k.lastUsedAt))) : h("td", {}, t("keys.never")),
+        h("td", {}, cacheModeName()[k.responseCache] ?? t("keys.cacheDefault")),
+        h("td", {}, status ? h("span", { class: "muted status" }, revoked ? t("keys.revoked") : t("keys.expired")) : h("button", { type: "button", class: "revoke danger", onclick: () => revoke(k.keyId, k.name) }, t("keys.revoke"))));
     }));
   } catch (err) { $("keys-error").textContent = describe(err); }
 }
-const cacheModeName: Record<number, string> = { [ResponseCacheMode.ON]: "on", [ResponseCacheMode.OFF]: "off" };
+const cacheModeName = (): Record<number, string> => ({ [ResponseCacheMode.ON]: t("keys.cacheOn"), [ResponseCacheMode.OFF]: t("keys.cacheOff") });
 async function revoke(id: string, name: string) {
-  if (!confirm(`Revoke the key “${name}”? Programs using it stop working within seconds.`)) return;
+  if (!confirm(t("keys.revokeConfirm", { name }))) return;
   try { await keys.revokeApiKey({ keyId: id }); } catch (err) { $("keys-error").textContent = describe(err); }
   showKeys();
 }
@@ -1542,7 +1555,7 @@ $<HTMLFormElement>("key-form").onsubmit = async (e) => {
 $("copy-secret").onclick = async () => {
   try {
     await navigator.clipboard.writeText($("secret-value").textContent ?? "");
-    $("copy-secret").textContent = "Copied";
+    $("copy-secret").textContent = t("msg.copied");
   } catch {
     getSelection()?.selectAllChildren($("secret-value")); // select it for a manual copy
   }

@@ -13,11 +13,20 @@
 // only the open block at the end is, and an open code block is appended to
 // as text. Tokens are batched per animation frame.
 import { Marked, type Tokens, type TokenizerExtension, type RendererExtension } from "marked";
+import { t } from "./i18n";
 export const esc = (s: string) =>
   s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
 
+/**
+ * A code block's bar: its language (content, not translated) or the word
+ * "code", and the Copy button, the app's words inside an answer that is not
+ * to be translated (translate="yes" marks them so).
+ */
+const codeBar = (lang: string) =>
+  `<div class="code-bar"><span translate="${lang ? "no" : "yes"}">${esc(lang || t("code.label"))}</span><button class="copy" type="button" translate="yes">${esc(t("code.copy"))}</button></div>`;
+
 function codeBlock(lang: string, code: string): string {
-  return `<div class="code"><div class="code-bar"><span>${esc(lang || "code")}</span><button class="copy" type="button">Copy</button></div><pre><code class="hljs" data-lang="${esc(lang.toLowerCase())}">${esc(code)}</code></pre></div>`;
+  return `<div class="code">${codeBar(lang)}<pre><code class="hljs" data-lang="${esc(lang.toLowerCase())}">${esc(code)}</code></pre></div>`;
 }
 
 const mathSpan = (tex: string, display: boolean) =>
@@ -130,6 +139,7 @@ export class StreamingMarkdown {
   onFlush?: () => void;
 
   constructor(private root: HTMLElement) {
+    root.setAttribute("translate", "no"); // an answer is content, not the app's words
     this.live = document.createElement("div");
     this.live.className = "live";
     root.append(this.live);
@@ -192,7 +202,7 @@ export class StreamingMarkdown {
       if (!this.liveCode) {
         const lang = fenceRE.exec(tail)![2];
         if (lang) preloadHighlight();
-        this.live.innerHTML = `<div class="code"><div class="code-bar"><span>${esc(lang || "code")}</span><button class="copy" type="button">Copy</button></div><pre><code class="hljs"></code></pre></div>`; // coloured once closed
+        this.live.innerHTML = `<div class="code">${codeBar(lang)}<pre><code class="hljs"></code></pre></div>`; // coloured once closed
         const text = document.createTextNode("");
         this.live.querySelector("code")!.append(text);
         this.liveCode = { text, done: 0 };

@@ -8,6 +8,7 @@ import { Code, ConnectError, describe, memories, timestampMs } from "./api";
 import type { Memory } from "../../ts/src/gen/parley/v1/memory_pb";
 import { FieldViolationSchema } from "../../ts/src/gen/parley/v1/errors_pb";
 import { h } from "./dom";
+import { num, t, tp } from "./i18n";
 
 /** The most characters a memory has (the server's limit, in code points after trimming). */
 export const maxMemoryChars = 1000;
@@ -15,10 +16,10 @@ const chars = (t: string) => Array.from(t).length;
 
 /** Why text cannot be a memory, in words for people; "" when it can. */
 export function memoryTextProblem(text: string): string {
-  const t = text.trim();
-  if (!t) return "Write something to remember first.";
-  const n = chars(t);
-  if (n > maxMemoryChars) return `A memory can be at most ${maxMemoryChars.toLocaleString()} characters; this one has ${n.toLocaleString()}. Shorten it by ${(n - maxMemoryChars).toLocaleString()}.`;
+  const trimmed = text.trim();
+  if (!trimmed) return t("memory.empty");
+  const n = chars(trimmed);
+  if (n > maxMemoryChars) return t("memory.tooLong", { max: num(maxMemoryChars), n: num(n), over: num(n - maxMemoryChars) });
   return "";
 }
 
@@ -29,17 +30,17 @@ export function memoryError(err: unknown): string {
     case Code.InvalidArgument: {
       const f = e.findDetails(FieldViolationSchema)[0];
       if (f?.field === "text") {
-        if (/required/.test(f.description)) return "Write something to remember first.";
-        if (/over the limit/.test(f.description)) return `A memory can be at most ${maxMemoryChars.toLocaleString()} characters. Shorten it and try again.`;
-        return "That text cannot be saved as a memory.";
+        if (/required/.test(f.description)) return t("memory.empty");
+        if (/over the limit/.test(f.description)) return t("memory.overLimit", { max: num(maxMemoryChars) });
+        return t("memory.invalid");
       }
       break;
     }
     case Code.FailedPrecondition:
-      return /not available/.test(e.rawMessage) ? "Memory is not available on this server."
-        : "You have saved as many memories as Parley keeps (200). Delete one to add another.";
+      return /not available/.test(e.rawMessage) ? t("memory.unavailable")
+        : t("memory.full", { max: num(200) });
     case Code.NotFound:
-      return "That memory no longer exists (it was deleted, perhaps in another tab).";
+      return t("memory.gone");
   }
   return describe(err);
 }
@@ -76,19 +77,19 @@ async function textsOf(ids: string[]): Promise<(string | undefined)[]> {
 export function showUsedMemories(answer: HTMLElement, ids: string[]) {
   answer.querySelector(":scope > .memories-used")?.remove();
   if (!ids.length) return;
-  const list = h("ul", { class: "memories-used-list" }, h("li", { class: "muted" }, "Loading…"));
+  const list = h("ul", { class: "memories-used-list" }, h("li", { class: "muted" }, t("memory.loading")));
   const box = h("details", { class: "memories-used" },
-    h("summary", {}, h("span", { class: "icon", "aria-hidden": "true" }, "✦ "), `Used ${ids.length} ${ids.length === 1 ? "memory" : "memories"}`),
-    list, h("a", { href: "#/settings", class: "manage" }, "Manage memories")) as HTMLDetailsElement;
+    h("summary", {}, h("span", { class: "icon", "aria-hidden": "true" }, "✦ "), tp("memory.used", ids.length)),
+    list, h("a", { href: "#/settings", class: "manage" }, t("memory.manage"))) as HTMLDetailsElement;
   let filled = false;
   box.addEventListener("toggle", async () => {
     if (!box.open || filled) return;
     filled = true;
     try {
       const texts = await textsOf(ids);
-      list.replaceChildren(...texts.map((t) => t === undefined
-        ? h("li", { class: "muted" }, "(a memory since deleted)")
-        : h("li", {}, t)));
+      list.replaceChildren(...texts.map((text) => text === undefined
+        ? h("li", { class: "muted" }, t("memory.deletedSince"))
+        : h("li", { translate: "no" }, text)));
     } catch (err) {
       filled = false;
       list.replaceChildren(h("li", { class: "error" }, memoryError(err)));
@@ -104,9 +105,9 @@ let toastTimer = 0;
 function toast(...kids: (Node | string)[]) {
   let el = document.getElementById("toast");
   if (!el) {
-    const t = el = h("div", { id: "toast", class: "toast", role: "status", "aria-live": "polite" });
-    document.body.append(t);
-    window.addEventListener("hashchange", () => { t.hidden = true; t.textContent = ""; }); // it belongs to the page that showed it
+    const box = el = h("div", { id: "toast", class: "toast", role: "status", "aria-live": "polite" });
+    document.body.append(box);
+    window.addEventListener("hashchange", () => { box.hidden = true; box.textContent = ""; }); // it belongs to the page that showed it
   }
   el.replaceChildren(...kids);
   el.hidden = false;
@@ -119,7 +120,7 @@ function counter(field: HTMLTextAreaElement, id: string): HTMLElement {
   const c = h("span", { class: "muted counter", id });
   const update = () => {
     const n = chars(field.value.trim());
-    c.textContent = `${n.toLocaleString()} / ${maxMemoryChars.toLocaleString()}`;
+    c.textContent = `${num(n)} / ${num(maxMemoryChars)}`;
     c.classList.toggle("over", n > maxMemoryChars);
   };
   field.addEventListener("input", update);
@@ -144,13 +145,13 @@ export function rememberDialog(text: string, from?: HTMLElement) {
   const ta = h("textarea", { id: "remember-text", rows: 6, "aria-describedby": "remember-hint remember-count" }) as HTMLTextAreaElement;
   ta.value = Array.from(text.trim()).slice(0, maxMemoryChars).join("");
   const err = h("p", { class: "error", id: "remember-error", role: "alert" });
-  const save = h("button", { id: "remember-save", class: "primary" }, "Save to memory") as HTMLButtonElement;
+  const save = h("button", { id: "remember-save", class: "primary" }, t("memory.saveTo")) as HTMLButtonElement;
   const form = h("form", { method: "dialog", class: "project-form memory-form" },
-    h("h2", { id: "remember-title" }, "Remember"),
-    h("p", { class: "muted", id: "remember-hint" }, "Parley will use this in your chats while memory is on. Keep it short: edit it to what is worth remembering."),
-    h("label", { for: "remember-text" }, "Memory"), ta,
+    h("h2", { id: "remember-title" }, t("memory.remember.title")),
+    h("p", { class: "muted", id: "remember-hint" }, t("memory.remember.hint")),
+    h("label", { for: "remember-text" }, t("memory.remember.label")), ta,
     h("div", { class: "row" }, counter(ta, "remember-count")), err,
-    h("div", { class: "row" }, save, h("button", { value: "cancel", formnovalidate: true, id: "remember-cancel" }, "Cancel"))) as HTMLFormElement;
+    h("div", { class: "row" }, save, h("button", { value: "cancel", formnovalidate: true, id: "remember-cancel" }, t("memory.cancel")))) as HTMLFormElement;
   ta.addEventListener("input", () => { if (err.textContent) fieldError(ta, err, ""); });
   form.onsubmit = async (e) => {
     if ((e as SubmitEvent).submitter?.id !== "remember-save") return; // Cancel closes
@@ -163,8 +164,8 @@ export function rememberDialog(text: string, from?: HTMLElement) {
       known.set(m.memoryId, m.text);
       dlg.close();
       const on = await memories.getMemorySettings({}).then((r) => r.settings?.enabled ?? true, () => true);
-      toast(on ? "Saved to memory." : "Saved to memory. Memory is off, so chats do not use it until you turn it on. ",
-        h("a", { href: "#/settings" }, "Manage memories"));
+      toast(on ? t("memory.savedTo") : `${t("memory.savedToOff")} `,
+        h("a", { href: "#/settings" }, t("memory.manage")));
     } catch (e2) { fieldError(ta, err, memoryError(e2)); ta.focus(); } finally { save.disabled = false; }
   };
   dlg.replaceChildren(form);
@@ -182,8 +183,8 @@ export function memorySection(): HTMLElement {
   const sw = h("input", { type: "checkbox", role: "switch", id: "memory-enabled", disabled: true, "aria-describedby": "memory-state" }) as HTMLInputElement;
   const stateText = () => {
     status.textContent = sw.checked
-      ? "On: each chat message is answered with up to 5 of your most relevant memories."
-      : "Off: your memories are kept, but chats do not use them.";
+      ? t("memory.state.on", { n: num(5) })
+      : t("memory.state.off");
   };
   sw.onchange = async () => {
     const want = sw.checked;
@@ -195,11 +196,11 @@ export function memorySection(): HTMLElement {
     } catch (e) { sw.checked = !want; err.textContent = memoryError(e); } finally { sw.disabled = false; stateText(); }
   };
 
-  const add = h("textarea", { id: "memory-new", rows: 2, placeholder: "e.g. I am vegetarian and cook for two.", "aria-describedby": "memory-new-count memory-add-error" }) as HTMLTextAreaElement;
+  const add = h("textarea", { id: "memory-new", rows: 2, placeholder: t("memory.add.placeholder"), "aria-describedby": "memory-new-count memory-add-error" }) as HTMLTextAreaElement;
   const addErr = h("p", { class: "error", id: "memory-add-error", role: "alert" });
-  const addBtn = h("button", { class: "primary", id: "memory-add" }, "Add memory") as HTMLButtonElement;
+  const addBtn = h("button", { class: "primary", id: "memory-add" }, t("memory.add")) as HTMLButtonElement;
   const addForm = h("form", { id: "memory-add-form", class: "project-form memory-form" },
-    h("label", { for: "memory-new" }, "Add memory"), add,
+    h("label", { for: "memory-new" }, t("memory.add")), add,
     h("div", { class: "row" }, addBtn, counter(add, "memory-new-count")), addErr) as HTMLFormElement;
   add.addEventListener("input", () => { if (addErr.textContent) fieldError(add, addErr, ""); });
   add.addEventListener("keydown", (e) => {
@@ -207,24 +208,24 @@ export function memorySection(): HTMLElement {
   });
 
   const count = h("span", { class: "muted", id: "memory-count" });
-  const list = h("ul", { id: "memory-list", class: "memory-list", "aria-labelledby": "memory-list-h" }, h("li", { class: "muted" }, "Loading…"));
+  const list = h("ul", { id: "memory-list", class: "memory-list", "aria-labelledby": "memory-list-h" }, h("li", { class: "muted" }, t("memory.loading")));
   let rows: Memory[] = [];
   const short = (t: string) => (chars(t) > 60 ? Array.from(t).slice(0, 60).join("") + "…" : t);
   const render = (focus?: { id: string; what: "edit" | "delete" }) => {
     rows.sort((a, b) => (b.updatedAt ? timestampMs(b.updatedAt) : 0) - (a.updatedAt ? timestampMs(a.updatedAt) : 0));
-    count.textContent = rows.length ? `(${rows.length})` : "";
+    count.textContent = rows.length ? `(${num(rows.length)})` : "";
     list.replaceChildren(...rows.map(row));
-    if (!rows.length) list.append(h("li", { class: "none muted" }, "No memories yet. Add one above, or use Remember on a message."));
+    if (!rows.length) list.append(h("li", { class: "none muted" }, t("memory.none")));
     if (focus) list.querySelector<HTMLElement>(`li[data-memory-id="${focus.id}"] .${focus.what}-memory`)?.focus();
   };
   const row = (m: Memory): HTMLElement => {
-    const text = h("p", { class: "memory-text" }, m.text);
-    const edit = h("button", { type: "button", class: "link edit-memory", "aria-label": `Edit memory: ${short(m.text)}` }, "Edit") as HTMLButtonElement;
-    const del = h("button", { type: "button", class: "link danger delete-memory", "aria-label": `Delete memory: ${short(m.text)}` }, "Delete") as HTMLButtonElement;
+    const text = h("p", { class: "memory-text", translate: "no" }, m.text);
+    const edit = h("button", { type: "button", class: "link edit-memory", "aria-label": t("memory.editNamed", { text: short(m.text) }) }, t("memory.editButton")) as HTMLButtonElement;
+    const del = h("button", { type: "button", class: "link danger delete-memory", "aria-label": t("memory.deleteNamed", { text: short(m.text) }) }, t("memory.deleteButton")) as HTMLButtonElement;
     const li = h("li", { "data-memory-id": m.memoryId }, text, h("div", { class: "row memory-actions" }, edit, del));
     edit.onclick = () => editRow(li, m);
     del.onclick = async () => {
-      if (!confirm(`Delete the memory “${short(m.text)}”? Parley forgets it.`)) return;
+      if (!confirm(t("memory.deleteConfirm", { text: short(m.text) }))) return;
       err.textContent = "";
       del.disabled = true;
       try {
@@ -245,12 +246,12 @@ export function memorySection(): HTMLElement {
   };
   const editRow = (li: HTMLElement, m: Memory) => {
     const fid = `memory-edit-${m.memoryId}`;
-    const ta = h("textarea", { class: "memory-edit", id: fid, rows: 3, "aria-label": "Edit memory", "aria-describedby": `${fid}-count ${fid}-error` }) as HTMLTextAreaElement;
+    const ta = h("textarea", { class: "memory-edit", id: fid, rows: 3, "aria-label": t("memory.edit"), "aria-describedby": `${fid}-count ${fid}-error` }) as HTMLTextAreaElement;
     ta.value = m.text;
     const e1 = h("p", { class: "error", id: `${fid}-error`, role: "alert" });
-    const saveBtn = h("button", { class: "primary save-memory" }, "Save") as HTMLButtonElement;
+    const saveBtn = h("button", { class: "primary save-memory" }, t("memory.save")) as HTMLButtonElement;
     const form = h("form", { class: "memory-form" }, ta,
-      h("div", { class: "row" }, saveBtn, h("button", { type: "button", class: "cancel-memory", onclick: () => render({ id: m.memoryId, what: "edit" }) }, "Cancel"), counter(ta, `${fid}-count`)), e1) as HTMLFormElement;
+      h("div", { class: "row" }, saveBtn, h("button", { type: "button", class: "cancel-memory", onclick: () => render({ id: m.memoryId, what: "edit" }) }, t("memory.cancel")), counter(ta, `${fid}-count`)), e1) as HTMLFormElement;
     ta.addEventListener("input", () => { if (e1.textContent) fieldError(ta, e1, ""); });
     ta.onkeydown = (e) => {
       if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); render({ id: m.memoryId, what: "edit" }); }
@@ -267,7 +268,7 @@ export function memorySection(): HTMLElement {
         known.set(u.memoryId, u.text);
         rows = rows.map((x) => (x === m ? u : x));
         render({ id: u.memoryId, what: "edit" });
-        status.textContent = "Memory saved.";
+        status.textContent = t("memory.saved");
         setTimeout(stateText, 3000);
       } catch (e2) { saveBtn.disabled = false; fieldError(ta, e1, memoryError(e2)); ta.focus(); }
     };
@@ -293,11 +294,11 @@ export function memorySection(): HTMLElement {
   };
 
   const section = h("section", { id: "memory-section", "aria-labelledby": "memory-h" },
-    h("h3", { id: "memory-h" }, "Memory"),
-    h("p", { class: "muted" }, "Facts you ask Parley to remember, here or with Remember on a message. Parley never saves a memory by itself."),
-    h("label", { class: "switch", for: "memory-enabled" }, sw, h("span", {}, "Use memories in chats")),
+    h("h3", { id: "memory-h" }, t("memory.heading")),
+    h("p", { class: "muted" }, t("memory.intro")),
+    h("label", { class: "switch", for: "memory-enabled" }, sw, h("span", {}, t("memory.enabled"))),
     status, err, addForm,
-    h("h4", { id: "memory-list-h" }, "Saved memories ", count), list);
+    h("h4", { id: "memory-list-h" }, `${t("memory.list")} `, count), list);
 
   memories.getMemorySettings({}).then((r) => { sw.checked = r.settings?.enabled ?? true; sw.disabled = false; stateText(); },
     (e) => { err.textContent = memoryError(e); });

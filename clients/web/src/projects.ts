@@ -8,8 +8,9 @@
 import { Code, ConnectError, convs, describe, files, projects, stores, timestampMs } from "./api";
 import type { Project } from "../../ts/src/gen/parley/v1/project_pb";
 import { VectorStoreFileStatus, type VectorStoreFile } from "../../ts/src/gen/parley/v1/vector_store_pb";
-import { $, h, when } from "./dom";
+import { $, h, timeEl, when } from "./dom";
 import { docAccept, docType } from "./upload";
+import { locale, t, tp } from "./i18n";
 
 export interface ProjectHooks {
   /** Shows an error of the app (the banner, or the log-in form). */
@@ -19,7 +20,7 @@ export interface ProjectHooks {
 }
 let hooks: ProjectHooks;
 const names = new Map<string, string>(); // project id → name, for the chats' breadcrumb
-const filenames = new Map<string, string>(); // file id → file name
+const filenames = new Map<string, string>(); // file id → file name ("" once the file is gone)
 
 /** The name of a project the sidebar lists ("" when unknown). */
 export const projectName = (id: string) => names.get(id) ?? "";
@@ -43,7 +44,7 @@ export async function loadProjects() {
     names.clear();
     for (const p of all) names.set(p.projectId, p.name);
     list.replaceChildren(...all.map((p) => h("li", { "data-project-id": p.projectId },
-      h("a", { href: `#/p/${p.projectId}`, class: "title" }, h("span", { class: "icon", "aria-hidden": "true" }, "▣"), p.name))));
+      h("a", { href: `#/p/${p.projectId}`, class: "title", translate: "no" }, h("span", { class: "icon", "aria-hidden": "true" }, "▣"), p.name))));
     markProject();
   } catch (err) { hooks.fail(err); }
 }
@@ -86,23 +87,29 @@ function newProject() {
   };
 }
 
-const statusText: Record<number, string> = {
-  [VectorStoreFileStatus.IN_PROGRESS]: "Indexing…",
-  [VectorStoreFileStatus.COMPLETED]: "Indexed",
-  [VectorStoreFileStatus.FAILED]: "Failed",
-  [VectorStoreFileStatus.CANCELLED]: "Cancelled",
-};
+/** A file's indexing state, in words. */
+function statusText(s: VectorStoreFileStatus): string {
+  switch (s) {
+    case VectorStoreFileStatus.IN_PROGRESS: return t("project.file.indexing");
+    case VectorStoreFileStatus.COMPLETED: return t("project.file.indexed");
+    case VectorStoreFileStatus.FAILED: return t("project.file.failed");
+    case VectorStoreFileStatus.CANCELLED: return t("project.file.cancelled");
+    default: return t("project.file.unknown");
+  }
+}
 const statusName: Record<number, string> = {
   [VectorStoreFileStatus.IN_PROGRESS]: "in-progress",
   [VectorStoreFileStatus.COMPLETED]: "completed",
   [VectorStoreFileStatus.FAILED]: "failed",
   [VectorStoreFileStatus.CANCELLED]: "cancelled",
 };
+/** A decimal in the chosen locale, without grouping ("1.5", "1,5"). */
+const decimal = (n: number) => n.toLocaleString(locale(), { useGrouping: false });
 function size(n: bigint | number): string {
   const b = Number(n);
-  if (b < 1024) return `${b} B`;
-  if (b < 1024 * 1024) return `${Math.round(b / 102.4) / 10} KB`;
-  return `${Math.round(b / 104857.6) / 10} MB`;
+  if (b < 1024) return t("size.bytes", { n: decimal(b) });
+  if (b < 1024 * 1024) return t("size.kb", { n: decimal(Math.round(b / 102.4) / 10) });
+  return t("size.mb", { n: decimal(Math.round(b / 104857.6) / 10) });
 }
 
 /**
@@ -111,7 +118,7 @@ function size(n: bigint | number): string {
  * shown (not found: the page says so).
  */
 export async function showProject(id: string, root: HTMLElement, wanted: () => boolean): Promise<Project | undefined> {
-  root.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  root.replaceChildren(h("p", { class: "muted" }, t("project.loading")));
   let p: Project;
   try {
     p = (await projects.getProject({ projectId: id })).project!;
@@ -119,26 +126,26 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
   } catch (err) {
     if (!wanted()) return undefined;
     if (ConnectError.from(err).code === Code.NotFound || ConnectError.from(err).code === Code.InvalidArgument) {
-      root.replaceChildren(h("div", { class: "project", id: "project-missing" }, h("h2", {}, "Project not found"),
-        h("p", { class: "muted" }, "This project does not exist, or was deleted."), h("a", { href: "#/" }, "Start a new chat")));
+      root.replaceChildren(h("div", { class: "project", id: "project-missing" }, h("h2", {}, t("project.notFound")),
+        h("p", { class: "muted" }, t("project.notFoundHint")), h("a", { href: "#/" }, t("project.startChat"))));
     } else { root.textContent = ""; hooks.fail(err); }
     return undefined;
   }
   names.set(p.projectId, p.name);
   const err = h("p", { class: "error", id: "project-error", role: "alert" });
-  const title = h("h2", { id: "project-title" }, p.name);
+  const title = h("h2", { id: "project-title", translate: "no" }, p.name);
   const meta = h("span", { class: "muted", id: "project-meta" });
 
   // Name and instructions.
   const nameIn = h("input", { id: "project-name-edit", maxlength: 100, required: true, autocomplete: "off", value: p.name }) as HTMLInputElement;
-  const instr = h("textarea", { id: "project-instructions-edit", rows: 4, maxlength: 8000, placeholder: "How should Parley answer in this project? (optional)" }) as HTMLTextAreaElement;
+  const instr = h("textarea", { id: "project-instructions-edit", rows: 4, maxlength: 8000, placeholder: t("project.instructions.placeholder") }) as HTMLTextAreaElement;
   instr.value = p.instructions;
   const saved = h("span", { class: "muted", id: "project-saved", role: "status" });
   const form = h("form", { id: "project-form", class: "project-form" },
-    h("label", { for: "project-name-edit" }, "Name"), nameIn,
-    h("label", { for: "project-instructions-edit" }, "Instructions"),
-    h("p", { class: "muted hint", id: "project-instructions-hint" }, "Given to the model in every chat of this project, after your custom instructions."),
-    instr, h("div", { class: "row" }, h("button", { class: "primary", id: "project-save" }, "Save"), saved)) as HTMLFormElement;
+    h("label", { for: "project-name-edit" }, t("project.name")), nameIn,
+    h("label", { for: "project-instructions-edit" }, t("project.instructions")),
+    h("p", { class: "muted hint", id: "project-instructions-hint" }, t("project.instructions.hint")),
+    instr, h("div", { class: "row" }, h("button", { class: "primary", id: "project-save" }, t("project.save")), saved)) as HTMLFormElement;
   instr.setAttribute("aria-describedby", "project-instructions-hint");
   const dirty = () => { saved.textContent = ""; };
   nameIn.oninput = dirty; instr.oninput = dirty;
@@ -149,20 +156,20 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
     const changes: { name?: string; instructions?: string } = {};
     if (name !== p.name) changes.name = name;
     if (instr.value !== p.instructions) changes.instructions = instr.value;
-    if (!Object.keys(changes).length) { saved.textContent = "Nothing to save."; return; }
+    if (!Object.keys(changes).length) { saved.textContent = t("project.nothingToSave"); return; }
     try {
       p = (await projects.updateProject({ projectId: p.projectId, ...changes })).project!;
       nameIn.value = p.name; instr.value = p.instructions;
       title.textContent = p.name;
       document.title = `${p.name} · Parley`;
-      saved.textContent = "Saved.";
+      saved.textContent = t("project.saved");
       if (changes.name !== undefined) loadProjects();
     } catch (e2) { err.textContent = describe(e2); }
   };
 
   // Files.
   const fileInput = h("input", { type: "file", id: "project-file", multiple: true, hidden: true, tabindex: -1, accept: docAccept }) as HTMLInputElement;
-  const addBtn = h("button", { type: "button", id: "project-add-files" }, "Add files") as HTMLButtonElement;
+  const addBtn = h("button", { type: "button", id: "project-add-files" }, t("project.addFiles")) as HTMLButtonElement;
   const fileList = h("ul", { id: "project-files", class: "project-files", "aria-live": "polite" });
   const uploading = new Set<HTMLElement>();
   let rows: VectorStoreFile[] = [];
@@ -171,19 +178,20 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
   const render = () => {
     const done = rows.filter((f) => f.status === VectorStoreFileStatus.COMPLETED).length;
     const busy = rows.filter((f) => f.status === VectorStoreFileStatus.IN_PROGRESS).length;
-    meta.textContent = rows.length ? `${rows.length} file${rows.length > 1 ? "s" : ""}${busy ? ` · ${busy} indexing` : done === rows.length ? " · all indexed" : ""}` : "No files yet";
+    meta.textContent = rows.length ? `${tp("project.files", rows.length)}${busy ? ` · ${tp("project.indexing", busy)}` : done === rows.length ? ` · ${t("project.allIndexed")}` : ""}` : t("project.noFiles");
     const items = rows.map((f) => {
-      const name = filenames.get(f.fileId) ?? "file";
-      const st = h("span", { class: `status ${statusName[f.status] ?? ""}` }, statusText[f.status] ?? "Unknown");
+      const known = filenames.get(f.fileId);
+      const name = known === undefined ? t("project.file") : known || t("project.deletedFile");
+      const st = h("span", { class: `status ${statusName[f.status] ?? ""}` }, statusText(f.status));
       return h("li", { "data-file-id": f.fileId, "data-status": statusName[f.status] ?? "unknown" },
-        h("span", { class: "filename" }, name),
+        h("span", { class: "filename", translate: known ? "no" : undefined }, name),
         h("span", { class: "file-state" }, st,
-          f.status === VectorStoreFileStatus.COMPLETED && f.usageBytes ? h("span", { class: "muted" }, ` · ${size(f.usageBytes)} of text`) : "",
+          f.status === VectorStoreFileStatus.COMPLETED && f.usageBytes ? h("span", { class: "muted" }, ` · ${t("project.textSize", { size: size(f.usageBytes) })}`) : "",
           f.status === VectorStoreFileStatus.FAILED && f.lastError ? h("span", { class: "last-error" }, `: ${f.lastError}`) : ""),
-        h("button", { type: "button", class: "link danger remove-file", "aria-label": `Remove ${name}`, onclick: () => removeFile(f.fileId, name) }, "Remove"));
+        h("button", { type: "button", class: "link danger remove-file", "aria-label": t("project.removeNamed", { name }), onclick: () => removeFile(f.fileId, name) }, t("project.remove")));
     });
     fileList.replaceChildren(...items, ...uploading);
-    if (!items.length && !uploading.size) fileList.append(h("li", { class: "none muted" }, "Add PDFs, Word or PowerPoint files, text, Markdown or CSV: every chat of this project searches them and cites what it uses."));
+    if (!items.length && !uploading.size) fileList.append(h("li", { class: "none muted" }, t("project.filesHint")));
   };
   const refreshFiles = async () => {
     clearTimeout(pollTimer);
@@ -196,7 +204,7 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
         pageToken = r.nextPageToken;
       } while (pageToken);
       await Promise.all(all.filter((f) => !filenames.has(f.fileId)).map((f) =>
-        files.getFile({ fileId: f.fileId }).then((r) => { filenames.set(f.fileId, r.file!.filename); }, () => { filenames.set(f.fileId, "(deleted file)"); })));
+        files.getFile({ fileId: f.fileId }).then((r) => { filenames.set(f.fileId, r.file!.filename); }, () => { filenames.set(f.fileId, ""); })));
       if (!alive()) return;
       rows = all.sort((a, b) => (a.createdAt ? timestampMs(a.createdAt) : 0) - (b.createdAt ? timestampMs(b.createdAt) : 0));
       render();
@@ -209,8 +217,8 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
   const addFiles = async (list: File[]) => {
     err.textContent = "";
     await Promise.all(list.map(async (file) => {
-      const row = h("li", { class: "uploading", "data-status": "uploading" }, h("span", { class: "filename" }, file.name),
-        h("span", { class: "file-state" }, h("span", { class: "status in-progress" }, "Uploading…")));
+      const row = h("li", { class: "uploading", "data-status": "uploading" }, h("span", { class: "filename", translate: "no" }, file.name),
+        h("span", { class: "file-state" }, h("span", { class: "status in-progress" }, t("project.uploading"))));
       uploading.add(row);
       render();
       try {
@@ -239,17 +247,17 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
   fileInput.onchange = () => { if (fileInput.files?.length) addFiles(Array.from(fileInput.files)); fileInput.value = ""; };
 
   // Chats.
-  const chats = h("ul", { id: "project-chats", class: "project-chats" }, h("li", { class: "muted" }, "Loading…"));
+  const chats = h("ul", { id: "project-chats", class: "project-chats" }, h("li", { class: "muted" }, t("project.loading")));
   convs.listConversations({ projectId: p.projectId, pageSize: 50 }).then((r) => {
     chats.replaceChildren(...r.conversations.map((c) => h("li", { "data-id": c.conversationId },
-      h("a", { href: `#/c/${c.conversationId}` }, c.title || "New chat"),
-      h("span", { class: "muted" }, c.updatedAt ? when(timestampMs(c.updatedAt)) : ""))));
-    if (!r.conversations.length) chats.append(h("li", { class: "none muted" }, "No chats yet: ask something below to start one."));
+      h("a", { href: `#/c/${c.conversationId}`, translate: c.title ? "no" : undefined }, c.title || t("project.newChat")),
+      h("span", { class: "muted" }, c.updatedAt ? timeEl(timestampMs(c.updatedAt)) : ""))));
+    if (!r.conversations.length) chats.append(h("li", { class: "none muted" }, t("project.noChats")));
   }, (e) => { chats.textContent = ""; err.textContent = describe(e); });
 
-  const del = h("button", { type: "button", class: "danger", id: "delete-project" }, "Delete project") as HTMLButtonElement;
+  const del = h("button", { type: "button", class: "danger", id: "delete-project" }, t("project.delete")) as HTMLButtonElement;
   del.onclick = async () => {
-    if (!confirm(`Delete the project “${p.name}” and all its chats? Its files leave the project's index.`)) return;
+    if (!confirm(t("project.deleteConfirm", { name: p.name }))) return;
     try {
       await projects.deleteProject({ projectId: p.projectId });
       names.delete(p.projectId);
@@ -262,11 +270,11 @@ export async function showProject(id: string, root: HTMLElement, wanted: () => b
   root.replaceChildren(h("div", { class: "project", "data-project-id": p.projectId },
     h("div", { class: "project-head" }, h("div", {}, title, meta), del),
     err,
-    h("section", { "aria-labelledby": "project-settings-h" }, h("h3", { id: "project-settings-h", class: "visually-hidden" }, "Name and instructions"), form),
+    h("section", { "aria-labelledby": "project-settings-h" }, h("h3", { id: "project-settings-h", class: "visually-hidden" }, t("project.settings")), form),
     h("section", { "aria-labelledby": "project-files-h" },
-      h("div", { class: "row section-head" }, h("h3", { id: "project-files-h" }, "Files"), addBtn, fileInput), fileList),
-    h("section", { "aria-labelledby": "project-chats-h" }, h("h3", { id: "project-chats-h" }, "Chats"), chats)));
-  fileList.replaceChildren(h("li", { class: "muted" }, "Loading…"));
+      h("div", { class: "row section-head" }, h("h3", { id: "project-files-h" }, t("project.filesHeading")), addBtn, fileInput), fileList),
+    h("section", { "aria-labelledby": "project-chats-h" }, h("h3", { id: "project-chats-h" }, t("project.chats")), chats)));
+  fileList.replaceChildren(h("li", { class: "muted" }, t("project.loading")));
   refreshFiles();
   return p;
 }
