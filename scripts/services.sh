@@ -10,6 +10,10 @@
 #                               PARLEY_SERVICES_PGHA=1 adds a second PostgreSQL
 #                               primary with a streaming replica and PgBouncer
 #                               (transaction mode) in front of it;
+#                               PARLEY_SERVICES_PGBACKUP=1 adds a PostgreSQL
+#                               backed up with pgBackRest (deploy/backup/pg.sh)
+#                               to versitygw over TLS, with a synchronous WAL
+#                               stream, for the restore drill;
 #                               PARLEY_SERVICES_REDIS_CLUSTER=1 adds a
 #                               three-master Redis Cluster (both stay on once
 #                               made: `up` restarts them while their state dir
@@ -25,6 +29,11 @@
 #                               (its own database "parley", Redis db 1, apart
 #                               from the tests')
 #   scripts/services.sh status  say which ones answer
+#   scripts/services.sh pgbackup-crash
+#                               the restore drill's disaster: stop the backed-up
+#                               PostgreSQL at once and delete its data directory
+#                               (deploy/backup/pg.sh restore, then `up`, bring
+#                               it back)
 #
 # State lives in $PARLEY_SERVICES_DIR (default /tmp/parley-services). Ports
 # are fixed so `env` needs no running server to answer.
@@ -41,6 +50,8 @@ CQL_STORAGE_PORT="${PARLEY_CQL_STORAGE_PORT:-57100}"
 PGHA_PRIMARY_PORT="${PARLEY_PGHA_PRIMARY_PORT:-55442}"
 PGHA_REPLICA_PORT="${PARLEY_PGHA_REPLICA_PORT:-55443}"
 PGBOUNCER_PORT="${PARLEY_PGBOUNCER_PORT:-56432}"
+PGBR_PORT="${PARLEY_PGBACKUP_PORT:-55452}"
+S3_TLS_PORT="${PARLEY_S3_TLS_PORT:-57443}"
 # Cluster bus ports are these plus 10000, so they stay below 55536.
 REDIS_CLUSTER_PORTS="${PARLEY_REDIS_CLUSTER_PORTS:-46391 46392 46393}"
 CASSANDRA_VERSION=5.0.2
@@ -377,6 +388,107 @@ pgha_down() {
   done
 }
 
+# ---- PostgreSQL with backups: pgBackRest to S3, a synchronous WAL stream ------
+
+# A primary of its own whose WAL is archived with pgBackRest into the bucket
+# "parley-backups" of versitygw (the same data as the S3 server above, served
+# over TLS with a certificate of its own: pgBackRest speaks S3 only over
+# HTTPS), and streamed by pg_receivewal as a synchronous standby: a commit
+# returns once its WAL is in the stream directory. Made when
+# PARLEY_SERVICES_PGBACKUP=1, restarted by `up` once made. The tests' restore
+# drill destroys it (pgbackup-crash) and restores it (deploy/backup/pg.sh).
+pgbr_env() {
+  local d=$DIR/pgbr
+  export PGBACKREST_CONFIG=$d/pgbackrest.conf PGBACKREST_STANZA=parley PARLEY_WAL_STREAM_DIR=$d/stream
+  export PGHOST=$d/run PGPORT=$PGBR_PORT PGUSER=postgres
+}
+
+pgbr_stream_running() { [ -f "$DIR/pgbr/stream.pid" ] && kill -0 "$(cat "$DIR/pgbr/stream.pid")" 2>/dev/null; }
+
+pgbr_ready() {
+  "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$PGBR_PORT" &&
+    [ "$(psql -qtAX "postgres://postgres@127.0.0.1:$PGBR_PORT/postgres?sslmode=disable" -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'pg_receivewal'" 2>/dev/null)" = sync ]
+}
+
+s3tls_ready() { curl -s -o /dev/null --cacert "$DIR/pgbr/s3.crt" "https://localhost:$S3_TLS_PORT/"; }
+
+pgbr_up() {
+  local d=$DIR/pgbr bin
+  [ "${PARLEY_SERVICES_PGBACKUP:-0}" = 1 ] || [ -d "$d" ] || return 0
+  command -v pgbackrest >/dev/null || apt_install pgbackrest
+  command -v openssl >/dev/null || apt_install openssl
+  bin=$(pg_bin)
+  mkdir -p "$d/run" "$d/log" "$d/lock" "$d/spool" "$d/stream" "$DIR/s3/data/parley-backups"
+  if [ ! -f "$d/s3.crt" ]; then
+    # pgBackRest matches the certificate against a host name (not an IP).
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -subj /CN=localhost \
+      -addext subjectAltName=DNS:localhost -keyout "$d/s3.key" -out "$d/s3.crt" 2>/dev/null
+  fi
+  if ! s3tls_ready; then
+    local vgw
+    vgw=$(s3_bin) || { log "pgbackup needs versitygw (PARLEY_SERVICES_S3=1)"; return 1; }
+    "$vgw" --access "$S3_ACCESS" --secret "$S3_SECRET" --port "127.0.0.1:$S3_TLS_PORT" --cert "$d/s3.crt" --key "$d/s3.key" \
+      posix "$DIR/s3/data" </dev/null >"$d/versitygw-tls.log" 2>&1 &
+    echo $! >"$d/versitygw-tls.pid"
+    wait_for "versitygw (TLS)" 30 s3tls_ready
+  fi
+  printf '%s\n' '[global]' 'repo1-type=s3' 'repo1-s3-endpoint=localhost' "repo1-storage-port=$S3_TLS_PORT" \
+    'repo1-s3-bucket=parley-backups' 'repo1-s3-region=us-east-1' 'repo1-s3-uri-style=path' \
+    "repo1-s3-key=$S3_ACCESS" "repo1-s3-key-secret=$S3_SECRET" "repo1-storage-ca-file=$d/s3.crt" \
+    "repo1-path=/pgbackrest-$(basename "$DIR")" 'repo1-retention-full=2' 'start-fast=y' 'compress-type=lz4' \
+    "log-path=$d/log" "lock-path=$d/lock" "spool-path=$d/spool" 'log-level-console=warn' '' \
+    '[parley]' "pg1-path=$d/data" "pg1-port=$PGBR_PORT" "pg1-socket-path=$d/run" 'pg1-user=postgres' >"$d/pgbackrest.conf"
+  [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$d"
+  chmod 700 "$d"
+  if [ ! -f "$d/data/PG_VERSION" ] && [ -f "$d/stanza-made" ]; then
+    # A drill stopped between its disaster and its restore: restore, or
+    # (no backup yet) start over with an empty repository.
+    log "pgbackup: the data directory is gone; restoring it (deploy/backup/pg.sh restore)"
+    if ! (pgbr_env && "$(cd "$(dirname "$0")/.." && pwd)/deploy/backup/pg.sh" restore >"$d/restore.log" 2>&1); then
+      log "pgbackup: no backup to restore; starting over"
+      rm -rf "$d/data" "$d/stanza-made" "$d/stream" "$DIR/s3/data/parley-backups/pgbackrest-$(basename "$DIR")"
+      mkdir -p "$d/stream"
+      [ "$(id -u)" = 0 ] && chown postgres:postgres "$d/stream"
+    fi
+  fi
+  if [ ! -f "$d/data/PG_VERSION" ]; then
+    pg_run "$bin/initdb" -D "$d/data" -U postgres -A trust -E UTF8 --no-locale >"$d/init.log" 2>&1 ||
+      { cat "$d/init.log" >&2; return 1; }
+  fi
+  if ! "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGBR_PORT"; then
+    pg_run "$bin/pg_ctl" -D "$d/data" -l "$d/postgres.log" -w -t 120 start \
+      -o "-p $PGBR_PORT -c listen_addresses=127.0.0.1 -k $d/run -c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c archive_mode=on -c archive_timeout=30 -c synchronous_standby_names=pg_receivewal" \
+      -o "-c archive_command='pgbackrest --config=$d/pgbackrest.conf --stanza=parley archive-push %p'" \
+      >/dev/null || { tail -20 "$d/postgres.log" >&2; return 1; }
+  fi
+  pgbr_env
+  if [ ! -f "$d/stanza-made" ]; then
+    pg_run pgbackrest stanza-create >"$d/stanza.log" 2>&1 || { cat "$d/stanza.log" >&2; return 1; }
+    touch "$d/stanza-made"
+  fi
+  if ! pgbr_stream_running; then
+    setsid "$(cd "$(dirname "$0")/.." && pwd)/deploy/backup/pg.sh" stream </dev/null >>"$d/stream.log" 2>&1 &
+    echo $! >"$d/stream.pid"
+  fi
+  wait_for "postgresql (backed up, with its WAL stream)" 60 pgbr_ready || { tail -20 "$d/stream.log" >&2; return 1; }
+}
+
+pgbr_down() {
+  local d=$DIR/pgbr bin
+  bin=$(pg_bin) || return 0
+  if pgbr_stream_running; then kill -- "-$(cat "$d/stream.pid")" 2>/dev/null || kill "$(cat "$d/stream.pid")" 2>/dev/null || true; fi
+  rm -f "$d/stream.pid"
+  if [ -f "$d/data/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$d/data" -m fast -w stop >/dev/null 2>&1 || true; fi
+  if [ -f "$d/versitygw-tls.pid" ]; then kill "$(cat "$d/versitygw-tls.pid")" 2>/dev/null || true; rm -f "$d/versitygw-tls.pid"; fi
+}
+
+pgbr_crash() {
+  local d=$DIR/pgbr
+  [ -d "$d/data" ] || { log "pgbackup: no data directory"; return 1; }
+  if [ -f "$d/data/postmaster.pid" ]; then pg_run "$(pg_bin)/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1 || true; fi
+  rm -rf "$d/data"
+}
+
 # ---- Redis Cluster: three masters ------------------------------------------------
 
 # Three cluster-enabled redis-servers joined with redis-cli --cluster create
@@ -419,6 +531,7 @@ cmd_env() {
   echo "export PARLEY_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable'"
   echo "export PARLEY_TEST_REDIS_URL='redis://127.0.0.1:$REDIS_PORT/0'"
   echo "export PARLEY_TEST_CLICKHOUSE_URL='clickhouse://127.0.0.1:$CH_PORT/default'"
+  echo "export PARLEY_TEST_CLICKHOUSE_HTTP='http://127.0.0.1:$CH_HTTP_PORT' PARLEY_TEST_CLICKHOUSE_DATA='$DIR/clickhouse/data'"
   if s3_ready 2>/dev/null; then
     echo "export PARLEY_TEST_S3_ENDPOINT='http://127.0.0.1:$S3_PORT'"
     echo "export PARLEY_TEST_S3_ACCESS_KEY='$S3_ACCESS' PARLEY_TEST_S3_SECRET_KEY='$S3_SECRET'"
@@ -430,6 +543,9 @@ cmd_env() {
     echo "export PARLEY_TEST_PGHA_PRIMARY_URL='postgres://postgres@127.0.0.1:$PGHA_PRIMARY_PORT/postgres?sslmode=disable'"
     echo "export PARLEY_TEST_POSTGRES_REPLICA_URL='postgres://postgres@127.0.0.1:$PGHA_REPLICA_PORT/postgres?sslmode=disable'"
     echo "export PARLEY_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/postgres?sslmode=disable'"
+  fi
+  if [ -d "$DIR/pgbr" ] && pgbr_ready 2>/dev/null; then
+    echo "export PARLEY_TEST_PGBACKUP_URL='postgres://postgres@127.0.0.1:$PGBR_PORT/postgres?sslmode=disable'"
   fi
   if [ -d "$DIR/redis-cluster" ] && redis_cluster_ready; then
     local p hosts=""
@@ -488,6 +604,9 @@ cmd_status() {
   if [ -d "$DIR/pgha" ]; then
     pgha_ready && echo "pgha: primary 127.0.0.1:$PGHA_PRIMARY_PORT, replica :$PGHA_REPLICA_PORT, pgbouncer :$PGBOUNCER_PORT" || echo "pgha: down"
   fi
+  if [ -d "$DIR/pgbr" ]; then
+    pgbr_ready && echo "pgbackup: 127.0.0.1:$PGBR_PORT, WAL streamed, archived to https://localhost:$S3_TLS_PORT" || echo "pgbackup: down"
+  fi
   if [ -d "$DIR/redis-cluster" ]; then
     redis_cluster_ready && echo "redis cluster: up on 127.0.0.1 ports $REDIS_CLUSTER_PORTS" || echo "redis cluster: down"
   fi
@@ -504,12 +623,15 @@ case "${1:-}" in
     s3_up
     cql_up
     pgha_up
+    pgbr_up
     redis_cluster_up
     cmd_status >&2
     ;;
-  down) redis_cluster_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
+  down) redis_cluster_down; pgbr_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
   env) cmd_env ;;
   serve-env) cmd_serve_env ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|env|serve-env|status" >&2; exit 2 ;;
+  pgbackup-env) pgbr_env; export -p | grep -E ' (PGBACKREST_CONFIG|PGBACKREST_STANZA|PARLEY_WAL_STREAM_DIR|PGHOST|PGPORT|PGUSER)=' ;;
+  pgbackup-crash) pgbr_crash ;;
+  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash" >&2; exit 2 ;;
 esac
