@@ -51,9 +51,27 @@ stream)
   # its WAL is on the stream's disk. The slot keeps the primary's WAL until
   # the stream has it; a restored primary has no slot (a base backup leaves
   # slots out), so each reconnection makes it again when missing.
+  # After a restore to an earlier point (a time, or the archive alone), the
+  # newest WAL here belongs to a history the server abandoned, and the
+  # server refuses to stream from it: that WAL is moved into abandoned-TIME/
+  # (kept for a restore along the old history; restores read only the top
+  # level) and streaming starts afresh.
+  errf=$(mktemp)
+  trap 'rm -f "$errf"' EXIT
+  refused=0
   while :; do
-    as_pg "$bin/pg_receivewal" --slot="$slot" --create-slot --if-not-exists --no-password 2>/dev/null &&
-      as_pg "$bin/pg_receivewal" -D "$stream_dir" --slot="$slot" --synchronous --no-loop --no-password || true
+    if as_pg "$bin/pg_receivewal" --slot="$slot" --create-slot --if-not-exists --no-password 2>/dev/null; then
+      as_pg "$bin/pg_receivewal" -D "$stream_dir" --slot="$slot" --synchronous --no-loop --no-password 2> >(tee "$errf" >&2) || true
+      if grep -Eq 'START_REPLICATION": *($|.*history)' "$errf"; then refused=$((refused + 1)); else refused=0; fi
+      if [ "$refused" -ge 3 ]; then
+        aside="$stream_dir/abandoned-$(date -u +%Y%m%dT%H%M%SZ)"
+        echo "pg.sh stream: the server refuses to stream from this directory's newest WAL (another history); moving it to $aside" >&2
+        mkdir -p "$aside"
+        find "$stream_dir" -maxdepth 1 -type f -name '0*' -exec mv {} "$aside/" \;
+        [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$aside"
+        refused=0
+      fi
+    fi
     sleep 1
   done
   ;;

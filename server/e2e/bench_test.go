@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +74,57 @@ func TestBenchRelayNoErrors(t *testing.T) {
 	}
 	if !regexp.MustCompile(`relay\s+60\s+0\s`).Match(out) {
 		t.Errorf("the load run's relay row is not 60 ok, 0 errors:\n%s", out)
+	}
+}
+
+// parley bench users against two gateways sharing one database: simulated
+// people sign up (the first run) or in, list and open their conversations,
+// chat with think time and attach documents; every class is reported with
+// its count of successes. People whose password is wrong fail to sign in:
+// the run says so first and exits non-zero.
+func TestBenchUsersProfile(t *testing.T) {
+	scaleMode(t)
+	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
+	users := func(extra ...string) (string, string, int) {
+		t.Helper()
+		ctx := ctxTimeout(t, 90*time.Second)
+		cmd := exec.CommandContext(ctx, parleyBin, append([]string{"bench", "users", "--url", gw[0].BaseURL + "," + gw[1].BaseURL,
+			"--users", "12", "--ramp", "1s", "--duration", "8s", "--think", "1s", "--max-tokens", "8", "--attach-every", "2", "--quiet"}, extra...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	class := func(out, name string) (ok, errs int) {
+		m := regexp.MustCompile(regexp.QuoteMeta(name) + `\s+(\d+)\s+(\d+)\s+[\d.]+ms\s+[\d.]+ms\s+[\d.]+ms`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no %q line:\n%s", name, out)
+		}
+		ok, _ = strconv.Atoi(m[1])
+		errs, _ = strconv.Atoi(m[2])
+		return ok, errs
+	}
+	out, errOut, code := users() // signs the 12 up
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	if ok, _ := class(out, "sign-in"); ok != 12 {
+		t.Errorf("%d signed in, want 12:\n%s", ok, out)
+	}
+	for _, c := range []string{"list conversations", "send: first token", "send: whole answer", "upload document"} {
+		if ok, errs := class(out, c); ok == 0 || errs != 0 {
+			t.Errorf("%s: %d ok, %d errors:\n%s", c, ok, errs, out)
+		}
+	}
+	out, errOut, code = users() // signs them in: each opens the conversation of the first run
+	if code != 0 {
+		t.Fatalf("second run, exit %d:\n%s%s", code, out, errOut)
+	}
+	if ok, _ := class(out, "open conversation"); ok != 12 {
+		t.Errorf("%d opened a conversation, want 12:\n%s", ok, out)
+	}
+	out, _, code = users("--password", "not-their-password")
+	if code == 0 || !strings.HasPrefix(out[strings.Index(out, "\n")+1:], "errors: 12 of 12 requests failed") {
+		t.Errorf("wrong passwords: exit %d, and the failures not first:\n%s", code, out)
 	}
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // benchCmd runs the load generator against a gateway or a worker, or
-// (bench relay) the relay benchmark, or (bench mock) its mock upstream.
+// (bench relay) the relay benchmark, or (bench mock) its mock upstream, or
+// (bench users) the users profile.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -21,6 +22,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return benchRelay(ctx, args[1:], stdout, stderr)
 		case "mock":
 			return benchMock(ctx, args[1:], stdout, stderr)
+		case "users":
+			return benchUsers(ctx, args[1:], stdout, stderr)
 		}
 	}
 	fs := newFlagSet("bench")
@@ -106,6 +109,44 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg.Progress = stderr
 	}
 	return bench.RunRelay(ctx, cfg, stdout)
+}
+
+// benchUsers runs the users profile: simulated people signing in, reading
+// their conversations and chatting with think time, against the gateways.
+func benchUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench users")
+	var cfg bench.UsersConfig
+	urls := fs.String("url", "http://127.0.0.1:8080", "comma-separated base URLs of the gateways (user i keeps to the i-th, modulo)")
+	fs.IntVar(&cfg.Users, "users", 100, "people simulated at once")
+	fs.DurationVar(&cfg.Ramp, "ramp", 30*time.Second, "their sign-ins spread evenly over this long")
+	fs.DurationVar(&cfg.Duration, "duration", 2*time.Minute, "the run's length")
+	fs.DurationVar(&cfg.Think, "think", 20*time.Second, "mean time a person takes between an answer and their next message")
+	fs.StringVar(&cfg.Model, "model", "sim-small", "model to ask for")
+	fs.IntVar(&cfg.MaxTokens, "max-tokens", 60, "max output tokens per message")
+	fs.IntVar(&cfg.AttachEvery, "attach-every", 10, "every Nth message of a person carries a small text document (0: never)")
+	fs.IntVar(&cfg.NewChatEvery, "new-chat-every", 5, "messages per conversation before a person starts a new one")
+	fs.StringVar(&cfg.Domain, "domain", "bench.example", "accounts are user1@DOMAIN … userN@DOMAIN (signed up when missing)")
+	fs.StringVar(&cfg.Password, "password", "bench-password-0", "the accounts' password")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	maxErrors := fs.Float64("max-error-rate", 0, "share of calls that may fail (0 to 1) before bench users exits non-zero")
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
+		return err
+	}
+	for _, u := range strings.Split(*urls, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			cfg.URLs = append(cfg.URLs, u)
+		}
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	report, err := bench.RunUsers(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "parley bench users: %d gateways, think %s, max tokens %d, a document every %d messages\n%s\n",
+		len(cfg.URLs), cfg.Think, cfg.MaxTokens, cfg.AttachEvery, report)
+	return report.Check(*maxErrors)
 }
 
 // benchMock serves the relay benchmark's mock OpenAI-compatible upstream.

@@ -50,6 +50,8 @@ var helpCases = []struct {
 		"cpus-load", "cpus-servers", "gateway-args", "hold", "hold-delay", "hold-for", "hold-opening", "max-error-rate", "paths", "profile",
 		"profile-seconds", "quiet", "streams", "token-delay", "tokens", "trials", "worker-args"}},
 	{[]string{"bench", "mock"}, []string{"config", "listen", "model", "token-delay", "tokens"}},
+	{[]string{"bench", "users"}, []string{"attach-every", "config", "domain", "duration", "max-error-rate", "max-tokens", "model", "new-chat-every",
+		"password", "quiet", "ramp", "think", "url", "users"}},
 	{[]string{"models"}, []string{"api-key", "config", "gateway"}},
 	{[]string{"workers"}, []string{"api-key", "config", "gateway"}},
 	{[]string{"region-health"}, nil},
