@@ -29,6 +29,8 @@
 #                               (its own database "parley", Redis db 1, apart
 #                               from the tests')
 #   scripts/services.sh status  say which ones answer
+#   scripts/services.sh nodetool ARGS...
+#                               nodetool against the test Cassandra node
 #   scripts/services.sh pgbackup-crash
 #                               the restore drill's disaster: stop the backed-up
 #                               PostgreSQL at once and delete its data directory
@@ -241,6 +243,32 @@ s3_down() {
 # CQL as ScyllaDB.
 cql_ready() { (exec 3<>"/dev/tcp/127.0.0.1/$CQL_PORT") 2>/dev/null; }
 
+# The module flags Cassandra's conf/jvm17-server.options gives on JDK 17
+# (the server's and nodetool's).
+cql_jvm_opens() {
+  local opens="" m
+  for m in java.base/jdk.internal.misc java.base/jdk.internal.ref java.base/sun.nio.ch \
+      java.management.rmi/com.sun.jmx.remote.internal.rmi java.rmi/sun.rmi.registry java.rmi/sun.rmi.server java.sql/java.sql; do
+    opens="$opens --add-exports $m=ALL-UNNAMED"
+  done
+  for m in java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref java.base/jdk.internal.reflect \
+      java.base/jdk.internal.math java.base/jdk.internal.module java.base/jdk.internal.util.jar jdk.management/com.sun.management.internal \
+      java.base/sun.nio.ch java.base/java.io java.base/java.nio java.base/java.util.concurrent java.base/java.util \
+      java.base/java.util.concurrent.atomic java.base/java.lang java.base/java.math java.base/java.lang.reflect java.base/java.net; do
+    opens="$opens --add-opens $m=ALL-UNNAMED"
+  done
+  echo "$opens"
+}
+
+# nodetool against the test node (its JMX port), from the same jars.
+cql_nodetool() {
+  local d=$DIR/cassandra
+  [ -d "$d/lib" ] || { log "cassandra is not installed (PARLEY_SERVICES_CQL=1)"; return 1; }
+  # shellcheck disable=SC2046
+  java $(cql_jvm_opens) -cp "$d/lib/*" -Dlogback.configurationFile="$d/logback.xml" -Dcassandra.logdir="$d" -Duser.home="$d" \
+    org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p $((CQL_STORAGE_PORT + 99)) "$@"
+}
+
 cql_up() {
   local d=$DIR/cassandra
   [ "${PARLEY_SERVICES_CQL:-0}" = 1 ] || [ -d "$d/lib" ] || return 0
@@ -290,18 +318,8 @@ cql_up() {
     '  </appender>' \
     '  <root level="WARN"><appender-ref ref="STDOUT"/></root>' \
     '</configuration>' >"$d/logback.xml"
-  # The module flags Cassandra's conf/jvm17-server.options gives on JDK 17.
-  local opens="" m
-  for m in java.base/jdk.internal.misc java.base/jdk.internal.ref java.base/sun.nio.ch \
-      java.management.rmi/com.sun.jmx.remote.internal.rmi java.rmi/sun.rmi.registry java.rmi/sun.rmi.server java.sql/java.sql; do
-    opens="$opens --add-exports $m=ALL-UNNAMED"
-  done
-  for m in java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref java.base/jdk.internal.reflect \
-      java.base/jdk.internal.math java.base/jdk.internal.module java.base/jdk.internal.util.jar jdk.management/com.sun.management.internal \
-      java.base/sun.nio.ch java.base/java.io java.base/java.nio java.base/java.util.concurrent java.base/java.util \
-      java.base/java.util.concurrent.atomic java.base/java.lang java.base/java.math java.base/java.lang.reflect java.base/java.net; do
-    opens="$opens --add-opens $m=ALL-UNNAMED"
-  done
+  local opens
+  opens=$(cql_jvm_opens)
   # shellcheck disable=SC2086
   (cd "$d" && exec java -Xms512m -Xmx1g -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError $opens -Djdk.attach.allowAttachSelf=true \
     -Dcassandra.config="file://$d/cassandra.yaml" -Dcassandra.storagedir="$d/data" -Dlogback.configurationFile="$d/logback.xml" \
@@ -538,6 +556,7 @@ cmd_env() {
   fi
   if cql_ready; then
     echo "export PARLEY_TEST_CASSANDRA_HOSTS='127.0.0.1:$CQL_PORT'"
+    echo "export PARLEY_TEST_CASSANDRA_DATA='$DIR/cassandra/data/data'"
   fi
   if [ -d "$DIR/pgha" ] && pgha_ready 2>/dev/null; then
     echo "export PARLEY_TEST_PGHA_PRIMARY_URL='postgres://postgres@127.0.0.1:$PGHA_PRIMARY_PORT/postgres?sslmode=disable'"
@@ -633,5 +652,6 @@ case "${1:-}" in
   status) cmd_status ;;
   pgbackup-env) pgbr_env; export -p | grep -E ' (PGBACKREST_CONFIG|PGBACKREST_STANZA|PARLEY_WAL_STREAM_DIR|PGHOST|PGPORT|PGUSER)=' ;;
   pgbackup-crash) pgbr_crash ;;
-  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash" >&2; exit 2 ;;
+  nodetool) shift; cql_nodetool "$@" ;;
+  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash|nodetool" >&2; exit 2 ;;
 esac

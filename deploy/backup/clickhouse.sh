@@ -18,7 +18,8 @@
 # Environment: PARLEY_CH_HTTP (default http://127.0.0.1:8123), PARLEY_CH_DATA
 # (the data directory, default /var/lib/clickhouse), PARLEY_CH_DATABASE
 # (default "default"), PARLEY_CH_TABLES (default usage_records),
-# PARLEY_BACKUP_S3_URL (http(s)://host:port/bucket), PARLEY_BACKUP_S3_ACCESS_KEY,
+# and the bucket's (deploy/backup/s3.sh): PARLEY_BACKUP_S3_URL
+# (http(s)://host:port/bucket), PARLEY_BACKUP_S3_ACCESS_KEY,
 # PARLEY_BACKUP_S3_SECRET_KEY, PARLEY_BACKUP_S3_REGION (default us-east-1).
 set -euo pipefail
 
@@ -26,16 +27,10 @@ ch_http=${PARLEY_CH_HTTP:-http://127.0.0.1:8123}
 ch_data=${PARLEY_CH_DATA:-/var/lib/clickhouse}
 db=${PARLEY_CH_DATABASE:-default}
 tables=${PARLEY_CH_TABLES:-usage_records}
-s3=${PARLEY_BACKUP_S3_URL:?PARLEY_BACKUP_S3_URL is not set (http://host:port/bucket)}
 prefix=clickhouse/$db
+. "$(dirname "$0")/s3.sh"
 
 ch() { curl -sS --fail-with-body "$ch_http/" --data-binary "$1"; }
-# S3 requests signed with AWS Signature V4 by curl itself.
-s3curl() {
-  curl -sS --fail-with-body --aws-sigv4 "aws:amz:${PARLEY_BACKUP_S3_REGION:-us-east-1}:s3" \
-    --user "${PARLEY_BACKUP_S3_ACCESS_KEY:?}:${PARLEY_BACKUP_S3_SECRET_KEY:?}" \
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
-}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -54,12 +49,12 @@ backup)
     rm -rf "${ch_data:?}/shadow/$n"
   done
   tar -C "$tmp/parts" -cf "$tmp/backup.tar" .
-  s3curl -o /dev/null -T "$tmp/backup.tar" "$s3/$prefix/$name.tar"
+  s3_put "$tmp/backup.tar" "$prefix/$name.tar"
   echo "$name"
   ;;
 restore)
   name=${2:?usage: clickhouse.sh restore NAME}
-  s3curl -o "$tmp/backup.tar" "$s3/$prefix/$name.tar"
+  s3_get "$prefix/$name.tar" "$tmp/backup.tar"
   mkdir -p "$tmp/parts"
   tar -C "$tmp/parts" -xf "$tmp/backup.tar"
   for t in $tables; do
@@ -78,9 +73,7 @@ restore)
   done
   ;;
 list)
-  # (Query parameters sorted and the prefix's slashes encoded: curl signs
-  # the query as it is written.)
-  s3curl "$s3?list-type=2&prefix=${prefix//\//%2F}%2F" | grep -o '<Key>[^<]*</Key>' | sed -e 's#<Key>##; s#</Key>##'
+  s3_list "$prefix/"
   ;;
 *)
   sed -n '2,26p' "$0" >&2
