@@ -14,6 +14,10 @@
 #                               backed up with pgBackRest (deploy/backup/pg.sh)
 #                               to versitygw over TLS, with a synchronous WAL
 #                               stream, for the restore drill;
+#                               PARLEY_SERVICES_PGSYNC=1 adds a PostgreSQL
+#                               primary with a synchronous hot standby, for
+#                               the failover test (pgsync-failover promotes
+#                               the standby, pgsync-reset makes the pair anew);
 #                               PARLEY_SERVICES_REDIS_CLUSTER=1 adds a
 #                               three-master Redis Cluster (both stay on once
 #                               made: `up` restarts them while their state dir
@@ -31,6 +35,9 @@
 #   scripts/services.sh status  say which ones answer
 #   scripts/services.sh nodetool ARGS...
 #                               nodetool against the test Cassandra node
+#   scripts/services.sh pgsync-failover | pgsync-reset
+#                               stop the synchronous pair's primary at once and
+#                               promote its standby | make the pair anew
 #   scripts/services.sh pgbackup-crash
 #                               the restore drill's disaster: stop the backed-up
 #                               PostgreSQL at once and delete its data directory
@@ -53,6 +60,8 @@ PGHA_PRIMARY_PORT="${PARLEY_PGHA_PRIMARY_PORT:-55442}"
 PGHA_REPLICA_PORT="${PARLEY_PGHA_REPLICA_PORT:-55443}"
 PGBOUNCER_PORT="${PARLEY_PGBOUNCER_PORT:-56432}"
 PGBR_PORT="${PARLEY_PGBACKUP_PORT:-55452}"
+PGSYNC_PRIMARY_PORT="${PARLEY_PGSYNC_PRIMARY_PORT:-55462}"
+PGSYNC_STANDBY_PORT="${PARLEY_PGSYNC_STANDBY_PORT:-55463}"
 S3_TLS_PORT="${PARLEY_S3_TLS_PORT:-57443}"
 # Cluster bus ports are these plus 10000, so they stay below 55536.
 REDIS_CLUSTER_PORTS="${PARLEY_REDIS_CLUSTER_PORTS:-46391 46392 46393}"
@@ -507,6 +516,74 @@ pgbr_crash() {
   rm -rf "$d/data"
 }
 
+# ---- PostgreSQL with a synchronous standby ---------------------------------------
+
+# A primary whose commits return only once its hot standby has flushed their
+# WAL (synchronous_standby_names = 'standby'), durable settings (fsync on):
+# the failover test kills the primary right after a charge and promotes the
+# standby. Made when PARLEY_SERVICES_PGSYNC=1, restarted by `up` once made.
+pgsync_ready() {
+  [ "$(psql -qtAX "postgres://postgres@127.0.0.1:$PGSYNC_PRIMARY_PORT/postgres?sslmode=disable" -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'" 2>/dev/null)" = sync ] &&
+    "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$PGSYNC_STANDBY_PORT"
+}
+
+pgsync_start() { # pgsync_start DATADIR PORT [FLAGS]: the primary waits for its standby; a promoted standby for none
+  pg_run "$(pg_bin)/pg_ctl" -D "$1" -l "$1.log" -w -t 60 start \
+    -o "-p $2 -c listen_addresses=127.0.0.1 -k $DIR/pgsync/run -c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on ${3:-}" \
+    >/dev/null || { tail -20 "$1.log" >&2; return 1; }
+}
+
+pgsync_up() {
+  local d=$DIR/pgsync bin
+  [ "${PARLEY_SERVICES_PGSYNC:-0}" = 1 ] || [ -d "$d" ] || return 0
+  bin=$(pg_bin)
+  if [ -f "$d/standby/PG_VERSION" ] && [ ! -f "$d/standby/standby.signal" ]; then
+    log "pgsync: a failover was left behind (the standby was promoted); making the pair anew"
+    pgsync_down
+    rm -rf "$d"
+  fi
+  mkdir -p "$d/run"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$d" "$d/run"
+  chmod 700 "$d"
+  if [ ! -f "$d/primary/PG_VERSION" ]; then
+    pg_run "$bin/initdb" -D "$d/primary" -U postgres -A trust -E UTF8 --no-locale >"$d/init.log" 2>&1 ||
+      { cat "$d/init.log" >&2; return 1; }
+  fi
+  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGSYNC_PRIMARY_PORT" || pgsync_start "$d/primary" "$PGSYNC_PRIMARY_PORT" "-c synchronous_standby_names=standby"
+  if [ ! -f "$d/standby/PG_VERSION" ]; then
+    rm -rf "$d/standby.tmp"
+    pg_run "$bin/pg_basebackup" -d "host=127.0.0.1 port=$PGSYNC_PRIMARY_PORT user=postgres application_name=standby" \
+      -D "$d/standby.tmp" -R -X stream -c fast >"$d/basebackup.log" 2>&1 || { cat "$d/basebackup.log" >&2; return 1; }
+    mv "$d/standby.tmp" "$d/standby"
+  fi
+  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGSYNC_STANDBY_PORT" || pgsync_start "$d/standby" "$PGSYNC_STANDBY_PORT"
+  wait_for "postgresql (primary with a synchronous standby)" 30 pgsync_ready
+}
+
+pgsync_down() {
+  local d=$DIR/pgsync bin x
+  bin=$(pg_bin) || return 0
+  for x in standby primary; do
+    if [ -f "$d/$x/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$d/$x" -m fast -w stop >/dev/null 2>&1 || true; fi
+  done
+}
+
+# The failover: the primary dies at once (no shutdown checkpoint, no goodbye
+# to its clients), the standby is promoted and takes writes.
+pgsync_failover() {
+  local d=$DIR/pgsync bin
+  bin=$(pg_bin)
+  pg_run "$bin/pg_ctl" -D "$d/primary" -m immediate -w stop >/dev/null
+  pg_run "$bin/pg_ctl" -D "$d/standby" -w -t 60 promote >/dev/null
+}
+
+# A new pair (the promoted standby's history is not the old primary's).
+pgsync_reset() {
+  pgsync_down
+  rm -rf "$DIR/pgsync"
+  PARLEY_SERVICES_PGSYNC=1 pgsync_up
+}
+
 # ---- Redis Cluster: three masters ------------------------------------------------
 
 # Three cluster-enabled redis-servers joined with redis-cli --cluster create
@@ -562,6 +639,10 @@ cmd_env() {
     echo "export PARLEY_TEST_PGHA_PRIMARY_URL='postgres://postgres@127.0.0.1:$PGHA_PRIMARY_PORT/postgres?sslmode=disable'"
     echo "export PARLEY_TEST_POSTGRES_REPLICA_URL='postgres://postgres@127.0.0.1:$PGHA_REPLICA_PORT/postgres?sslmode=disable'"
     echo "export PARLEY_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/postgres?sslmode=disable'"
+  fi
+  if [ -d "$DIR/pgsync" ] && pgsync_ready 2>/dev/null; then
+    echo "export PARLEY_TEST_PGSYNC_PRIMARY_URL='postgres://postgres@127.0.0.1:$PGSYNC_PRIMARY_PORT/postgres?sslmode=disable'"
+    echo "export PARLEY_TEST_PGSYNC_STANDBY_URL='postgres://postgres@127.0.0.1:$PGSYNC_STANDBY_PORT/postgres?sslmode=disable'"
   fi
   if [ -d "$DIR/pgbr" ] && pgbr_ready 2>/dev/null; then
     echo "export PARLEY_TEST_PGBACKUP_URL='postgres://postgres@127.0.0.1:$PGBR_PORT/postgres?sslmode=disable'"
@@ -623,6 +704,9 @@ cmd_status() {
   if [ -d "$DIR/pgha" ]; then
     pgha_ready && echo "pgha: primary 127.0.0.1:$PGHA_PRIMARY_PORT, replica :$PGHA_REPLICA_PORT, pgbouncer :$PGBOUNCER_PORT" || echo "pgha: down"
   fi
+  if [ -d "$DIR/pgsync" ]; then
+    pgsync_ready && echo "pgsync: primary 127.0.0.1:$PGSYNC_PRIMARY_PORT, synchronous standby :$PGSYNC_STANDBY_PORT" || echo "pgsync: down"
+  fi
   if [ -d "$DIR/pgbr" ]; then
     pgbr_ready && echo "pgbackup: 127.0.0.1:$PGBR_PORT, WAL streamed, archived to https://localhost:$S3_TLS_PORT" || echo "pgbackup: down"
   fi
@@ -643,15 +727,18 @@ case "${1:-}" in
     cql_up
     pgha_up
     pgbr_up
+    pgsync_up
     redis_cluster_up
     cmd_status >&2
     ;;
-  down) redis_cluster_down; pgbr_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
+  down) redis_cluster_down; pgsync_down; pgbr_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
   env) cmd_env ;;
   serve-env) cmd_serve_env ;;
   status) cmd_status ;;
   pgbackup-env) pgbr_env; export -p | grep -E ' (PGBACKREST_CONFIG|PGBACKREST_STANZA|PARLEY_WAL_STREAM_DIR|PGHOST|PGPORT|PGUSER)=' ;;
   pgbackup-crash) pgbr_crash ;;
   nodetool) shift; cql_nodetool "$@" ;;
-  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash|nodetool" >&2; exit 2 ;;
+  pgsync-failover) pgsync_failover ;;
+  pgsync-reset) pgsync_reset ;;
+  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash|pgsync-failover|pgsync-reset|nodetool" >&2; exit 2 ;;
 esac

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+
+	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+)
+
+// Charges survive the loss of the primary (RPO 0 for the ledger), on
+// scripts/services.sh's pair (PARLEY_SERVICES_PGSYNC=1): a primary whose
+// commits wait for its synchronous hot standby. A gateway, given both hosts
+// with target_session_attrs=read-write, settles API charges; right after
+// the last one answers, the primary is stopped at once and the standby
+// promoted. The same gateway reconnects to the new primary by itself, and
+// the balance is exactly the top-up less every charge the client was told
+// of, with a usage record for each and nothing left held.
+func TestChargesSurviveFailoverToSyncStandby(t *testing.T) {
+	primary, standby := os.Getenv("PARLEY_TEST_PGSYNC_PRIMARY_URL"), os.Getenv("PARLEY_TEST_PGSYNC_STANDBY_URL")
+	if primary == "" || standby == "" {
+		t.Skip("PARLEY_TEST_PGSYNC_PRIMARY_URL or PARLEY_TEST_PGSYNC_STANDBY_URL not set (PARLEY_SERVICES_PGSYNC=1 scripts/services.sh up)")
+	}
+	root, _ := filepath.Abs("../..")
+	services := func(cmd string) {
+		t.Helper()
+		c := exec.Command("scripts/services.sh", cmd)
+		c.Dir = root
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("services.sh %s: %v\n%s", cmd, err, out)
+		}
+	}
+	// The promoted standby's history is not the old primary's: a new pair
+	// for whoever comes next.
+	t.Cleanup(func() { services("pgsync-reset") })
+	name := freshDatabase(t, primary)
+	conn, err := pgx.Connect(ctxTimeout(t, 10*time.Second), primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	err = conn.QueryRow(ctxTimeout(t, 10*time.Second), `SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'`).Scan(&state)
+	conn.Close(ctxTimeout(t, 10*time.Second))
+	if err != nil || state != "sync" {
+		t.Fatalf("the standby is %q (%v), not a synchronous standby", state, err)
+	}
+	p, _ := url.Parse(primary)
+	s, _ := url.Parse(standby)
+	t.Setenv("PARLEY_POSTGRES_URL", fmt.Sprintf("postgres://postgres@%s,%s/%s?sslmode=disable&target_session_attrs=read-write", p.Host, s.Host, name))
+	setSecret(t)
+	gw := startServer(t, fastAuth...)
+	a := gw.newAccount(t, "failover@example.com")
+	gw.topup(t, a, "1")
+	c := gw.api(protocols[0], cred{bearer: a.Key})
+
+	const charges = 20
+	var spent int64
+	for i := range charges {
+		res, err := c.Chat.Complete(ctxTimeout(t, 20*time.Second), connect.NewRequest(&parleyv1.CompleteRequest{
+			Model: "sim-small", Messages: userText(fmt.Sprintf("Charge %d, please.", i)), MaxOutputTokens: 6}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spent += res.Msg.GetCostNanos()
+	}
+	failedAt := time.Now()
+	services("pgsync-failover")
+
+	var bal *parleyv1.GetBalanceResponse
+	waitFor(t, 60*time.Second, "the gateway answering from the promoted standby", func() bool {
+		res, err := c.Billing.GetBalance(ctxTimeout(t, 5*time.Second), connect.NewRequest(&parleyv1.GetBalanceRequest{}))
+		if err == nil {
+			bal = res.Msg
+		}
+		return err == nil
+	})
+	t.Logf("failover: the gateway answered %.1f s after the primary was stopped", time.Since(failedAt).Seconds())
+	if want := int64(1e9) - spent; bal.GetBalanceNanos() != want || bal.GetReservedNanos() != 0 {
+		t.Fatalf("after the failover: balance %d reserved %d; want %d (1 USD less the %d charges the client was told of, %d) and nothing held",
+			bal.GetBalanceNanos(), bal.GetReservedNanos(), want, charges, spent)
+	}
+	usage, err := c.Billing.ListUsage(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.ListUsageRequest{PageSize: 100}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded int64
+	for _, r := range usage.Msg.GetUsageRecords() {
+		recorded += r.GetCostNanos()
+	}
+	if len(usage.Msg.GetUsageRecords()) != charges || recorded != spent {
+		t.Fatalf("after the failover: %d usage records costing %d, want %d costing %d", len(usage.Msg.GetUsageRecords()), recorded, charges, spent)
+	}
+	// And the new primary takes charges.
+	if _, err := c.Chat.Complete(ctxTimeout(t, 20*time.Second), connect.NewRequest(&parleyv1.CompleteRequest{
+		Model: "sim-small", Messages: userText("One more after the failover."), MaxOutputTokens: 6})); err != nil {
+		t.Fatalf("a charge on the promoted standby: %v", err)
+	}
+}
