@@ -87,8 +87,8 @@ type ClassReport struct {
 func (r UsersReport) String() string {
 	var b strings.Builder
 	writeKinds(&b, "", r.ErrorKinds, r.Errors, r.Requests)
-	fmt.Fprintf(&b, "users %d (signed in %d), %s; messages %d (%.1f/s), uploads %d\n", r.Users, r.SignedIn, r.Elapsed.Round(time.Second),
-		r.Messages, float64(r.Messages)/max(r.Elapsed.Seconds(), 1e-9), r.Uploads)
+	fmt.Fprintf(&b, "users %d (signed in %d), %s; messages %d (%.1f/s), uploads %d; calls %d, failed %d\n", r.Users, r.SignedIn, r.Elapsed.Round(time.Second),
+		r.Messages, float64(r.Messages)/max(r.Elapsed.Seconds(), 1e-9), r.Uploads, r.Requests, r.Errors)
 	fmt.Fprintf(&b, "%-20s %8s %7s %9s %9s %9s\n", "class", "ok", "errors", "p50", "p95", "p99")
 	for _, c := range r.Classes {
 		fmt.Fprintf(&b, "%-20s %8d %7d %9s %9s %9s\n", c.Class, c.OK, c.Errors, ms(c.P50), ms(c.P95), ms(c.P99))
