@@ -56,13 +56,15 @@ for users in "${counts[@]}"; do
       >"$tmp/worker$i.log" 2>&1 &
     pids+=($!)
   done
-  wait_port 18931 && wait_port 18932
+  wait_port 18931
+  wait_port 18932
   for i in 1 2; do
     "$bin" serve --listen "127.0.0.1:1892$i" --data-dir "$tmp/gw$i" --workers 127.0.0.1:18931,127.0.0.1:18932 --worker-token "$token" \
       --insecure-cookies --login-rate 1000000 --signup-rate-global 1000000 --auto-titles=false >"$tmp/gateway$i.log" 2>&1 &
     pids+=($!)
   done
-  wait_port 18921 && wait_port 18922
+  wait_port 18921
+  wait_port 18922
   echo "== $users users (think $THINK, $DURATION, ramp $RAMP, sim time scale $TIME_SCALE)" | tee "$out/$users.txt" >&2
   rc=0
   "$bin" bench users --url http://127.0.0.1:18921,http://127.0.0.1:18922 --users "$users" --ramp "$RAMP" --duration "$DURATION" \

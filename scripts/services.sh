@@ -231,8 +231,9 @@ s3_up() {
     go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
     bin=$(s3_bin)
   fi
+  # The backup scripts' bucket (versitygw's posix backend: a directory).
+  mkdir -p "$DIR/s3/data/parley-backups"
   if s3_ready; then return 0; fi
-  mkdir -p "$DIR/s3/data"
   "$bin" --access "$S3_ACCESS" --secret "$S3_SECRET" --port "127.0.0.1:$S3_PORT" posix "$DIR/s3/data" \
     </dev/null >"$DIR/s3/versitygw.log" 2>&1 &
   echo $! >"$DIR/s3/versitygw.pid"

@@ -34,6 +34,8 @@ snapshot)
   [ -n "$ks" ] || { echo "usage: cassandra.sh snapshot KEYSPACE [NAME]" >&2; exit 2; }
   name=${3:-$(date -u +%Y%m%dT%H%M%SZ)}
   $nodetool snapshot -t "$name" "$ks" >/dev/null
+  # The snapshot's hard links go from the node however this ends.
+  trap '$nodetool clearsnapshot -t "$name" -- "$ks" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
   mkdir -p "$tmp/tables"
   # data/KEYSPACE/TABLE-ID/snapshots/NAME/ → TABLE/
   for dir in "$data/$ks"/*/snapshots/"$name"; do
@@ -43,7 +45,6 @@ snapshot)
   done
   tar -C "$tmp/tables" -cf "$tmp/snapshot.tar" .
   s3_put "$tmp/snapshot.tar" "cassandra/$node/$ks/$name.tar"
-  $nodetool clearsnapshot -t "$name" -- "$ks" >/dev/null
   echo "$name"
   ;;
 restore)
@@ -57,7 +58,8 @@ restore)
     table=$(basename "$dir")
     # (The schema files a snapshot keeps are not SSTables.)
     rm -f "$dir/manifest.json" "$dir/schema.cql"
-    out=$($nodetool import "$ks" "$table" "$dir" 2>&1) || { echo "$out" >&2; exit 1; }
+    # (Copied, not moved: the node's user needs only to read the directory.)
+    out=$($nodetool import --copy-data "$ks" "$table" "$dir" 2>&1) || { echo "$out" >&2; exit 1; }
     if grep -qi "failed" <<<"$out"; then echo "$out" >&2; exit 1; fi
   done
   ;;

@@ -65,6 +65,8 @@ restore)
     for part in "$tmp/parts/$t"/*/; do
       [ -d "$part" ] || continue
       p=$(basename "$part")
+      # A part's name goes into SQL: only what ClickHouse names parts with.
+      [[ "$p" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "clickhouse.sh: refusing part name $p" >&2; exit 1; }
       rm -rf "${detached:?}/$p"
       cp -a "$part" "$detached/$p"
       chown -R "$owner" "$detached/$p"

@@ -54,13 +54,14 @@ stream)
   # After a restore to an earlier point (a time, or the archive alone), the
   # newest WAL here belongs to a history the server abandoned, and the
   # server refuses to stream from it: that WAL is moved into abandoned-TIME/
-  # (kept for a restore along the old history; restores read only the top
-  # level) and streaming starts afresh.
+  # (kept: wal-fetch reads it last, for a restore along the old history)
+  # and streaming starts afresh. (The refusal's message is empty or names
+  # the history, depending on the version.)
   errf=$(mktemp)
   trap 'rm -f "$errf"' EXIT
   refused=0
   while :; do
-    if as_pg "$bin/pg_receivewal" --slot="$slot" --create-slot --if-not-exists --no-password 2>/dev/null; then
+    if as_pg "$bin/pg_receivewal" --slot="$slot" --create-slot --if-not-exists --no-password; then
       as_pg "$bin/pg_receivewal" -D "$stream_dir" --slot="$slot" --synchronous --no-loop --no-password 2> >(tee "$errf" >&2) || true
       if grep -Eq 'START_REPLICATION": *($|.*history)' "$errf"; then refused=$((refused + 1)); else refused=0; fi
       if [ "$refused" -ge 3 ]; then
@@ -77,13 +78,21 @@ stream)
   ;;
 wal-fetch)
   [ $# = 2 ] || { echo "usage: pg.sh wal-fetch FILE PATH" >&2; exit 2; }
-  pgbackrest archive-get "$1" "$2" && exit 0
+  # pgBackRest says 1 for a file the archive does not have; anything else
+  # (the bucket unreachable, bad credentials) aborts the recovery (an exit
+  # status above 125) rather than letting it end early and promote.
+  rc=0
+  pgbackrest archive-get "$1" "$2" || rc=$?
+  [ "$rc" = 0 ] && exit 0
+  [ "$rc" = 1 ] || { echo "pg.sh wal-fetch: pgbackrest archive-get $1 failed ($rc)" >&2; exit 255; }
   if [ -n "$stream_dir" ]; then
     # A finished segment the archive does not have yet, or the last,
     # unfinished one (.partial: pg_receivewal's name for the segment it was
-    # writing; recovery replays it up to its last whole record).
-    [ -f "$stream_dir/$1" ] && exec cp "$stream_dir/$1" "$2"
-    [ -f "$stream_dir/$1.partial" ] && exec cp "$stream_dir/$1.partial" "$2"
+    # writing; recovery replays it up to its last whole record); then WAL
+    # set aside from an abandoned history, newest first.
+    for f in "$stream_dir/$1" "$stream_dir/$1.partial" $(ls -d "$stream_dir"/abandoned-*/ 2>/dev/null | sort -r | sed "s#\$#$1#"); do
+      [ -f "$f" ] && exec cp "$f" "$2"
+    done
   fi
   exit 1
   ;;

@@ -4,13 +4,15 @@
 # PARLEY_BACKUP_S3_SECRET_KEY, PARLEY_BACKUP_S3_REGION (default us-east-1).
 s3=${PARLEY_BACKUP_S3_URL:?PARLEY_BACKUP_S3_URL is not set (http://host:port/bucket)}
 
+# (The keys go to curl through a config file descriptor, not its command
+# line, which other users can read in ps.)
 s3curl() {
   curl -sS --fail-with-body --aws-sigv4 "aws:amz:${PARLEY_BACKUP_S3_REGION:-us-east-1}:s3" \
-    --user "${PARLEY_BACKUP_S3_ACCESS_KEY:?}:${PARLEY_BACKUP_S3_SECRET_KEY:?}" \
+    --config <(printf 'user = "%s:%s"\n' "${PARLEY_BACKUP_S3_ACCESS_KEY:?}" "${PARLEY_BACKUP_S3_SECRET_KEY:?}") \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
 }
 
-# s3_put FILE KEY, s3_get KEY FILE
+# s3_put FILE KEY, s3_get KEY FILE. (One PUT: at most 5 GiB on AWS S3.)
 s3_put() { s3curl -o /dev/null -T "$1" "$s3/$2"; }
 s3_get() { s3curl -o "$2" "$s3/$1"; }
 

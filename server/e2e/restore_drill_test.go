@@ -86,6 +86,22 @@ func TestRestoreDrill(t *testing.T) {
 	}
 	gw.upload(t, at, "after.txt", "text/plain", []byte("written after the base backup"))
 	before := drillSnapshot(t, dbURL)
+	// The last commits are in a WAL segment not archived yet: only the
+	// stream holds them, so a restore that brings them back used it.
+	var current, archived string
+	func() {
+		conn, err := pgx.Connect(ctxTimeout(t, 10*time.Second), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if err := conn.QueryRow(ctxTimeout(t, 10*time.Second), `SELECT pg_walfile_name(pg_current_wal_lsn()), coalesce(last_archived_wal, '') FROM pg_stat_archiver`).Scan(&current, &archived); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if current[8:] <= archived[min(8, len(archived)):] {
+		t.Fatalf("the current WAL segment %s is archived already (last archived %s): the drill would not need the stream", current, archived)
+	}
 
 	// The disaster, and the restore to the latest point.
 	disaster := time.Now()
@@ -121,6 +137,8 @@ func TestRestoreDrill(t *testing.T) {
 		"rto_includes":           "pgbackrest restore from S3, recovery through the archived and streamed WAL, start, the WAL stream's return",
 		"wal_archive_timeout_s":  30,
 		"wal_stream_synchronous": true,
+		"last_commit_segment":    current,
+		"last_archived_segment":  archived,
 	}
 	if lost > 0 {
 		figures["rpo_lost_transactions"] = "unknown: rows differ"

@@ -162,7 +162,7 @@ export const de: Record<keyof Messages, string> = {
   "keys.cacheOff": "aus",
   "keys.cacheDefault": "Standard",
   "keys.create": "Schlüssel erstellen",
-  "keys.copyNow": "Kopiere dieses Geheimnis jetzt.",
+  "keys.copyNow": "Kopiere diesen geheimen Schlüssel jetzt.",
   "keys.notAgain": "Es wird nicht noch einmal angezeigt.",
   "keys.colName": "Name",
   "keys.colKey": "Schlüssel",
@@ -220,10 +220,10 @@ export const de: Record<keyof Messages, string> = {
   "shortcuts.these": "Diese Tastenkürzel",
   "shortcuts.mac": "Auf dem Mac ⌘ statt Strg.",
   "limitsDialog.title": "Limits",
-  "limitsDialog.tier": "Stufe {tier} · {model}",
+  "limitsDialog.tier": "Tarif {tier} · {model}",
 
   // ---- Usage, settings, admin, organisations, limits (pages.ts, orgs.ts, limits.ts, chart.ts) ----
-  "pages.loading": "Wird geladen …",
+  "pages.loading": "Wird geladen…",
 
   // Nutzung
   "usage.title": "Nutzung",
@@ -358,7 +358,7 @@ export const de: Record<keyof Messages, string> = {
   "admin.percent": "{n} %",
   "admin.noFeedback": "In den letzten 30 Tagen wurde keine Antwort bewertet.",
   "admin.recentUsage": "Letzte Nutzung",
-  "admin.recentNote": "Die Anfragen aller Nutzer, neueste zuerst. Der Nutzung-Button eines Nutzers zeigt seine mit seinem Audit-Log.",
+  "admin.recentNote": "Die Anfragen aller Nutzer, neueste zuerst. Die Schaltfläche „Nutzung“ eines Nutzers zeigt seine mit seinem Audit-Log.",
   "admin.when": "Wann",
   "admin.tokensInOut": "Tokens ein / aus",
   "admin.cost": "Kosten",
@@ -441,7 +441,7 @@ export const de: Record<keyof Messages, string> = {
   "orgs.rate": "Rate",
   "orgs.madeBy": "Erstellt von",
   "orgs.expires": "Läuft ab",
-  "orgs.ownKey": "eigener",
+  "orgs.ownKey": "persönlich",
   "orgs.allModels": "alle",
   "orgs.perMinute": "{n}/min",
   "orgs.noKeys": "Keine Schlüssel, die du sehen kannst.",
@@ -550,7 +550,7 @@ export const de: Record<keyof Messages, string> = {
   "memory.state.on": "An: Jede Chatnachricht wird mit bis zu {n} deiner relevantesten Erinnerungen beantwortet.",
   "memory.state.off": "Aus: Deine Erinnerungen bleiben gespeichert, aber Chats nutzen sie nicht.",
   "memory.add": "Erinnerung hinzufügen",
-  "memory.add.placeholder": "z. B. Ich bin Vegetarier und koche für zwei.",
+  "memory.add.placeholder": "z. B. ich bin Vegetarier und koche für zwei.",
   "memory.none": "Noch keine Erinnerungen. Füge oben eine hinzu oder nutze „Merken“ bei einer Nachricht.",
   "memory.edit": "Erinnerung bearbeiten",
   "memory.editNamed": "Erinnerung bearbeiten: {text}",
