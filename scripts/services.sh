@@ -126,6 +126,39 @@ pg_run() {
 
 pg_ready() { "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; }
 
+# The clusters of their own below (HA, backed up, synchronous pair) are made,
+# started and stopped by these.
+
+# pg_init DATADIR LOG: an empty cluster (trust on loopback), unless made.
+pg_init() {
+  [ -f "$1/PG_VERSION" ] && return 0
+  pg_run "$(pg_bin)/initdb" -D "$1" -U postgres -A trust -E UTF8 --no-locale >"$2" 2>&1 || { cat "$2" >&2; return 1; }
+}
+
+# pg_clone PRIMARY_PORT DATADIR APPLICATION_NAME LOG: a streaming standby of
+# the primary (pg_basebackup -R), unless made.
+pg_clone() {
+  [ -f "$2/PG_VERSION" ] && return 0
+  rm -rf "$2.tmp"
+  pg_run "$(pg_bin)/pg_basebackup" -d "host=127.0.0.1 port=$1 user=postgres application_name=$3" \
+    -D "$2.tmp" -R -X stream -c fast >"$4" 2>&1 || { cat "$4" >&2; return 1; }
+  mv "$2.tmp" "$2"
+}
+
+# pg_start DATADIR PORT SOCKET_DIR [SETTINGS]: starts the cluster on
+# loopback unless PORT answers; its log is DATADIR.log.
+pg_start() {
+  "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$2" && return 0
+  pg_run "$(pg_bin)/pg_ctl" -D "$1" -l "$1.log" -w -t 120 start -o "-p $2 -c listen_addresses=127.0.0.1 -k $3 ${4:-}" \
+    >/dev/null || { tail -20 "$1.log" >&2; return 1; }
+}
+
+# pg_stop DATADIR [MODE]: stops the cluster if it runs (fast, or MODE).
+pg_stop() {
+  [ -f "$1/postmaster.pid" ] || return 0
+  pg_run "$(pg_bin)/pg_ctl" -D "$1" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true
+}
+
 pg_up() {
   command -v psql >/dev/null && [ -n "$(pg_bin)" ] || apt_install postgresql
   if pg_ready; then return 0; fi
@@ -150,9 +183,8 @@ pg_up() {
 }
 
 pg_down() {
-  local bin
-  bin=$(pg_bin) || return 0
-  if [ -f "$DIR/pg/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$DIR/pg" -m fast -w stop >/dev/null 2>&1 || true; fi
+  pg_bin >/dev/null || return 0
+  pg_stop "$DIR/pg"
 }
 
 # ---- Redis ------------------------------------------------------------------
@@ -364,9 +396,7 @@ pgha_ready() {
 }
 
 pgha_start() { # pgha_start DATADIR PORT
-  pg_run "$(pg_bin)/pg_ctl" -D "$1" -l "$1.log" -w -t 60 start \
-    -o "-p $2 -c listen_addresses=127.0.0.1 -k $DIR/pgha/run -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on -c hot_standby_feedback=on" \
-    >/dev/null || { tail -20 "$1.log" >&2; return 1; }
+  pg_start "$1" "$2" "$DIR/pgha/run" "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on -c hot_standby_feedback=on"
 }
 
 pgha_up() {
@@ -377,19 +407,11 @@ pgha_up() {
   mkdir -p "$d/run"
   [ "$(id -u)" = 0 ] && chown postgres:postgres "$d" "$d/run"
   chmod 700 "$d"
-  if [ ! -f "$d/primary/PG_VERSION" ]; then
-    pg_run "$bin/initdb" -D "$d/primary" -U postgres -A trust -E UTF8 --no-locale >"$d/init.log" 2>&1 ||
-      { cat "$d/init.log" >&2; return 1; }
-  fi
-  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT" || pgha_start "$d/primary" "$PGHA_PRIMARY_PORT"
+  pg_init "$d/primary" "$d/init.log"
+  pgha_start "$d/primary" "$PGHA_PRIMARY_PORT"
   wait_for "postgresql (ha primary)" 30 "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT"
-  if [ ! -f "$d/replica/PG_VERSION" ]; then
-    rm -rf "$d/replica.tmp"
-    pg_run "$bin/pg_basebackup" -h 127.0.0.1 -p "$PGHA_PRIMARY_PORT" -U postgres -D "$d/replica.tmp" -R -X stream -c fast \
-      >"$d/basebackup.log" 2>&1 || { cat "$d/basebackup.log" >&2; return 1; }
-    mv "$d/replica.tmp" "$d/replica"
-  fi
-  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_REPLICA_PORT" || pgha_start "$d/replica" "$PGHA_REPLICA_PORT"
+  pg_clone "$PGHA_PRIMARY_PORT" "$d/replica" replica "$d/basebackup.log"
+  pgha_start "$d/replica" "$PGHA_REPLICA_PORT"
   wait_for "postgresql (ha replica)" 30 "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGHA_REPLICA_PORT"
   if ! pgha_ready; then
     # Every database name goes to the primary; a pool per database and user.
@@ -408,12 +430,10 @@ pgha_up() {
 }
 
 pgha_down() {
-  local d=$DIR/pgha bin
-  bin=$(pg_bin) || return 0
+  local d=$DIR/pgha x
+  pg_bin >/dev/null || return 0
   if [ -f "$d/run/pgbouncer.pid" ]; then kill "$(cat "$d/run/pgbouncer.pid")" 2>/dev/null || true; rm -f "$d/run/pgbouncer.pid"; fi
-  for x in replica primary; do
-    if [ -f "$d/$x/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$d/$x" -m fast -w stop >/dev/null 2>&1 || true; fi
-  done
+  for x in replica primary; do pg_stop "$d/$x"; done
 }
 
 # ---- PostgreSQL with backups: pgBackRest to S3, a synchronous WAL stream ------
@@ -441,11 +461,10 @@ pgbr_ready() {
 s3tls_ready() { curl -s -o /dev/null --cacert "$DIR/pgbr/s3.crt" "https://localhost:$S3_TLS_PORT/"; }
 
 pgbr_up() {
-  local d=$DIR/pgbr bin
+  local d=$DIR/pgbr
   [ "${PARLEY_SERVICES_PGBACKUP:-0}" = 1 ] || [ -d "$d" ] || return 0
   command -v pgbackrest >/dev/null || apt_install pgbackrest
   command -v openssl >/dev/null || apt_install openssl
-  bin=$(pg_bin)
   mkdir -p "$d/run" "$d/log" "$d/lock" "$d/spool" "$d/stream" "$DIR/s3/data/parley-backups"
   if [ ! -f "$d/s3.crt" ]; then
     # pgBackRest matches the certificate against a host name (not an IP).
@@ -479,16 +498,8 @@ pgbr_up() {
       [ "$(id -u)" = 0 ] && chown postgres:postgres "$d/stream"
     fi
   fi
-  if [ ! -f "$d/data/PG_VERSION" ]; then
-    pg_run "$bin/initdb" -D "$d/data" -U postgres -A trust -E UTF8 --no-locale >"$d/init.log" 2>&1 ||
-      { cat "$d/init.log" >&2; return 1; }
-  fi
-  if ! "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGBR_PORT"; then
-    pg_run "$bin/pg_ctl" -D "$d/data" -l "$d/postgres.log" -w -t 120 start \
-      -o "-p $PGBR_PORT -c listen_addresses=127.0.0.1 -k $d/run -c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c archive_mode=on -c archive_timeout=30 -c synchronous_standby_names=pg_receivewal" \
-      -o "-c archive_command='pgbackrest --config=$d/pgbackrest.conf --stanza=parley archive-push %p'" \
-      >/dev/null || { tail -20 "$d/postgres.log" >&2; return 1; }
-  fi
+  pg_init "$d/data" "$d/init.log"
+  pg_start "$d/data" "$PGBR_PORT" "$d/run" "-c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c archive_mode=on -c archive_timeout=30 -c synchronous_standby_names=pg_receivewal -c archive_command='pgbackrest --config=$d/pgbackrest.conf --stanza=parley archive-push %p'"
   pgbr_env
   if [ ! -f "$d/stanza-made" ]; then
     pg_run pgbackrest stanza-create >"$d/stanza.log" 2>&1 || { cat "$d/stanza.log" >&2; return 1; }
@@ -502,18 +513,18 @@ pgbr_up() {
 }
 
 pgbr_down() {
-  local d=$DIR/pgbr bin
-  bin=$(pg_bin) || return 0
+  local d=$DIR/pgbr
+  pg_bin >/dev/null || return 0
   if pgbr_stream_running; then kill -- "-$(cat "$d/stream.pid")" 2>/dev/null || kill "$(cat "$d/stream.pid")" 2>/dev/null || true; fi
   rm -f "$d/stream.pid"
-  if [ -f "$d/data/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$d/data" -m fast -w stop >/dev/null 2>&1 || true; fi
+  pg_stop "$d/data"
   if [ -f "$d/versitygw-tls.pid" ]; then kill "$(cat "$d/versitygw-tls.pid")" 2>/dev/null || true; rm -f "$d/versitygw-tls.pid"; fi
 }
 
 pgbr_crash() {
   local d=$DIR/pgbr
   [ -d "$d/data" ] || { log "pgbackup: no data directory"; return 1; }
-  if [ -f "$d/data/postmaster.pid" ]; then pg_run "$(pg_bin)/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1 || true; fi
+  pg_stop "$d/data" immediate
   rm -rf "$d/data"
 }
 
@@ -528,16 +539,13 @@ pgsync_ready() {
     "$(pg_bin)/pg_isready" -q -h 127.0.0.1 -p "$PGSYNC_STANDBY_PORT"
 }
 
-pgsync_start() { # pgsync_start DATADIR PORT [FLAGS]: the primary waits for its standby; a promoted standby for none
-  pg_run "$(pg_bin)/pg_ctl" -D "$1" -l "$1.log" -w -t 60 start \
-    -o "-p $2 -c listen_addresses=127.0.0.1 -k $DIR/pgsync/run -c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on ${3:-}" \
-    >/dev/null || { tail -20 "$1.log" >&2; return 1; }
+pgsync_start() { # pgsync_start DATADIR PORT [SETTINGS]: the primary waits for its standby; a promoted standby for none
+  pg_start "$1" "$2" "$DIR/pgsync/run" "-c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on ${3:-}"
 }
 
 pgsync_up() {
-  local d=$DIR/pgsync bin
+  local d=$DIR/pgsync
   [ "${PARLEY_SERVICES_PGSYNC:-0}" = 1 ] || [ -d "$d" ] || return 0
-  bin=$(pg_bin)
   if [ -f "$d/standby/PG_VERSION" ] && [ ! -f "$d/standby/standby.signal" ]; then
     log "pgsync: a failover was left behind (the standby was promoted); making the pair anew"
     pgsync_down
@@ -546,36 +554,25 @@ pgsync_up() {
   mkdir -p "$d/run"
   [ "$(id -u)" = 0 ] && chown postgres:postgres "$d" "$d/run"
   chmod 700 "$d"
-  if [ ! -f "$d/primary/PG_VERSION" ]; then
-    pg_run "$bin/initdb" -D "$d/primary" -U postgres -A trust -E UTF8 --no-locale >"$d/init.log" 2>&1 ||
-      { cat "$d/init.log" >&2; return 1; }
-  fi
-  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGSYNC_PRIMARY_PORT" || pgsync_start "$d/primary" "$PGSYNC_PRIMARY_PORT" "-c synchronous_standby_names=standby"
-  if [ ! -f "$d/standby/PG_VERSION" ]; then
-    rm -rf "$d/standby.tmp"
-    pg_run "$bin/pg_basebackup" -d "host=127.0.0.1 port=$PGSYNC_PRIMARY_PORT user=postgres application_name=standby" \
-      -D "$d/standby.tmp" -R -X stream -c fast >"$d/basebackup.log" 2>&1 || { cat "$d/basebackup.log" >&2; return 1; }
-    mv "$d/standby.tmp" "$d/standby"
-  fi
-  "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGSYNC_STANDBY_PORT" || pgsync_start "$d/standby" "$PGSYNC_STANDBY_PORT"
+  pg_init "$d/primary" "$d/init.log"
+  pgsync_start "$d/primary" "$PGSYNC_PRIMARY_PORT" "-c synchronous_standby_names=standby"
+  pg_clone "$PGSYNC_PRIMARY_PORT" "$d/standby" standby "$d/basebackup.log"
+  pgsync_start "$d/standby" "$PGSYNC_STANDBY_PORT"
   wait_for "postgresql (primary with a synchronous standby)" 30 pgsync_ready
 }
 
 pgsync_down() {
-  local d=$DIR/pgsync bin x
-  bin=$(pg_bin) || return 0
-  for x in standby primary; do
-    if [ -f "$d/$x/postmaster.pid" ]; then pg_run "$bin/pg_ctl" -D "$d/$x" -m fast -w stop >/dev/null 2>&1 || true; fi
-  done
+  local d=$DIR/pgsync x
+  pg_bin >/dev/null || return 0
+  for x in standby primary; do pg_stop "$d/$x"; done
 }
 
 # The failover: the primary dies at once (no shutdown checkpoint, no goodbye
 # to its clients), the standby is promoted and takes writes.
 pgsync_failover() {
-  local d=$DIR/pgsync bin
-  bin=$(pg_bin)
-  pg_run "$bin/pg_ctl" -D "$d/primary" -m immediate -w stop >/dev/null
-  pg_run "$bin/pg_ctl" -D "$d/standby" -w -t 60 promote >/dev/null
+  local d=$DIR/pgsync
+  pg_stop "$d/primary" immediate
+  pg_run "$(pg_bin)/pg_ctl" -D "$d/standby" -w -t 60 promote >/dev/null
 }
 
 # A new pair (the promoted standby's history is not the old primary's).

@@ -91,12 +91,10 @@ func (r UsersReport) String() string {
 		r.Messages, float64(r.Messages)/max(r.Elapsed.Seconds(), 1e-9), r.Uploads, r.Requests, r.Errors)
 	fmt.Fprintf(&b, "%-20s %8s %7s %9s %9s %9s\n", "class", "ok", "errors", "p50", "p95", "p99")
 	for _, c := range r.Classes {
-		fmt.Fprintf(&b, "%-20s %8d %7d %9s %9s %9s\n", c.Class, c.OK, c.Errors, ms(c.P50), ms(c.P95), ms(c.P99))
+		fmt.Fprintf(&b, "%-20s %8d %7d %9s %9s %9s\n", c.Class, c.OK, c.Errors, fmtMS(c.P50), fmtMS(c.P95), fmtMS(c.P99))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
 
 // Check fails when more than maxRate of the calls failed.
 func (r UsersReport) Check(maxRate float64) error {
