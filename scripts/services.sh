@@ -65,6 +65,8 @@ PGSYNC_STANDBY_PORT="${PARLEY_PGSYNC_STANDBY_PORT:-55463}"
 S3_TLS_PORT="${PARLEY_S3_TLS_PORT:-57443}"
 # Cluster bus ports are these plus 10000, so they stay below 55536.
 REDIS_CLUSTER_PORTS="${PARLEY_REDIS_CLUSTER_PORTS:-46391 46392 46393}"
+CHC_BASE_PORT="${PARLEY_CH_CLUSTER_BASE_PORT:-59100}"
+ZK_PORT="${PARLEY_ZK_PORT:-52181}"
 CASSANDRA_VERSION=5.0.2
 S3_ACCESS="parleytest"
 S3_SECRET="parleytestsecret"
@@ -618,6 +620,120 @@ redis_cluster_down() {
   for p in $REDIS_CLUSTER_PORTS; do redis-cli -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
 }
 
+# ---- ClickHouse cluster ------------------------------------------------------
+# PARLEY_SERVICES_CH_CLUSTER=1: usage records as scale mode runs them at size,
+# two shards of two replicas each (four clickhouse-server processes, cluster
+# "parley", ReplicatedMergeTree), coordinated by one ZooKeeper from Debian's
+# package. Node n (1–4) is shard (n+1)/2, replica r1 or r2; its ports are
+# CHC_BASE_PORT+n (native), +10+n (HTTP), +20+n (replication). chc-lose N
+# stops node N and deletes its data (a lost replica); chc-restore N brings it
+# back and it fetches its shard from the other replica (docs/backup.md).
+
+chc_port() { echo $((CHC_BASE_PORT + $2 + $1)); } # chc_port N OFFSET
+chc_node_ready() { [ "$(curl -fsS "http://127.0.0.1:$(chc_port "$1" 10)/ping" 2>/dev/null)" = "Ok." ]; }
+chc_ready() { local n; for n in 1 2 3 4; do chc_node_ready "$n" || return 1; done; }
+zk_ready() { [ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT; echo ruok >&3; cat <&3" 2>/dev/null)" = imok ]; }
+
+zk_up() {
+  local d=$DIR/zookeeper
+  apt_install zookeeper
+  zk_ready && return 0
+  mkdir -p "$d/data"
+  printf '%s\n' "tickTime=2000" "dataDir=$d/data" "clientPort=$ZK_PORT" "clientPortAddress=127.0.0.1" \
+    "admin.enableServer=false" "maxClientCnxns=0" "4lw.commands.whitelist=ruok" "autopurge.purgeInterval=1" >"$d/zoo.cfg"
+  (cd "$d" && exec java -Xmx256m -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg") </dev/null >"$d/zookeeper.log" 2>&1 &
+  echo $! >"$d/zookeeper.pid"
+  wait_for zookeeper 60 zk_ready || { tail -20 "$d/zookeeper.log" >&2; return 1; }
+}
+
+chc_node_up() {
+  local n=$1 d=$DIR/ch-cluster/node$1
+  chc_node_ready "$n" && return 0
+  mkdir -p "$d/data" "$d/tmp" "$d/user_files" "$d/format_schemas" "$d/log" "$d/config.d"
+  sed -e "s#/var/lib/clickhouse/tmp/#$d/tmp/#; s#/var/lib/clickhouse/user_files/#$d/user_files/#" \
+      -e "s#/var/lib/clickhouse/format_schemas/#$d/format_schemas/#; s#/var/lib/clickhouse/#$d/data/#" \
+      -e "s#/var/log/clickhouse-server/#$d/log/#g" \
+      -e "s#<http_port>8123</http_port>#<http_port>$(chc_port "$n" 10)</http_port>#" \
+      -e "s#<tcp_port>9000</tcp_port>#<tcp_port>$(chc_port "$n" 0)</tcp_port>#" \
+      -e "s#<interserver_http_port>9009</interserver_http_port>#<interserver_http_port>$(chc_port "$n" 20)</interserver_http_port>#" \
+      -e "s#<listen_host>::1</listen_host>##" \
+      -e "s#<uncompressed_cache_size>[0-9]*<#<uncompressed_cache_size>268435456<#; s#<mark_cache_size>[0-9]*<#<mark_cache_size>268435456<#" \
+      /etc/clickhouse-server/config.xml >"$d/config.xml"
+  cp /etc/clickhouse-server/users.xml "$d/users.xml"
+  local shard=$(((n + 1) / 2)) replica=$(((n - 1) % 2 + 1)) s m
+  {
+    echo "<yandex><interserver_http_host>127.0.0.1</interserver_http_host>"
+    echo "<zookeeper><node><host>127.0.0.1</host><port>$ZK_PORT</port></node></zookeeper>"
+    echo "<macros><shard>0$shard</shard><replica>r$replica</replica></macros>"
+    echo "<remote_servers><parley>"
+    for s in 1 2; do
+      echo "<shard><internal_replication>true</internal_replication>"
+      for m in $((2 * s - 1)) $((2 * s)); do
+        echo "<replica><host>127.0.0.1</host><port>$(chc_port "$m" 0)</port></replica>"
+      done
+      echo "</shard>"
+    done
+    echo "</parley></remote_servers></yandex>"
+  } >"$d/config.d/cluster.xml"
+  (cd "$d" && exec clickhouse-server --config-file="$d/config.xml") </dev/null >"$d/log/stdout.log" 2>&1 &
+  echo $! >"$d/clickhouse.pid"
+}
+
+chc_up() {
+  [ "${PARLEY_SERVICES_CH_CLUSTER:-0}" = 1 ] || [ -d "$DIR/ch-cluster" ] || return 0
+  command -v clickhouse-server >/dev/null || apt_install clickhouse-server
+  zk_up
+  local n
+  for n in 1 2 3 4; do chc_node_up "$n"; done
+  wait_for "clickhouse cluster" 90 chc_ready || { tail -20 "$DIR"/ch-cluster/node*/log/clickhouse-server.err.log >&2; return 1; }
+}
+
+stop_pidfile() { # stop_pidfile FILE: TERM, up to 30 s, then KILL
+  local pid
+  [ -f "$1" ] || return 0
+  pid=$(cat "$1")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$1"
+}
+
+chc_down() {
+  local n
+  for n in 1 2 3 4; do stop_pidfile "$DIR/ch-cluster/node$n/clickhouse.pid"; done
+  stop_pidfile "$DIR/zookeeper/zookeeper.pid"
+}
+
+chc_start() {
+  chc_node_up "${1:?chc-start needs a node number, 1 to 4}"
+  wait_for "clickhouse node $1" 60 chc_node_ready "$1" || { tail -20 "$DIR/ch-cluster/node$1/log/clickhouse-server.err.log" >&2; return 1; }
+}
+
+chc_stop() { stop_pidfile "$DIR/ch-cluster/node${1:?chc-stop needs a node number, 1 to 4}/clickhouse.pid"; }
+
+chc_lose() {
+  local n=${1:?chc-lose needs a node number, 1 to 4}
+  [ -d "$DIR/ch-cluster/node$n" ] || { echo "no node $n under $DIR/ch-cluster" >&2; return 1; }
+  stop_pidfile "$DIR/ch-cluster/node$n/clickhouse.pid"
+  rm -rf "$DIR/ch-cluster/node$n"
+}
+
+# chc_restore N: the documented recovery of a replica whose disk was lost:
+# the table definitions copied from the other replica of its shard, the
+# force_restore_data flag set, and the server started; each Replicated table
+# then finds its replica in ZooKeeper without parts and fetches them.
+chc_restore() {
+  local n=${1:?chc-restore needs a node number, 1 to 4} d=$DIR/ch-cluster/node${1:-}
+  local sib=$(( ${1:-1} % 2 == 1 ? ${1:-1} + 1 : ${1:-1} - 1 ))
+  chc_node_ready "$n" && return 0
+  [ -d "$DIR/ch-cluster/node$sib/data/metadata" ] || { echo "node $sib has no metadata to copy" >&2; return 1; }
+  mkdir -p "$d/data/flags"
+  cp -r "$DIR/ch-cluster/node$sib/data/metadata" "$d/data/"
+  touch "$d/data/flags/force_restore_data"
+  chc_start "$n"
+}
+
 # ---- commands -----------------------------------------------------------------
 
 cmd_env() {
@@ -644,6 +760,9 @@ cmd_env() {
   fi
   if [ -d "$DIR/pgbr" ] && pgbr_ready 2>/dev/null; then
     echo "export PARLEY_TEST_PGBACKUP_URL='postgres://postgres@127.0.0.1:$PGBR_PORT/postgres?sslmode=disable'"
+  fi
+  if [ -d "$DIR/ch-cluster" ] && chc_ready; then
+    echo "export PARLEY_TEST_CLICKHOUSE_CLUSTER_URL='clickhouse://127.0.0.1:$(chc_port 1 0),127.0.0.1:$(chc_port 2 0),127.0.0.1:$(chc_port 3 0),127.0.0.1:$(chc_port 4 0)/default' PARLEY_TEST_CLICKHOUSE_CLUSTER=parley"
   fi
   if [ -d "$DIR/redis-cluster" ] && redis_cluster_ready; then
     local p hosts=""
@@ -708,6 +827,9 @@ cmd_status() {
   if [ -d "$DIR/pgbr" ]; then
     pgbr_ready && echo "pgbackup: 127.0.0.1:$PGBR_PORT, WAL streamed, archived to https://localhost:$S3_TLS_PORT" || echo "pgbackup: down"
   fi
+  if [ -d "$DIR/ch-cluster" ]; then
+    chc_ready && echo "clickhouse cluster: parley, 2 shards x 2 replicas on 127.0.0.1 ports $(chc_port 1 0)-$(chc_port 4 0), zookeeper :$ZK_PORT" || echo "clickhouse cluster: down"
+  fi
   if [ -d "$DIR/redis-cluster" ]; then
     redis_cluster_ready && echo "redis cluster: up on 127.0.0.1 ports $REDIS_CLUSTER_PORTS" || echo "redis cluster: down"
   fi
@@ -727,9 +849,10 @@ case "${1:-}" in
     pgbr_up
     pgsync_up
     redis_cluster_up
+    chc_up
     cmd_status >&2
     ;;
-  down) redis_cluster_down; pgsync_down; pgbr_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
+  down) chc_down; redis_cluster_down; pgsync_down; pgbr_down; pgha_down; cql_down; s3_down; ch_down; redis_down; pg_down ;;
   env) cmd_env ;;
   serve-env) cmd_serve_env ;;
   status) cmd_status ;;
@@ -738,5 +861,9 @@ case "${1:-}" in
   nodetool) shift; cql_nodetool "$@" ;;
   pgsync-failover) pgsync_failover ;;
   pgsync-reset) pgsync_reset ;;
+  chc-lose) chc_lose "${2:-}" ;;
+  chc-restore) chc_restore "${2:-}" ;;
+  chc-stop) chc_stop "${2:-}" ;;
+  chc-start) chc_start "${2:-}" ;;
   *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash|pgsync-failover|pgsync-reset|nodetool" >&2; exit 2 ;;
 esac

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/parleyhq/parley/server/store"
 )
 
@@ -19,8 +21,15 @@ func (db *DB) SummarizeKeys(ctx context.Context, userID string, from, to time.Ti
 	return db.summarize(ctx, userID, from, to, offset, `api_key_id`)
 }
 
-// summarize groups by day, model and key (the constant ” for no key).
+// summarize groups by day, model and key (the constant ” for no key): in
+// cluster mode from the pre-aggregated quarters where the range and the
+// offset are whole quarters, else from the records.
 func (db *DB) summarize(ctx context.Context, userID string, from, to time.Time, offset time.Duration, key string) ([]store.UsageDay, error) {
+	if db.cluster != "" {
+		if out, ok, err := db.summarizeQuarters(ctx, userID, from, to, offset, key); ok {
+			return out, err
+		}
+	}
 	rows, err := db.conn.Query(ctx, `SELECT intDiv(created_at + ?, ?) AS day, model, `+key+` AS key, count(),
 			sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(cost_nanos)
 		FROM usage_records FINAL
@@ -30,6 +39,11 @@ func (db *DB) summarize(ctx context.Context, userID string, from, to time.Time, 
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: summarize usage: %w", err)
 	}
+	return scanDays(rows)
+}
+
+// scanDays reads summarize's rows and closes them.
+func scanDays(rows driver.Rows) ([]store.UsageDay, error) {
 	defer rows.Close()
 	var out []store.UsageDay
 	for rows.Next() {

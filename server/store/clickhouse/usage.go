@@ -37,7 +37,13 @@ import (
 // schema creates the table. ReplacingMergeTree on a key that includes the
 // request ID folds a retried batch's rows together (on merge, and at read
 // time through FINAL), so a batch can be retried whole.
-const schema = `CREATE TABLE IF NOT EXISTS usage_records (
+const schema = `CREATE TABLE IF NOT EXISTS usage_records (` + recordColumns + `) ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
+ORDER BY (user_id, created_at, request_id)`
+
+// recordColumns are the usage records' columns, for the single server's
+// table and the cluster's.
+const recordColumns = `
 	user_id           String,
 	created_at        Int64,
 	request_id        String,
@@ -53,9 +59,7 @@ const schema = `CREATE TABLE IF NOT EXISTS usage_records (
 	end_user          String DEFAULT '',
 	cache_hit         UInt8 DEFAULT 0,
 	requested_model   String DEFAULT ''
-) ENGINE = ReplacingMergeTree
-PARTITION BY toYYYYMM(toDateTime(intDiv(created_at, 1000000000)))
-ORDER BY (user_id, created_at, request_id)`
+`
 
 // addColumns bring a table made by an older schema up to date, in order:
 // each column is added (last, as schema has it) unless the table has it.
@@ -76,6 +80,9 @@ const columns = `user_id, created_at, request_id, api_key_id, channel, model, pr
 // DB is an open ClickHouse usage store.
 type DB struct {
 	conn driver.Conn
+	// cluster is the ClickHouse cluster's name in cluster mode (cluster.go),
+	// "" for one server; database is the URL's database.
+	cluster, database string
 }
 
 var (
@@ -85,16 +92,36 @@ var (
 
 // Open connects to url (clickhouse://host:9000/database?username=…&password=…),
 // checks that the server answers and creates the table if needed.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string) (*DB, error) { return open(ctx, url, "") }
+
+// OpenCluster is Open for a ClickHouse cluster (cluster.go): cluster names
+// it as the servers' remote_servers do, and url names one or more of its
+// nodes (clickhouse://host1:9000,host2:9000/database: the driver uses the
+// next when one is down). Records go through Distributed tables to the
+// shard of their user, and the usage pages read pre-aggregated quarters.
+func OpenCluster(ctx context.Context, url, cluster string) (*DB, error) {
+	if !validName(cluster) {
+		return nil, fmt.Errorf("clickhouse: invalid cluster name %q", cluster)
+	}
+	return open(ctx, url, cluster)
+}
+
+func open(ctx context.Context, url, cluster string) (*DB, error) {
 	opts, err := ch.ParseDSN(url)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	if opts.Auth.Database == "" {
+		opts.Auth.Database = "default"
+	}
+	if cluster != "" && !validName(opts.Auth.Database) {
+		return nil, fmt.Errorf("clickhouse: invalid database name %q", opts.Auth.Database)
 	}
 	conn, err := ch.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
-	db := &DB{conn: conn}
+	db := &DB{conn: conn, cluster: cluster, database: opts.Auth.Database}
 	if err := db.Ping(ctx); err != nil {
 		conn.Close()
 		return nil, err
@@ -130,6 +157,10 @@ func retryable(err error) bool {
 }
 
 func (db *DB) migrate(ctx context.Context) error {
+	if db.cluster != "" {
+		// The cluster's tables were made with every column.
+		return db.migrateCluster(ctx)
+	}
 	if err := db.conn.Exec(ctx, schema); err != nil {
 		return fmt.Errorf("clickhouse: create usage_records: %w", err)
 	}
@@ -186,7 +217,24 @@ func (db *DB) Record(ctx context.Context, records []store.UsageRecord) error {
 	// (retried) batch is folded by ReplacingMergeTree, and List reads with
 	// FINAL, so no reader ever sees it twice. No lookup on the write path.
 	have := make(map[string]bool, len(records))
+	if db.cluster != "" {
+		// The pre-aggregated quarters cannot fold a record stored twice, so
+		// the records already held are left out (a key range lookup: the
+		// users' rows in the batch's time span). A retried batch whose first
+		// insert landed is dropped whole by the Replicated tables' block
+		// deduplication; this covers a record sent again in another batch.
+		held, err := db.held(ctx, records)
+		if err != nil {
+			return err
+		}
+		have = held
+	}
 
+	if db.cluster != "" {
+		// Return only once every shard's replica holds its rows (the
+		// Distributed table's default is to queue them on this node).
+		ctx = ch.Context(ctx, ch.WithSettings(ch.Settings{"insert_distributed_sync": 1}))
+	}
 	batch, err := db.conn.PrepareBatch(ctx, `INSERT INTO usage_records (`+columns+`)`)
 	if err != nil {
 		return fmt.Errorf("clickhouse: usage insert: %w", err)
@@ -266,6 +314,32 @@ func (db *DB) List(ctx context.Context, userID string, f store.UsageFilter, p st
 	}
 	out, next := store.Page(out, limit, func(v store.UsageRecord) (int64, string) { return v.CreatedAt.UnixNano(), v.RequestID })
 	return out, next, nil
+}
+
+// held returns which of the records' request IDs usage_records holds.
+func (db *DB) held(ctx context.Context, records []store.UsageRecord) (map[string]bool, error) {
+	users, ids := make([]any, 0, len(records)), make([]any, 0, len(records))
+	from, to := records[0].CreatedAt.UnixNano(), records[0].CreatedAt.UnixNano()
+	for _, r := range records {
+		users, ids = append(users, r.UserID), append(ids, r.RequestID)
+		from, to = min(from, r.CreatedAt.UnixNano()), max(to, r.CreatedAt.UnixNano())
+	}
+	rows, err := db.conn.Query(ctx, `SELECT request_id FROM usage_records
+		WHERE user_id IN ? AND created_at >= ? AND created_at <= ? AND request_id IN ?`,
+		ch.GroupSet{Value: users}, from, to, ch.GroupSet{Value: ids})
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: usage records held: %w", err)
+	}
+	defer rows.Close()
+	have := make(map[string]bool, len(records))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("clickhouse: usage records held: %w", err)
+		}
+		have[id] = true
+	}
+	return have, rows.Err()
 }
 
 func boolUInt8(b bool) uint8 {
