@@ -103,9 +103,15 @@ const NanosPerDay = int64(24 * time.Hour)
 type UsageOutbox interface {
 	// Ship hands up to max of the oldest waiting records to ship, oldest
 	// first, and deletes them once ship returns nil; when ship fails they
-	// stay for a later call and Ship returns its error. Callers sharing the
-	// database (several gateways) are handed disjoint records while a ship
-	// is in progress. It returns how many records were shipped.
+	// stay for a later call and Ship returns its error. A batch once handed
+	// out is handed out again whole, the same records in the same order,
+	// until a ship of it succeeds, and before records not handed out yet
+	// unless another caller is shipping it: it may be larger than a later
+	// call's max. (A store that drops an insert identical to one it holds,
+	// ClickHouse's replicated tables, then stores a retried batch once.)
+	// Callers sharing the database (several gateways) are handed disjoint
+	// batches while a ship is in progress. It returns how many records were
+	// shipped.
 	Ship(ctx context.Context, max int, ship func(context.Context, []UsageRecord) error) (int, error)
 	// Backlog returns how many records wait, and the CreatedAt of the
 	// oldest (zero when none wait).

@@ -11,6 +11,8 @@
 // parley_usage_outbox_backlog. Shipping is at least once; the Usage store's
 // Record skips request IDs it already holds, so a batch shipped again after
 // a crash between the store's acknowledgement and the delete is stored once.
+// A batch shipped again is the same batch (same records, same order), so a
+// store that deduplicates identical inserts stores it once.
 package usage
 
 import (

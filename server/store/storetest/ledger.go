@@ -40,8 +40,19 @@ func usageOf(userID string) *store.UsageRecord {
 // errPeek makes UsageOutbox.Ship keep the records it handed out.
 var errPeek = errors.New("storetest: peek")
 
+// relayed holds, by user, the records recordsOf shipped out of outboxes to
+// look past them. User IDs are unique across the suites' stores.
+var relayed = struct {
+	sync.Mutex
+	recs map[string][]store.UsageRecord
+}{recs: map[string][]store.UsageRecord{}}
+
 // recordsOf returns every usage record of the user that Settle stored: in
-// Usage, or still waiting in the Outbox.
+// Usage, or in the Outbox. It peeks at the Outbox's oldest batch; a batch
+// handed out is handed out again whole before any later record, so while
+// records wait behind it the batch is shipped, into relayed, and the next
+// looked at. The records stay in the Outbox as long as that allows: a
+// request ID there is taken (SettleIsAtomic).
 func recordsOf(t *testing.T, s store.Store, userID string) []store.UsageRecord {
 	t.Helper()
 	if s.Outbox == nil {
@@ -49,16 +60,35 @@ func recordsOf(t *testing.T, s store.Store, userID string) []store.UsageRecord {
 			return s.Usage.List(t.Context(), userID, store.UsageFilter{}, p)
 		})
 	}
-	var all []store.UsageRecord
-	_, err := s.Outbox.Ship(t.Context(), 1_000_000, func(_ context.Context, recs []store.UsageRecord) error {
-		all = recs
-		return errPeek
-	})
-	if !errors.Is(err, errPeek) && err != nil {
-		t.Fatalf("Outbox.Ship: %v", err)
+	var batch []store.UsageRecord
+	for {
+		batch = nil
+		_, err := s.Outbox.Ship(t.Context(), 1_000_000, func(_ context.Context, recs []store.UsageRecord) error {
+			batch = recs
+			return errPeek
+		})
+		if !errors.Is(err, errPeek) && err != nil {
+			t.Fatalf("Outbox.Ship: %v", err)
+		}
+		waiting, _, err := s.Outbox.Backlog(t.Context())
+		noErr(t, err, "Outbox.Backlog")
+		if int64(len(batch)) >= waiting {
+			break
+		}
+		_, err = s.Outbox.Ship(t.Context(), 1_000_000, func(_ context.Context, recs []store.UsageRecord) error {
+			relayed.Lock()
+			defer relayed.Unlock()
+			for _, r := range recs {
+				relayed.recs[r.UserID] = append(relayed.recs[r.UserID], r)
+			}
+			return nil
+		})
+		noErr(t, err, "Outbox.Ship")
 	}
-	var out []store.UsageRecord
-	for _, r := range all {
+	relayed.Lock()
+	out := slices.Clone(relayed.recs[userID])
+	relayed.Unlock()
+	for _, r := range batch {
 		if r.UserID == userID {
 			out = append(out, r)
 		}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -116,6 +117,142 @@ func TestUsageOutbox(t *testing.T, newStore NewStore) {
 		if err != nil || n != 0 {
 			t.Fatalf("Ship of an empty outbox = %d, %v", n, err)
 		}
+	})
+
+	t.Run("RetryShipsTheSameBatch", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "retry@example.com")
+		topUp(t, s, u.ID, 1_000_000)
+		want := settle(t, s, u.ID, 5)
+		boom := errors.New("usage store down")
+
+		// The three oldest fail to ship.
+		var first []store.UsageRecord
+		n, err := s.Outbox.Ship(ctx, 3, func(_ context.Context, recs []store.UsageRecord) error {
+			first = recs
+			return boom
+		})
+		if !errors.Is(err, boom) || n != 0 {
+			t.Fatalf("failed ship = %d, %v", n, err)
+		}
+		sameRecords(t, first, want[:3])
+
+		// Records settled since, and a larger max, change nothing: the
+		// batch is handed out again as it was (a Usage store that drops an
+		// identical insert stores it once), every time it fails.
+		later := settle(t, s, u.ID, 2)
+		for i := range 2 {
+			var again []store.UsageRecord
+			n, err = s.Outbox.Ship(ctx, 100, func(_ context.Context, recs []store.UsageRecord) error {
+				again = recs
+				return boom
+			})
+			if !errors.Is(err, boom) || n != 0 {
+				t.Fatalf("failed ship %d = %d, %v", i+2, n, err)
+			}
+			sameRecords(t, again, first)
+		}
+		wantBacklog(t, s, 7, t0)
+
+		// Once it is shipped, the rest goes, oldest first.
+		var got []store.UsageRecord
+		ship := func(_ context.Context, recs []store.UsageRecord) error {
+			got = append(got, recs...)
+			return nil
+		}
+		n, err = s.Outbox.Ship(ctx, 100, ship)
+		noErr(t, err, "Ship the failed batch")
+		if n != 3 {
+			t.Fatalf("shipped %d, want 3", n)
+		}
+		sameRecords(t, got, first)
+		got = nil
+		n, err = s.Outbox.Ship(ctx, 100, ship)
+		noErr(t, err, "Ship the rest")
+		if n != 4 {
+			t.Fatalf("shipped %d, want 4", n)
+		}
+		sameRecords(t, got, append(want[3:], later...))
+		wantBacklog(t, s, 0, time.Time{})
+	})
+
+	t.Run("RetryIgnoresASmallerMax", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "smaller@example.com")
+		topUp(t, s, u.ID, 1_000_000)
+		want := settle(t, s, u.ID, 6)
+		boom := errors.New("usage store down")
+		n, err := s.Outbox.Ship(ctx, 5, func(context.Context, []store.UsageRecord) error { return boom })
+		if !errors.Is(err, boom) || n != 0 {
+			t.Fatalf("failed ship = %d, %v", n, err)
+		}
+		// The batch of five goes whole to a caller that asks for two.
+		var got []store.UsageRecord
+		n, err = s.Outbox.Ship(ctx, 2, func(_ context.Context, recs []store.UsageRecord) error {
+			got = recs
+			return nil
+		})
+		noErr(t, err, "Ship with a smaller max")
+		if n != 5 {
+			t.Fatalf("shipped %d, want 5", n)
+		}
+		sameRecords(t, got, want[:5])
+		wantBacklog(t, s, 1, want[5].CreatedAt)
+	})
+
+	t.Run("ShipWhileAnotherShips", func(t *testing.T) {
+		s, ctx := newStore(t), t.Context()
+		u := mustUser(t, s, "while@example.com")
+		topUp(t, s, u.ID, 1_000_000)
+		want := settle(t, s, u.ID, 10)
+
+		// a takes the four oldest and is held inside its ship.
+		var a, b []store.UsageRecord
+		entered, release := make(chan struct{}), make(chan struct{})
+		aDone, bDone := make(chan error, 1), make(chan error, 1)
+		go func() {
+			n, err := s.Outbox.Ship(ctx, 4, func(ctx context.Context, recs []store.UsageRecord) error {
+				a = recs
+				close(entered)
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			if err == nil && n != 4 {
+				err = fmt.Errorf("shipped %d, want 4", n)
+			}
+			aDone <- err
+		}()
+		<-entered
+		go func() {
+			_, err := s.Outbox.Ship(ctx, 100, func(_ context.Context, recs []store.UsageRecord) error {
+				b = recs
+				return nil
+			})
+			bDone <- err
+		}()
+		// Shippers sharing a database (PostgreSQL) ship b while a holds its
+		// batch; a store that serialises Ship (SQLite) ships b once a is
+		// done, so a is let go after a while. Either way they are disjoint.
+		var bErr error
+		bFirst := false
+		select {
+		case bErr = <-bDone:
+			bFirst = true
+		case <-time.After(time.Second):
+		}
+		close(release)
+		noErr(t, <-aDone, "the held Ship")
+		if !bFirst {
+			bErr = <-bDone
+		}
+		noErr(t, bErr, "the other Ship")
+		sameRecords(t, a, want[:4])
+		sameRecords(t, b, want[4:])
+		wantBacklog(t, s, 0, time.Time{})
 	})
 
 	t.Run("ConcurrentShippers", func(t *testing.T) {
