@@ -660,7 +660,10 @@ chc_node_up() {
       -e "s#<listen_host>::1</listen_host>##" \
       -e "s#<uncompressed_cache_size>[0-9]*<#<uncompressed_cache_size>268435456<#; s#<mark_cache_size>[0-9]*<#<mark_cache_size>268435456<#" \
       /etc/clickhouse-server/config.xml >"$d/config.xml"
-  cp /etc/clickhouse-server/users.xml "$d/users.xml"
+  # Cluster mode reads where it writes: the first replica of each shard
+  # that answers (server/store/clickhouse checks the profile at start).
+  sed -e "s#<load_balancing>random</load_balancing>#<load_balancing>in_order</load_balancing>#" \
+    /etc/clickhouse-server/users.xml >"$d/users.xml"
   local shard=$(((n + 1) / 2)) replica=$(((n - 1) % 2 + 1)) s m
   {
     echo "<yandex><interserver_http_host>127.0.0.1</interserver_http_host>"

@@ -146,8 +146,11 @@ type Stores struct {
 	// Cluster (any of its nodes).
 	RedisURL string
 	// ClickHouseURL (clickhouse://host:9000/db) moves usage records into
-	// ClickHouse.
-	ClickHouseURL string
+	// ClickHouse; with ClickHouseCluster, the URL names one or more nodes
+	// (host1:9000,host2:9000) of that cluster, and the records are spread
+	// over its shards by user with a replica set per shard.
+	ClickHouseURL     string
+	ClickHouseCluster string
 	// S3Endpoint (http://host:port or https://host) and S3Bucket move
 	// attachment blobs into S3; the credentials come from the environment
 	// (PARLEY_S3_ACCESS_KEY, PARLEY_S3_SECRET_KEY, optional PARLEY_S3_REGION).
@@ -252,7 +255,8 @@ func (s *Stores) RegisterFlags(fs *flag.FlagSet) {
 	fs.Func("postgres-read-urls", "comma-separated PostgreSQL read replica URLs: conversation, message, usage and key listings go to them round-robin (none: all reads on --postgres-url)", listSetter(&s.PostgresReadURLs))
 	fs.DurationVar(&s.PostgresReplicaMaxLag, "postgres-replica-max-lag", 2*time.Second, "a read replica further behind the primary than this is skipped")
 	fs.StringVar(&s.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process); redis+cluster://host:port,host:port,… for a Redis Cluster")
-	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store)")
+	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store); clickhouse://h1:9000,h2:9000/db names several nodes")
+	fs.StringVar(&s.ClickHouseCluster, "clickhouse-cluster", "", "the ClickHouse cluster (as the servers' remote_servers name it) to spread usage records over, by user, on replicated tables (empty: one server)")
 	fs.StringVar(&s.S3Endpoint, "s3-endpoint", "", "S3 endpoint URL for attachment blobs (empty: the data directory); keys from PARLEY_S3_ACCESS_KEY/PARLEY_S3_SECRET_KEY")
 	fs.StringVar(&s.S3Bucket, "s3-bucket", "parley", "S3 bucket for attachment blobs, created if missing")
 	fs.Func("cassandra-hosts", "comma-separated CQL (ScyllaDB/Cassandra) host:port contact points for messages, and vector store chunks on Cassandra 5 (none: the relational store keeps both)", listSetter(&s.CassandraHosts))

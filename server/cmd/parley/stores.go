@@ -145,8 +145,17 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 		s.Generations = memlive.New()
 		s.board = func(string) limits.LoadBoard { return memlimit.NewBoard() }
 	}
+	if cfg.ClickHouseCluster != "" && cfg.ClickHouseURL == "" {
+		return nil, errors.New("--clickhouse-cluster needs --clickhouse-url")
+	}
 	if cfg.ClickHouseURL != "" {
-		chdb, err := clickhouse.Open(ctx, cfg.ClickHouseURL)
+		var chdb *clickhouse.DB
+		var err error
+		if cfg.ClickHouseCluster != "" {
+			chdb, err = clickhouse.OpenCluster(ctx, cfg.ClickHouseURL, cfg.ClickHouseCluster)
+		} else {
+			chdb, err = clickhouse.Open(ctx, cfg.ClickHouseURL)
+		}
 		if err != nil {
 			return nil, err
 		}

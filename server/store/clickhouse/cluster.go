@@ -97,24 +97,38 @@ func (db *DB) migrateCluster(ctx context.Context) error {
 }
 
 // summarizeQuarters is summarize from the pre-aggregated quarters, for a
-// range and offset that are whole quarters; ok is false otherwise (the
-// caller reads the records).
-func (db *DB) summarizeQuarters(ctx context.Context, userID string, from, to time.Time, offset time.Duration, key string) (out []store.UsageDay, ok bool, err error) {
-	f, t, o := from.UnixNano(), to.UnixNano(), int64(offset)
-	if f%quarterNanos != 0 || t%quarterNanos != 0 || o%quarterNanos != 0 {
-		return nil, false, nil
-	}
+// range of whole quarters and an offset of whole quarters (every quarter
+// then lies in one day of the reader's).
+func (db *DB) summarizeQuarters(ctx context.Context, userID string, from, to, offset int64, key string) ([]store.UsageDay, error) {
 	rows, err := db.conn.Query(ctx, `SELECT intDiv(quarter * ? + ?, ?) AS day, model, `+key+` AS key, sum(requests),
 			sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(cost_nanos)
 		FROM usage_quarters
 		WHERE user_id = ? AND quarter >= ? AND quarter < ?
 		GROUP BY day, model, key ORDER BY day, model, key`,
-		quarterNanos, o, store.NanosPerDay, userID, f/quarterNanos, t/quarterNanos)
+		quarterNanos, offset, store.NanosPerDay, userID, from/quarterNanos, to/quarterNanos)
 	if err != nil {
-		return nil, true, fmt.Errorf("clickhouse: summarize usage: %w", err)
+		return nil, fmt.Errorf("clickhouse: summarize usage: %w", err)
 	}
-	out, err = scanDays(rows)
-	return out, true, err
+	return scanDays(rows)
+}
+
+// checkLoadBalancing refuses a connection whose profile does not set
+// load_balancing to in_order. Reads and inserts through the Distributed
+// tables must go to the same replica of each shard (the first in
+// remote_servers' order that answers), so that Record's check and the usage
+// pages see a record the moment it was written rather than when the other
+// replica has fetched it. 18.16's native protocol carries only numeric
+// settings from this driver, so the profile sets it, not the store.
+func (db *DB) checkLoadBalancing(ctx context.Context) error {
+	var v string
+	if err := db.conn.QueryRow(ctx, `SELECT value FROM system.settings WHERE name = 'load_balancing'`).Scan(&v); err != nil {
+		return fmt.Errorf("clickhouse: read load_balancing: %w", err)
+	}
+	if v != "in_order" {
+		return fmt.Errorf("clickhouse: cluster mode needs load_balancing = in_order in the profile of the user it connects as (it is %q): "+
+			"reads must go to the replica that took the write (docs/operations.md, ClickHouse as a cluster)", v)
+	}
+	return nil
 }
 
 // validName reports whether s can be written into DDL as a cluster

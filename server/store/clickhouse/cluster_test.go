@@ -2,6 +2,7 @@ package clickhouse_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/server/internal/testlock"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/clickhouse"
 	"github.com/parleyhq/parley/server/store/storetest"
@@ -27,6 +29,10 @@ const (
 	EnvCluster    = "PARLEY_TEST_CLICKHOUSE_CLUSTER"
 )
 
+// holdsCluster names the tests that hold the cluster exclusively (written
+// before the parallel tests run).
+var holdsCluster = map[string]bool{}
+
 // clusterDB makes an empty database on every node of the cluster, dropped
 // with t, and returns the store URL naming it and the cluster's name.
 func clusterDB(t testing.TB) (url, cluster string) {
@@ -34,6 +40,9 @@ func clusterDB(t testing.TB) (url, cluster string) {
 	url, cluster = os.Getenv(EnvClusterURL), os.Getenv(EnvCluster)
 	if url == "" || cluster == "" {
 		t.Skipf("%s or %s not set (PARLEY_SERVICES_CH_CLUSTER=1 scripts/services.sh up; eval \"$(scripts/services.sh env)\")", EnvClusterURL, EnvCluster)
+	}
+	if !holdsCluster[t.Name()] {
+		lockCluster(t, false)
 	}
 	opts, err := ch.ParseDSN(url)
 	if err != nil {
@@ -53,6 +62,13 @@ func clusterDB(t testing.TB) (url, cluster string) {
 	})
 	i := strings.LastIndex(url, "/")
 	return url[:i+1] + name, cluster
+}
+
+// lockCluster holds the cluster for the rest of t, across the test processes
+// of other packages: exclusively for a test that stops its nodes, shared for
+// the others (distributed DDL waits for every node).
+func lockCluster(t testing.TB, exclusive bool) {
+	testlock.Hold(t, "clickhouse-cluster", exclusive)
 }
 
 func openCluster(t testing.TB, url, cluster string) *clickhouse.DB {
@@ -180,6 +196,66 @@ func TestClusterRetriedBatchCountsOnce(t *testing.T) {
 	}
 }
 
+// Summaries over ranges that do not start or end on a quarter of an hour,
+// in time zones of whole hours, half and three quarters (the quarters serve
+// the middle, the records the ends) and at an offset of 7 minutes (the
+// records serve all), equal the records added up one by one.
+func TestClusterSummaryRaggedRanges(t *testing.T) {
+	t.Parallel()
+	url, cluster := clusterDB(t)
+	db := openCluster(t, url, cluster)
+	user := uuid.NewString()
+	day := time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)
+	var recs []store.UsageRecord
+	for i := range 300 { // every 9 min 37 s for two days, two models, three keys
+		r := usageBatch(1, day.Add(time.Duration(i)*(9*time.Minute+37*time.Second)), []string{user})[0]
+		r.Model, r.APIKeyID, r.PromptTokens, r.CostNanos = []string{"m1", "m2"}[i%2], fmt.Sprint("k", i%3), int64(i), int64(7*i+1)
+		recs = append(recs, r)
+	}
+	if err := db.Record(t.Context(), recs); err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	for _, c := range []struct{ from, to, offset time.Duration }{
+		{7 * time.Minute, 47*time.Hour + 3*time.Minute, 0},
+		{0, 48 * time.Hour, 5*time.Hour + 30*time.Minute},
+		{13*time.Minute + time.Second, 30*time.Hour + 59*time.Second, 5*time.Hour + 45*time.Minute},
+		{-time.Hour, 20 * time.Hour, -3*time.Hour - 30*time.Minute},
+		{3 * time.Minute, 9 * time.Minute, time.Hour}, // inside one quarter
+		{time.Hour, 40 * time.Hour, 7 * time.Minute},
+	} {
+		from, to := day.Add(c.from), day.Add(c.to)
+		want := map[store.UsageDay]store.UsageDay{}
+		for _, r := range recs {
+			if r.CreatedAt.Before(from) || !r.CreatedAt.Before(to) {
+				continue
+			}
+			k := store.UsageDay{Day: (r.CreatedAt.UnixNano() + int64(c.offset)) / store.NanosPerDay, Model: r.Model, APIKeyID: r.APIKeyID}
+			w := want[k]
+			w.Day, w.Model, w.APIKeyID = k.Day, k.Model, k.APIKeyID
+			w.Requests++
+			w.PromptTokens += r.PromptTokens
+			w.CompletionTokens += r.CompletionTokens
+			w.CostNanos += r.CostNanos
+			want[k] = w
+		}
+		got, err := db.SummarizeKeys(t.Context(), user, from, to, c.offset)
+		if err != nil {
+			t.Fatalf("SummarizeKeys: %v", err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%+v: %d rows, want %d", c, len(got), len(want))
+		}
+		for i, g := range got {
+			if w := want[store.UsageDay{Day: g.Day, Model: g.Model, APIKeyID: g.APIKeyID}]; g != w {
+				t.Fatalf("%+v: row %d = %+v, want %+v", c, i, g, w)
+			}
+			if i > 0 && (got[i-1].Day > g.Day || got[i-1].Day == g.Day && got[i-1].Model+"\x00"+got[i-1].APIKeyID >= g.Model+"\x00"+g.APIKeyID) {
+				t.Fatalf("%+v: rows out of order at %d", c, i)
+			}
+		}
+	}
+}
+
 // services runs scripts/services.sh with args (the cluster's nodes are its
 // processes); not bound to t's context, so that cleanups can run it.
 func services(t testing.TB, args ...string) {
@@ -199,6 +275,11 @@ func services(t testing.TB, args ...string) {
 // node 1 is stopped and every record, and every quarter's sum, is read from
 // node 2 alone. Not parallel: it stops servers the other cluster tests use.
 func TestClusterReplicaLostAndRestored(t *testing.T) {
+	if os.Getenv(EnvClusterURL) == "" {
+		t.Skipf("%s not set", EnvClusterURL)
+	}
+	lockCluster(t, true)
+	holdsCluster[t.Name()] = true
 	url, cluster := clusterDB(t)
 	db := openCluster(t, url, cluster)
 	t.Cleanup(func() { // whatever happens, both nodes run again
@@ -276,4 +357,21 @@ func TestClusterReplicaLostAndRestored(t *testing.T) {
 		t.Fatalf("%d nano-USD read back, %d written", total, sumCost(written))
 	}
 	t.Logf("all %d records and their quarters read with node 1 down", len(written))
+}
+
+// A server whose profile balances reads at random is refused at start, with
+// the setting named: a gateway would read its own writes only by luck.
+func TestClusterNeedsInOrderReads(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv(EnvURL) // the single server: the default profile's random
+	if url == "" {
+		t.Skipf("%s not set", EnvURL)
+	}
+	_, err := clickhouse.OpenCluster(t.Context(), url, "parley")
+	if err == nil || !strings.Contains(err.Error(), "load_balancing = in_order") {
+		t.Fatalf("OpenCluster on a server balancing at random: %v", err)
+	}
+	if _, err := clickhouse.OpenCluster(t.Context(), url, "parley; DROP"); err == nil || !strings.Contains(err.Error(), "cluster name") {
+		t.Fatalf("OpenCluster with a bad name: %v", err)
+	}
 }

@@ -12,7 +12,8 @@
 // ReplacingMergeTree whose sorting key holds the request ID: a record
 // shipped twice is the same row (same user, created_at and request ID, as
 // the outbox keeps them), folded by merges, and every read uses FINAL, so
-// no reader ever counts it twice.
+// no reader ever counts it twice. In cluster mode (cluster.go) the tables are
+// Replicated, with the deduplication and pre-aggregation that allows.
 //
 // The driver is pinned at clickhouse-go/v2 v2.25.0 on purpose (go.mod): the
 // ClickHouse that Debian ships (18.16) is what our machines and CI run, and
@@ -125,6 +126,12 @@ func open(ctx context.Context, url, cluster string) (*DB, error) {
 	if err := db.Ping(ctx); err != nil {
 		conn.Close()
 		return nil, err
+	}
+	if cluster != "" {
+		if err := db.checkLoadBalancing(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	if err := db.Migrate(ctx); err != nil {
 		conn.Close()
