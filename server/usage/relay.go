@@ -169,13 +169,16 @@ func (r *Relay) loop(ctx context.Context) {
 }
 
 // shipAll ships batches until the outbox is empty or a ship fails, and
-// returns how many records went.
+// returns how many records went. A batch smaller than Batch does not mean
+// the outbox is empty: a batch that failed is shipped again as it was, and
+// it may have been stamped small while settles were still arriving; only a
+// ship of nothing does.
 func (r *Relay) shipAll(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		n, err := r.shipOnce(ctx)
 		total += n
-		if err != nil || n < r.cfg.Batch {
+		if err != nil || n == 0 {
 			return total, err
 		}
 	}

@@ -131,3 +131,35 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// A batch that failed while it was small (stamped as settles were still
+// arriving) is shipped again as it was, and the relay goes on to ship what
+// came after it, though that first batch is smaller than a full one.
+func TestRelayShipsPastASmallRetriedBatch(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := db.StoreWithOutbox()
+	settle := func(n int) {
+		for range n {
+			rec := &store.UsageRecord{RequestID: uuid.NewString(), UserID: "u", Channel: store.ChannelWeb, Model: "m", CreatedAt: time.Now()}
+			if _, err := st.Ledger.Settle(ctx, "", 0, time.Now(), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	settle(1)
+	if _, err := st.Outbox.Ship(ctx, 10, func(context.Context, []store.UsageRecord) error { return errors.New("down") }); err == nil {
+		t.Fatal("the failing ship succeeded")
+	}
+	settle(25)
+	dest := &flaky{records: map[string]store.UsageRecord{}}
+	relay := usage.NewRelay(st.Outbox, dest, nil, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		usage.Config{Batch: 10, Interval: time.Hour})
+	defer relay.Close()
+	// No kick: the relay's first round, at its start, ships them all.
+	waitFor(t, "all 26 records shipped", func() bool { return dest.count() == 26 })
+}
