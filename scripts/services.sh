@@ -632,7 +632,9 @@ redis_cluster_down() {
 chc_port() { echo $((CHC_BASE_PORT + $2 + $1)); } # chc_port N OFFSET
 chc_node_ready() { [ "$(curl -fsS "http://127.0.0.1:$(chc_port "$1" 10)/ping" 2>/dev/null)" = "Ok." ]; }
 chc_ready() { local n; for n in 1 2 3 4; do chc_node_ready "$n" || return 1; done; }
-zk_ready() { [ "$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT; echo ruok >&3; cat <&3" 2>/dev/null)" = imok ]; }
+# Serving, not just running: ruok answers imok while ZooKeeper still loads its
+# data, and a ClickHouse that starts then cannot attach its replicated tables.
+zk_ready() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT; echo srvr >&3; cat <&3" 2>/dev/null | grep -q '^Mode: '; }
 
 zk_up() {
   local d=$DIR/zookeeper
@@ -640,7 +642,7 @@ zk_up() {
   zk_ready && return 0
   mkdir -p "$d/data"
   printf '%s\n' "tickTime=2000" "dataDir=$d/data" "clientPort=$ZK_PORT" "clientPortAddress=127.0.0.1" \
-    "admin.enableServer=false" "maxClientCnxns=0" "4lw.commands.whitelist=ruok" "autopurge.purgeInterval=1" >"$d/zoo.cfg"
+    "admin.enableServer=false" "maxClientCnxns=0" "4lw.commands.whitelist=srvr" "autopurge.purgeInterval=1" >"$d/zoo.cfg"
   (cd "$d" && exec java -Xmx256m -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg") </dev/null >"$d/zookeeper.log" 2>&1 &
   echo $! >"$d/zookeeper.pid"
@@ -689,7 +691,7 @@ chc_up() {
   zk_up
   local n
   for n in 1 2 3 4; do chc_node_up "$n"; done
-  wait_for "clickhouse cluster" 90 chc_ready || { tail -20 "$DIR"/ch-cluster/node*/log/clickhouse-server.err.log >&2; return 1; }
+  wait_for "clickhouse cluster" 90 chc_ready || { tail -n 20 "$DIR"/ch-cluster/node*/log/clickhouse-server.err.log >&2; return 1; }
 }
 
 stop_pidfile() { # stop_pidfile FILE: TERM, up to 30 s, then KILL
