@@ -22,12 +22,25 @@ import (
 // the last one answers, the primary is stopped at once and the standby
 // promoted. The same gateway reconnects to the new primary by itself, and
 // the balance is exactly the top-up less every charge the client was told
-// of, with a usage record for each and nothing left held.
+// of, with a usage record for each and nothing left held. Twice: with the
+// whole database on the pair, and with only the ledger there
+// (--billing-postgres-url; users, keys and the rest on the test PostgreSQL),
+// the billing cluster of docs/scaling.md.
 func TestChargesSurviveFailoverToSyncStandby(t *testing.T) {
 	primary, standby := os.Getenv("PARLEY_TEST_PGSYNC_PRIMARY_URL"), os.Getenv("PARLEY_TEST_PGSYNC_STANDBY_URL")
 	if primary == "" || standby == "" {
 		t.Skip("PARLEY_TEST_PGSYNC_PRIMARY_URL or PARLEY_TEST_PGSYNC_STANDBY_URL not set (PARLEY_SERVICES_PGSYNC=1 scripts/services.sh up)")
 	}
+	t.Run("one cluster", func(t *testing.T) { chargesSurviveFailover(t, primary, standby, false) })
+	t.Run("billing apart", func(t *testing.T) {
+		if os.Getenv("PARLEY_TEST_POSTGRES_URL") == "" {
+			t.Skip("PARLEY_TEST_POSTGRES_URL not set")
+		}
+		chargesSurviveFailover(t, primary, standby, true)
+	})
+}
+
+func chargesSurviveFailover(t *testing.T, primary, standby string, apart bool) {
 	root, _ := filepath.Abs("../..")
 	services := func(cmd string) {
 		t.Helper()
@@ -53,7 +66,16 @@ func TestChargesSurviveFailoverToSyncStandby(t *testing.T) {
 	}
 	p, _ := url.Parse(primary)
 	s, _ := url.Parse(standby)
-	t.Setenv("PARLEY_POSTGRES_URL", fmt.Sprintf("postgres://postgres@%s,%s/%s?sslmode=disable&target_session_attrs=read-write", p.Host, s.Host, name))
+	pair := fmt.Sprintf("postgres://postgres@%s,%s/%s?sslmode=disable&target_session_attrs=read-write", p.Host, s.Host, name)
+	var mainURL string
+	if apart {
+		main := os.Getenv("PARLEY_TEST_POSTGRES_URL")
+		mainURL = inDatabase(t, main, freshDatabase(t, main))
+		t.Setenv("PARLEY_POSTGRES_URL", mainURL)
+		t.Setenv("PARLEY_BILLING_POSTGRES_URL", pair)
+	} else {
+		t.Setenv("PARLEY_POSTGRES_URL", pair)
+	}
 	setSecret(t)
 	gw := startServer(t, fastAuth...)
 	a := gw.newAccount(t, "failover@example.com")
@@ -96,6 +118,19 @@ func TestChargesSurviveFailoverToSyncStandby(t *testing.T) {
 	}
 	if len(usage.Msg.GetUsageRecords()) != charges || recorded != spent {
 		t.Fatalf("after the failover: %d usage records costing %d, want %d costing %d", len(usage.Msg.GetUsageRecords()), recorded, charges, spent)
+	}
+	if apart { // the ledger was on the pair only; the users on the other
+		conn, err := pgx.Connect(ctxTimeout(t, 10*time.Second), mainURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var users, accounts, records int
+		err = conn.QueryRow(ctxTimeout(t, 10*time.Second), `SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM billing_accounts),
+			(SELECT count(*) FROM usage_records)`).Scan(&users, &accounts, &records)
+		conn.Close(ctxTimeout(t, 10*time.Second))
+		if err != nil || users == 0 || accounts != 0 || records != 0 {
+			t.Fatalf("the accounts' database holds %d users, %d billing accounts, %d usage records (%v): want users and no ledger", users, accounts, records, err)
+		}
 	}
 	// And the new primary takes charges.
 	if _, err := c.Chat.Complete(ctxTimeout(t, 20*time.Second), connect.NewRequest(&parleyv1.CompleteRequest{

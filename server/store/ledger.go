@@ -67,8 +67,10 @@ type Ledger interface {
 	Account(ctx context.Context, userID string) (Balance, error)
 	// Adjust adds a.DeltaNanos to the available balance, creating the account
 	// if needed, and returns the new available balance. A deduction past zero
-	// fails with *InsufficientFundsError and changes nothing. It returns
-	// ErrNotFound if the user does not exist.
+	// fails with *InsufficientFundsError and changes nothing. The ledger
+	// does not know users (it may live on a cluster of its own):
+	// callers resolve the user first; a backend that holds the users too may
+	// refuse an unknown one with ErrNotFound.
 	Adjust(ctx context.Context, a Adjustment) (int64, error)
 	// Reserve moves r.AmountNanos from available to reserved, atomically and
 	// only if available covers it; otherwise it fails with

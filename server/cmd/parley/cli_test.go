@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite docs/config.md from the flag se
 // storeFlags are the flags every admin task and migrate take: where the
 // data lives, and --config.
 var storeFlags = []string{
-	"cassandra-hosts", "cassandra-keyspace", "clickhouse-cluster", "clickhouse-url", "config", "data-dir", "postgres-pgbouncer",
+	"billing-postgres-url", "cassandra-hosts", "cassandra-keyspace", "clickhouse-cluster", "clickhouse-url", "config", "data-dir", "postgres-pgbouncer",
 	"postgres-read-urls", "postgres-replica-max-lag", "postgres-url", "redis-url", "s3-bucket", "s3-endpoint",
 }
 

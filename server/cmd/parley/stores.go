@@ -77,8 +77,8 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 			s.Close()
 		}
 	}()
-	if cfg.PostgresURL == "" && (len(cfg.PostgresReadURLs) > 0 || cfg.PostgresPgBouncer) {
-		return nil, errors.New("--postgres-read-urls and --postgres-pgbouncer need --postgres-url")
+	if cfg.PostgresURL == "" && (len(cfg.PostgresReadURLs) > 0 || cfg.PostgresPgBouncer || cfg.BillingPostgresURL != "") {
+		return nil, errors.New("--postgres-read-urls, --postgres-pgbouncer and --billing-postgres-url need --postgres-url")
 	}
 	var saver store.LimiterSaver // the embedded database keeps the in-process limiter
 	if cfg.PostgresURL != "" {
@@ -92,6 +92,21 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 		s.Collectors = append(s.Collectors, pg.Collectors()...)
 		if err := pg.Migrate(ctx); err != nil {
 			return nil, err
+		}
+		if cfg.BillingPostgresURL != "" {
+			// The ledger's cluster: its own pool (through the same PgBouncer
+			// setting), migrated alike, no read replicas (every ledger
+			// read must be fresh).
+			billing, err := postgres.Open(ctx, cfg.BillingPostgresURL, postgres.Options{PgBouncer: cfg.PostgresPgBouncer})
+			if err != nil {
+				return nil, fmt.Errorf("--billing-postgres-url: %w", err)
+			}
+			s.closers = append(s.closers, billing.Close)
+			if err := billing.Migrate(ctx); err != nil {
+				return nil, fmt.Errorf("--billing-postgres-url: %w", err)
+			}
+			pg.WithBilling(billing)
+			s.checks["postgres-billing"] = billing.Ping
 		}
 		s.Store = pg.Store()
 		if cfg.ClickHouseURL != "" {

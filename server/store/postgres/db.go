@@ -47,6 +47,7 @@ type DB struct {
 	pool     *pgxpool.Pool
 	replicas *replicaSet      // nil without Options.ReadURLs
 	vec      vectorscan.Cache // the vectors of searched stores (Vectors)
+	billing  *DB              // the ledger's database when apart (WithBilling), else nil
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -200,12 +201,13 @@ func (db *DB) Ping(ctx context.Context) error {
 // live in Redis. The Ledger stores each settle's usage record in this
 // database's Usage, in the settle's statement.
 func (db *DB) Store() store.Store {
+	l := db.ledgerDB()
 	return store.Store{
 		Accounts:      accounts{db},
 		Conversations: conversations{db},
 		Messages:      messages{db},
-		Ledger:        ledger{db: db},
-		Usage:         usage{db},
+		Ledger:        ledger{db: l},
+		Usage:         usage{l},
 		Attachments:   attachments{db},
 		Audit:         audit{db},
 		Search:        search{db},
@@ -215,7 +217,7 @@ func (db *DB) Store() store.Store {
 		Memories:      memories{db},
 		Batches:       batches{db},
 		Webhooks:      webhooks{db},
-		Organizations: organizations{db},
+		Organizations: organizations{db: db, billing: l},
 		Feedback:      feedback{db},
 		Prompts:       prompts{db},
 	}
@@ -227,10 +229,26 @@ func (db *DB) Store() store.Store {
 // relay to copy to that store. Usage is nil: the caller sets it.
 func (db *DB) StoreWithOutbox() store.Store {
 	s := db.Store()
-	s.Ledger = ledger{db: db, outbox: true}
+	s.Ledger = ledger{db: db.ledgerDB(), outbox: true}
 	s.Usage = nil
-	s.Outbox = outbox{db}
+	s.Outbox = outbox{db.ledgerDB()}
 	return s
+}
+
+// WithBilling puts the ledger apart, on billing (another cluster: the billing
+// cluster of docs/scaling.md): Store's Ledger, Outbox, Usage (the usage records a settle
+// writes) and the organisations' budgets use it, the rest db. A charge is
+// then one round trip to billing for the hold and one for the settle, as
+// before, and the ledger's tables there keep no key into users or
+// organizations, which stay in db. db and billing are migrated alike.
+func (db *DB) WithBilling(billing *DB) { db.billing = billing }
+
+// ledgerDB is the ledger's database: the billing cluster's, or db's own.
+func (db *DB) ledgerDB() *DB {
+	if db.billing != nil {
+		return db.billing
+	}
+	return db
 }
 
 // locked runs f in a transaction that first takes the transaction-scoped

@@ -23,3 +23,9 @@ func (db *DB) ExecRaw(ctx context.Context, q string, args ...any) error {
 	_, err := db.pool.Exec(ctx, q, args...)
 	return err
 }
+
+// Count returns the rows of a table of the store's schema (tests).
+func (db *DB) Count(ctx context.Context, table string) (n int64, err error) {
+	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, err
+}

@@ -301,7 +301,7 @@ func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error
 // back the balance's part too.
 func holdBudgets(ctx context.Context, tx pgx.Tx, r store.Reservation) error {
 	sc := r.Budgets
-	rows, err := tx.Query(ctx, `SELECT `+budgetCols+` FROM budgets b JOIN organizations o ON o.id = b.org_id
+	rows, err := tx.Query(ctx, `SELECT `+budgetCols+` FROM budgets b
 		WHERE b.org_id = $1 AND ((b.scope = 'organization' AND b.scope_id = $1) OR (b.scope = 'team' AND b.scope_id = $2)
 			OR (b.scope = 'key' AND b.scope_id = $3) OR (b.scope = 'member' AND b.scope_id = $4))
 		ORDER BY b.id FOR UPDATE OF b`, sc.OrgID, sc.TeamID, sc.KeyID, sc.MemberID)

@@ -10,7 +10,11 @@ import (
 	"github.com/parleyhq/parley/server/store"
 )
 
-type organizations struct{ db *DB }
+// organizations keeps organisations, members and teams in db, with the
+// users and keys, and their budgets in billing, the ledger's database
+// (the same as db unless the ledger is apart: DB.WithBilling), because a
+// hold takes its budgets in the ledger's transaction.
+type organizations struct{ db, billing *DB }
 
 var _ store.Organizations = organizations{}
 
@@ -28,11 +32,14 @@ func (s organizations) CreateOrganization(ctx context.Context, o store.Organizat
 	if billing.Tier == "" {
 		billing.Tier = store.TierMax
 	}
+	// The account first, in the ledger's database: an organisation whose
+	// creation then fails leaves an empty account no one can reach.
+	if _, err := s.billing.exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos) VALUES ($1, 0, 0)
+		ON CONFLICT (user_id) DO NOTHING`, billing.ID); err != nil {
+		return mapErr(err)
+	}
 	return mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, insertUser, userArgs(billing)...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos) VALUES ($1, 0, 0)`, billing.ID); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, billing_user_id, time_zone, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -55,7 +62,13 @@ func (s organizations) UpdateOrganization(ctx context.Context, o store.Organizat
 	if err != nil {
 		return err
 	}
-	return affectedOne(tag, "organization")
+	if err := affectedOne(tag, "organization"); err != nil {
+		return err
+	}
+	// The budgets' copy of the time zone, which holds read (a retried
+	// update brings it in line if this fails).
+	_, err = s.billing.exec(ctx, `UPDATE budgets SET time_zone = $1 WHERE org_id = $2 AND time_zone <> $1`, o.TimeZone, o.ID)
+	return err
 }
 
 func (s organizations) GetOrganizationBySSODomain(ctx context.Context, domain string) (store.Organization, error) {
@@ -138,7 +151,7 @@ func (s organizations) UpdateTeam(ctx context.Context, t store.Team) error {
 }
 
 func (s organizations) DeleteTeam(ctx context.Context, orgID, teamID string, at time.Time) error {
-	return mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+	err := mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM teams WHERE id = $1 AND org_id = $2`, teamID, orgID)
 		if err != nil {
 			return err
@@ -146,12 +159,16 @@ func (s organizations) DeleteTeam(ctx context.Context, orgID, teamID string, at 
 		if err := affectedOne(tag, "team"); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM budgets WHERE org_id = $1 AND scope = 'team' AND scope_id = $2`, orgID, teamID); err != nil {
-			return err
-		}
 		_, err = tx.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE org_id = $2 AND team_id = $3`, ts(at), orgID, teamID)
 		return err
 	}))
+	if err != nil {
+		return err
+	}
+	// The team's keys are revoked, so nothing holds against its budget any
+	// more; a budget left by a failure here binds no one.
+	_, err = s.billing.exec(ctx, `DELETE FROM budgets WHERE org_id = $1 AND scope = 'team' AND scope_id = $2`, orgID, teamID)
+	return mapErr(err)
 }
 
 func (s organizations) ListTeams(ctx context.Context, orgID string) ([]store.Team, error) {
@@ -206,26 +223,27 @@ func (s organizations) PutBudget(ctx context.Context, b store.Budget, now time.T
 	if err := store.CheckBudget(b); err != nil {
 		return store.Budget{}, err
 	}
+	var tz string
+	if err := s.db.pool.QueryRow(ctx, `SELECT time_zone FROM organizations WHERE id = $1`, b.OrgID).Scan(&tz); err != nil {
+		return store.Budget{}, notFound(err, "organization")
+	}
+	start, _ := b.Period.Window(now, store.Location(tz))
 	var out store.Budget
-	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		var tz string
-		if err := tx.QueryRow(ctx, `SELECT time_zone FROM organizations WHERE id = $1`, b.OrgID).Scan(&tz); err != nil {
-			return notFound(err, "organization")
-		}
-		start, _ := b.Period.Window(now, store.Location(tz))
+	err := pgx.BeginFunc(ctx, s.billing.pool, func(tx pgx.Tx) error {
 		// A new budget or period starts its window now, nothing spent; a new
 		// limit keeps the window and what it spent.
-		if _, err := tx.Exec(ctx, `INSERT INTO budgets (id, org_id, scope, scope_id, period, limit_nanos, window_start, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		if _, err := tx.Exec(ctx, `INSERT INTO budgets (id, org_id, scope, scope_id, period, limit_nanos, window_start, updated_at, time_zone)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (org_id, scope, scope_id) DO UPDATE SET limit_nanos = excluded.limit_nanos, updated_at = excluded.updated_at,
+				time_zone = excluded.time_zone,
 				spent_nanos = CASE WHEN budgets.period = excluded.period THEN budgets.spent_nanos ELSE 0 END,
 				window_start = CASE WHEN budgets.period = excluded.period THEN budgets.window_start ELSE excluded.window_start END,
 				period = excluded.period`,
-			b.ID, b.OrgID, string(b.Scope), b.ScopeID, string(b.Period), b.LimitNanos, ts(start), ts(now)); err != nil {
+			b.ID, b.OrgID, string(b.Scope), b.ScopeID, string(b.Period), b.LimitNanos, ts(start), ts(now), tz); err != nil {
 			return err
 		}
 		var err error
-		out, err = scanBudget(tx.QueryRow(ctx, `SELECT `+budgetCols+` FROM budgets b JOIN organizations o ON o.id = b.org_id
+		out, err = scanBudget(tx.QueryRow(ctx, `SELECT `+budgetCols+` FROM budgets b
 			WHERE b.org_id = $1 AND b.scope = $2 AND b.scope_id = $3`, b.OrgID, string(b.Scope), b.ScopeID), now)
 		return err
 	})
@@ -233,7 +251,7 @@ func (s organizations) PutBudget(ctx context.Context, b store.Budget, now time.T
 }
 
 func (s organizations) DeleteBudget(ctx context.Context, orgID, budgetID string) error {
-	tag, err := s.db.exec(ctx, `DELETE FROM budgets WHERE id = $1 AND org_id = $2`, budgetID, orgID)
+	tag, err := s.billing.exec(ctx, `DELETE FROM budgets WHERE id = $1 AND org_id = $2`, budgetID, orgID)
 	if err != nil {
 		return err
 	}
@@ -241,7 +259,7 @@ func (s organizations) DeleteBudget(ctx context.Context, orgID, budgetID string)
 }
 
 func (s organizations) ListBudgets(ctx context.Context, orgID string, now time.Time) ([]store.Budget, error) {
-	return readRows(ctx, s.db, `SELECT `+budgetCols+` FROM budgets b JOIN organizations o ON o.id = b.org_id
+	return readRows(ctx, s.billing, `SELECT `+budgetCols+` FROM budgets b
 		WHERE b.org_id = $1 ORDER BY b.scope, b.scope_id`, []any{orgID}, func(r pgx.Rows) (store.Budget, error) { return scanBudget(r, now) })
 }
 
@@ -278,8 +296,9 @@ func (s organizations) ListOrgAPIKeys(ctx context.Context, orgID string, f store
 	return out, next, nil
 }
 
-// budgetCols are a budget's columns and its organisation's time zone.
-const budgetCols = `b.id, b.org_id, b.scope, b.scope_id, b.period, b.limit_nanos, b.window_start, b.spent_nanos, b.reserved_nanos, b.updated_at, o.time_zone`
+// budgetCols are a budget's columns, its organisation's time zone among
+// them (a copy kept by UpdateOrganization).
+const budgetCols = `b.id, b.org_id, b.scope, b.scope_id, b.period, b.limit_nanos, b.window_start, b.spent_nanos, b.reserved_nanos, b.updated_at, b.time_zone`
 
 // scanBudget reads budgetCols as the budget stands at now: a window that
 // has ended reads as the next, nothing spent in it yet.

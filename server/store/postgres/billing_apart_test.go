@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/postgres"
+	"github.com/parleyhq/parley/server/store/storetest"
+)
+
+// openApart returns a store whose ledger lives apart (WithBilling): two
+// fresh schemas, each migrated alike, the users and organisations in one,
+// the ledger's tables in the other.
+func openApart(t *testing.T) (accounts, billing *postgres.DB) {
+	accounts, billing = open(t), open(t)
+	accounts.WithBilling(billing)
+	return accounts, billing
+}
+
+func newApartStore(t *testing.T) store.Store       { a, _ := openApart(t); return a.Store() }
+func newApartOutboxStore(t *testing.T) store.Store { a, _ := openApart(t); return a.StoreWithOutbox() }
+func TestBillingApartLedger(t *testing.T)          { t.Parallel(); storetest.TestLedger(t, newApartStore) }
+func TestBillingApartLedgerOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestLedger(t, newApartOutboxStore)
+}
+func TestBillingApartUsage(t *testing.T) { t.Parallel(); storetest.TestUsage(t, newApartStore) }
+func TestBillingApartUsageSummary(t *testing.T) {
+	t.Parallel()
+	storetest.TestUsageSummary(t, newApartStore)
+}
+func TestBillingApartUsageOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestUsageOutbox(t, newApartOutboxStore)
+}
+func TestBillingApartAccounts(t *testing.T) { t.Parallel(); storetest.TestAccounts(t, newApartStore) }
+func TestBillingApartOrganizations(t *testing.T) {
+	t.Parallel()
+	storetest.TestOrganizations(t, newApartStore)
+}
+func TestBillingApartOrganizationsOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestOrganizations(t, newApartOutboxStore)
+}
+
+// With the ledger apart, a charge and an organisation's budget touch only
+// the billing schema's ledger tables, and its users and organisations only
+// the other's: each side's tables of the other kind stay empty, so the two
+// can be separate clusters.
+func TestBillingApartKeepsEachSideItsOwn(t *testing.T) {
+	t.Parallel()
+	accounts, billing := openApart(t)
+	s, ctx := accounts.Store(), t.Context()
+	now := time.Now()
+	u := store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "x", Tier: store.TierFree, CreatedAt: now}
+	if err := s.Accounts.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: u.ID, DeltaNanos: 1000, Reason: "top-up", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	org := store.Organization{ID: uuid.NewString(), Name: "Apart", TimeZone: "Asia/Tokyo", CreatedBy: u.ID, CreatedAt: now}
+	bill := store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@org.invalid", PasswordHash: "x", CreatedAt: now}
+	if err := s.Organizations.CreateOrganization(ctx, org, bill, store.OrgMember{UserID: u.ID, Role: store.RoleOwner, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Organizations.PutBudget(ctx, store.Budget{ID: uuid.NewString(), OrgID: org.ID, Scope: store.ScopeOrganization, ScopeID: org.ID,
+		Period: store.PeriodDaily, LimitNanos: 500}, now)
+	if err != nil || b.WindowStart.In(time.UTC).Hour() != 15 { // midnight in Tokyo
+		t.Fatalf("budget %+v, %v", b, err)
+	}
+	org.TimeZone = "UTC"
+	if err := s.Organizations.UpdateOrganization(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	budgets, err := s.Organizations.ListBudgets(ctx, org.ID, now.Add(48*time.Hour))
+	if err != nil || len(budgets) != 1 || budgets[0].WindowStart.In(time.UTC).Hour() != 0 {
+		t.Fatalf("after the organisation moved to UTC, budgets %+v, %v", budgets, err)
+	}
+	for _, c := range []struct {
+		db     *postgres.DB
+		table  string
+		filled bool
+	}{
+		{billing, "billing_accounts", true}, {billing, "ledger_adjustments", true}, {billing, "budgets", true},
+		{accounts, "billing_accounts", false}, {accounts, "ledger_adjustments", false}, {accounts, "budgets", false},
+		{accounts, "users", true}, {accounts, "organizations", true}, {accounts, "org_members", true},
+		{billing, "users", false}, {billing, "organizations", false}, {billing, "org_members", false},
+	} {
+		n, err := c.db.Count(ctx, c.table)
+		if err != nil || (n > 0) != c.filled {
+			side := "accounts"
+			if c.db == billing {
+				side = "billing"
+			}
+			t.Errorf("%s.%s holds %d rows (%v); want rows: %v", side, c.table, n, err, c.filled)
+		}
+	}
+}
