@@ -143,7 +143,9 @@ type Stores struct {
 	PostgresReplicaMaxLag time.Duration
 	// BillingPostgresURL, when set, puts the ledger (balances, holds,
 	// budgets, usage records or their outbox) on a PostgreSQL cluster of its
-	// own; PostgresURL keeps the rest. Needs PostgresURL.
+	// own; PostgresURL keeps the rest. Several URLs, separated by spaces,
+	// spread the ledger's 32 logical shards over as many clusters in
+	// contiguous ranges. Needs PostgresURL.
 	BillingPostgresURL string
 	// RedisURL (redis://…) moves the rate limiter into Redis, shared by
 	// every gateway; redis+cluster://host:port,host:port,… names a Redis
@@ -257,7 +259,7 @@ func (s *Stores) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite)")
 	fs.BoolVar(&s.PostgresPgBouncer, "postgres-pgbouncer", false, "--postgres-url (and --postgres-read-urls) name PgBouncer in transaction mode: no named prepared statements")
 	fs.Func("postgres-read-urls", "comma-separated PostgreSQL read replica URLs: conversation, message, usage and key listings go to them round-robin (none: all reads on --postgres-url)", listSetter(&s.PostgresReadURLs))
-	fs.StringVar(&s.BillingPostgresURL, "billing-postgres-url", "", "PostgreSQL URL of a cluster of the ledger's own: balances, holds, budgets and usage records (or their outbox); empty: --postgres-url keeps them")
+	fs.StringVar(&s.BillingPostgresURL, "billing-postgres-url", "", "PostgreSQL URL of a cluster of the ledger's own: balances, holds, budgets and usage records (or their outbox); several URLs separated by spaces spread its 32 shards by user over as many clusters; empty: --postgres-url keeps them")
 	fs.DurationVar(&s.PostgresReplicaMaxLag, "postgres-replica-max-lag", 2*time.Second, "a read replica further behind the primary than this is skipped")
 	fs.StringVar(&s.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process); redis+cluster://host:port,host:port,… for a Redis Cluster")
 	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse URL (native protocol) for usage records (empty: the relational store); clickhouse://h1:9000,h2:9000/db names several nodes")

@@ -138,3 +138,17 @@ func chargesSurviveFailover(t *testing.T, primary, standby string, apart bool) {
 		t.Fatalf("a charge on the promoted standby: %v", err)
 	}
 }
+
+// The ledger spread over two PostgreSQL clusters (--billing-postgres-url
+// with two URLs; here two databases): the usage summary suite through a
+// gateway, whose balances, holds and records land on each user's shard.
+func TestUsageSummaryLedgerSharded(t *testing.T) {
+	main := os.Getenv("PARLEY_TEST_POSTGRES_URL")
+	if main == "" {
+		t.Skip("PARLEY_TEST_POSTGRES_URL not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")")
+	}
+	scaleMode(t)
+	t.Setenv("PARLEY_CLICKHOUSE_URL", "") // the records in the ledger's clusters
+	t.Setenv("PARLEY_BILLING_POSTGRES_URL", inDatabase(t, main, freshDatabase(t, main))+" "+inDatabase(t, main, freshDatabase(t, main)))
+	usageSummarySuite(t, startServer(t, fastAuth...))
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,19 +95,26 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 			return nil, err
 		}
 		if cfg.BillingPostgresURL != "" {
-			// The ledger's cluster: its own pool (through the same PgBouncer
-			// setting), migrated alike, no read replicas (every ledger
-			// read must be fresh).
-			billing, err := postgres.Open(ctx, cfg.BillingPostgresURL, postgres.Options{PgBouncer: cfg.PostgresPgBouncer})
-			if err != nil {
-				return nil, fmt.Errorf("--billing-postgres-url: %w", err)
+			// The ledger's clusters: each its own pool (through the same
+			// PgBouncer setting), migrated alike, no read replicas (every
+			// ledger read must be fresh).
+			var billing []*postgres.DB
+			for i, u := range strings.Fields(cfg.BillingPostgresURL) {
+				b, err := postgres.Open(ctx, u, postgres.Options{PgBouncer: cfg.PostgresPgBouncer})
+				if err != nil {
+					return nil, fmt.Errorf("--billing-postgres-url %d: %w", i+1, err)
+				}
+				s.closers = append(s.closers, b.Close)
+				if err := b.Migrate(ctx); err != nil {
+					return nil, fmt.Errorf("--billing-postgres-url %d: %w", i+1, err)
+				}
+				s.checks[fmt.Sprintf("postgres-billing-%d", i+1)] = b.Ping
+				billing = append(billing, b)
 			}
-			s.closers = append(s.closers, billing.Close)
-			if err := billing.Migrate(ctx); err != nil {
-				return nil, fmt.Errorf("--billing-postgres-url: %w", err)
+			if len(billing) > postgres.LedgerShards {
+				return nil, fmt.Errorf("--billing-postgres-url: %d clusters for %d shards", len(billing), postgres.LedgerShards)
 			}
-			pg.WithBilling(billing)
-			s.checks["postgres-billing"] = billing.Ping
+			pg.WithBillingShards(billing)
 		}
 		s.Store = pg.Store()
 		if cfg.ClickHouseURL != "" {

@@ -100,3 +100,88 @@ func TestBillingApartKeepsEachSideItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// openSharded returns a store whose ledger is spread over two billing
+// schemas (logical shards 0–15 and 16–31), apart from the users' schema.
+func openSharded(t *testing.T) (accounts *postgres.DB, billing []*postgres.DB) {
+	accounts, billing = open(t), []*postgres.DB{open(t), open(t)}
+	accounts.WithBillingShards(billing)
+	return accounts, billing
+}
+
+func newShardedStore(t *testing.T) store.Store { a, _ := openSharded(t); return a.Store() }
+func newShardedOutboxStore(t *testing.T) store.Store {
+	a, _ := openSharded(t)
+	return a.StoreWithOutbox()
+}
+func TestBillingShardedLedger(t *testing.T) { t.Parallel(); storetest.TestLedger(t, newShardedStore) }
+func TestBillingShardedLedgerOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestLedger(t, newShardedOutboxStore)
+}
+func TestBillingShardedUsage(t *testing.T) { t.Parallel(); storetest.TestUsage(t, newShardedStore) }
+func TestBillingShardedUsageSummary(t *testing.T) {
+	t.Parallel()
+	storetest.TestUsageSummary(t, newShardedStore)
+}
+func TestBillingShardedOrganizations(t *testing.T) {
+	t.Parallel()
+	storetest.TestOrganizations(t, newShardedStore)
+}
+func TestBillingShardedOrganizationsOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestOrganizations(t, newShardedOutboxStore)
+}
+
+// With the ledger over two clusters, each user's account, holds and usage
+// records are on the cluster of the user's logical shard and on no other,
+// and a hold released (no record, no user named) is found wherever it is.
+func TestBillingShardsPlaceEachUserOnOne(t *testing.T) {
+	t.Parallel()
+	accounts, billing := openSharded(t)
+	s, ctx := accounts.Store(), t.Context()
+	now := time.Now()
+	want := make([]int64, 2)
+	for i := range 40 {
+		id := uuid.NewString()
+		if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: id, DeltaNanos: 1000, Reason: "top-up", At: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Ledger.Reserve(ctx, store.Reservation{ID: uuid.NewString(), UserID: id, AmountNanos: 100, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		rid := uuid.NewString()
+		if _, err := s.Ledger.Reserve(ctx, store.Reservation{ID: rid, UserID: id, AmountNanos: 200, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			rec := &store.UsageRecord{RequestID: uuid.NewString(), UserID: id, Channel: store.ChannelAPI, Model: "m", FinishReason: "stop", CreatedAt: now}
+			if _, err := s.Ledger.Settle(ctx, rid, 150, now, rec); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := s.Ledger.Settle(ctx, rid, 0, now, nil); err != nil { // released: found on its cluster
+			t.Fatal(err)
+		}
+		bal, err := s.Ledger.Account(ctx, id)
+		wantAvail := int64(1000 - 100 - 150)
+		if i%2 == 1 {
+			wantAvail = 900
+		}
+		if err != nil || bal.AvailableNanos != wantAvail || bal.ReservedNanos != 100 {
+			t.Fatalf("user %d: balance %+v (%v), want %d available and 100 held", i, bal, err, wantAvail)
+		}
+		want[postgres.LedgerShard(id)*2/postgres.LedgerShards]++
+	}
+	for i, db := range billing {
+		n, err := db.Count(ctx, "billing_accounts")
+		if err != nil || n != want[i] {
+			t.Errorf("cluster %d holds %d accounts (%v), want %d", i, n, err, want[i])
+		}
+		if want[i] == 0 {
+			t.Errorf("no user hashed to cluster %d of 40", i)
+		}
+	}
+	if n, _ := accounts.Count(ctx, "billing_accounts"); n != 0 {
+		t.Errorf("the users' schema holds %d accounts", n)
+	}
+}

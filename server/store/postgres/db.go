@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,7 +48,7 @@ type DB struct {
 	pool     *pgxpool.Pool
 	replicas *replicaSet      // nil without Options.ReadURLs
 	vec      vectorscan.Cache // the vectors of searched stores (Vectors)
-	billing  *DB              // the ledger's database when apart (WithBilling), else nil
+	billing  *billingSet      // the ledger's databases when apart (WithBilling, WithBillingShards), else nil
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -201,13 +202,20 @@ func (db *DB) Ping(ctx context.Context) error {
 // live in Redis. The Ledger stores each settle's usage record in this
 // database's Usage, in the settle's statement.
 func (db *DB) Store() store.Store {
-	l := db.ledgerDB()
+	set := db.billingSet()
+	var (
+		lg store.Ledger = ledger{db: set.dbs[0]}
+		us store.Usage  = usage{set.dbs[0]}
+	)
+	if len(set.dbs) > 1 {
+		lg, us = shardedLedger{set: set}, shardedUsage{set: set}
+	}
 	return store.Store{
 		Accounts:      accounts{db},
 		Conversations: conversations{db},
 		Messages:      messages{db},
-		Ledger:        ledger{db: l},
-		Usage:         usage{l},
+		Ledger:        lg,
+		Usage:         us,
 		Attachments:   attachments{db},
 		Audit:         audit{db},
 		Search:        search{db},
@@ -217,7 +225,7 @@ func (db *DB) Store() store.Store {
 		Memories:      memories{db},
 		Batches:       batches{db},
 		Webhooks:      webhooks{db},
-		Organizations: organizations{db: db, billing: l},
+		Organizations: organizations{db: db, billing: set},
 		Feedback:      feedback{db},
 		Prompts:       prompts{db},
 	}
@@ -229,9 +237,12 @@ func (db *DB) Store() store.Store {
 // relay to copy to that store. Usage is nil: the caller sets it.
 func (db *DB) StoreWithOutbox() store.Store {
 	s := db.Store()
-	s.Ledger = ledger{db: db.ledgerDB(), outbox: true}
+	set := db.billingSet()
+	s.Ledger, s.Outbox = ledger{db: set.dbs[0], outbox: true}, outbox{set.dbs[0]}
+	if len(set.dbs) > 1 {
+		s.Ledger, s.Outbox = shardedLedger{set: set, outbox: true}, shardedOutbox{set: set, next: new(atomic.Uint32)}
+	}
 	s.Usage = nil
-	s.Outbox = outbox{db.ledgerDB()}
 	return s
 }
 
@@ -241,14 +252,14 @@ func (db *DB) StoreWithOutbox() store.Store {
 // then one round trip to billing for the hold and one for the settle, as
 // before, and the ledger's tables there keep no key into users or
 // organizations, which stay in db. db and billing are migrated alike.
-func (db *DB) WithBilling(billing *DB) { db.billing = billing }
+func (db *DB) WithBilling(billing *DB) { db.WithBillingShards([]*DB{billing}) }
 
-// ledgerDB is the ledger's database: the billing cluster's, or db's own.
-func (db *DB) ledgerDB() *DB {
+// billingSet is where the ledger lives: the billing clusters, or db alone.
+func (db *DB) billingSet() *billingSet {
 	if db.billing != nil {
 		return db.billing
 	}
-	return db
+	return &billingSet{dbs: []*DB{db}}
 }
 
 // locked runs f in a transaction that first takes the transaction-scoped

@@ -14,7 +14,23 @@ import (
 // users and keys, and their budgets in billing, the ledger's database
 // (the same as db unless the ledger is apart: DB.WithBilling), because a
 // hold takes its budgets in the ledger's transaction.
-type organizations struct{ db, billing *DB }
+type organizations struct {
+	db      *DB
+	billing *billingSet
+}
+
+// ledgerOf is the database holding the organisation's ledger rows: its
+// billing account's cluster.
+func (s organizations) ledgerOf(ctx context.Context, orgID string) (*DB, error) {
+	if len(s.billing.dbs) == 1 {
+		return s.billing.dbs[0], nil
+	}
+	var billing string
+	if err := s.db.pool.QueryRow(ctx, `SELECT billing_user_id FROM organizations WHERE id = $1`, orgID).Scan(&billing); err != nil {
+		return nil, notFound(err, "organization")
+	}
+	return s.billing.db(billing), nil
+}
 
 var _ store.Organizations = organizations{}
 
@@ -34,7 +50,7 @@ func (s organizations) CreateOrganization(ctx context.Context, o store.Organizat
 	}
 	// The account first, in the ledger's database: an organisation whose
 	// creation then fails leaves an empty account no one can reach.
-	if _, err := s.billing.exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos) VALUES ($1, 0, 0)
+	if _, err := s.billing.db(billing.ID).exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos) VALUES ($1, 0, 0)
 		ON CONFLICT (user_id) DO NOTHING`, billing.ID); err != nil {
 		return mapErr(err)
 	}
@@ -67,7 +83,11 @@ func (s organizations) UpdateOrganization(ctx context.Context, o store.Organizat
 	}
 	// The budgets' copy of the time zone, which holds read (a retried
 	// update brings it in line if this fails).
-	_, err = s.billing.exec(ctx, `UPDATE budgets SET time_zone = $1 WHERE org_id = $2 AND time_zone <> $1`, o.TimeZone, o.ID)
+	l, err := s.ledgerOf(ctx, o.ID)
+	if err != nil {
+		return err
+	}
+	_, err = l.exec(ctx, `UPDATE budgets SET time_zone = $1 WHERE org_id = $2 AND time_zone <> $1`, o.TimeZone, o.ID)
 	return err
 }
 
@@ -167,7 +187,11 @@ func (s organizations) DeleteTeam(ctx context.Context, orgID, teamID string, at 
 	}
 	// The team's keys are revoked, so nothing holds against its budget any
 	// more; a budget left by a failure here binds no one.
-	_, err = s.billing.exec(ctx, `DELETE FROM budgets WHERE org_id = $1 AND scope = 'team' AND scope_id = $2`, orgID, teamID)
+	l, err := s.ledgerOf(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	_, err = l.exec(ctx, `DELETE FROM budgets WHERE org_id = $1 AND scope = 'team' AND scope_id = $2`, orgID, teamID)
 	return mapErr(err)
 }
 
@@ -228,8 +252,12 @@ func (s organizations) PutBudget(ctx context.Context, b store.Budget, now time.T
 		return store.Budget{}, notFound(err, "organization")
 	}
 	start, _ := b.Period.Window(now, store.Location(tz))
+	l, err := s.ledgerOf(ctx, b.OrgID)
+	if err != nil {
+		return store.Budget{}, err
+	}
 	var out store.Budget
-	err := pgx.BeginFunc(ctx, s.billing.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		// A new budget or period starts its window now, nothing spent; a new
 		// limit keeps the window and what it spent.
 		if _, err := tx.Exec(ctx, `INSERT INTO budgets (id, org_id, scope, scope_id, period, limit_nanos, window_start, updated_at, time_zone)
@@ -251,7 +279,11 @@ func (s organizations) PutBudget(ctx context.Context, b store.Budget, now time.T
 }
 
 func (s organizations) DeleteBudget(ctx context.Context, orgID, budgetID string) error {
-	tag, err := s.billing.exec(ctx, `DELETE FROM budgets WHERE id = $1 AND org_id = $2`, budgetID, orgID)
+	l, err := s.ledgerOf(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	tag, err := l.exec(ctx, `DELETE FROM budgets WHERE id = $1 AND org_id = $2`, budgetID, orgID)
 	if err != nil {
 		return err
 	}
@@ -259,7 +291,11 @@ func (s organizations) DeleteBudget(ctx context.Context, orgID, budgetID string)
 }
 
 func (s organizations) ListBudgets(ctx context.Context, orgID string, now time.Time) ([]store.Budget, error) {
-	return readRows(ctx, s.billing, `SELECT `+budgetCols+` FROM budgets b
+	l, err := s.ledgerOf(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	return readRows(ctx, l, `SELECT `+budgetCols+` FROM budgets b
 		WHERE b.org_id = $1 ORDER BY b.scope, b.scope_id`, []any{orgID}, func(r pgx.Rows) (store.Budget, error) { return scanBudget(r, now) })
 }
 
