@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/store/postgres"
 )
 
 // Charges survive the loss of the primary (RPO 0 for the ledger), on
@@ -151,4 +153,67 @@ func TestUsageSummaryLedgerSharded(t *testing.T) {
 	t.Setenv("PARLEY_CLICKHOUSE_URL", "") // the records in the ledger's clusters
 	t.Setenv("PARLEY_BILLING_POSTGRES_URL", inDatabase(t, main, freshDatabase(t, main))+" "+inDatabase(t, main, freshDatabase(t, main)))
 	usageSummarySuite(t, startServer(t, fastAuth...))
+}
+
+// A logical ledger shard moved while two gateways charge its user:
+// `parley admin move-ledger-shard` moves the user's shard to the other
+// cluster between charges through both gateways; the gateways find it
+// there by themselves (the old cluster fences the shard), and the balance
+// and the usage records add up to exactly the charges the client was told.
+func TestMoveLedgerShardThroughGateways(t *testing.T) {
+	main := os.Getenv("PARLEY_TEST_POSTGRES_URL")
+	if main == "" {
+		t.Skip("PARLEY_TEST_POSTGRES_URL not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")")
+	}
+	scaleMode(t)
+	t.Setenv("PARLEY_CLICKHOUSE_URL", "")
+	t.Setenv("PARLEY_BILLING_POSTGRES_URL", inDatabase(t, main, freshDatabase(t, main))+" "+inDatabase(t, main, freshDatabase(t, main)))
+	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
+	a := gw[0].newAccount(t, "moving@example.com")
+	gw[0].topup(t, a, "1")
+	var spent int64
+	var n int
+	charge := func(g *server) {
+		t.Helper()
+		res, err := g.api(protocols[0], cred{bearer: a.Key}).Chat.Complete(ctxTimeout(t, 20*time.Second), connect.NewRequest(&parleyv1.CompleteRequest{
+			Model: "sim-small", Messages: userText(fmt.Sprintf("Charge %d.", n)), MaxOutputTokens: 6}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spent += res.Msg.GetCostNanos()
+		n++
+	}
+	for range 3 {
+		charge(gw[0])
+		charge(gw[1])
+	}
+	shard := postgres.LedgerShard(a.User.GetUserId())
+	to := 1 - shard*2/postgres.LedgerShards
+	out := gw[0].admin(t, "move-ledger-shard", "--shard", fmt.Sprint(shard), "--to", fmt.Sprint(to))
+	t.Log(strings.TrimSpace(out))
+	if !strings.Contains(out, fmt.Sprintf("moved from cluster %d to %d: 1 accounts", 1-to, to)) {
+		t.Fatalf("move-ledger-shard said %q", out)
+	}
+	for range 3 {
+		charge(gw[0])
+		charge(gw[1])
+	}
+	for _, g := range gw {
+		c := g.api(protocols[0], cred{bearer: a.Key})
+		bal, err := c.Billing.GetBalance(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.GetBalanceRequest{}))
+		if err != nil || bal.Msg.GetBalanceNanos() != 1e9-spent || bal.Msg.GetReservedNanos() != 0 {
+			t.Fatalf("balance %v (%v), want %d and nothing held", bal, err, int64(1e9)-spent)
+		}
+		usage, err := c.Billing.ListUsage(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.ListUsageRequest{PageSize: 100}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cost int64
+		for _, r := range usage.Msg.GetUsageRecords() {
+			cost += r.GetCostNanos()
+		}
+		if len(usage.Msg.GetUsageRecords()) != n || cost != spent {
+			t.Fatalf("%d usage records costing %d, want %d costing %d", len(usage.Msg.GetUsageRecords()), cost, n, spent)
+		}
+	}
 }

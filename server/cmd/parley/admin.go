@@ -32,6 +32,7 @@ var adminTasks = []subcommand{
 	{"create-invite", "issue a sign-up invitation (for --signup invite), printing its code once: [--uses N] [--ttl D] [--note S]"},
 	{"list-invites", "the sign-up invitations, newest first, one line each: [--limit N]"},
 	{"revoke-invite", "revoke a sign-up invitation: --id ID"},
+	{"move-ledger-shard", "move a logical ledger shard to another billing cluster while gateways run (its users' writes pause): --shard 0-31 --to N (N: the cluster's place in --billing-postgres-url, from 0)"},
 }
 
 // userTasks are the tasks that act on an existing user, named by --email.
@@ -120,6 +121,25 @@ func admin(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			limit := fs.Int("limit", 50, "the most invitations to print (newest first)")
 			run = func(ctx context.Context, s *stores, _ store.User) error {
 				return listInvites(ctx, s, stdout, *limit)
+			}
+		case "move-ledger-shard":
+			shard := fs.Int("shard", -1, "the logical shard, 0–31")
+			to := fs.Int("to", -1, "the billing cluster to move it to: its place in --billing-postgres-url, from 0")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				if s.moveLedgerShard == nil {
+					return errors.New("move-ledger-shard needs --billing-postgres-url with two clusters or more")
+				}
+				m, err := s.moveLedgerShard(ctx, *shard, *to)
+				if err != nil {
+					return err
+				}
+				if m.From == m.To {
+					fmt.Fprintf(stdout, "ledger shard %d is on cluster %d already\n", m.Shard, m.To)
+					return nil
+				}
+				fmt.Fprintf(stdout, "ledger shard %d moved from cluster %d to %d: %d accounts, %d rows; its writes paused %v\n",
+					m.Shard, m.From, m.To, m.Users, m.Rows, m.Paused.Round(time.Millisecond))
+				return nil
 			}
 		case "revoke-invite":
 			id := fs.String("id", "", "the invitation's id (as create-invite and list-invites print it)")

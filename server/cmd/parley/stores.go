@@ -54,6 +54,10 @@ type stores struct {
 	board         func(key string) limits.LoadBoard
 	ResponseCache respcache.Remote
 
+	// moveLedgerShard moves a logical ledger shard between billing
+	// clusters (parley admin move-ledger-shard); nil with fewer than two.
+	moveLedgerShard func(ctx context.Context, shard, to int) (postgres.ShardMove, error)
+
 	// Blobs is the S3 blob store, or nil for the data directory's.
 	Blobs blob.Blobs
 	// Vectors keeps the vector stores' chunks: in SQLite embedded; in
@@ -115,6 +119,12 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 				return nil, fmt.Errorf("--billing-postgres-url: %d clusters for %d shards", len(billing), postgres.LedgerShards)
 			}
 			pg.WithBillingShards(billing)
+			if err := pg.LoadLedgerMap(ctx); err != nil {
+				return nil, fmt.Errorf("the ledger's shard map: %w", err)
+			}
+			if len(billing) > 1 {
+				s.moveLedgerShard = pg.MoveLedgerShard
+			}
 		}
 		s.Store = pg.Store()
 		if cfg.ClickHouseURL != "" {

@@ -128,6 +128,10 @@ func TestBillingShardedOrganizations(t *testing.T) {
 	t.Parallel()
 	storetest.TestOrganizations(t, newShardedStore)
 }
+func TestBillingShardedUsageOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.TestUsageOutbox(t, newShardedOutboxStore)
+}
 func TestBillingShardedOrganizationsOutbox(t *testing.T) {
 	t.Parallel()
 	storetest.TestOrganizations(t, newShardedOutboxStore)
@@ -141,7 +145,7 @@ func TestBillingShardsPlaceEachUserOnOne(t *testing.T) {
 	accounts, billing := openSharded(t)
 	s, ctx := accounts.Store(), t.Context()
 	now := time.Now()
-	want := make([]int64, 2)
+	want, wantRecords := make([]int64, 2), make([]int64, 2)
 	for i := range 40 {
 		id := uuid.NewString()
 		if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: id, DeltaNanos: 1000, Reason: "top-up", At: now}); err != nil {
@@ -171,11 +175,17 @@ func TestBillingShardsPlaceEachUserOnOne(t *testing.T) {
 			t.Fatalf("user %d: balance %+v (%v), want %d available and 100 held", i, bal, err, wantAvail)
 		}
 		want[postgres.LedgerShard(id)*2/postgres.LedgerShards]++
+		if i%2 == 0 {
+			wantRecords[postgres.LedgerShard(id)*2/postgres.LedgerShards]++
+		}
 	}
 	for i, db := range billing {
 		n, err := db.Count(ctx, "billing_accounts")
 		if err != nil || n != want[i] {
 			t.Errorf("cluster %d holds %d accounts (%v), want %d", i, n, err, want[i])
+		}
+		if n, err := db.Count(ctx, "usage_records"); err != nil || n != wantRecords[i] {
+			t.Errorf("cluster %d holds %d usage records (%v), want %d", i, n, err, wantRecords[i])
 		}
 		if want[i] == 0 {
 			t.Errorf("no user hashed to cluster %d of 40", i)

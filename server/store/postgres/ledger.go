@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -26,6 +27,32 @@ import (
 type ledger struct {
 	db     *DB
 	outbox bool // records go to usage_outbox, not usage_records
+	// tx, when set, is the transaction every statement runs in: a sharded
+	// ledger's, which has fenced the user's shard (shards.go).
+	tx pgx.Tx
+}
+
+// querier is what the ledger's statements run on: the pool, or a
+// transaction (pgx.BeginFunc on a transaction makes a savepoint).
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// conn is the ledger's querier.
+func (l ledger) conn() querier {
+	if l.tx != nil {
+		return l.tx
+	}
+	return l.db.pool
+}
+
+// exec runs a statement on conn, its error mapped.
+func (l ledger) exec(ctx context.Context, q string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := l.conn().Exec(ctx, q, args...)
+	return tag, mapErr(err)
 }
 
 // recordTable is where Settle writes usage records.
@@ -59,7 +86,7 @@ func recordValues(n int, user, cost string) string {
 
 func (l ledger) Account(ctx context.Context, userID string) (store.Balance, error) {
 	var b store.Balance
-	err := l.db.pool.QueryRow(ctx, `SELECT available_nanos, reserved_nanos FROM billing_accounts WHERE user_id = $1`, userID).
+	err := l.conn().QueryRow(ctx, `SELECT available_nanos, reserved_nanos FROM billing_accounts WHERE user_id = $1`, userID).
 		Scan(&b.AvailableNanos, &b.ReservedNanos)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Balance{}, nil
@@ -69,7 +96,7 @@ func (l ledger) Account(ctx context.Context, userID string) (store.Balance, erro
 
 func (l ledger) Adjust(ctx context.Context, a store.Adjustment) (int64, error) {
 	var avail int64
-	err := pgx.BeginFunc(ctx, l.db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, l.conn(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos)
 			VALUES ($1, 0, 0) ON CONFLICT (user_id) DO NOTHING`, a.UserID); err != nil {
 			return err
@@ -121,11 +148,11 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 	args := []any{r.AmountNanos, r.UserID, r.ID, ts(r.CreatedAt), ts(r.ExpiresAt)}
 	var err error
 	if r.Budgets.IsZero() {
-		err = l.db.pool.QueryRow(ctx, q, args...).Scan(&b.AvailableNanos, &b.ReservedNanos)
+		err = l.conn().QueryRow(ctx, q, args...).Scan(&b.AvailableNanos, &b.ReservedNanos)
 	} else {
 		// An organisation's request: the balance first (its row orders the
 		// organisation's holds), then its budgets, in one transaction.
-		err = pgx.BeginFunc(ctx, l.db.pool, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(ctx, l.conn(), func(tx pgx.Tx) error {
 			if err := tx.QueryRow(ctx, q, args...).Scan(&b.AvailableNanos, &b.ReservedNanos); err != nil {
 				return err
 			}
@@ -140,7 +167,7 @@ func (l ledger) Reserve(ctx context.Context, r store.Reservation) (store.Balance
 		// An ID taken is a conflict whatever the balance: a retry of work
 		// whose hold exists finds it (billing.ReserveAs).
 		var taken bool
-		if err := l.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reservations WHERE id = $1)`, r.ID).Scan(&taken); err != nil {
+		if err := l.conn().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reservations WHERE id = $1)`, r.ID).Scan(&taken); err != nil {
 			return store.Balance{}, mapErr(err)
 		}
 		if taken {
@@ -167,7 +194,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			return store.Settlement{}, nil
 		}
 		// Nothing held, nothing charged: the record alone, once.
-		_, err := l.db.exec(ctx, `INSERT INTO `+l.recordTable()+` (`+recordColumns+`)
+		_, err := l.exec(ctx, `INSERT INTO `+l.recordTable()+` (`+recordColumns+`)
 			SELECT `+recordValues(2, "$1", "0")+` ON CONFLICT (request_id) DO NOTHING`,
 			append([]any{record.UserID}, recordArgs(record)...)...)
 		return store.Settlement{}, err
@@ -201,7 +228,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			SELECT ` + recordValues(4, "r.user_id", "r.charged_nanos") + ` FROM r)`
 		args = append(args, recordArgs(record)...)
 	}
-	err := l.db.pool.QueryRow(ctx, q+`
+	err := l.conn().QueryRow(ctx, q+`
 		SELECT charged_nanos, refunded_nanos FROM r`, args...).Scan(&s.ChargedNanos, &s.RefundedNanos)
 	if err == nil {
 		if store.Forgettable(costNanos, record) {
@@ -209,7 +236,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 			// work under the same id (a batch line tried again) holds anew
 			// instead of being settled as this one was. (Left, it only
 			// keeps the old behaviour.)
-			_, _ = l.db.exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'settled' AND charged_nanos = 0`, reservationID)
+			_, _ = l.exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'settled' AND charged_nanos = 0`, reservationID)
 		}
 		return s, nil
 	}
@@ -219,7 +246,7 @@ func (l ledger) Settle(ctx context.Context, reservationID string, costNanos int6
 	// Rare paths: a reservation the sweeper released (charge what the
 	// balance allows, once, with its record), or one already settled
 	// (report it).
-	err = pgx.BeginFunc(ctx, l.db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, l.conn(), func(tx pgx.Tx) error {
 		var userID, status string
 		err := tx.QueryRow(ctx, `SELECT user_id, status, charged_nanos, refunded_nanos, late FROM reservations WHERE id = $1 FOR UPDATE`,
 			reservationID).Scan(&userID, &status, &s.ChargedNanos, &s.RefundedNanos, &s.Late)
@@ -279,7 +306,7 @@ var errRetry = errors.New("postgres: reservation still held")
 
 func (l ledger) ReleaseExpired(ctx context.Context, now time.Time) (int64, error) {
 	var n int64
-	err := l.db.pool.QueryRow(ctx, `WITH r AS (
+	err := l.conn().QueryRow(ctx, `WITH r AS (
 			UPDATE reservations SET status = 'released', closed_at = $1
 			WHERE status = 'held' AND expires_at <= $1
 			RETURNING id, user_id, amount_nanos),

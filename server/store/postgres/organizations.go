@@ -19,17 +19,26 @@ type organizations struct {
 	billing *billingSet
 }
 
-// ledgerOf is the database holding the organisation's ledger rows: its
-// billing account's cluster.
-func (s organizations) ledgerOf(ctx context.Context, orgID string) (*DB, error) {
+// onLedger runs f on the database holding the organisation's ledger rows
+// (its billing account's): on the pool with one, in a transaction that
+// fences the account's shard with several (billingSet.fenced).
+func (s organizations) onLedger(ctx context.Context, orgID string, f func(q querier) error) error {
 	if len(s.billing.dbs) == 1 {
-		return s.billing.dbs[0], nil
+		return f(s.billing.dbs[0].pool)
 	}
 	var billing string
 	if err := s.db.pool.QueryRow(ctx, `SELECT billing_user_id FROM organizations WHERE id = $1`, orgID).Scan(&billing); err != nil {
-		return nil, notFound(err, "organization")
+		return notFound(err, "organization")
 	}
-	return s.billing.db(billing), nil
+	return s.onAccount(ctx, billing, f)
+}
+
+// onAccount is onLedger for a billing account.
+func (s organizations) onAccount(ctx context.Context, billingUserID string, f func(q querier) error) error {
+	if len(s.billing.dbs) == 1 {
+		return f(s.billing.dbs[0].pool)
+	}
+	return s.billing.fenced(ctx, billingUserID, func(_ *DB, tx pgx.Tx) error { return f(tx) })
 }
 
 var _ store.Organizations = organizations{}
@@ -50,8 +59,11 @@ func (s organizations) CreateOrganization(ctx context.Context, o store.Organizat
 	}
 	// The account first, in the ledger's database: an organisation whose
 	// creation then fails leaves an empty account no one can reach.
-	if _, err := s.billing.db(billing.ID).exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos) VALUES ($1, 0, 0)
-		ON CONFLICT (user_id) DO NOTHING`, billing.ID); err != nil {
+	if err := s.onAccount(ctx, billing.ID, func(q querier) error {
+		_, err := q.Exec(ctx, `INSERT INTO billing_accounts (user_id, available_nanos, reserved_nanos) VALUES ($1, 0, 0)
+			ON CONFLICT (user_id) DO NOTHING`, billing.ID)
+		return err
+	}); err != nil {
 		return mapErr(err)
 	}
 	return mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
@@ -83,12 +95,10 @@ func (s organizations) UpdateOrganization(ctx context.Context, o store.Organizat
 	}
 	// The budgets' copy of the time zone, which holds read (a retried
 	// update brings it in line if this fails).
-	l, err := s.ledgerOf(ctx, o.ID)
-	if err != nil {
+	return mapErr(s.onLedger(ctx, o.ID, func(q querier) error {
+		_, err := q.Exec(ctx, `UPDATE budgets SET time_zone = $1 WHERE org_id = $2 AND time_zone <> $1`, o.TimeZone, o.ID)
 		return err
-	}
-	_, err = l.exec(ctx, `UPDATE budgets SET time_zone = $1 WHERE org_id = $2 AND time_zone <> $1`, o.TimeZone, o.ID)
-	return err
+	}))
 }
 
 func (s organizations) GetOrganizationBySSODomain(ctx context.Context, domain string) (store.Organization, error) {
@@ -187,12 +197,10 @@ func (s organizations) DeleteTeam(ctx context.Context, orgID, teamID string, at 
 	}
 	// The team's keys are revoked, so nothing holds against its budget any
 	// more; a budget left by a failure here binds no one.
-	l, err := s.ledgerOf(ctx, orgID)
-	if err != nil {
+	return mapErr(s.onLedger(ctx, orgID, func(q querier) error {
+		_, err := q.Exec(ctx, `DELETE FROM budgets WHERE org_id = $1 AND scope = 'team' AND scope_id = $2`, orgID, teamID)
 		return err
-	}
-	_, err = l.exec(ctx, `DELETE FROM budgets WHERE org_id = $1 AND scope = 'team' AND scope_id = $2`, orgID, teamID)
-	return mapErr(err)
+	}))
 }
 
 func (s organizations) ListTeams(ctx context.Context, orgID string) ([]store.Team, error) {
@@ -252,51 +260,68 @@ func (s organizations) PutBudget(ctx context.Context, b store.Budget, now time.T
 		return store.Budget{}, notFound(err, "organization")
 	}
 	start, _ := b.Period.Window(now, store.Location(tz))
-	l, err := s.ledgerOf(ctx, b.OrgID)
-	if err != nil {
-		return store.Budget{}, err
-	}
 	var out store.Budget
-	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		// A new budget or period starts its window now, nothing spent; a new
-		// limit keeps the window and what it spent.
-		if _, err := tx.Exec(ctx, `INSERT INTO budgets (id, org_id, scope, scope_id, period, limit_nanos, window_start, updated_at, time_zone)
+	err := s.onLedger(ctx, b.OrgID, func(q querier) error {
+		return pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error {
+			// A new budget or period starts its window now, nothing spent; a new
+			// limit keeps the window and what it spent.
+			if _, err := tx.Exec(ctx, `INSERT INTO budgets (id, org_id, scope, scope_id, period, limit_nanos, window_start, updated_at, time_zone)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (org_id, scope, scope_id) DO UPDATE SET limit_nanos = excluded.limit_nanos, updated_at = excluded.updated_at,
 				time_zone = excluded.time_zone,
 				spent_nanos = CASE WHEN budgets.period = excluded.period THEN budgets.spent_nanos ELSE 0 END,
 				window_start = CASE WHEN budgets.period = excluded.period THEN budgets.window_start ELSE excluded.window_start END,
 				period = excluded.period`,
-			b.ID, b.OrgID, string(b.Scope), b.ScopeID, string(b.Period), b.LimitNanos, ts(start), ts(now), tz); err != nil {
-			return err
-		}
-		var err error
-		out, err = scanBudget(tx.QueryRow(ctx, `SELECT `+budgetCols+` FROM budgets b
+				b.ID, b.OrgID, string(b.Scope), b.ScopeID, string(b.Period), b.LimitNanos, ts(start), ts(now), tz); err != nil {
+				return err
+			}
+			var err error
+			out, err = scanBudget(tx.QueryRow(ctx, `SELECT `+budgetCols+` FROM budgets b
 			WHERE b.org_id = $1 AND b.scope = $2 AND b.scope_id = $3`, b.OrgID, string(b.Scope), b.ScopeID), now)
-		return err
+			return err
+		})
 	})
-	return out, mapErr(err)
+	if err != nil {
+		return out, mapErr(err)
+	}
+	// An UpdateOrganization between the read of the time zone and the
+	// upsert set the other budgets' copy, not this one's: read it again.
+	var now2 string
+	if err := s.db.pool.QueryRow(ctx, `SELECT time_zone FROM organizations WHERE id = $1`, b.OrgID).Scan(&now2); err == nil && now2 != tz {
+		err = s.onLedger(ctx, b.OrgID, func(q querier) error {
+			_, err := q.Exec(ctx, `UPDATE budgets SET time_zone = $1 WHERE org_id = $2`, now2, b.OrgID)
+			return err
+		})
+		if err != nil {
+			return out, mapErr(err)
+		}
+		out.Roll(now, store.Location(now2))
+	}
+	return out, nil
 }
 
 func (s organizations) DeleteBudget(ctx context.Context, orgID, budgetID string) error {
-	l, err := s.ledgerOf(ctx, orgID)
-	if err != nil {
-		return err
-	}
-	tag, err := l.exec(ctx, `DELETE FROM budgets WHERE id = $1 AND org_id = $2`, budgetID, orgID)
-	if err != nil {
-		return err
-	}
-	return affectedOne(tag, "budget")
+	return mapErr(s.onLedger(ctx, orgID, func(q querier) error {
+		tag, err := q.Exec(ctx, `DELETE FROM budgets WHERE id = $1 AND org_id = $2`, budgetID, orgID)
+		if err != nil {
+			return err
+		}
+		return affectedOne(tag, "budget")
+	}))
 }
 
 func (s organizations) ListBudgets(ctx context.Context, orgID string, now time.Time) ([]store.Budget, error) {
-	l, err := s.ledgerOf(ctx, orgID)
-	if err != nil {
-		return nil, err
-	}
-	return readRows(ctx, l, `SELECT `+budgetCols+` FROM budgets b
-		WHERE b.org_id = $1 ORDER BY b.scope, b.scope_id`, []any{orgID}, func(r pgx.Rows) (store.Budget, error) { return scanBudget(r, now) })
+	var out []store.Budget
+	err := s.onLedger(ctx, orgID, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT `+budgetCols+` FROM budgets b
+			WHERE b.org_id = $1 ORDER BY b.scope, b.scope_id`, orgID)
+		if err != nil {
+			return err
+		}
+		out, err = collectRows(rows, func(r pgx.Rows) (store.Budget, error) { return scanBudget(r, now) })
+		return err
+	})
+	return out, mapErr(err)
 }
 
 func (s organizations) ListOrgAPIKeys(ctx context.Context, orgID string, f store.OrgKeyFilter, p store.PageRequest) ([]store.APIKey, string, error) {

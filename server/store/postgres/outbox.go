@@ -9,10 +9,11 @@ import (
 	"github.com/parleyhq/parley/server/store"
 )
 
-// outboxLock is the first key of the advisory lock a shipper holds on a
-// batch while it ships it ("outb" in ASCII); the second is the batch's id.
-// Two-key locks are apart from one-key ones such as migrationLock.
-const outboxLock = 0x6f757462
+// A shipper holds an advisory lock on a batch while it ships it: two keys,
+// the first hashtext(current_schema() || ':usage_outbox') (advisory locks
+// are the whole database's, and every schema's batch ids start at 1), the
+// second the batch's id. Two-key locks are apart from one-key ones such as
+// migrationLock.
 
 // outbox is store.UsageOutbox over usage_outbox. Rows are shipped in
 // batches: the oldest unstamped rows, taken FOR UPDATE SKIP LOCKED (gateways
@@ -24,7 +25,7 @@ const outboxLock = 0x6f757462
 // both inserts are the same block, so a batch must never be rebuilt.
 //
 // A batch is shipped in a transaction that holds the advisory lock
-// (outboxLock, id) and its rows' locks while ship runs, and deletes them
+// (the schema's, id) and its rows' locks while ship runs, and deletes them
 // before it commits: gateways sharing the database ship disjoint batches (a
 // shipper passes over a batch whose lock another holds), and a gateway that
 // dies mid-ship (its connection closes, the transaction aborts) leaves its
@@ -88,7 +89,7 @@ func (o outbox) shipBatch(ctx context.Context, ids []int64, ship func(context.Co
 			// The lock's second key is the id's low 32 bits: two batches
 			// 2^32 apart would at worst wait for each other.
 			var free bool
-			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1::int, $2::int)`, int32(outboxLock), int32(id)).Scan(&free); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':usage_outbox'), $1::int)`, int32(id)).Scan(&free); err != nil {
 				return err
 			}
 			if !free {

@@ -4,10 +4,15 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -32,8 +37,18 @@ func LedgerShard(userID string) int {
 // logical shards spread over them.
 type billingSet struct {
 	dbs []*DB
-	of  [LedgerShards]int // logical shard → index in dbs
+	// accounts holds ledger_shard_map, the shards moved from their place
+	// in the contiguous spread; nil with one database.
+	accounts *DB
+
+	mu     sync.RWMutex
+	of     [LedgerShards]int // logical shard → index in dbs
+	loaded time.Time         // when of was read from ledger_shard_map
 }
+
+// mapEvery is how often a gateway reads the shard map again on its own; a
+// write fenced by a move reads it at once.
+const mapEvery = 5 * time.Second
 
 // WithBillingShards spreads the ledger over several billing clusters: the
 // logical shards in contiguous ranges, as evenly as they go (two clusters:
@@ -43,13 +58,147 @@ type billingSet struct {
 func (db *DB) WithBillingShards(dbs []*DB) {
 	set := &billingSet{dbs: dbs}
 	for s := range LedgerShards {
-		set.of[s] = s * len(dbs) / LedgerShards
+		set.of[s] = spread(s, len(dbs))
+	}
+	if len(dbs) > 1 {
+		set.accounts = db
 	}
 	db.billing = set
 }
 
-// db is the database holding the user's ledger rows.
-func (b *billingSet) db(userID string) *DB { return b.dbs[b.of[LedgerShard(userID)]] }
+// LoadLedgerMap checks the billing clusters and reads where each ledger
+// shard lives (ledger_shard_map); call it once at start with several. The
+// first start writes the contiguous spread into the map, and each
+// cluster's place in --billing-postgres-url into the cluster itself
+// (ledger_cluster): from then on the map alone places shards (a cluster
+// added at the end of the list gets shards only by MoveLedgerShard), and a
+// list whose order changed is refused rather than looking for users'
+// money in the wrong place. The map is read again every few seconds, and
+// at once when a write finds its shard gone.
+func (db *DB) LoadLedgerMap(ctx context.Context) error {
+	set := db.billingSet()
+	if set.accounts == nil {
+		return nil
+	}
+	for i, b := range set.dbs {
+		var at int
+		err := b.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO ledger_cluster (place) VALUES ($1) ON CONFLICT DO NOTHING RETURNING place)
+			SELECT place FROM ins UNION ALL SELECT place FROM ledger_cluster LIMIT 1`, i).Scan(&at)
+		if err != nil {
+			return fmt.Errorf("postgres: billing cluster %d: %w", i, err)
+		}
+		if at != i {
+			return fmt.Errorf("postgres: the billing cluster at place %d of --billing-postgres-url was at place %d: keep the list's order (add clusters at its end)", i, at)
+		}
+	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO ledger_shard_map (shard, cluster)
+		SELECT s, s * $1 / $2 FROM generate_series(0, $2 - 1) s ON CONFLICT DO NOTHING`, len(set.dbs), LedgerShards); err != nil {
+		return fmt.Errorf("postgres: the ledger's shard map: %w", err)
+	}
+	return set.reload(ctx)
+}
+
+// spread is a logical shard's cluster before any move: contiguous ranges.
+func spread(shard, clusters int) int { return shard * clusters / LedgerShards }
+
+// db is the database holding the user's ledger rows, by the map as last
+// read (read again when it is older than mapEvery).
+func (b *billingSet) db(userID string) *DB { return b.dbs[b.cluster(LedgerShard(userID))] }
+
+// cluster is the index in dbs of the shard's database.
+func (b *billingSet) cluster(shard int) int {
+	b.mu.RLock()
+	c, stale := b.of[shard], b.accounts != nil && time.Since(b.loaded) > mapEvery
+	b.mu.RUnlock()
+	if stale && b.mu.TryLock() {
+		// One reader refreshes in the background; the others go on with
+		// the map they have (a write it misleads is fenced and retried).
+		b.loaded = time.Now()
+		b.mu.Unlock()
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = b.reload(ctx)
+		}()
+	}
+	return c
+}
+
+// reload reads ledger_shard_map.
+func (b *billingSet) reload(ctx context.Context) error {
+	if b.accounts == nil {
+		return nil
+	}
+	rows, err := b.accounts.pool.Query(ctx, `SELECT shard, cluster FROM ledger_shard_map`)
+	if err != nil {
+		return err
+	}
+	moved, err := collectRows(rows, func(r pgx.Rows) ([2]int, error) {
+		var m [2]int
+		return m, r.Scan(&m[0], &m[1])
+	})
+	if err != nil {
+		return err
+	}
+	var of [LedgerShards]int
+	for s := range LedgerShards {
+		of[s] = spread(s, len(b.dbs))
+	}
+	for _, m := range moved {
+		if m[1] >= len(b.dbs) {
+			return fmt.Errorf("postgres: ledger shard %d is on cluster %d, and --billing-postgres-url names %d", m[0], m[1], len(b.dbs))
+		}
+		of[m[0]] = m[1]
+	}
+	b.mu.Lock()
+	b.of, b.loaded = of, time.Now()
+	b.mu.Unlock()
+	return nil
+}
+
+// errShardMoved is ledger_fence's refusal: the shard is not (or no longer)
+// on that database.
+func errShardMoved(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "PRLSH"
+}
+
+// fencePause is the longest a write waits for its shard's move.
+const fencePause = 30 * time.Second
+
+// fenced runs f in a transaction on the user's database that first fences
+// the user's shard (ledger_fence): a move of the shard waits for it, and it
+// fails if the shard has left. Then the map is read again and f runs where
+// the shard is now, waiting (from 10 ms, doubling to 500 ms) while the map
+// still names the database the shard is leaving: the write pause of a move.
+func (b *billingSet) fenced(ctx context.Context, userID string, f func(db *DB, tx pgx.Tx) error) error {
+	shard := LedgerShard(userID)
+	wait, start := 10*time.Millisecond, time.Now()
+	for {
+		db := b.dbs[b.cluster(shard)]
+		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT ledger_fence($1)`, shard); err != nil {
+				return err
+			}
+			return f(db, tx)
+		})
+		if !errShardMoved(err) {
+			return err
+		}
+		if time.Since(start) > fencePause {
+			return fmt.Errorf("postgres: ledger shard %d is moving: %w", shard, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+		if err := b.reload(ctx); err != nil {
+			return err
+		}
+	}
+}
 
 // shardedLedger is store.Ledger over the billing clusters, each call on the
 // cluster of its user.
@@ -58,18 +207,27 @@ type shardedLedger struct {
 	outbox bool
 }
 
-func (l shardedLedger) on(userID string) ledger { return ledger{db: l.set.db(userID), outbox: l.outbox} }
+// on runs f with the ledger of the user's shard, fenced (billingSet.fenced).
+func on[T any](ctx context.Context, l shardedLedger, userID string, f func(ledger) (T, error)) (T, error) {
+	var out T
+	err := l.set.fenced(ctx, userID, func(db *DB, tx pgx.Tx) error {
+		var err error
+		out, err = f(ledger{db: db, outbox: l.outbox, tx: tx})
+		return err
+	})
+	return out, err
+}
 
 func (l shardedLedger) Account(ctx context.Context, userID string) (store.Balance, error) {
-	return l.on(userID).Account(ctx, userID)
+	return on(ctx, l, userID, func(lg ledger) (store.Balance, error) { return lg.Account(ctx, userID) })
 }
 
 func (l shardedLedger) Adjust(ctx context.Context, a store.Adjustment) (int64, error) {
-	return l.on(a.UserID).Adjust(ctx, a)
+	return on(ctx, l, a.UserID, func(lg ledger) (int64, error) { return lg.Adjust(ctx, a) })
 }
 
 func (l shardedLedger) Reserve(ctx context.Context, r store.Reservation) (store.Balance, error) {
-	return l.on(r.UserID).Reserve(ctx, r)
+	return on(ctx, l, r.UserID, func(lg ledger) (store.Balance, error) { return lg.Reserve(ctx, r) })
 }
 
 // Settle goes to the cluster of the record's user, who is the reservation's
@@ -78,7 +236,9 @@ func (l shardedLedger) Reserve(ctx context.Context, r store.Reservation) (store.
 // not it changes nothing.
 func (l shardedLedger) Settle(ctx context.Context, reservationID string, costNanos int64, now time.Time, record *store.UsageRecord) (store.Settlement, error) {
 	if record != nil {
-		s, err := l.on(record.UserID).Settle(ctx, reservationID, costNanos, now, record)
+		s, err := on(ctx, l, record.UserID, func(lg ledger) (store.Settlement, error) {
+			return lg.Settle(ctx, reservationID, costNanos, now, record)
+		})
 		if !errors.Is(err, store.ErrNotFound) || reservationID == "" {
 			return s, err
 		}
@@ -100,7 +260,12 @@ func (l shardedLedger) Settle(ctx context.Context, reservationID string, costNan
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, err)
 		}
-		out.ChargedNanos, out.RefundedNanos, out.Late = out.ChargedNanos+s.ChargedNanos, out.RefundedNanos+s.RefundedNanos, out.Late || s.Late
+		if s != (store.Settlement{}) {
+			// The cluster that held it: the others' errors (one down) do
+			// not matter.
+			return s, nil
+		}
+		out = s
 	}
 	return out, errors.Join(errs...)
 }
@@ -148,12 +313,19 @@ func (u shardedUsage) List(ctx context.Context, userID string, f store.UsageFilt
 	limit := p.Limit()
 	var all []store.UsageRecord
 	more := false
-	for _, db := range u.set.dbs {
+	for i, db := range u.set.dbs {
 		recs, next, err := usage{db}.List(ctx, "", f, p)
 		if err != nil {
 			return nil, "", err
 		}
-		all, more = append(all, recs...), more || next != ""
+		for _, r := range recs {
+			// A shard being moved is on both clusters for a moment: each
+			// record is read from where the map puts its user.
+			if u.set.cluster(LedgerShard(r.UserID)) == i {
+				all = append(all, r)
+			}
+		}
+		more = more || next != ""
 	}
 	slices.SortFunc(all, func(a, b store.UsageRecord) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.RequestID, a.RequestID))
@@ -181,29 +353,44 @@ type shardedOutbox struct {
 	next *atomic.Uint32
 }
 
+// Ship ships a batch from each cluster that has one; a cluster that fails
+// does not hold the others back: its error is returned only when nothing
+// shipped (the relay then backs off), else the relay calls again at once.
 func (o shardedOutbox) Ship(ctx context.Context, max int, ship func(context.Context, []store.UsageRecord) error) (int, error) {
 	start := int(o.next.Add(1))
+	total := 0
+	var errs []error
 	for i := range o.set.dbs {
 		n, err := (outbox{o.set.dbs[(start+i)%len(o.set.dbs)]}).Ship(ctx, max, ship)
-		if n > 0 || err != nil {
-			return n, err
+		total += n
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return 0, nil
+	if total > 0 {
+		return total, nil
+	}
+	return 0, errors.Join(errs...)
 }
 
+// Backlog adds up the clusters that answer; it fails only when none does.
 func (o shardedOutbox) Backlog(ctx context.Context) (int64, time.Time, error) {
 	var total int64
 	var oldest time.Time
+	var errs []error
 	for _, db := range o.set.dbs {
 		n, at, err := (outbox{db}).Backlog(ctx)
 		if err != nil {
-			return 0, time.Time{}, err
+			errs = append(errs, err)
+			continue
 		}
 		total += n
 		if !at.IsZero() && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}
+	}
+	if len(errs) == len(o.set.dbs) {
+		return 0, time.Time{}, errors.Join(errs...)
 	}
 	return total, oldest, nil
 }
