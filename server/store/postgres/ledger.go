@@ -27,24 +27,30 @@ import (
 type ledger struct {
 	db     *DB
 	outbox bool // records go to usage_outbox, not usage_records
-	// tx, when set, is the transaction every statement runs in: a sharded
-	// ledger's, which has fenced the user's shard (shards.go).
-	tx pgx.Tx
+	// q, when set, is what the statements run on instead of the pool: a
+	// sharded ledger's fencedConn (shards.go).
+	q ledgerConn
 }
 
-// querier is what the ledger's statements run on: the pool, or a
-// transaction (pgx.BeginFunc on a transaction makes a savepoint).
-type querier interface {
+// ledgerConn is what the ledger's statements run on: the pool, or a
+// fencedConn.
+type ledgerConn interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// conn is the ledger's querier.
-func (l ledger) conn() querier {
-	if l.tx != nil {
-		return l.tx
+// querier is a ledgerConn that also reads many rows: the pool or a
+// transaction (pgx.BeginFunc on a transaction makes a savepoint).
+type querier interface {
+	ledgerConn
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// conn is the ledger's connection.
+func (l ledger) conn() ledgerConn {
+	if l.q != nil {
+		return l.q
 	}
 	return l.db.pool
 }

@@ -161,3 +161,62 @@ func TestMeasurePgBouncer(t *testing.T) {
 			c.name, one, time.Duration(float64(time.Second)/one).Round(time.Microsecond), median(res[i].many), median(res[i].pairs))
 	}
 }
+
+// TestMeasureShardedLedger compares reserve+settle pairs on a ledger apart
+// on one cluster (one statement each) with the ledger over two clusters
+// (each call a transaction that fences its shard first: BEGIN, the fence,
+// the statement, COMMIT), by one caller (latency) and by 16 (throughput),
+// over 1,000 accounts. Run with PARLEY_MEASURE=1; the clusters here are
+// schemas of one server, so the figures are the cost of the round trips.
+func TestMeasureShardedLedger(t *testing.T) {
+	if os.Getenv("PARLEY_MEASURE") == "" {
+		t.Skip("PARLEY_MEASURE not set")
+	}
+	ctx := t.Context()
+	apart, _ := openApart(t)
+	sharded, _ := openSharded(t)
+	const nUsers = 1000
+	users := make([]string, nUsers)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%04d-%d", i, time.Now().UnixNano())
+	}
+	for _, s := range []store.Store{apart.Store(), sharded.Store()} {
+		for _, u := range users {
+			if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: u, DeltaNanos: 1 << 50, At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		s    store.Store
+	}{{"one billing cluster", apart.Store()}, {"two billing clusters, fenced", sharded.Store()}} {
+		for _, workers := range []int{1, 16} {
+			const dur = 3 * time.Second
+			var n, seq atomic.Int64
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(dur)
+			for range workers {
+				wg.Go(func() {
+					for time.Now().Before(deadline) {
+						i := seq.Add(1)
+						id := fmt.Sprintf("%s-%d-%d", c.name, workers, i)
+						u, now := users[i%nUsers], time.Now()
+						if _, err := c.s.Ledger.Reserve(ctx, store.Reservation{ID: id, UserID: u, AmountNanos: 1000, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); err != nil {
+							t.Error(err)
+							return
+						}
+						if _, err := c.s.Ledger.Settle(ctx, id, 600, now, &store.UsageRecord{RequestID: id, UserID: u, Channel: store.ChannelAPI, Model: "m", CreatedAt: now}); err != nil {
+							t.Error(err)
+							return
+						}
+						n.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%s, %d callers: %d pairs, %.0f pairs/s, %.2f ms a pair", c.name, workers, n.Load(),
+				float64(n.Load())/dur.Seconds(), dur.Seconds()*1000*float64(workers)/float64(n.Load()))
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -166,22 +167,15 @@ func errShardMoved(err error) bool {
 // fencePause is the longest a write waits for its shard's move.
 const fencePause = 30 * time.Second
 
-// fenced runs f in a transaction on the user's database that first fences
-// the user's shard (ledger_fence): a move of the shard waits for it, and it
-// fails if the shard has left. Then the map is read again and f runs where
-// the shard is now, waiting (from 10 ms, doubling to 500 ms) while the map
-// still names the database the shard is leaving: the write pause of a move.
-func (b *billingSet) fenced(ctx context.Context, userID string, f func(db *DB, tx pgx.Tx) error) error {
-	shard := LedgerShard(userID)
+// retry runs f on the database of the shard until f does not fail with
+// errShardMoved: the shard left (or is leaving) that database, so the map
+// is read again and f runs where the shard is now, waiting (from 10 ms,
+// doubling to 500 ms) while the map still names the database the shard is
+// leaving: the write pause of a move.
+func (b *billingSet) retry(ctx context.Context, shard int, f func(db *DB) error) error {
 	wait, start := 10*time.Millisecond, time.Now()
 	for {
-		db := b.dbs[b.cluster(shard)]
-		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT ledger_fence($1)`, shard); err != nil {
-				return err
-			}
-			return f(db, tx)
-		})
+		err := f(b.dbs[b.cluster(shard)])
 		if !errShardMoved(err) {
 			return err
 		}
@@ -200,6 +194,76 @@ func (b *billingSet) fenced(ctx context.Context, userID string, f func(db *DB, t
 	}
 }
 
+// fenced runs f in a transaction on the user's database whose BEGIN fences
+// the user's shard (ledger_fence), retried where the shard moved.
+func (b *billingSet) fenced(ctx context.Context, userID string, f func(db *DB, tx pgx.Tx) error) error {
+	shard := LedgerShard(userID)
+	return b.retry(ctx, shard, func(db *DB) error {
+		return pgx.BeginTxFunc(ctx, db.pool, fencedBegin(shard), func(tx pgx.Tx) error { return f(db, tx) })
+	})
+}
+
+// fencedBegin begins a transaction and fences the shard in one round trip
+// (the simple protocol takes both; the shard is a number of ours). A fence
+// that fails fails the begin, and pgx drops that connection.
+func fencedBegin(shard int) pgx.TxOptions {
+	return pgx.TxOptions{BeginQuery: fmt.Sprintf("BEGIN; SELECT ledger_fence(%d)", shard)}
+}
+
+// fencedConn is a ledgerConn whose every statement is fenced: a statement
+// goes as a batch behind ledger_fence(shard), in one round trip and one
+// implicit transaction (a fence that fails runs nothing, and the fence's
+// lock lasts the statement), and a transaction fences in its BEGIN. So a
+// sharded hold or settle stays one round trip, as with one cluster.
+type fencedConn struct {
+	pool  *pgxpool.Pool
+	shard int
+}
+
+func (c fencedConn) batch(ctx context.Context, sql string, args []any) pgx.BatchResults {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT ledger_fence($1)`, c.shard)
+	b.Queue(sql, args...)
+	return c.pool.SendBatch(ctx, b)
+}
+
+func (c fencedConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br := c.batch(ctx, sql, args)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (c fencedConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return fencedRow{c.batch(ctx, sql, args)}
+}
+
+func (c fencedConn) Begin(ctx context.Context) (pgx.Tx, error) {
+	return c.pool.BeginTx(ctx, fencedBegin(c.shard))
+}
+
+// fencedRow is the row of a fencedConn's QueryRow: the fence's error, or the
+// statement's row.
+type fencedRow struct{ br pgx.BatchResults }
+
+func (r fencedRow) Scan(dest ...any) error {
+	if _, err := r.br.Exec(); err != nil {
+		_ = r.br.Close()
+		return err
+	}
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // shardedLedger is store.Ledger over the billing clusters, each call on the
 // cluster of its user.
 type shardedLedger struct {
@@ -207,12 +271,14 @@ type shardedLedger struct {
 	outbox bool
 }
 
-// on runs f with the ledger of the user's shard, fenced (billingSet.fenced).
+// on runs f with the ledger of the user's shard, every statement fenced
+// (fencedConn), where the shard is now.
 func on[T any](ctx context.Context, l shardedLedger, userID string, f func(ledger) (T, error)) (T, error) {
 	var out T
-	err := l.set.fenced(ctx, userID, func(db *DB, tx pgx.Tx) error {
+	shard := LedgerShard(userID)
+	err := l.set.retry(ctx, shard, func(db *DB) error {
 		var err error
-		out, err = f(ledger{db: db, outbox: l.outbox, tx: tx})
+		out, err = f(ledger{db: db, outbox: l.outbox, q: fencedConn{pool: db.pool, shard: shard}})
 		return err
 	})
 	return out, err
