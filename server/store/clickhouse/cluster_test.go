@@ -375,3 +375,54 @@ func TestClusterNeedsInOrderReads(t *testing.T) {
 		t.Fatalf("OpenCluster with a bad name: %v", err)
 	}
 }
+
+// What a retried batch rests on, past Record's check: the same rows sent
+// again as the same block, straight to the Distributed table (as a retry
+// whose first insert landed unacknowledged would), are dropped by the
+// replicated tables, and the materialized view's sums do not count them
+// twice, on the ClickHouse this runs on.
+func TestClusterDropsARepeatedBlock(t *testing.T) {
+	t.Parallel()
+	url, cluster := clusterDB(t)
+	db := openCluster(t, url, cluster)
+	day := time.Date(2026, 11, 6, 0, 0, 0, 0, time.UTC)
+	users := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
+	batch := usageBatch(30, day.Add(time.Hour), users)
+	opts, err := ch.ParseDSN(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := ch.Context(t.Context(), ch.WithSettings(ch.Settings{"insert_distributed_sync": 1}))
+	for range 2 {
+		b, err := conn.PrepareBatch(ctx, `INSERT INTO usage_records (user_id, created_at, request_id, api_key_id, channel, model,
+			prompt_tokens, completion_tokens, cached_tokens, estimated, cost_nanos, finish_reason, end_user, cache_hit, requested_model)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range batch {
+			if err := b.Append(r.UserID, r.CreatedAt.UnixNano(), r.RequestID, r.APIKeyID, r.Channel, r.Model, r.PromptTokens,
+				r.CompletionTokens, r.CachedTokens, uint8(0), r.CostNanos, r.FinishReason, r.EndUser, uint8(0), r.RequestedModel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range users {
+		var want []store.UsageRecord
+		for _, r := range batch {
+			if r.UserID == u {
+				want = append(want, r)
+			}
+		}
+		if n, cost := summaryCost(t, db, u, day); n != int64(len(want)) || cost != sumCost(want) {
+			t.Fatalf("user %s: the quarters say %d requests, %d nano-USD after the block twice; want %d, %d", u, n, cost, len(want), sumCost(want))
+		}
+	}
+}
