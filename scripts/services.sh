@@ -36,6 +36,7 @@
 #   scripts/services.sh nodetool ARGS...
 #                               nodetool against the test Cassandra node
 #   scripts/services.sh pgsync-failover | pgsync-reset
+#   scripts/services.sh pgsync-stop-primary | pgsync-promote (a failover's two halves)
 #                               stop the synchronous pair's primary at once and
 #                               promote its standby | make the pair anew
 #   scripts/services.sh pgbackup-crash
@@ -572,10 +573,13 @@ pgsync_down() {
 # The failover: the primary dies at once (no shutdown checkpoint, no goodbye
 # to its clients), the standby is promoted and takes writes.
 pgsync_failover() {
-  local d=$DIR/pgsync
-  pg_stop "$d/primary" immediate
-  pg_run "$(pg_bin)/pg_ctl" -D "$d/standby" -w -t 60 promote >/dev/null
+  pgsync_stop_primary
+  pgsync_promote
 }
+
+# The two halves of a failover, for tests that look at the time between.
+pgsync_stop_primary() { pg_stop "$DIR/pgsync/primary" immediate; }
+pgsync_promote() { pg_run "$(pg_bin)/pg_ctl" -D "$DIR/pgsync/standby" -w -t 60 promote >/dev/null; }
 
 # A new pair (the promoted standby's history is not the old primary's).
 pgsync_reset() {
@@ -865,10 +869,12 @@ case "${1:-}" in
   pgbackup-crash) pgbr_crash ;;
   nodetool) shift; cql_nodetool "$@" ;;
   pgsync-failover) pgsync_failover ;;
+  pgsync-stop-primary) pgsync_stop_primary ;;
+  pgsync-promote) pgsync_promote ;;
   pgsync-reset) pgsync_reset ;;
   chc-lose) chc_lose "${2:-}" ;;
   chc-restore) chc_restore "${2:-}" ;;
   chc-stop) chc_stop "${2:-}" ;;
   chc-start) chc_start "${2:-}" ;;
-  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash|pgsync-failover|pgsync-reset|nodetool" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|env|serve-env|status|pgbackup-env|pgbackup-crash|pgsync-failover|pgsync-stop-primary|pgsync-promote|pgsync-reset|nodetool" >&2; exit 2 ;;
 esac

@@ -41,7 +41,7 @@ func (h *ConversationHandler) SearchConversations(ctx context.Context, req *conn
 	}
 	hits, next, err := h.Search.Search(ctx, p.UserID, terms, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	res := &parleyv1.SearchConversationsResponse{NextPageToken: h.Pages.Seal(p.UserID, list, next)}
 	for _, hit := range hits {

@@ -47,13 +47,13 @@ func (h *ConversationHandler) ShareConversation(ctx context.Context, req *connec
 	}
 	body, err := proto.Marshal(snap)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	s, err := h.Shares.Put(ctx, store.Share{ID: newShareID(), UserID: c.UserID, ConversationID: c.ID, Snapshot: body, CreatedAt: h.Core.Now()})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("conversation")
 	} else if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	snap.ShareId, snap.SharedAt = s.ID, timestamppb.New(s.CreatedAt)
 	return connect.NewResponse(&parleyv1.ShareConversationResponse{ShareId: s.ID, Path: SharePath + s.ID, Shared: snap}), nil
@@ -67,7 +67,7 @@ func (h *ConversationHandler) UnshareConversation(ctx context.Context, req *conn
 	}
 	ok, err := h.Shares.Delete(ctx, c.UserID, c.ID)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.UnshareConversationResponse{Unshared: ok}), nil
 }
@@ -82,11 +82,11 @@ func (h *ConversationHandler) GetSharedConversation(ctx context.Context, req *co
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("shared conversation")
 	} else if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	snap := &parleyv1.SharedConversation{}
 	if err := proto.Unmarshal(s.Snapshot, snap); err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	snap.ShareId, snap.SharedAt = s.ID, timestamppb.New(s.CreatedAt)
 	return connect.NewResponse(&parleyv1.GetSharedConversationResponse{Shared: snap}), nil
@@ -113,7 +113,7 @@ func (h *ConversationHandler) ExportConversation(ctx context.Context, req *conne
 			Conversation: h.toProto(ctx, c), Messages: msgs, ExportedAt: timestamppb.New(now),
 		})
 		if err != nil {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 		return connect.NewResponse(&parleyv1.ExportConversationResponse{Filename: name + ".json", ContentType: "application/json", Content: body}), nil
 	}

@@ -62,14 +62,14 @@ func (h *ConversationHandler) CreateConversation(ctx context.Context, req *conne
 		if _, err := h.Core.Projects.Get(ctx, p.UserID, id); errors.Is(err, store.ErrNotFound) {
 			return nil, apierr.InvalidArgument("project_id", "no such project")
 		} else if err != nil {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 	}
 	now := h.Core.Now()
 	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: p.UserID, Title: title, Model: model, SystemPrompt: prompt,
 		ProjectID: req.Msg.GetProjectId(), CreatedAt: now, UpdatedAt: now}
 	if err := h.Core.Conversations.Create(ctx, c); err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.CreateConversationResponse{Conversation: h.toProto(ctx, c)}), nil
 }
@@ -103,7 +103,7 @@ func (h *ConversationHandler) ListConversations(ctx context.Context, req *connec
 	}
 	convs, next, err := h.Core.Conversations.List(store.AllowStale(ctx), p.UserID, filter, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	res := &parleyv1.ListConversationsResponse{NextPageToken: h.Pages.Seal(p.UserID, list, next)}
 	for _, c := range convs {
@@ -158,7 +158,7 @@ func (h *ConversationHandler) ListMessages(ctx context.Context, req *connect.Req
 	}
 	if req.Msg.GetMakeCurrent() && leaf != c.LeafID {
 		if err := h.Core.Conversations.SetLeaf(ctx, c.UserID, c.ID, leaf); err != nil {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 	}
 	from := 0
@@ -273,7 +273,7 @@ func (h *ConversationHandler) UpdateConversation(ctx context.Context, req *conne
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("conversation")
 	} else if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.UpdateConversationResponse{Conversation: h.toProto(ctx, c)}), nil
 }
@@ -295,10 +295,10 @@ func (h *ConversationHandler) DeleteConversation(ctx context.Context, req *conne
 func (h *ConversationHandler) deleteConversation(ctx context.Context, c store.Conversation) error {
 	_, _ = h.Core.Cancel(ctx, c.ID)
 	if err := h.Core.Conversations.Delete(ctx, c.UserID, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return apierr.Internal()
+		return apierr.Store(err)
 	}
 	if err := h.Core.Messages.DeleteConversation(ctx, c.ID); err != nil {
-		return apierr.Internal()
+		return apierr.Store(err)
 	}
 	return nil
 }
@@ -367,7 +367,7 @@ func (h *ConversationHandler) GetCustomInstructions(ctx context.Context, _ *conn
 	p, _ := auth.FromContext(ctx)
 	text, err := h.Core.Conversations.Instructions(ctx, p.UserID)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.GetCustomInstructionsResponse{Instructions: text}), nil
 }
@@ -380,7 +380,7 @@ func (h *ConversationHandler) SetCustomInstructions(ctx context.Context, req *co
 		return nil, err
 	}
 	if err := h.Core.Conversations.SetInstructions(ctx, p.UserID, text, h.Core.Now()); err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.SetCustomInstructionsResponse{Instructions: text}), nil
 }
@@ -420,7 +420,7 @@ func (h *ConversationHandler) own(ctx context.Context, id string) (store.Convers
 	if errors.Is(err, store.ErrNotFound) {
 		return c, apierr.NotFound("conversation")
 	} else if err != nil {
-		return c, apierr.Internal()
+		return c, apierr.Store(err)
 	}
 	return c, nil
 }

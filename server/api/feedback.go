@@ -55,14 +55,14 @@ func (h *ConversationHandler) RateMessage(ctx context.Context, req *connect.Requ
 	}
 	if rating == parleyv1.Rating_RATING_UNSPECIFIED {
 		if err := h.Feedback.DeleteRating(ctx, c.UserID, m.ID); err != nil {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 		return connect.NewResponse(&parleyv1.RateMessageResponse{}), nil
 	}
 	r := store.Rating{UserID: c.UserID, ConversationID: c.ID, MessageID: m.ID, Model: m.Model, Good: rating == parleyv1.Rating_RATING_GOOD,
 		Note: note, UpdatedAt: h.Core.Now().UTC()}
 	if err := h.Feedback.PutRating(ctx, r); err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.RateMessageResponse{Feedback: ratingToProto(r)}), nil
 }
@@ -109,11 +109,11 @@ func (h *AdminHandler) GetFeedbackSummary(ctx context.Context, req *connect.Requ
 	}
 	counts, err := h.Feedback.CountRatings(ctx, start, end)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	notes, err := h.Feedback.RatingNotes(ctx, start, end, 50)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	res := &parleyv1.GetFeedbackSummaryResponse{}
 	for _, c := range counts {

@@ -106,7 +106,7 @@ func (h *FileHandler) GetFileContent(ctx context.Context, req *connect.Request[p
 	if obj.Size() <= MaxInlineFileBytes {
 		res.Content = make([]byte, obj.Size())
 		if _, err := obj.ReadAt(res.Content, 0); err != nil && err != io.EOF {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 	}
 	u, exp, err := h.Attachments.DownloadURL(ctx, f)

@@ -65,7 +65,7 @@ func memoryError(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return apierr.NotFound("memory")
 	}
-	return apierr.Internal()
+	return apierr.Store(err)
 }
 
 // CreateMemory saves a memory.
@@ -83,7 +83,7 @@ func (h *MemoryHandler) CreateMemory(ctx context.Context, req *connect.Request[p
 	if err := h.Memories.Create(ctx, m, chat.MaxMemories); errors.Is(err, store.ErrQuotaExceeded) {
 		return nil, apierr.FailedPrecondition(fmt.Sprintf("you have %d memories, the most there can be; delete one first", chat.MaxMemories))
 	} else if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.CreateMemoryResponse{Memory: memoryToProto(m)}), nil
 }
@@ -104,7 +104,7 @@ func (h *MemoryHandler) ListMemories(ctx context.Context, req *connect.Request[p
 	}
 	list, next, err := h.Memories.List(ctx, userID, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	res := &parleyv1.ListMemoriesResponse{NextPageToken: h.Pages.Seal(userID, "memories", next)}
 	for _, m := range list {
@@ -156,7 +156,7 @@ func (h *MemoryHandler) GetMemorySettings(ctx context.Context, _ *connect.Reques
 	}
 	on, err := h.Memories.Enabled(ctx, userID)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.GetMemorySettingsResponse{Settings: &parleyv1.MemorySettings{Enabled: on}}), nil
 }
@@ -172,7 +172,7 @@ func (h *MemoryHandler) UpdateMemorySettings(ctx context.Context, req *connect.R
 	}
 	on := req.Msg.GetSettings().GetEnabled()
 	if err := h.Memories.SetEnabled(ctx, userID, on, h.Now()); err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.UpdateMemorySettingsResponse{Settings: &parleyv1.MemorySettings{Enabled: on}}), nil
 }

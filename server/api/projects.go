@@ -74,7 +74,7 @@ func projectNotFound(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return apierr.NotFound("project")
 	}
-	return apierr.Internal()
+	return apierr.Store(err)
 }
 
 // CreateProject makes a project and its vector store.
@@ -105,7 +105,7 @@ func (h *ProjectHandler) CreateProject(ctx context.Context, req *connect.Request
 		if errors.Is(err, store.ErrQuotaExceeded) {
 			return nil, apierr.FailedPrecondition("you have 100 projects, the most there can be; delete one first")
 		}
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.CreateProjectResponse{Project: h.toProto(ctx, p)}), nil
 }
@@ -126,7 +126,7 @@ func (h *ProjectHandler) ListProjects(ctx context.Context, req *connect.Request[
 	}
 	list, next, err := h.Projects.List(ctx, userID, store.PageRequest{Size: size, Cursor: cursor})
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	res := &parleyv1.ListProjectsResponse{NextPageToken: h.Pages.Seal(userID, "projects", next)}
 	for _, p := range list {
@@ -204,7 +204,7 @@ func (h *ProjectHandler) DeleteProject(ctx context.Context, req *connect.Request
 		convs, _, err := h.Conversations.Core.Conversations.List(ctx, p.UserID,
 			store.ConversationFilter{ProjectID: p.ID, Archived: store.ArchiveAll}, store.PageRequest{Size: store.MaxPageSize})
 		if err != nil {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 		if len(convs) == 0 {
 			break
@@ -216,7 +216,7 @@ func (h *ProjectHandler) DeleteProject(ctx context.Context, req *connect.Request
 		}
 	}
 	if err := h.Projects.Delete(ctx, p.UserID, p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	if err := h.Knowledge.DeleteStore(ctx, p.UserID, p.VectorStoreID); err != nil && connect.CodeOf(err) != connect.CodeNotFound {
 		return nil, err

@@ -34,7 +34,7 @@ func (h *ConversationHandler) ListSavedPrompts(ctx context.Context, _ *connect.R
 	p, _ := auth.FromContext(ctx)
 	list, err := h.Prompts.ListPrompts(ctx, p.UserID)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	res := &parleyv1.ListSavedPromptsResponse{}
 	for _, x := range list {
@@ -88,7 +88,7 @@ func (h *ConversationHandler) SavePrompt(ctx context.Context, req *connect.Reque
 	case errors.Is(err, store.ErrQuotaExceeded):
 		return nil, apierr.ResourceExhausted("you keep at most 200 saved prompts: delete one first", 0)
 	case err != nil:
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.SavePromptResponse{Prompt: promptToProto(sp)}), nil
 }
@@ -103,7 +103,7 @@ func (h *ConversationHandler) DeleteSavedPrompt(ctx context.Context, req *connec
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("saved prompt")
 	} else if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return connect.NewResponse(&parleyv1.DeleteSavedPromptResponse{}), nil
 }

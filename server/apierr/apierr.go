@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
+	"github.com/parleyhq/parley/server/store"
 )
 
 // RetryAfterHeader is set (in whole seconds, rounded up) on errors that carry
@@ -142,6 +143,21 @@ func Unavailable(msg string, retryAfter time.Duration) *connect.Error {
 // Internal reports a server fault without leaking its cause to the client.
 func Internal() *connect.Error {
 	return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+}
+
+// storeRetry is when a client is told to come back after a store that did
+// not answer: about what a standby's promotion takes.
+const storeRetry = 5 * time.Second
+
+// Store reports a failed store call: unavailable with Retry-After when the
+// database holding the data does not answer (store.ErrUnavailable: down,
+// restarting, failing over; with data clusters, only the users whose
+// shard is there see it), internal otherwise.
+func Store(err error) *connect.Error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return Unavailable("the database holding this data does not answer; try again shortly", storeRetry)
+	}
+	return Internal()
 }
 
 // SetRetryAfter attaches a RetryInfo detail and the Retry-After header.

@@ -409,7 +409,7 @@ func (s *Service) Inline() *Checker {
 
 func (s *Service) internal(ctx context.Context, what string, err error) error {
 	s.Logger.ErrorContext(ctx, what, "err", err)
-	return apierr.Internal()
+	return apierr.Store(err)
 }
 
 func unavailable() error {

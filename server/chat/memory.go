@@ -94,14 +94,14 @@ func (c *Core) memories(ctx context.Context, userID, message string) ([]store.Me
 	}
 	on, err := c.Memories.Enabled(ctx, userID)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	if !on {
 		return nil, nil
 	}
 	all, _, err := c.Memories.List(ctx, userID, store.PageRequest{Size: MaxMemories})
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	return RelevantMemories(message, all, MemoriesInContext), nil
 }

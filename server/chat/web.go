@@ -116,7 +116,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 			if _, err := c.Projects.Get(ctx, p.UserID, req.ProjectID); errors.Is(err, store.ErrNotFound) {
 				return "", apierr.InvalidArgument("project_id", "no such project")
 			} else if err != nil {
-				return "", apierr.Internal()
+				return "", apierr.Store(err)
 			}
 			conv.ProjectID = req.ProjectID
 		}
@@ -124,7 +124,7 @@ func (c *Core) Send(ctx context.Context, req SendRequest) (string, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", apierr.InvalidArgument("conversation_id", "no such conversation")
 		}
-		return "", apierr.Internal()
+		return "", apierr.Store(err)
 	} else if req.ProjectID != "" && req.ProjectID != conv.ProjectID {
 		return "", apierr.InvalidArgument("project_id", "only starts a new conversation; this one's project cannot change")
 	}
@@ -275,7 +275,7 @@ func (c *Core) callersConversation(ctx context.Context, id string) (auth.Princip
 	if errors.Is(err, store.ErrNotFound) {
 		return p, conv, apierr.NotFound("conversation")
 	} else if err != nil {
-		return p, conv, apierr.Internal()
+		return p, conv, apierr.Store(err)
 	}
 	return p, conv, nil
 }
@@ -439,10 +439,10 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 	// Persist the question, then the answer's record (in progress: a crash
 	// leaves it, never a question with no answer), before generating.
 	now := c.Now()
-	fail := func() error {
+	fail := func(err error) error {
 		abandon()
 		c.Limits.Settle(ctx, grant, 0)
-		return apierr.Internal()
+		return apierr.Store(err)
 	}
 	question := g.question
 	if g.user != nil {
@@ -457,11 +457,11 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 		if g.isNew {
 			conv.Title = g.title
 			if err := c.Conversations.Create(ctx, conv); err != nil {
-				return fail()
+				return fail(err)
 			}
 		}
 		if err := c.Messages.Append(ctx, *g.user); err != nil {
-			return fail()
+			return fail(err)
 		}
 		question = g.user.ID
 	}
@@ -472,7 +472,7 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 		answer.Status, answer.FinishReason = store.MessageInProgress, ""
 	}
 	if err := c.Messages.Put(ctx, answer); err != nil {
-		return fail()
+		return fail(err)
 	}
 	if err := c.Conversations.SetLeaf(ctx, p.UserID, conv.ID, answer.ID); err != nil {
 		c.Logger.ErrorContext(ctx, "setting the active branch", "conversation", conv.ID, "err", err)
@@ -507,7 +507,7 @@ func (c *Core) startWeb(ctx context.Context, g *webGen) error {
 func (c *Core) systemMessage(ctx context.Context, userID string, conv store.Conversation, project *store.Project, memories []store.Memory) (*store.Message, error) {
 	instructions, err := c.Conversations.Instructions(ctx, userID)
 	if err != nil {
-		return nil, apierr.Internal()
+		return nil, apierr.Store(err)
 	}
 	var texts []string
 	projectInstructions := ""
@@ -567,7 +567,7 @@ func (c *Core) tree(ctx context.Context, conversationID string, claimed bool) (*
 					continue
 				}
 				if err := c.Messages.MarkInterrupted(ctx, conversationID, store.MessageKey{ID: msgs[i].ID, CreatedAt: msgs[i].CreatedAt}); err != nil {
-					return nil, apierr.Internal()
+					return nil, apierr.Store(err)
 				}
 				c.Logger.InfoContext(ctx, "an answer left in progress by a gateway that stopped is marked interrupted",
 					"conversation", conversationID, "message", msgs[i].ID)
@@ -675,7 +675,7 @@ func (c *Core) history(ctx context.Context, conversationID string) ([]store.Mess
 	for {
 		page, next, err := c.Messages.List(ctx, conversationID, store.PageRequest{Size: 1000, Cursor: cursor})
 		if err != nil {
-			return nil, apierr.Internal()
+			return nil, apierr.Store(err)
 		}
 		all = append(all, page...)
 		if next == "" || len(all) >= maxHistory {

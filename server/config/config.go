@@ -131,7 +131,12 @@ type Stores struct {
 	// PostgresURL (postgres://…) moves the relational stores (accounts,
 	// conversations, messages, ledger, usage, attachments, audit) from the
 	// embedded SQLite database to PostgreSQL. Each scale backend below is
-	// chosen on its own.
+	// chosen on its own. Several URLs, separated by spaces, spread the
+	// users' data (conversations, messages, chat settings, attachments,
+	// shares, projects, memories, ratings, prompts, audit events) in 64
+	// logical shards by user over as many clusters in contiguous ranges; the
+	// first also keeps users, sessions, keys, organisations, batches,
+	// webhooks and vector stores.
 	PostgresURL string
 	// PostgresPgBouncer says PostgresURL (and the read URLs) name PgBouncer
 	// in transaction mode: no named prepared statements.
@@ -256,7 +261,7 @@ var otherFileKeys sync.Map
 // RegisterFlags registers the store settings with their defaults, filling s.
 func (s *Stores) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.DataDir, "data-dir", "parley-data", "directory of the embedded store")
-	fs.StringVar(&s.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite)")
+	fs.StringVar(&s.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite); several URLs separated by spaces spread the users' data (conversations, messages, attachments…) in 64 shards by user over as many clusters, the first keeping the accounts")
 	fs.BoolVar(&s.PostgresPgBouncer, "postgres-pgbouncer", false, "--postgres-url (and --postgres-read-urls) name PgBouncer in transaction mode: no named prepared statements")
 	fs.Func("postgres-read-urls", "comma-separated PostgreSQL read replica URLs: conversation, message, usage and key listings go to them round-robin (none: all reads on --postgres-url)", listSetter(&s.PostgresReadURLs))
 	fs.StringVar(&s.BillingPostgresURL, "billing-postgres-url", "", "PostgreSQL URL of a cluster of the ledger's own: balances, holds, budgets and usage records (or their outbox); several URLs separated by spaces spread its 32 shards by user over as many clusters; empty: --postgres-url keeps them")

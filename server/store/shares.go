@@ -26,8 +26,10 @@ type Share struct {
 type Shares interface {
 	// Put stores s as its conversation's share and returns what is stored:
 	// a conversation already shared keeps its share's ID and takes the new
-	// snapshot and CreatedAt. It returns ErrNotFound if the conversation is
-	// not the user's.
+	// snapshot and CreatedAt. The ID stored may differ from s.ID in its
+	// first character, where a store spread over clusters names the user's
+	// shard, so the caller links the returned ID. It returns ErrNotFound if
+	// the conversation is not the user's.
 	Put(ctx context.Context, s Share) (Share, error)
 	// Get returns the share with id, or ErrNotFound.
 	Get(ctx context.Context, id string) (Share, error)

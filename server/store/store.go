@@ -50,6 +50,11 @@ var ErrInvalidCursor = errors.New("store: invalid page cursor")
 // data, such as a negative amount or a zero window.
 var ErrInvalidArgument = errors.New("store: invalid argument")
 
+// ErrUnavailable reports that the database holding the record did not
+// answer (down, restarting, failing over): the call may succeed when
+// retried a little later.
+var ErrUnavailable = errors.New("store: unavailable")
+
 // InsufficientFundsError is returned by Ledger methods that would take a
 // balance below zero. It matches ErrInsufficientFunds with errors.Is, and
 // carries the figures the API reports to the client.

@@ -87,7 +87,8 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 	}
 	var saver store.LimiterSaver // the embedded database keeps the in-process limiter
 	if cfg.PostgresURL != "" {
-		pg, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{
+		urls := strings.Fields(cfg.PostgresURL)
+		pg, err := postgres.Open(ctx, urls[0], postgres.Options{
 			PgBouncer: cfg.PostgresPgBouncer, ReadURLs: cfg.PostgresReadURLs, MaxReplicaLag: cfg.PostgresReplicaMaxLag,
 		})
 		if err != nil {
@@ -97,6 +98,31 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 		s.Collectors = append(s.Collectors, pg.Collectors()...)
 		if err := pg.Migrate(ctx); err != nil {
 			return nil, err
+		}
+		if len(urls) > 1 {
+			// The users' data clusters: the first URL keeps the accounts
+			// and the first range of logical shards; each other one its own
+			// pool, migrated alike, no read replicas.
+			data := []*postgres.DB{pg}
+			for i, u := range urls[1:] {
+				d, err := postgres.Open(ctx, u, postgres.Options{PgBouncer: cfg.PostgresPgBouncer})
+				if err != nil {
+					return nil, fmt.Errorf("--postgres-url %d: %w", i+2, err)
+				}
+				s.closers = append(s.closers, d.Close)
+				if err := d.Migrate(ctx); err != nil {
+					return nil, fmt.Errorf("--postgres-url %d: %w", i+2, err)
+				}
+				s.checks[fmt.Sprintf("postgres-data-%d", i+2)] = d.Ping
+				data = append(data, d)
+			}
+			if len(data) > postgres.DataShards {
+				return nil, fmt.Errorf("--postgres-url: %d clusters for %d shards", len(data), postgres.DataShards)
+			}
+			pg.WithDataShards(data)
+			if err := pg.LoadDataShards(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if cfg.BillingPostgresURL != "" {
 			// The ledger's clusters: each its own pool (through the same

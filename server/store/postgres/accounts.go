@@ -255,9 +255,9 @@ func collectRows[T any](rows pgx.Rows, fn func(pgx.Rows) (T, error)) ([]T, error
 	for rows.Next() {
 		v, err := fn(rows)
 		if err != nil {
-			return nil, err
+			return nil, mapErr(err)
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	return out, mapErr(rows.Err())
 }

@@ -43,12 +43,10 @@ func (at attachments) Create(ctx context.Context, a store.Attachment, quotaBytes
 	}
 	var inserted bool
 	err := pgx.BeginFunc(ctx, at.db.pool, func(tx pgx.Tx) error {
-		// The user's row lock serialises quota checks of one user across
+		// The user's lock serialises quota checks of one user across
 		// every gateway; READ COMMITTED alone would let two inserts both
 		// see the same sum.
-		// (An unknown user locks nothing; the insert's foreign key refuses
-		// it after the quota check.)
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, a.UserID); err != nil {
+		if _, err := tx.Exec(ctx, lockUser, a.UserID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO attachments (`+attCols+`)

@@ -20,7 +20,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +51,7 @@ type DB struct {
 	replicas *replicaSet      // nil without Options.ReadURLs
 	vec      vectorscan.Cache // the vectors of searched stores (Vectors)
 	billing  *billingSet      // the ledger's databases when apart (WithBilling, WithBillingShards), else nil
+	data     *dataSet         // the users' data's clusters when spread (WithDataShards), else nil
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -210,7 +213,7 @@ func (db *DB) Store() store.Store {
 	if len(set.dbs) > 1 {
 		lg, us = shardedLedger{set: set}, shardedUsage{set: set}
 	}
-	return store.Store{
+	s := store.Store{
 		Accounts:      accounts{db},
 		Conversations: conversations{db},
 		Messages:      messages{db},
@@ -229,6 +232,12 @@ func (db *DB) Store() store.Store {
 		Feedback:      feedback{db},
 		Prompts:       prompts{db},
 	}
+	if d := db.data; d != nil && len(d.dbs) > 1 {
+		s.Conversations, s.Messages, s.Attachments, s.Audit = shardedConversations{d}, shardedMessages{d}, shardedAttachments{d}, shardedAudit{d}
+		s.Search, s.Shares, s.Projects, s.Memories = shardedSearch{d}, shardedShares{d}, shardedProjects{d}, shardedMemories{d}
+		s.Feedback, s.Prompts = shardedFeedback{d}, shardedPrompts{d}
+	}
+	return s
 }
 
 // StoreWithOutbox returns the store interfaces backed by db for a
@@ -364,7 +373,28 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %v", store.ErrInvalidArgument, err)
 		}
 	}
+	if unreachable(err) {
+		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
 	return err
+}
+
+// unreachable tells a database that did not answer (refused or lost
+// connections, a server shutting down or starting, a standby not yet
+// promoted) from one that answered with an error.
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "25006": // admin or crash shutdown, cannot connect now, read-only (a standby)
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08") // connection exception
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err)
 }
 
 // notFound turns pgx.ErrNoRows into store.ErrNotFound.
@@ -383,6 +413,14 @@ func affectedOne(tag pgconn.CommandTag, what string) error {
 }
 
 // exec runs one statement and maps its error.
+// lockUser takes a transaction-scoped advisory lock on the user's ID ($1):
+// a user's count or sum checked and written in one transaction (storage
+// quota, projects, memories, prompts) is serialised across every gateway,
+// on whichever cluster holds the user's rows (a data cluster has no users
+// row to lock). The first key keeps these locks apart from the one-key
+// advisory locks the ledger's outbox takes.
+const lockUser = `SELECT pg_advisory_xact_lock(1970, hashtext($1::text))`
+
 func (db *DB) exec(ctx context.Context, q string, args ...any) (pgconn.CommandTag, error) {
 	tag, err := db.pool.Exec(ctx, q, args...)
 	return tag, mapErr(err)

@@ -29,3 +29,9 @@ func (db *DB) Count(ctx context.Context, table string) (n int64, err error) {
 	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
 }
+
+// CountWhere returns the rows of a table whose column equals value (tests).
+func (db *DB) CountWhere(ctx context.Context, table, column, value string) (n int64, err error) {
+	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE `+column+` = $1`, value).Scan(&n)
+	return n, err
+}

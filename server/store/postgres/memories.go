@@ -33,9 +33,9 @@ func (s *memoryScan) memory() store.Memory {
 func (ms memories) Create(ctx context.Context, m store.Memory, max int) error {
 	var inserted bool
 	err := pgx.BeginFunc(ctx, ms.db.pool, func(tx pgx.Tx) error {
-		// The user's row lock serialises the count of one user's memories
+		// The user's lock serialises the count of one user's memories
 		// across every gateway (as for projects).
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, m.UserID); err != nil {
+		if _, err := tx.Exec(ctx, lockUser, m.UserID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO memories (`+memoryCols+`)

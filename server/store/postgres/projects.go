@@ -32,11 +32,10 @@ func (s *projectScan) project() store.Project {
 func (ps projects) Create(ctx context.Context, p store.Project, max int) error {
 	var inserted bool
 	err := pgx.BeginFunc(ctx, ps.db.pool, func(tx pgx.Tx) error {
-		// The user's row lock serialises the count of one user's projects
+		// The user's lock serialises the count of one user's projects
 		// across every gateway; READ COMMITTED alone would let two inserts
-		// both see the same count. (An unknown user locks nothing; the
-		// insert's foreign key refuses it after the count.)
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, p.UserID); err != nil {
+		// both see the same count.
+		if _, err := tx.Exec(ctx, lockUser, p.UserID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO projects (`+projectCols+`)

@@ -31,9 +31,9 @@ func (s prompts) ListPrompts(ctx context.Context, userID string) ([]store.SavedP
 func (s prompts) CreatePrompt(ctx context.Context, p store.SavedPrompt) error {
 	var inserted bool
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		// The user's row lock serialises the count of one user's prompts
+		// The user's lock serialises the count of one user's prompts
 		// across every gateway (as for memories).
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, p.UserID); err != nil {
+		if _, err := tx.Exec(ctx, lockUser, p.UserID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO saved_prompts (id, user_id, name, text, updated_at)

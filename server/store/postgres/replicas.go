@@ -201,7 +201,7 @@ func readRows[T any](ctx context.Context, db *DB, q string, args []any, fn func(
 	run := func(pool *pgxpool.Pool) ([]T, error) {
 		rows, err := pool.Query(ctx, q, args...)
 		if err != nil {
-			return nil, err
+			return nil, mapErr(err)
 		}
 		return collectRows(rows, fn)
 	}

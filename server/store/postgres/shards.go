@@ -81,16 +81,8 @@ func (db *DB) LoadLedgerMap(ctx context.Context) error {
 	if set.accounts == nil {
 		return nil
 	}
-	for i, b := range set.dbs {
-		var at int
-		err := b.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO ledger_cluster (place) VALUES ($1) ON CONFLICT DO NOTHING RETURNING place)
-			SELECT place FROM ins UNION ALL SELECT place FROM ledger_cluster LIMIT 1`, i).Scan(&at)
-		if err != nil {
-			return fmt.Errorf("postgres: billing cluster %d: %w", i, err)
-		}
-		if at != i {
-			return fmt.Errorf("postgres: the billing cluster at place %d of --billing-postgres-url was at place %d: keep the list's order (add clusters at its end)", i, at)
-		}
+	if err := checkPlaces(ctx, set.dbs, "ledger_cluster", "--billing-postgres-url"); err != nil {
+		return err
 	}
 	if _, err := db.pool.Exec(ctx, `INSERT INTO ledger_shard_map (shard, cluster)
 		SELECT s, s * $1 / $2 FROM generate_series(0, $2 - 1) s ON CONFLICT DO NOTHING`, len(set.dbs), LedgerShards); err != nil {
@@ -100,7 +92,7 @@ func (db *DB) LoadLedgerMap(ctx context.Context) error {
 }
 
 // spread is a logical shard's cluster before any move: contiguous ranges.
-func spread(shard, clusters int) int { return shard * clusters / LedgerShards }
+func spread(shard, clusters int) int { return placeOf(shard, LedgerShards, clusters) }
 
 // db is the database holding the user's ledger rows, by the map as last
 // read (read again when it is older than mapEvery).

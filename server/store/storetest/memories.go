@@ -66,7 +66,7 @@ func testMemoryCRUD(t *testing.T, newStore NewStore) {
 	dup := newMemory(u.ID, "again", t0)
 	dup.ID = m.ID
 	wantErr(t, s.Memories.Create(ctx, dup, memoryMax), store.ErrConflict, "Create duplicate ID")
-	wantErr(t, s.Memories.Create(ctx, newMemory(newID(), "orphan", t0), memoryMax), store.ErrNotFound, "Create for unknown user")
+	unknownUser(t, s.Memories.Create(ctx, newMemory(newID(), "orphan", t0), memoryMax), "Create for unknown user")
 
 	got, err := s.Memories.Update(ctx, u.ID, m.ID, "I am vegan.", t0.Add(time.Minute))
 	noErr(t, err, "Update")
@@ -208,5 +208,5 @@ func testMemorySwitch(t *testing.T, newStore NewStore) {
 	if text != "Be brief." || !enabled(alice.ID) {
 		t.Fatalf("after turning memory on: instructions %q, enabled %v", text, enabled(alice.ID))
 	}
-	wantErr(t, s.Memories.SetEnabled(ctx, newID(), false, t0), store.ErrNotFound, "SetEnabled for an unknown user")
+	unknownUser(t, s.Memories.SetEnabled(ctx, newID(), false, t0), "SetEnabled for an unknown user")
 }

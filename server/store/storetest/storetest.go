@@ -56,6 +56,17 @@ func wantErr(t *testing.T, err, target error, what string) {
 	}
 }
 
+// unknownUser checks a write for a user no store holds: a store that
+// keeps the users with their rows refuses it as not found; one whose rows
+// live apart from the users (PostgreSQL's data clusters, several URLs in
+// --postgres-url) cannot tell, and callers resolve the user first.
+func unknownUser(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		wantErr(t, err, store.ErrNotFound, what)
+	}
+}
+
 func noErr(t *testing.T, err error, what string) {
 	t.Helper()
 	if err != nil {

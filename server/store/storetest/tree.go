@@ -73,7 +73,7 @@ func testConversationSettings(t *testing.T, newStore NewStore) {
 	if text, _ = s.Conversations.Instructions(ctx, u.ID); text != "" {
 		t.Fatalf("Instructions after clearing = %q", text)
 	}
-	wantErr(t, s.Conversations.SetInstructions(ctx, newID(), "x", t0), store.ErrNotFound, "SetInstructions for an unknown user")
+	unknownUser(t, s.Conversations.SetInstructions(ctx, newID(), "x", t0), "SetInstructions for an unknown user")
 }
 
 // testMessageTree stores a conversation with two regenerated answers and an

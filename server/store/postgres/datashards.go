@@ -1,0 +1,481 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/parleyhq/parley/server/store"
+)
+
+// DataShards is the number of logical shards of the users' data: a user's
+// conversations, messages, chat settings, attachments, shares, projects,
+// memories, ratings, saved prompts and audit events live on logical shard
+// DataShard(user), and the logical shards are spread over the data
+// clusters (WithDataShards) in contiguous ranges. Fixed (hash(user_id) % 64,
+// as docs/scaling.md has it), so that a cluster added later takes whole
+// logical shards and never rehashes a user.
+const DataShards = 64
+
+// DataShard returns the logical data shard of a user: FNV-1a of the ID
+// modulo DataShards.
+func DataShard(userID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(userID))
+	return int(h.Sum32() % DataShards)
+}
+
+// shareTags names the logical shards in a share's ID: its first character
+// is the base64url digit of the shard, so that a share link, which comes
+// with no user, reaches its cluster with no lookup.
+const shareTags = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// dataSet is where the users' data lives when it is spread over several
+// clusters. dbs[0] is also the accounts cluster: users, sessions, API keys,
+// identities, organisations, invitations, batches, webhooks and vector
+// stores stay there, so every lookup that arrives without a user (session,
+// key, email, identity) is one indexed read on it, as with one cluster.
+type dataSet struct {
+	dbs []*DB
+	// owners remembers which cluster holds a conversation ("c"+id) or an
+	// attachment ("a"+id), for the calls that name one without its user
+	// (a conversation's messages, an upload's status); on a miss every
+	// cluster is asked once, in parallel.
+	owners *lru.Cache[string, int]
+}
+
+// ownersKept bounds the owners cache (about 100 bytes an entry).
+const ownersKept = 1 << 16
+
+// WithDataShards spreads the users' data over clusters: dbs[0] must be db,
+// the accounts cluster, which also holds the first range of logical
+// shards (two clusters: 0–31 on db, 32–63 on dbs[1]). Each cluster is
+// migrated alike; a user's rows all live on one, so every query stays one
+// cluster's, as with one. Call LoadDataShards before use.
+func (db *DB) WithDataShards(dbs []*DB) {
+	owners, _ := lru.New[string, int](ownersKept)
+	db.data = &dataSet{dbs: dbs, owners: owners}
+}
+
+// LoadDataShards checks that each data cluster is where it was at the
+// first start: its place in the list is written into it (data_cluster)
+// then, and a list whose order changed is refused rather than looking for
+// users' rows in the wrong place.
+func (db *DB) LoadDataShards(ctx context.Context) error {
+	if db.data == nil {
+		return nil
+	}
+	if db.data.dbs[0] != db {
+		return errors.New("postgres: the first data cluster must be the accounts cluster")
+	}
+	return checkPlaces(ctx, db.data.dbs, "data_cluster", "--postgres-url")
+}
+
+// checkPlaces writes each cluster's place in the list flag into table at
+// its first start and refuses a list in another order.
+func checkPlaces(ctx context.Context, dbs []*DB, table, flag string) error {
+	for i, b := range dbs {
+		var at int
+		err := b.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO `+table+` (place) VALUES ($1) ON CONFLICT DO NOTHING RETURNING place)
+			SELECT place FROM ins UNION ALL SELECT place FROM `+table+` LIMIT 1`, i).Scan(&at)
+		if err != nil {
+			return fmt.Errorf("postgres: cluster %d of %s: %w", i, flag, err)
+		}
+		if at != i {
+			return fmt.Errorf("postgres: the cluster at place %d of %s was at place %d: keep the list's order (add clusters at its end)", i, flag, at)
+		}
+	}
+	return nil
+}
+
+// placeOf is a logical shard's cluster: contiguous ranges of shards.
+func placeOf(shard, shards, clusters int) int { return shard * clusters / shards }
+
+// index is the place of the cluster holding the user's rows.
+func (d *dataSet) index(userID string) int { return placeOf(DataShard(userID), DataShards, len(d.dbs)) }
+
+// at is the cluster holding the user's rows.
+func (d *dataSet) at(userID string) *DB { return d.dbs[d.index(userID)] }
+
+// remember notes that the row key (kind+id) of the user lives on its
+// cluster.
+func (d *dataSet) remember(kind, id, userID string) { d.owners.Add(kind+id, d.index(userID)) }
+
+// owner finds the cluster holding the row id of table (kind "c":
+// conversations, "a": attachments): the cache, else every cluster asked
+// at once. It returns -1 when none holds it.
+func (d *dataSet) owner(ctx context.Context, kind, table, id string) (int, error) {
+	if i, ok := d.owners.Get(kind + id); ok {
+		return i, nil
+	}
+	found := make([]bool, len(d.dbs))
+	errs := make([]error, len(d.dbs))
+	var wg sync.WaitGroup
+	for i, db := range d.dbs {
+		wg.Go(func() {
+			errs[i] = db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&found[i])
+		})
+	}
+	wg.Wait()
+	if i := slices.Index(found, true); i >= 0 {
+		d.owners.Add(kind+id, i)
+		return i, nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return -1, mapErr(err)
+	}
+	return -1, nil
+}
+
+// each runs f on every cluster at once and joins the results in the
+// clusters' order; any failure fails the call.
+func each[T any](d *dataSet, f func(db *DB) ([]T, error)) ([]T, error) {
+	parts := make([][]T, len(d.dbs))
+	errs := make([]error, len(d.dbs))
+	var wg sync.WaitGroup
+	for i, db := range d.dbs {
+		wg.Go(func() { parts[i], errs[i] = f(db) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
+}
+
+// eachErr runs f on every cluster at once.
+func eachErr(d *dataSet, f func(db *DB) error) error {
+	_, err := each(d, func(db *DB) ([]struct{}, error) { return nil, f(db) })
+	return err
+}
+
+type shardedConversations struct{ d *dataSet }
+
+func (s shardedConversations) Create(ctx context.Context, c store.Conversation) error {
+	if err := (conversations{s.d.at(c.UserID)}).Create(ctx, c); err != nil {
+		return err
+	}
+	s.d.remember("c", c.ID, c.UserID)
+	return nil
+}
+
+func (s shardedConversations) Get(ctx context.Context, userID, id string) (store.Conversation, error) {
+	c, err := conversations{s.d.at(userID)}.Get(ctx, userID, id)
+	if err == nil {
+		s.d.remember("c", id, userID)
+	}
+	return c, err
+}
+
+func (s shardedConversations) List(ctx context.Context, userID string, f store.ConversationFilter, p store.PageRequest) ([]store.Conversation, string, error) {
+	return conversations{s.d.at(userID)}.List(ctx, userID, f, p)
+}
+
+func (s shardedConversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
+	return conversations{s.d.at(userID)}.Update(ctx, userID, id, patch, now)
+}
+
+func (s shardedConversations) Touch(ctx context.Context, userID, id string, now time.Time, titleIfEmpty string) error {
+	return conversations{s.d.at(userID)}.Touch(ctx, userID, id, now, titleIfEmpty)
+}
+
+func (s shardedConversations) SetLeaf(ctx context.Context, userID, id, leafID string) error {
+	return conversations{s.d.at(userID)}.SetLeaf(ctx, userID, id, leafID)
+}
+
+func (s shardedConversations) Instructions(ctx context.Context, userID string) (string, error) {
+	return conversations{s.d.at(userID)}.Instructions(ctx, userID)
+}
+
+func (s shardedConversations) SetInstructions(ctx context.Context, userID, instructions string, now time.Time) error {
+	return conversations{s.d.at(userID)}.SetInstructions(ctx, userID, instructions, now)
+}
+
+func (s shardedConversations) Delete(ctx context.Context, userID, id string) error {
+	return conversations{s.d.at(userID)}.Delete(ctx, userID, id)
+}
+
+func (s shardedConversations) SetGeneratedTitle(ctx context.Context, userID, id, replaces, title string) (bool, error) {
+	return conversations{s.d.at(userID)}.SetGeneratedTitle(ctx, userID, id, replaces, title)
+}
+
+// shardedMessages keeps a conversation's messages on its conversation's
+// cluster, found by the conversation's ID (the callers have read the
+// conversation, as its user's, just before).
+type shardedMessages struct{ d *dataSet }
+
+// on runs f on the conversation's cluster; a conversation no cluster holds
+// (deleted, or never made) runs f on every cluster when all is set (a
+// delete, which must leave nothing behind) and on the first otherwise.
+func (s shardedMessages) on(ctx context.Context, conversationID string, all bool, f func(messages) error) error {
+	i, err := s.d.owner(ctx, "c", "conversations", conversationID)
+	switch {
+	case err != nil:
+		return err
+	case i >= 0:
+		return f(messages{s.d.dbs[i]})
+	case all:
+		return eachErr(s.d, func(db *DB) error { return f(messages{db}) })
+	default:
+		return f(messages{s.d.dbs[0]})
+	}
+}
+
+func (s shardedMessages) Append(ctx context.Context, m store.Message) error {
+	return s.on(ctx, m.ConversationID, false, func(ms messages) error { return ms.Append(ctx, m) })
+}
+
+func (s shardedMessages) Put(ctx context.Context, m store.Message) error {
+	return s.on(ctx, m.ConversationID, false, func(ms messages) error { return ms.Put(ctx, m) })
+}
+
+func (s shardedMessages) MarkInterrupted(ctx context.Context, conversationID string, key store.MessageKey) error {
+	return s.on(ctx, conversationID, false, func(ms messages) error { return ms.MarkInterrupted(ctx, conversationID, key) })
+}
+
+func (s shardedMessages) List(ctx context.Context, conversationID string, p store.PageRequest) (list []store.Message, next string, err error) {
+	err = s.on(ctx, conversationID, false, func(ms messages) error {
+		list, next, err = ms.List(ctx, conversationID, p)
+		return err
+	})
+	return list, next, err
+}
+
+func (s shardedMessages) Delete(ctx context.Context, conversationID string, keys []store.MessageKey) error {
+	return s.on(ctx, conversationID, true, func(ms messages) error { return ms.Delete(ctx, conversationID, keys) })
+}
+
+func (s shardedMessages) DeleteConversation(ctx context.Context, conversationID string) error {
+	return s.on(ctx, conversationID, true, func(ms messages) error { return ms.DeleteConversation(ctx, conversationID) })
+}
+
+type shardedAttachments struct{ d *dataSet }
+
+func (s shardedAttachments) Create(ctx context.Context, a store.Attachment, quotaBytes int64) error {
+	if err := (attachments{s.d.at(a.UserID)}).Create(ctx, a, quotaBytes); err != nil {
+		return err
+	}
+	s.d.remember("a", a.ID, a.UserID)
+	return nil
+}
+
+func (s shardedAttachments) Get(ctx context.Context, userID, id string) (store.Attachment, error) {
+	return attachments{s.d.at(userID)}.Get(ctx, userID, id)
+}
+
+func (s shardedAttachments) SetStatus(ctx context.Context, id string, r store.AttachmentResult) (store.Attachment, error) {
+	i, err := s.d.owner(ctx, "a", "attachments", id)
+	if err != nil {
+		return store.Attachment{}, err
+	}
+	return attachments{s.d.dbs[max(i, 0)]}.SetStatus(ctx, id, r)
+}
+
+func (s shardedAttachments) Delete(ctx context.Context, userID, id string) error {
+	return attachments{s.d.at(userID)}.Delete(ctx, userID, id)
+}
+
+func (s shardedAttachments) ExpireUploads(ctx context.Context, now time.Time) ([]store.Attachment, error) {
+	return each(s.d, func(db *DB) ([]store.Attachment, error) { return attachments{db}.ExpireUploads(ctx, now) })
+}
+
+func (s shardedAttachments) Reference(ctx context.Context, userID string, ids []string, at time.Time) error {
+	return attachments{s.d.at(userID)}.Reference(ctx, userID, ids, at)
+}
+
+func (s shardedAttachments) ListFiles(ctx context.Context, userID string, q store.FileQuery) ([]store.Attachment, error) {
+	return attachments{s.d.at(userID)}.ListFiles(ctx, userID, q)
+}
+
+// ClaimUnreferenced claims up to limit on each cluster.
+func (s shardedAttachments) ClaimUnreferenced(ctx context.Context, now, createdBefore, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
+	return each(s.d, func(db *DB) ([]store.Attachment, error) {
+		return attachments{db}.ClaimUnreferenced(ctx, now, createdBefore, reclaimBefore, limit)
+	})
+}
+
+// ClaimExpired claims up to limit on each cluster.
+func (s shardedAttachments) ClaimExpired(ctx context.Context, now, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
+	return each(s.d, func(db *DB) ([]store.Attachment, error) {
+		return attachments{db}.ClaimExpired(ctx, now, reclaimBefore, limit)
+	})
+}
+
+func (s shardedAttachments) Purge(ctx context.Context, id string) error {
+	i, err := s.d.owner(ctx, "a", "attachments", id)
+	switch {
+	case err != nil:
+		return err
+	case i < 0:
+		return nil // purged already
+	}
+	if err := (attachments{s.d.dbs[i]}).Purge(ctx, id); err != nil {
+		return err
+	}
+	s.d.owners.Remove("a" + id)
+	return nil
+}
+
+type shardedAudit struct{ d *dataSet }
+
+func (s shardedAudit) Append(ctx context.Context, e store.AuditEvent) error {
+	return audit{s.d.at(e.UserID)}.Append(ctx, e)
+}
+
+func (s shardedAudit) List(ctx context.Context, userID string, p store.PageRequest) ([]store.AuditEvent, string, error) {
+	return audit{s.d.at(userID)}.List(ctx, userID, p)
+}
+
+type shardedSearch struct{ d *dataSet }
+
+func (s shardedSearch) Search(ctx context.Context, userID string, terms []string, p store.PageRequest) ([]store.SearchHit, string, error) {
+	return search{s.d.at(userID)}.Search(ctx, userID, terms, p)
+}
+
+// shardedShares names the user's logical shard in each share's ID (its
+// first character, out of 22 random base64url ones, leaving 126 random
+// bits), so that Get goes straight to the share's cluster.
+type shardedShares struct{ d *dataSet }
+
+func (s shardedShares) Put(ctx context.Context, v store.Share) (store.Share, error) {
+	if v.ID != "" {
+		v.ID = string(shareTags[DataShard(v.UserID)]) + v.ID[1:]
+	}
+	return shares{s.d.at(v.UserID)}.Put(ctx, v)
+}
+
+func (s shardedShares) Get(ctx context.Context, id string) (store.Share, error) {
+	shard := -1
+	if id != "" {
+		shard = strings.IndexByte(shareTags, id[0])
+	}
+	if shard < 0 {
+		return store.Share{}, fmt.Errorf("%w: share", store.ErrNotFound)
+	}
+	return shares{s.d.dbs[placeOf(shard, DataShards, len(s.d.dbs))]}.Get(ctx, id)
+}
+
+func (s shardedShares) Delete(ctx context.Context, userID, conversationID string) (bool, error) {
+	return shares{s.d.at(userID)}.Delete(ctx, userID, conversationID)
+}
+
+type shardedProjects struct{ d *dataSet }
+
+func (s shardedProjects) Create(ctx context.Context, p store.Project, max int) error {
+	return projects{s.d.at(p.UserID)}.Create(ctx, p, max)
+}
+
+func (s shardedProjects) Get(ctx context.Context, userID, id string) (store.Project, error) {
+	return projects{s.d.at(userID)}.Get(ctx, userID, id)
+}
+
+func (s shardedProjects) List(ctx context.Context, userID string, p store.PageRequest) ([]store.Project, string, error) {
+	return projects{s.d.at(userID)}.List(ctx, userID, p)
+}
+
+func (s shardedProjects) Update(ctx context.Context, userID, id string, patch store.ProjectPatch, now time.Time) (store.Project, error) {
+	return projects{s.d.at(userID)}.Update(ctx, userID, id, patch, now)
+}
+
+func (s shardedProjects) Delete(ctx context.Context, userID, id string) error {
+	return projects{s.d.at(userID)}.Delete(ctx, userID, id)
+}
+
+type shardedMemories struct{ d *dataSet }
+
+func (s shardedMemories) Create(ctx context.Context, m store.Memory, max int) error {
+	return memories{s.d.at(m.UserID)}.Create(ctx, m, max)
+}
+
+func (s shardedMemories) List(ctx context.Context, userID string, p store.PageRequest) ([]store.Memory, string, error) {
+	return memories{s.d.at(userID)}.List(ctx, userID, p)
+}
+
+func (s shardedMemories) Update(ctx context.Context, userID, id, text string, now time.Time) (store.Memory, error) {
+	return memories{s.d.at(userID)}.Update(ctx, userID, id, text, now)
+}
+
+func (s shardedMemories) Delete(ctx context.Context, userID, id string) error {
+	return memories{s.d.at(userID)}.Delete(ctx, userID, id)
+}
+
+func (s shardedMemories) Enabled(ctx context.Context, userID string) (bool, error) {
+	return memories{s.d.at(userID)}.Enabled(ctx, userID)
+}
+
+func (s shardedMemories) SetEnabled(ctx context.Context, userID string, on bool, now time.Time) error {
+	return memories{s.d.at(userID)}.SetEnabled(ctx, userID, on, now)
+}
+
+type shardedPrompts struct{ d *dataSet }
+
+func (s shardedPrompts) ListPrompts(ctx context.Context, userID string) ([]store.SavedPrompt, error) {
+	return prompts{s.d.at(userID)}.ListPrompts(ctx, userID)
+}
+
+func (s shardedPrompts) CreatePrompt(ctx context.Context, p store.SavedPrompt) error {
+	return prompts{s.d.at(p.UserID)}.CreatePrompt(ctx, p)
+}
+
+func (s shardedPrompts) UpdatePrompt(ctx context.Context, p store.SavedPrompt) error {
+	return prompts{s.d.at(p.UserID)}.UpdatePrompt(ctx, p)
+}
+
+func (s shardedPrompts) DeletePrompt(ctx context.Context, userID, id string) error {
+	return prompts{s.d.at(userID)}.DeletePrompt(ctx, userID, id)
+}
+
+type shardedFeedback struct{ d *dataSet }
+
+func (s shardedFeedback) PutRating(ctx context.Context, r store.Rating) error {
+	return feedback{s.d.at(r.UserID)}.PutRating(ctx, r)
+}
+
+func (s shardedFeedback) DeleteRating(ctx context.Context, userID, messageID string) error {
+	return feedback{s.d.at(userID)}.DeleteRating(ctx, userID, messageID)
+}
+
+func (s shardedFeedback) ListRatings(ctx context.Context, userID, conversationID string) ([]store.Rating, error) {
+	return feedback{s.d.at(userID)}.ListRatings(ctx, userID, conversationID)
+}
+
+// CountRatings sums each cluster's counts per model, in the order one
+// cluster gives them (most ratings first, then by model).
+func (s shardedFeedback) CountRatings(ctx context.Context, from, to time.Time) ([]store.FeedbackCount, error) {
+	all, err := each(s.d, func(db *DB) ([]store.FeedbackCount, error) { return feedback{db}.CountRatings(ctx, from, to) })
+	if err != nil {
+		return nil, err
+	}
+	at := map[string]int{}
+	var out []store.FeedbackCount
+	for _, c := range all {
+		if i, ok := at[c.Model]; ok {
+			out[i].Good, out[i].Bad = out[i].Good+c.Good, out[i].Bad+c.Bad
+			continue
+		}
+		at[c.Model] = len(out)
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b store.FeedbackCount) int {
+		return cmp.Or(cmp.Compare(b.Good+b.Bad, a.Good+a.Bad), cmp.Compare(a.Model, b.Model))
+	})
+	return out, nil
+}
+
+// RatingNotes merges each cluster's newest notes.
+func (s shardedFeedback) RatingNotes(ctx context.Context, from, to time.Time, limit int) ([]store.Rating, error) {
+	all, err := each(s.d, func(db *DB) ([]store.Rating, error) { return feedback{db}.RatingNotes(ctx, from, to, limit) })
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(all, func(a, b store.Rating) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	return all[:min(len(all), limit)], nil
+}
