@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -50,6 +51,8 @@ type dataSet struct {
 	// (a conversation's messages, an upload's status); on a miss every
 	// cluster is asked once, in parallel.
 	owners *lru.Cache[string, int]
+	// turn rotates the cluster a sweep's claim starts at.
+	turn atomic.Uint32
 }
 
 // ownersKept bounds the owners cache (about 100 bytes an entry).
@@ -295,18 +298,45 @@ func (s shardedAttachments) ListFiles(ctx context.Context, userID string, q stor
 	return attachments{s.d.at(userID)}.ListFiles(ctx, userID, q)
 }
 
-// ClaimUnreferenced claims up to limit on each cluster.
 func (s shardedAttachments) ClaimUnreferenced(ctx context.Context, now, createdBefore, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
-	return each(s.d, func(db *DB) ([]store.Attachment, error) {
-		return attachments{db}.ClaimUnreferenced(ctx, now, createdBefore, reclaimBefore, limit)
+	return claimUpTo(s.d, limit, func(db *DB, n int) ([]store.Attachment, error) {
+		return attachments{db}.ClaimUnreferenced(ctx, now, createdBefore, reclaimBefore, n)
 	})
 }
 
-// ClaimExpired claims up to limit on each cluster.
 func (s shardedAttachments) ClaimExpired(ctx context.Context, now, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
-	return each(s.d, func(db *DB) ([]store.Attachment, error) {
-		return attachments{db}.ClaimExpired(ctx, now, reclaimBefore, limit)
+	return claimUpTo(s.d, limit, func(db *DB, n int) ([]store.Attachment, error) {
+		return attachments{db}.ClaimExpired(ctx, now, reclaimBefore, n)
 	})
+}
+
+// claimUpTo claims at most limit rows in all, asking one cluster after
+// another what is left, starting each call at the next cluster so that no
+// cluster's backlog waits behind another's. A cluster that fails is passed
+// over; the failure is returned only when nothing was claimed, so that
+// what was claimed is deleted now rather than after its lease.
+func claimUpTo[T any](d *dataSet, limit int, claim func(db *DB, n int) ([]T, error)) ([]T, error) {
+	if limit <= 0 {
+		return claim(d.dbs[0], limit) // the store names the bad limit
+	}
+	start := int(d.turn.Add(1)) % len(d.dbs)
+	var got []T
+	var errs []error
+	for k := range d.dbs {
+		if len(got) >= limit {
+			break
+		}
+		part, err := claim(d.dbs[(start+k)%len(d.dbs)], limit-len(got))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		got = append(got, part...)
+	}
+	if len(got) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return got, nil
 }
 
 func (s shardedAttachments) Purge(ctx context.Context, id string) error {
