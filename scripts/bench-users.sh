@@ -12,7 +12,10 @@
 # measure the platform alone), BIN (a built parley), DOMAIN (the accounts'
 # domain: unset, each run's people are new accounts, signed up as they
 # arrive, so no run inherits another's tier usage; set, a second run with the
-# same DOMAIN logs the first run's people in). Exits non-zero when a run had
+# same DOMAIN logs the first run's people in), DATA_CLUSTERS (the users'
+# data over that many PostgreSQL databases, --postgres-url with several URLs:
+# the first is serve-env's, the others parley_data2, parley_data3…, made when
+# missing; default 1; use a new DOMAIN when changing it). Exits non-zero when a run had
 # failures. Loopback only; every process it starts it stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,17 @@ bin=${BIN:-$tmp/parley}
 [ -n "${BIN:-}" ] || go build -o "$bin" ./server/cmd/parley
 scripts/services.sh up >/dev/null
 eval "$(scripts/services.sh serve-env)"
+DATA_CLUSTERS=${DATA_CLUSTERS:-1}
+if [ "$DATA_CLUSTERS" -gt 1 ]; then
+  urls=$PARLEY_POSTGRES_URL
+  for n in $(seq 2 "$DATA_CLUSTERS"); do
+    db=parley_data$n
+    admin=${PARLEY_POSTGRES_URL/\/parley\?//postgres?}
+    [ "$(psql "$admin" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" = 1 ] || psql -q "$admin" -c "CREATE DATABASE $db"
+    urls="$urls ${PARLEY_POSTGRES_URL/\/parley\?//$db?}"
+  done
+  export PARLEY_POSTGRES_URL=$urls
+fi
 export PARLEY_SECRET=${PARLEY_SECRET:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
@@ -65,7 +79,7 @@ for users in "${counts[@]}"; do
   done
   wait_port 18921
   wait_port 18922
-  echo "== $users users (think $THINK, $DURATION, ramp $RAMP, sim time scale $TIME_SCALE)" | tee "$out/$users.txt" >&2
+  echo "== $users users (think $THINK, $DURATION, ramp $RAMP, sim time scale $TIME_SCALE, $DATA_CLUSTERS data clusters)" | tee "$out/$users.txt" >&2
   rc=0
   "$bin" bench users --url http://127.0.0.1:18921,http://127.0.0.1:18922 --users "$users" --ramp "$RAMP" --duration "$DURATION" \
     --think "$THINK" --max-tokens "$MAX_TOKENS" --domain "${DOMAIN:-run$(date +%s).bench.example}" --quiet | tee -a "$out/$users.txt" || rc=$?

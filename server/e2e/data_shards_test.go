@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,59 @@ func TestDataShardDownFailsOnlyItsUsers(t *testing.T) {
 		connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: convs[1]}))
 	if err != nil || len(msgs.Msg.GetMessages()) != 6 {
 		t.Fatalf("after the promotion the conversation holds %d messages (%v), want the 3 turns' 6", len(msgs.Msg.GetMessages()), err)
+	}
+}
+
+// A logical data shard moved while two gateways serve its user's chat:
+// `parley admin move-data-shard` moves the user's shard to the other
+// cluster between turns through both gateways; the gateways find it there
+// by themselves (the old cluster fences the shard), and the conversation
+// holds every turn, once, read through either gateway.
+func TestMoveDataShardThroughGateways(t *testing.T) {
+	main := os.Getenv("PARLEY_TEST_POSTGRES_URL")
+	if main == "" {
+		t.Skip("PARLEY_TEST_POSTGRES_URL not set (scripts/services.sh up; eval \"$(scripts/services.sh env)\")")
+	}
+	scaleMode(t)
+	t.Setenv("PARLEY_POSTGRES_URL", inDatabase(t, main, freshDatabase(t, main))+" "+inDatabase(t, main, freshDatabase(t, main)))
+	gw := []*server{startServer(t, fastAuth...), startServer(t, fastAuth...)}
+	a := gw[0].newAccount(t, "moving-data@example.com")
+	gw[0].topup(t, a, "1")
+	conv, turns := "", 0
+	chat := func(g *server) {
+		t.Helper()
+		res, err := sendTo(t, ctxTimeout(t, 30*time.Second), g.api(protocols[0], cred{cookie: a.Cookie}),
+			&parleyv1.SendMessageRequest{Model: "sim-small", ConversationId: conv, Parts: textPart(fmt.Sprintf("Turn %d.", turns)), MaxOutputTokens: 8})
+		if err != nil {
+			t.Fatalf("turn %d: %v", turns, err)
+		}
+		conv = res.started.GetConversationId()
+		turns++
+	}
+	for range 2 {
+		chat(gw[0])
+		chat(gw[1])
+	}
+	shard := postgres.DataShard(a.User.GetUserId())
+	to := 1 - shard*2/postgres.DataShards
+	out := gw[0].admin(t, "move-data-shard", "--shard", fmt.Sprint(shard), "--to", fmt.Sprint(to))
+	t.Log(strings.TrimSpace(out))
+	if !strings.Contains(out, fmt.Sprintf("moved from cluster %d to %d: users: 1,", 1-to, to)) {
+		t.Fatalf("move-data-shard said %q", out)
+	}
+	for range 2 {
+		chat(gw[0])
+		chat(gw[1])
+	}
+	for i, g := range gw {
+		c := g.api(protocols[0], cred{cookie: a.Cookie})
+		msgs, err := c.Conv.ListMessages(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.ListMessagesRequest{ConversationId: conv}))
+		if err != nil || len(msgs.Msg.GetMessages()) != 2*turns {
+			t.Fatalf("gateway %d: the conversation holds %d messages (%v), want the %d turns' %d", i+1, len(msgs.Msg.GetMessages()), err, turns, 2*turns)
+		}
+		list, err := c.Conv.ListConversations(ctxTimeout(t, 10*time.Second), connect.NewRequest(&parleyv1.ListConversationsRequest{}))
+		if err != nil || len(list.Msg.GetConversations()) != 1 {
+			t.Fatalf("gateway %d: %d conversations (%v), want 1", i+1, len(list.Msg.GetConversations()), err)
+		}
 	}
 }

@@ -191,7 +191,7 @@ func TestMoveLedgerShardThroughGateways(t *testing.T) {
 	to := 1 - shard*2/postgres.LedgerShards
 	out := gw[0].admin(t, "move-ledger-shard", "--shard", fmt.Sprint(shard), "--to", fmt.Sprint(to))
 	t.Log(strings.TrimSpace(out))
-	if !strings.Contains(out, fmt.Sprintf("moved from cluster %d to %d: 1 accounts", 1-to, to)) {
+	if !strings.Contains(out, fmt.Sprintf("moved from cluster %d to %d: accounts: 1,", 1-to, to)) {
 		t.Fatalf("move-ledger-shard said %q", out)
 	}
 	for range 3 {

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/server/org"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/memlimit"
+	"github.com/parleyhq/parley/server/store/postgres"
 )
 
 // adminTasks are the tasks of parley admin, in the order its help lists them.
@@ -33,6 +34,7 @@ var adminTasks = []subcommand{
 	{"list-invites", "the sign-up invitations, newest first, one line each: [--limit N]"},
 	{"revoke-invite", "revoke a sign-up invitation: --id ID"},
 	{"move-ledger-shard", "move a logical ledger shard to another billing cluster while gateways run (its users' writes pause): --shard 0-31 --to N (N: the cluster's place in --billing-postgres-url, from 0)"},
+	{"move-data-shard", "move a logical shard of the users' data to another data cluster while gateways run (its users' statements pause): --shard 0-63 --to N (N: the cluster's place in --postgres-url, from 0)"},
 }
 
 // userTasks are the tasks that act on an existing user, named by --email.
@@ -129,17 +131,16 @@ func admin(ctx context.Context, args []string, stdout, _ io.Writer) error {
 				if s.moveLedgerShard == nil {
 					return errors.New("move-ledger-shard needs --billing-postgres-url with two clusters or more")
 				}
-				m, err := s.moveLedgerShard(ctx, *shard, *to)
-				if err != nil {
-					return err
+				return moveShard(ctx, stdout, "ledger", s.moveLedgerShard, *shard, *to)
+			}
+		case "move-data-shard":
+			shard := fs.Int("shard", -1, "the logical shard, 0–63")
+			to := fs.Int("to", -1, "the data cluster to move it to: its place in --postgres-url, from 0")
+			run = func(ctx context.Context, s *stores, _ store.User) error {
+				if s.moveDataShard == nil {
+					return errors.New("move-data-shard needs --postgres-url with two clusters or more")
 				}
-				if m.From == m.To {
-					fmt.Fprintf(stdout, "ledger shard %d is on cluster %d already\n", m.Shard, m.To)
-					return nil
-				}
-				fmt.Fprintf(stdout, "ledger shard %d moved from cluster %d to %d: %d accounts, %d rows; its writes paused %v\n",
-					m.Shard, m.From, m.To, m.Users, m.Rows, m.Paused.Round(time.Millisecond))
-				return nil
+				return moveShard(ctx, stdout, "data", s.moveDataShard, *shard, *to)
 			}
 		case "revoke-invite":
 			id := fs.String("id", "", "the invitation's id (as create-invite and list-invites print it)")
@@ -392,5 +393,25 @@ func revokeInvite(ctx context.Context, s *stores, stdout io.Writer, id string) e
 		return err
 	}
 	fmt.Fprintf(stdout, "revoked invitation %s (%s), %d/%d used\n", inv.ID, inv.Prefix, inv.Uses, inv.MaxUses)
+	return nil
+}
+
+// moveShard moves a logical shard of kind ("ledger" or "data") with move
+// and prints what moved.
+func moveShard(ctx context.Context, stdout io.Writer, kind string, move func(ctx context.Context, shard, to int) (postgres.ShardMove, error), shard, to int) error {
+	m, err := move(ctx, shard, to)
+	if err != nil {
+		return err
+	}
+	if m.From == m.To {
+		fmt.Fprintf(stdout, "%s shard %d is on cluster %d already\n", kind, m.Shard, m.To)
+		return nil
+	}
+	who := "users"
+	if kind == "ledger" {
+		who = "accounts"
+	}
+	fmt.Fprintf(stdout, "%s shard %d moved from cluster %d to %d: %s: %d, rows: %d; its writes paused %v\n",
+		kind, m.Shard, m.From, m.To, who, m.Users, m.Rows, m.Paused.Round(time.Millisecond))
 	return nil
 }

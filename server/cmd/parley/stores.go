@@ -57,6 +57,9 @@ type stores struct {
 	// moveLedgerShard moves a logical ledger shard between billing
 	// clusters (parley admin move-ledger-shard); nil with fewer than two.
 	moveLedgerShard func(ctx context.Context, shard, to int) (postgres.ShardMove, error)
+	// moveDataShard moves a logical shard of the users' data between data
+	// clusters (parley admin move-data-shard); nil with fewer than two.
+	moveDataShard func(ctx context.Context, shard, to int) (postgres.ShardMove, error)
 
 	// Blobs is the S3 blob store, or nil for the data directory's.
 	Blobs blob.Blobs
@@ -123,6 +126,7 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 			if err := pg.LoadDataShards(ctx); err != nil {
 				return nil, err
 			}
+			s.moveDataShard = pg.MoveDataShard
 		}
 		if cfg.BillingPostgresURL != "" {
 			// The ledger's clusters: each its own pool (through the same

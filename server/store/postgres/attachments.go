@@ -42,7 +42,7 @@ func (at attachments) Create(ctx context.Context, a store.Attachment, quotaBytes
 		a.Status = store.AttachmentUploading
 	}
 	var inserted bool
-	err := pgx.BeginFunc(ctx, at.db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, at.db.conn(), func(tx pgx.Tx) error {
 		// The user's lock serialises quota checks of one user across
 		// every gateway; READ COMMITTED alone would let two inserts both
 		// see the same sum.
@@ -69,7 +69,7 @@ func (at attachments) Create(ctx context.Context, a store.Attachment, quotaBytes
 
 func (at attachments) Get(ctx context.Context, userID, id string) (store.Attachment, error) {
 	var s attScan
-	err := at.db.pool.QueryRow(ctx, `SELECT `+attCols+` FROM attachments WHERE id = $1 AND user_id = $2 AND claimed_at IS NULL`, id, userID).Scan(s.dest()...)
+	err := at.db.conn().QueryRow(ctx, `SELECT `+attCols+` FROM attachments WHERE id = $1 AND user_id = $2 AND claimed_at IS NULL`, id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Attachment{}, notFound(err, "attachment")
 	}
@@ -81,13 +81,13 @@ func (at attachments) SetStatus(ctx context.Context, id string, r store.Attachme
 		return store.Attachment{}, fmt.Errorf("%w: attachment status %q is not ready or failed", store.ErrInvalidArgument, r.Status)
 	}
 	var s attScan
-	err := at.db.pool.QueryRow(ctx, `UPDATE attachments
+	err := at.db.conn().QueryRow(ctx, `UPDATE attachments
 		SET status = $1, failure_reason = $2, width = $3, height = $4, mime_type = CASE WHEN $5 = '' THEN mime_type ELSE $5 END
 		WHERE id = $6 AND status = 'uploading' RETURNING `+attCols,
 		string(r.Status), r.FailureReason, r.Width, r.Height, r.MimeType, id).Scan(s.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var status string
-		err := at.db.pool.QueryRow(ctx, `SELECT status FROM attachments WHERE id = $1`, id).Scan(&status)
+		err := at.db.conn().QueryRow(ctx, `SELECT status FROM attachments WHERE id = $1`, id).Scan(&status)
 		if err != nil {
 			return store.Attachment{}, notFound(err, "attachment")
 		}
@@ -108,7 +108,7 @@ func (at attachments) Delete(ctx context.Context, userID, id string) error {
 }
 
 func (at attachments) ExpireUploads(ctx context.Context, now time.Time) ([]store.Attachment, error) {
-	rows, err := at.db.pool.Query(ctx, `UPDATE attachments
+	rows, err := at.db.conn().Query(ctx, `UPDATE attachments
 		SET status = 'failed', failure_reason = $1
 		WHERE status = 'uploading' AND expires_at IS NOT NULL AND expires_at <= $2 RETURNING `+attCols,
 		store.UploadExpiredReason, ts(now))
@@ -138,7 +138,7 @@ func (at attachments) Reference(ctx context.Context, userID string, ids []string
 	}
 	// All or none: a row a sweeper holds (its claim in flight) is waited
 	// for, then seen claimed, and the whole mark is rolled back.
-	err := pgx.BeginFunc(ctx, at.db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, at.db.conn(), func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE attachments SET referenced_at = coalesce(referenced_at, $3)
 			WHERE user_id = $1 AND id = ANY($2) AND claimed_at IS NULL`, userID, ids, ts(now))
 		if err != nil {
@@ -162,7 +162,7 @@ func (at attachments) ClaimUnreferenced(ctx context.Context, now, createdBefore,
 	// SKIP LOCKED: sweepers on other gateways claim other rows, and a row a
 	// message is being referenced by is left alone (FOR UPDATE rechecks
 	// one changed meanwhile, so a fresh reference is seen).
-	rows, err := at.db.pool.Query(ctx, `UPDATE attachments SET claimed_at = $1
+	rows, err := at.db.conn().Query(ctx, `UPDATE attachments SET claimed_at = $1
 		WHERE id IN (SELECT id FROM attachments
 		             WHERE referenced_at IS NULL AND purpose = '' AND created_at <= $2 AND status <> 'uploading'
 		               AND (claimed_at IS NULL OR claimed_at <= $3)
@@ -179,7 +179,7 @@ func (at attachments) ListFiles(ctx context.Context, userID string, q store.File
 	if q.Ascending {
 		order, after = "ASC", "($3 = '' OR id > $3)"
 	}
-	rows, err := at.db.pool.Query(ctx, `SELECT `+attCols+` FROM attachments
+	rows, err := at.db.conn().Query(ctx, `SELECT `+attCols+` FROM attachments
 		WHERE user_id = $1 AND purpose <> '' AND ($2 = '' OR purpose = $2) AND `+after+` AND claimed_at IS NULL
 		ORDER BY id `+order+` LIMIT $4`, userID, q.Purpose, q.After, q.Limit)
 	return scanAttachments(rows, err)
@@ -189,7 +189,7 @@ func (at attachments) ClaimExpired(ctx context.Context, now, reclaimBefore time.
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: claim limit %d is not positive", store.ErrInvalidArgument, limit)
 	}
-	rows, err := at.db.pool.Query(ctx, `UPDATE attachments SET claimed_at = $1
+	rows, err := at.db.conn().Query(ctx, `UPDATE attachments SET claimed_at = $1
 		WHERE id IN (SELECT id FROM attachments
 		             WHERE delete_at IS NOT NULL AND delete_at <= $1
 		               AND (claimed_at IS NULL OR claimed_at <= $2)

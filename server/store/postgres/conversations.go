@@ -38,7 +38,7 @@ func (c conversations) Create(ctx context.Context, v store.Conversation) error {
 
 func (c conversations) Get(ctx context.Context, userID, id string) (store.Conversation, error) {
 	var s convScan
-	err := c.db.pool.QueryRow(ctx, `SELECT `+convCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
+	err := c.db.conn().QueryRow(ctx, `SELECT `+convCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Conversation{}, notFound(err, "conversation")
 	}
@@ -84,7 +84,7 @@ func (c conversations) List(ctx context.Context, userID string, f store.Conversa
 
 func (c conversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
 	var s convScan
-	err := c.db.pool.QueryRow(ctx, `UPDATE conversations
+	err := c.db.conn().QueryRow(ctx, `UPDATE conversations
 		SET title = coalesce($1, title), title_generated = CASE WHEN $1::text IS NULL THEN title_generated ELSE false END,
 			archived = coalesce($2, archived), system_prompt = coalesce($6, system_prompt),
 			leaf_id = coalesce($7, leaf_id), updated_at = greatest(updated_at, $3),
@@ -117,7 +117,7 @@ func (c conversations) SetLeaf(ctx context.Context, userID, id, leafID string) e
 
 func (c conversations) Instructions(ctx context.Context, userID string) (string, error) {
 	var text string
-	err := c.db.pool.QueryRow(ctx, `SELECT instructions FROM chat_settings WHERE user_id = $1`, userID).Scan(&text)
+	err := c.db.conn().QueryRow(ctx, `SELECT instructions FROM chat_settings WHERE user_id = $1`, userID).Scan(&text)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -46,7 +47,10 @@ const shareTags = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 // key, email, identity) is one indexed read on it, as with one cluster.
 type dataSet struct {
 	dbs []*DB
-	// owners remembers which cluster holds a conversation ("c"+id) or an
+	// set places the logical shards on dbs (data_shard_map), and fences
+	// each statement so that a shard can move (MoveDataShard).
+	set *shardSet
+	// owners remembers the logical shard of a conversation ("c"+id) or an
 	// attachment ("a"+id), for the calls that name one without its user
 	// (a conversation's messages, an upload's status); on a miss every
 	// cluster is asked once, in parallel.
@@ -60,18 +64,17 @@ const ownersKept = 1 << 16
 
 // WithDataShards spreads the users' data over clusters: dbs[0] must be db,
 // the accounts cluster, which also holds the first range of logical
-// shards (two clusters: 0–31 on db, 32–63 on dbs[1]). Each cluster is
-// migrated alike; a user's rows all live on one, so every query stays one
-// cluster's, as with one. Call LoadDataShards before use.
+// shards (two clusters: 0–31 on db, 32–63 on dbs[1]) until shards are
+// moved. Each cluster is migrated alike; a user's rows all live on one, so
+// every query stays one cluster's, as with one. Call LoadDataShards before
+// use.
 func (db *DB) WithDataShards(dbs []*DB) {
 	owners, _ := lru.New[string, int](ownersKept)
-	db.data = &dataSet{dbs: dbs, owners: owners}
+	db.data = &dataSet{dbs: dbs, set: newShardSet("data", DataShards, DataShard, dbs, db), owners: owners}
 }
 
-// LoadDataShards checks that each data cluster is where it was at the
-// first start: its place in the list is written into it (data_cluster)
-// then, and a list whose order changed is refused rather than looking for
-// users' rows in the wrong place.
+// LoadDataShards checks the data clusters and reads where each logical
+// shard lives (data_shard_map): shardSet.load says what it checks.
 func (db *DB) LoadDataShards(ctx context.Context) error {
 	if db.data == nil {
 		return nil
@@ -79,58 +82,57 @@ func (db *DB) LoadDataShards(ctx context.Context) error {
 	if db.data.dbs[0] != db {
 		return errors.New("postgres: the first data cluster must be the accounts cluster")
 	}
-	return checkPlaces(ctx, db.data.dbs, "data_cluster", "--postgres-url")
+	return db.data.set.load(ctx, "--postgres-url")
 }
 
-// checkPlaces writes each cluster's place in the list flag into table at
-// its first start and refuses a list in another order.
-func checkPlaces(ctx context.Context, dbs []*DB, table, flag string) error {
-	for i, b := range dbs {
-		var at int
-		err := b.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO `+table+` (place) VALUES ($1) ON CONFLICT DO NOTHING RETURNING place)
-			SELECT place FROM ins UNION ALL SELECT place FROM `+table+` LIMIT 1`, i).Scan(&at)
-		if err != nil {
-			return fmt.Errorf("postgres: cluster %d of %s: %w", i, flag, err)
-		}
-		if at != i {
-			return fmt.Errorf("postgres: the cluster at place %d of %s was at place %d: keep the list's order (add clusters at its end)", i, flag, at)
-		}
-	}
-	return nil
+// onShard runs f with the database of the logical shard, every statement
+// fenced, where the shard is now (a move's pause waited out).
+func onShard[T any](ctx context.Context, d *dataSet, shard int, f func(db *DB) (T, error)) (T, error) {
+	var out T
+	err := d.set.retry(ctx, shard, func(db *DB) error {
+		var err error
+		out, err = f(&DB{pool: db.pool, q: d.set.conn(db, shard)})
+		return err
+	})
+	return out, err
 }
 
-// placeOf is a logical shard's cluster: contiguous ranges of shards.
-func placeOf(shard, shards, clusters int) int { return shard * clusters / shards }
+// onUser is onShard for the user's shard.
+func onUser[T any](ctx context.Context, d *dataSet, userID string, f func(db *DB) (T, error)) (T, error) {
+	return onShard(ctx, d, DataShard(userID), f)
+}
 
-// index is the place of the cluster holding the user's rows.
-func (d *dataSet) index(userID string) int { return placeOf(DataShard(userID), DataShards, len(d.dbs)) }
+// do is onUser for a call that returns only an error.
+func (d *dataSet) do(ctx context.Context, userID string, f func(db *DB) error) error {
+	_, err := onUser(ctx, d, userID, func(db *DB) (struct{}, error) { return struct{}{}, f(db) })
+	return err
+}
 
-// at is the cluster holding the user's rows.
-func (d *dataSet) at(userID string) *DB { return d.dbs[d.index(userID)] }
+// remember notes the logical shard of the row key (kind+id) of the user.
+func (d *dataSet) remember(kind, id, userID string) { d.owners.Add(kind+id, DataShard(userID)) }
 
-// remember notes that the row key (kind+id) of the user lives on its
-// cluster.
-func (d *dataSet) remember(kind, id, userID string) { d.owners.Add(kind+id, d.index(userID)) }
-
-// owner finds the cluster holding the row id of table (kind "c":
+// owner finds the logical shard of the row id of table (kind "c":
 // conversations, "a": attachments): the cache, else every cluster asked
-// at once. It returns -1 when none holds it.
+// at once for the row's user. It returns -1 when none holds it.
 func (d *dataSet) owner(ctx context.Context, kind, table, id string) (int, error) {
-	if i, ok := d.owners.Get(kind + id); ok {
-		return i, nil
+	if shard, ok := d.owners.Get(kind + id); ok {
+		return shard, nil
 	}
-	found := make([]bool, len(d.dbs))
+	users := make([]string, len(d.dbs))
 	errs := make([]error, len(d.dbs))
 	var wg sync.WaitGroup
 	for i, db := range d.dbs {
 		wg.Go(func() {
-			errs[i] = db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&found[i])
+			err := db.pool.QueryRow(ctx, `SELECT user_id FROM `+table+` WHERE id = $1`, id).Scan(&users[i])
+			if !errors.Is(err, pgx.ErrNoRows) {
+				errs[i] = err
+			}
 		})
 	}
 	wg.Wait()
-	if i := slices.Index(found, true); i >= 0 {
-		d.owners.Add(kind+id, i)
-		return i, nil
+	if i := slices.IndexFunc(users, func(u string) bool { return u != "" }); i >= 0 {
+		d.remember(kind, id, users[i])
+		return DataShard(users[i]), nil
 	}
 	if err := errors.Join(errs...); err != nil {
 		return -1, mapErr(err)
@@ -163,7 +165,7 @@ func eachErr(d *dataSet, f func(db *DB) error) error {
 type shardedConversations struct{ d *dataSet }
 
 func (s shardedConversations) Create(ctx context.Context, c store.Conversation) error {
-	if err := (conversations{s.d.at(c.UserID)}).Create(ctx, c); err != nil {
+	if err := s.d.do(ctx, c.UserID, func(db *DB) error { return conversations{db}.Create(ctx, c) }); err != nil {
 		return err
 	}
 	s.d.remember("c", c.ID, c.UserID)
@@ -171,43 +173,49 @@ func (s shardedConversations) Create(ctx context.Context, c store.Conversation) 
 }
 
 func (s shardedConversations) Get(ctx context.Context, userID, id string) (store.Conversation, error) {
-	c, err := conversations{s.d.at(userID)}.Get(ctx, userID, id)
+	c, err := onUser(ctx, s.d, userID, func(db *DB) (store.Conversation, error) { return conversations{db}.Get(ctx, userID, id) })
 	if err == nil {
 		s.d.remember("c", id, userID)
 	}
 	return c, err
 }
 
-func (s shardedConversations) List(ctx context.Context, userID string, f store.ConversationFilter, p store.PageRequest) ([]store.Conversation, string, error) {
-	return conversations{s.d.at(userID)}.List(ctx, userID, f, p)
+func (s shardedConversations) List(ctx context.Context, userID string, f store.ConversationFilter, p store.PageRequest) (list []store.Conversation, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = conversations{db}.List(ctx, userID, f, p)
+		return err
+	})
+	return list, next, err
 }
 
 func (s shardedConversations) Update(ctx context.Context, userID, id string, patch store.ConversationPatch, now time.Time) (store.Conversation, error) {
-	return conversations{s.d.at(userID)}.Update(ctx, userID, id, patch, now)
+	return onUser(ctx, s.d, userID, func(db *DB) (store.Conversation, error) { return conversations{db}.Update(ctx, userID, id, patch, now) })
 }
 
 func (s shardedConversations) Touch(ctx context.Context, userID, id string, now time.Time, titleIfEmpty string) error {
-	return conversations{s.d.at(userID)}.Touch(ctx, userID, id, now, titleIfEmpty)
+	return s.d.do(ctx, userID, func(db *DB) error { return conversations{db}.Touch(ctx, userID, id, now, titleIfEmpty) })
 }
 
 func (s shardedConversations) SetLeaf(ctx context.Context, userID, id, leafID string) error {
-	return conversations{s.d.at(userID)}.SetLeaf(ctx, userID, id, leafID)
+	return s.d.do(ctx, userID, func(db *DB) error { return conversations{db}.SetLeaf(ctx, userID, id, leafID) })
 }
 
 func (s shardedConversations) Instructions(ctx context.Context, userID string) (string, error) {
-	return conversations{s.d.at(userID)}.Instructions(ctx, userID)
+	return onUser(ctx, s.d, userID, func(db *DB) (string, error) { return conversations{db}.Instructions(ctx, userID) })
 }
 
 func (s shardedConversations) SetInstructions(ctx context.Context, userID, instructions string, now time.Time) error {
-	return conversations{s.d.at(userID)}.SetInstructions(ctx, userID, instructions, now)
+	return s.d.do(ctx, userID, func(db *DB) error { return conversations{db}.SetInstructions(ctx, userID, instructions, now) })
 }
 
 func (s shardedConversations) Delete(ctx context.Context, userID, id string) error {
-	return conversations{s.d.at(userID)}.Delete(ctx, userID, id)
+	return s.d.do(ctx, userID, func(db *DB) error { return conversations{db}.Delete(ctx, userID, id) })
 }
 
 func (s shardedConversations) SetGeneratedTitle(ctx context.Context, userID, id, replaces, title string) (bool, error) {
-	return conversations{s.d.at(userID)}.SetGeneratedTitle(ctx, userID, id, replaces, title)
+	return onUser(ctx, s.d, userID, func(db *DB) (bool, error) {
+		return conversations{db}.SetGeneratedTitle(ctx, userID, id, replaces, title)
+	})
 }
 
 // shardedMessages keeps a conversation's messages on its conversation's
@@ -215,16 +223,18 @@ func (s shardedConversations) SetGeneratedTitle(ctx context.Context, userID, id,
 // conversation, as its user's, just before).
 type shardedMessages struct{ d *dataSet }
 
-// on runs f on the conversation's cluster; a conversation no cluster holds
-// (deleted, or never made) runs f on every cluster when all is set (a
-// delete, which must leave nothing behind) and on the first otherwise.
+// on runs f on the conversation's shard, fenced; a conversation no
+// cluster holds (deleted, or never made) runs f on every cluster when all
+// is set (a delete, which must leave nothing behind) and on the first
+// otherwise.
 func (s shardedMessages) on(ctx context.Context, conversationID string, all bool, f func(messages) error) error {
-	i, err := s.d.owner(ctx, "c", "conversations", conversationID)
+	shard, err := s.d.owner(ctx, "c", "conversations", conversationID)
 	switch {
 	case err != nil:
 		return err
-	case i >= 0:
-		return f(messages{s.d.dbs[i]})
+	case shard >= 0:
+		_, err := onShard(ctx, s.d, shard, func(db *DB) (struct{}, error) { return struct{}{}, f(messages{db}) })
+		return err
 	case all:
 		return eachErr(s.d, func(db *DB) error { return f(messages{db}) })
 	default:
@@ -263,7 +273,7 @@ func (s shardedMessages) DeleteConversation(ctx context.Context, conversationID 
 type shardedAttachments struct{ d *dataSet }
 
 func (s shardedAttachments) Create(ctx context.Context, a store.Attachment, quotaBytes int64) error {
-	if err := (attachments{s.d.at(a.UserID)}).Create(ctx, a, quotaBytes); err != nil {
+	if err := s.d.do(ctx, a.UserID, func(db *DB) error { return attachments{db}.Create(ctx, a, quotaBytes) }); err != nil {
 		return err
 	}
 	s.d.remember("a", a.ID, a.UserID)
@@ -271,19 +281,22 @@ func (s shardedAttachments) Create(ctx context.Context, a store.Attachment, quot
 }
 
 func (s shardedAttachments) Get(ctx context.Context, userID, id string) (store.Attachment, error) {
-	return attachments{s.d.at(userID)}.Get(ctx, userID, id)
+	return onUser(ctx, s.d, userID, func(db *DB) (store.Attachment, error) { return attachments{db}.Get(ctx, userID, id) })
 }
 
 func (s shardedAttachments) SetStatus(ctx context.Context, id string, r store.AttachmentResult) (store.Attachment, error) {
-	i, err := s.d.owner(ctx, "a", "attachments", id)
-	if err != nil {
+	shard, err := s.d.owner(ctx, "a", "attachments", id)
+	switch {
+	case err != nil:
 		return store.Attachment{}, err
+	case shard < 0:
+		return attachments{s.d.dbs[0]}.SetStatus(ctx, id, r) // not found
 	}
-	return attachments{s.d.dbs[max(i, 0)]}.SetStatus(ctx, id, r)
+	return onShard(ctx, s.d, shard, func(db *DB) (store.Attachment, error) { return attachments{db}.SetStatus(ctx, id, r) })
 }
 
 func (s shardedAttachments) Delete(ctx context.Context, userID, id string) error {
-	return attachments{s.d.at(userID)}.Delete(ctx, userID, id)
+	return s.d.do(ctx, userID, func(db *DB) error { return attachments{db}.Delete(ctx, userID, id) })
 }
 
 func (s shardedAttachments) ExpireUploads(ctx context.Context, now time.Time) ([]store.Attachment, error) {
@@ -291,11 +304,11 @@ func (s shardedAttachments) ExpireUploads(ctx context.Context, now time.Time) ([
 }
 
 func (s shardedAttachments) Reference(ctx context.Context, userID string, ids []string, at time.Time) error {
-	return attachments{s.d.at(userID)}.Reference(ctx, userID, ids, at)
+	return s.d.do(ctx, userID, func(db *DB) error { return attachments{db}.Reference(ctx, userID, ids, at) })
 }
 
 func (s shardedAttachments) ListFiles(ctx context.Context, userID string, q store.FileQuery) ([]store.Attachment, error) {
-	return attachments{s.d.at(userID)}.ListFiles(ctx, userID, q)
+	return onUser(ctx, s.d, userID, func(db *DB) ([]store.Attachment, error) { return attachments{db}.ListFiles(ctx, userID, q) })
 }
 
 func (s shardedAttachments) ClaimUnreferenced(ctx context.Context, now, createdBefore, reclaimBefore time.Time, limit int) ([]store.Attachment, error) {
@@ -340,14 +353,15 @@ func claimUpTo[T any](d *dataSet, limit int, claim func(db *DB, n int) ([]T, err
 }
 
 func (s shardedAttachments) Purge(ctx context.Context, id string) error {
-	i, err := s.d.owner(ctx, "a", "attachments", id)
+	shard, err := s.d.owner(ctx, "a", "attachments", id)
 	switch {
 	case err != nil:
 		return err
-	case i < 0:
+	case shard < 0:
 		return nil // purged already
 	}
-	if err := (attachments{s.d.dbs[i]}).Purge(ctx, id); err != nil {
+	_, err = onShard(ctx, s.d, shard, func(db *DB) (struct{}, error) { return struct{}{}, attachments{db}.Purge(ctx, id) })
+	if err != nil {
 		return err
 	}
 	s.d.owners.Remove("a" + id)
@@ -357,17 +371,25 @@ func (s shardedAttachments) Purge(ctx context.Context, id string) error {
 type shardedAudit struct{ d *dataSet }
 
 func (s shardedAudit) Append(ctx context.Context, e store.AuditEvent) error {
-	return audit{s.d.at(e.UserID)}.Append(ctx, e)
+	return s.d.do(ctx, e.UserID, func(db *DB) error { return audit{db}.Append(ctx, e) })
 }
 
-func (s shardedAudit) List(ctx context.Context, userID string, p store.PageRequest) ([]store.AuditEvent, string, error) {
-	return audit{s.d.at(userID)}.List(ctx, userID, p)
+func (s shardedAudit) List(ctx context.Context, userID string, p store.PageRequest) (list []store.AuditEvent, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = audit{db}.List(ctx, userID, p)
+		return err
+	})
+	return list, next, err
 }
 
 type shardedSearch struct{ d *dataSet }
 
-func (s shardedSearch) Search(ctx context.Context, userID string, terms []string, p store.PageRequest) ([]store.SearchHit, string, error) {
-	return search{s.d.at(userID)}.Search(ctx, userID, terms, p)
+func (s shardedSearch) Search(ctx context.Context, userID string, terms []string, p store.PageRequest) (list []store.SearchHit, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = search{db}.Search(ctx, userID, terms, p)
+		return err
+	})
+	return list, next, err
 }
 
 // shardedShares names the user's logical shard in each share's ID (its
@@ -379,7 +401,7 @@ func (s shardedShares) Put(ctx context.Context, v store.Share) (store.Share, err
 	if v.ID != "" {
 		v.ID = string(shareTags[DataShard(v.UserID)]) + v.ID[1:]
 	}
-	return shares{s.d.at(v.UserID)}.Put(ctx, v)
+	return onUser(ctx, s.d, v.UserID, func(db *DB) (store.Share, error) { return shares{db}.Put(ctx, v) })
 }
 
 func (s shardedShares) Get(ctx context.Context, id string) (store.Share, error) {
@@ -390,91 +412,99 @@ func (s shardedShares) Get(ctx context.Context, id string) (store.Share, error) 
 	if shard < 0 {
 		return store.Share{}, fmt.Errorf("%w: share", store.ErrNotFound)
 	}
-	return shares{s.d.dbs[placeOf(shard, DataShards, len(s.d.dbs))]}.Get(ctx, id)
+	return onShard(ctx, s.d, shard, func(db *DB) (store.Share, error) { return shares{db}.Get(ctx, id) })
 }
 
 func (s shardedShares) Delete(ctx context.Context, userID, conversationID string) (bool, error) {
-	return shares{s.d.at(userID)}.Delete(ctx, userID, conversationID)
+	return onUser(ctx, s.d, userID, func(db *DB) (bool, error) { return shares{db}.Delete(ctx, userID, conversationID) })
 }
 
 type shardedProjects struct{ d *dataSet }
 
 func (s shardedProjects) Create(ctx context.Context, p store.Project, max int) error {
-	return projects{s.d.at(p.UserID)}.Create(ctx, p, max)
+	return s.d.do(ctx, p.UserID, func(db *DB) error { return projects{db}.Create(ctx, p, max) })
 }
 
 func (s shardedProjects) Get(ctx context.Context, userID, id string) (store.Project, error) {
-	return projects{s.d.at(userID)}.Get(ctx, userID, id)
+	return onUser(ctx, s.d, userID, func(db *DB) (store.Project, error) { return projects{db}.Get(ctx, userID, id) })
 }
 
-func (s shardedProjects) List(ctx context.Context, userID string, p store.PageRequest) ([]store.Project, string, error) {
-	return projects{s.d.at(userID)}.List(ctx, userID, p)
+func (s shardedProjects) List(ctx context.Context, userID string, p store.PageRequest) (list []store.Project, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = projects{db}.List(ctx, userID, p)
+		return err
+	})
+	return list, next, err
 }
 
 func (s shardedProjects) Update(ctx context.Context, userID, id string, patch store.ProjectPatch, now time.Time) (store.Project, error) {
-	return projects{s.d.at(userID)}.Update(ctx, userID, id, patch, now)
+	return onUser(ctx, s.d, userID, func(db *DB) (store.Project, error) { return projects{db}.Update(ctx, userID, id, patch, now) })
 }
 
 func (s shardedProjects) Delete(ctx context.Context, userID, id string) error {
-	return projects{s.d.at(userID)}.Delete(ctx, userID, id)
+	return s.d.do(ctx, userID, func(db *DB) error { return projects{db}.Delete(ctx, userID, id) })
 }
 
 type shardedMemories struct{ d *dataSet }
 
 func (s shardedMemories) Create(ctx context.Context, m store.Memory, max int) error {
-	return memories{s.d.at(m.UserID)}.Create(ctx, m, max)
+	return s.d.do(ctx, m.UserID, func(db *DB) error { return memories{db}.Create(ctx, m, max) })
 }
 
-func (s shardedMemories) List(ctx context.Context, userID string, p store.PageRequest) ([]store.Memory, string, error) {
-	return memories{s.d.at(userID)}.List(ctx, userID, p)
+func (s shardedMemories) List(ctx context.Context, userID string, p store.PageRequest) (list []store.Memory, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = memories{db}.List(ctx, userID, p)
+		return err
+	})
+	return list, next, err
 }
 
 func (s shardedMemories) Update(ctx context.Context, userID, id, text string, now time.Time) (store.Memory, error) {
-	return memories{s.d.at(userID)}.Update(ctx, userID, id, text, now)
+	return onUser(ctx, s.d, userID, func(db *DB) (store.Memory, error) { return memories{db}.Update(ctx, userID, id, text, now) })
 }
 
 func (s shardedMemories) Delete(ctx context.Context, userID, id string) error {
-	return memories{s.d.at(userID)}.Delete(ctx, userID, id)
+	return s.d.do(ctx, userID, func(db *DB) error { return memories{db}.Delete(ctx, userID, id) })
 }
 
 func (s shardedMemories) Enabled(ctx context.Context, userID string) (bool, error) {
-	return memories{s.d.at(userID)}.Enabled(ctx, userID)
+	return onUser(ctx, s.d, userID, func(db *DB) (bool, error) { return memories{db}.Enabled(ctx, userID) })
 }
 
 func (s shardedMemories) SetEnabled(ctx context.Context, userID string, on bool, now time.Time) error {
-	return memories{s.d.at(userID)}.SetEnabled(ctx, userID, on, now)
+	return s.d.do(ctx, userID, func(db *DB) error { return memories{db}.SetEnabled(ctx, userID, on, now) })
 }
 
 type shardedPrompts struct{ d *dataSet }
 
 func (s shardedPrompts) ListPrompts(ctx context.Context, userID string) ([]store.SavedPrompt, error) {
-	return prompts{s.d.at(userID)}.ListPrompts(ctx, userID)
+	return onUser(ctx, s.d, userID, func(db *DB) ([]store.SavedPrompt, error) { return prompts{db}.ListPrompts(ctx, userID) })
 }
 
 func (s shardedPrompts) CreatePrompt(ctx context.Context, p store.SavedPrompt) error {
-	return prompts{s.d.at(p.UserID)}.CreatePrompt(ctx, p)
+	return s.d.do(ctx, p.UserID, func(db *DB) error { return prompts{db}.CreatePrompt(ctx, p) })
 }
 
 func (s shardedPrompts) UpdatePrompt(ctx context.Context, p store.SavedPrompt) error {
-	return prompts{s.d.at(p.UserID)}.UpdatePrompt(ctx, p)
+	return s.d.do(ctx, p.UserID, func(db *DB) error { return prompts{db}.UpdatePrompt(ctx, p) })
 }
 
 func (s shardedPrompts) DeletePrompt(ctx context.Context, userID, id string) error {
-	return prompts{s.d.at(userID)}.DeletePrompt(ctx, userID, id)
+	return s.d.do(ctx, userID, func(db *DB) error { return prompts{db}.DeletePrompt(ctx, userID, id) })
 }
 
 type shardedFeedback struct{ d *dataSet }
 
 func (s shardedFeedback) PutRating(ctx context.Context, r store.Rating) error {
-	return feedback{s.d.at(r.UserID)}.PutRating(ctx, r)
+	return s.d.do(ctx, r.UserID, func(db *DB) error { return feedback{db}.PutRating(ctx, r) })
 }
 
 func (s shardedFeedback) DeleteRating(ctx context.Context, userID, messageID string) error {
-	return feedback{s.d.at(userID)}.DeleteRating(ctx, userID, messageID)
+	return s.d.do(ctx, userID, func(db *DB) error { return feedback{db}.DeleteRating(ctx, userID, messageID) })
 }
 
 func (s shardedFeedback) ListRatings(ctx context.Context, userID, conversationID string) ([]store.Rating, error) {
-	return feedback{s.d.at(userID)}.ListRatings(ctx, userID, conversationID)
+	return onUser(ctx, s.d, userID, func(db *DB) ([]store.Rating, error) { return feedback{db}.ListRatings(ctx, userID, conversationID) })
 }
 
 // CountRatings sums each cluster's counts per model, in the order one

@@ -50,8 +50,20 @@ type DB struct {
 	pool     *pgxpool.Pool
 	replicas *replicaSet      // nil without Options.ReadURLs
 	vec      vectorscan.Cache // the vectors of searched stores (Vectors)
-	billing  *billingSet      // the ledger's databases when apart (WithBilling, WithBillingShards), else nil
+	billing  *shardSet        // the ledger's databases when apart (WithBilling, WithBillingShards), else nil
 	data     *dataSet         // the users' data's clusters when spread (WithDataShards), else nil
+	// q, when set, is what the users' data's statements run on instead of
+	// pool: a data shard's fencedConn (onShard).
+	q querier
+}
+
+// conn is what the users' data's statements run on: the pool, or a data
+// shard's fencedConn.
+func (db *DB) conn() querier {
+	if db.q != nil {
+		return db.q
+	}
+	return db.pool
 }
 
 var _ store.Pinger = (*DB)(nil)
@@ -264,11 +276,11 @@ func (db *DB) StoreWithOutbox() store.Store {
 func (db *DB) WithBilling(billing *DB) { db.WithBillingShards([]*DB{billing}) }
 
 // billingSet is where the ledger lives: the billing clusters, or db alone.
-func (db *DB) billingSet() *billingSet {
+func (db *DB) billingSet() *shardSet {
 	if db.billing != nil {
 		return db.billing
 	}
-	return &billingSet{dbs: []*DB{db}}
+	return newShardSet("ledger", LedgerShards, LedgerShard, []*DB{db}, nil)
 }
 
 // locked runs f in a transaction that first takes the transaction-scoped
@@ -422,7 +434,7 @@ func affectedOne(tag pgconn.CommandTag, what string) error {
 const lockUser = `SELECT pg_advisory_xact_lock(1970, hashtext($1::text))`
 
 func (db *DB) exec(ctx context.Context, q string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := db.pool.Exec(ctx, q, args...)
+	tag, err := db.conn().Exec(ctx, q, args...)
 	return tag, mapErr(err)
 }
 

@@ -38,7 +38,7 @@ const ratingCols = `user_id, message_id, conversation_id, model, good, note, upd
 
 func (f feedback) ListRatings(ctx context.Context, userID, conversationID string) ([]store.Rating, error) {
 	// The primary: a person sees the rating it just gave.
-	rows, err := f.db.pool.Query(ctx, `SELECT `+ratingCols+` FROM message_feedback WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
+	rows, err := f.db.conn().Query(ctx, `SELECT `+ratingCols+` FROM message_feedback WHERE user_id = $1 AND conversation_id = $2`, userID, conversationID)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -89,62 +89,27 @@ func TestMoveLedgerShardUnderLoad(t *testing.T) {
 	}
 
 	var (
-		mu                   sync.Mutex
-		charged              = map[string]int64{}
-		settled              = map[string]int{}
-		slowMoving, slowRest time.Duration
-		stop                 atomic.Bool
-		wg                   sync.WaitGroup
-		failures             atomic.Int64
+		mu      sync.Mutex
+		charged = map[string]int64{}
+		settled = map[string]int{}
 	)
-	for w := range 8 {
-		wg.Go(func() {
-			g := []store.Store{g1, g2}[w%2]
-			for i := 0; !stop.Load(); i++ {
-				u := moving[rand.N(len(moving))]
-				if i%2 == 1 {
-					u = others[rand.N(len(others))]
-				}
-				t0 := time.Now()
-				id := uuid.NewString()
-				if _, err := g.Ledger.Reserve(ctx, store.Reservation{ID: id, UserID: u, AmountNanos: 1000, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
-					t.Errorf("Reserve: %v", err)
-					failures.Add(1)
-					return
-				}
-				rec := &store.UsageRecord{RequestID: uuid.NewString(), UserID: u, Channel: store.ChannelAPI, Model: "m", FinishReason: "stop", CreatedAt: time.Now()}
-				s, err := g.Ledger.Settle(ctx, id, int64(1+rand.N(999)), time.Now(), rec)
-				if err != nil {
-					t.Errorf("Settle: %v", err)
-					failures.Add(1)
-					return
-				}
-				took := time.Since(t0)
-				mu.Lock()
-				charged[u] += s.ChargedNanos
-				settled[u]++
-				if slices.Contains(moving, u) {
-					slowMoving = max(slowMoving, took)
-				} else {
-					slowRest = max(slowRest, took)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	time.Sleep(time.Second)
-	m, err := admin.MoveLedgerShard(ctx, shard, 1)
-	if err != nil {
-		stop.Store(true)
-		wg.Wait()
-		t.Fatalf("MoveLedgerShard: %v", err)
-	}
-	time.Sleep(time.Second)
-	stop.Store(true)
-	wg.Wait()
-	if failures.Load() > 0 {
-		t.FailNow()
-	}
+	m, slowMoving, slowRest := moveUnderLoad(t, []store.Store{g1, g2}, moving, others, func(g store.Store, u string, _, _ int) error {
+		t0 := time.Now()
+		id := uuid.NewString()
+		if _, err := g.Ledger.Reserve(ctx, store.Reservation{ID: id, UserID: u, AmountNanos: 1000, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+			return fmt.Errorf("Reserve: %w", err)
+		}
+		rec := &store.UsageRecord{RequestID: uuid.NewString(), UserID: u, Channel: store.ChannelAPI, Model: "m", FinishReason: "stop", CreatedAt: time.Now()}
+		s, err := g.Ledger.Settle(ctx, id, int64(1+rand.N(999)), time.Now(), rec)
+		if err != nil {
+			return fmt.Errorf("Settle: %w", err)
+		}
+		mu.Lock()
+		charged[u] += s.ChargedNanos
+		settled[u]++
+		mu.Unlock()
+		return nil
+	}, func() (postgres.ShardMove, error) { return admin.MoveLedgerShard(ctx, shard, 1) })
 	total := 0
 	for _, n := range settled {
 		total += n
@@ -178,4 +143,54 @@ func TestMoveLedgerShardUnderLoad(t *testing.T) {
 			t.Fatalf("the old cluster's %s still holds the moved users' rows: %v", table, err)
 		}
 	}
+}
+
+// moveUnderLoad runs 8 writers over the gateways gs (in turn), each calling
+// write for a user of moving and, every other call, of others, until a
+// second after move (called a second in) returns; a failed write or move
+// fails the test. It returns the move and the slowest write of the moving
+// users and of the others.
+func moveUnderLoad(t *testing.T, gs []store.Store, moving, others []string, write func(g store.Store, user string, writer, i int) error,
+	move func() (postgres.ShardMove, error)) (m postgres.ShardMove, slowMoving, slowRest time.Duration) {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+		failures atomic.Int64
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			g := gs[w%len(gs)]
+			for i := 0; !stop.Load(); i++ {
+				u, slow := moving[rand.N(len(moving))], &slowMoving
+				if i%2 == 1 {
+					u, slow = others[rand.N(len(others))], &slowRest
+				}
+				t0 := time.Now()
+				if err := write(g, u, w, i); err != nil {
+					t.Error(err)
+					failures.Add(1)
+					return
+				}
+				mu.Lock()
+				*slow = max(*slow, time.Since(t0))
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	m, err := move()
+	if err == nil {
+		time.Sleep(time.Second)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if failures.Load() > 0 {
+		t.FailNow()
+	}
+	return m, slowMoving, slowRest
 }

@@ -32,7 +32,7 @@ func (s *memoryScan) memory() store.Memory {
 
 func (ms memories) Create(ctx context.Context, m store.Memory, max int) error {
 	var inserted bool
-	err := pgx.BeginFunc(ctx, ms.db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, ms.db.conn(), func(tx pgx.Tx) error {
 		// The user's lock serialises the count of one user's memories
 		// across every gateway (as for projects).
 		if _, err := tx.Exec(ctx, lockUser, m.UserID); err != nil {
@@ -79,7 +79,7 @@ func (ms memories) List(ctx context.Context, userID string, p store.PageRequest)
 
 func (ms memories) Update(ctx context.Context, userID, id, text string, now time.Time) (store.Memory, error) {
 	var s memoryScan
-	err := ms.db.pool.QueryRow(ctx, `UPDATE memories SET text = $1, updated_at = greatest(updated_at, $2)
+	err := ms.db.conn().QueryRow(ctx, `UPDATE memories SET text = $1, updated_at = greatest(updated_at, $2)
 		WHERE id = $3 AND user_id = $4 RETURNING `+memoryCols, text, ts(now), id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Memory{}, notFound(err, "memory")
@@ -97,7 +97,7 @@ func (ms memories) Delete(ctx context.Context, userID, id string) error {
 
 func (ms memories) Enabled(ctx context.Context, userID string) (bool, error) {
 	var off bool
-	err := ms.db.pool.QueryRow(ctx, `SELECT memory_off FROM chat_settings WHERE user_id = $1`, userID).Scan(&off)
+	err := ms.db.conn().QueryRow(ctx, `SELECT memory_off FROM chat_settings WHERE user_id = $1`, userID).Scan(&off)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil
 	}

@@ -16,12 +16,12 @@ import (
 // hold takes its budgets in the ledger's transaction.
 type organizations struct {
 	db      *DB
-	billing *billingSet
+	billing *shardSet
 }
 
 // onLedger runs f on the database holding the organisation's ledger rows
 // (its billing account's): on the pool with one, in a transaction that
-// fences the account's shard with several (billingSet.fenced).
+// fences the account's shard with several (shardSet.fenced).
 func (s organizations) onLedger(ctx context.Context, orgID string, f func(q querier) error) error {
 	if len(s.billing.dbs) == 1 {
 		return f(s.billing.dbs[0].pool)

@@ -31,7 +31,7 @@ func (s *projectScan) project() store.Project {
 
 func (ps projects) Create(ctx context.Context, p store.Project, max int) error {
 	var inserted bool
-	err := pgx.BeginFunc(ctx, ps.db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, ps.db.conn(), func(tx pgx.Tx) error {
 		// The user's lock serialises the count of one user's projects
 		// across every gateway; READ COMMITTED alone would let two inserts
 		// both see the same count.
@@ -56,7 +56,7 @@ func (ps projects) Create(ctx context.Context, p store.Project, max int) error {
 
 func (ps projects) Get(ctx context.Context, userID, id string) (store.Project, error) {
 	var s projectScan
-	err := ps.db.pool.QueryRow(ctx, `SELECT `+projectCols+` FROM projects WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
+	err := ps.db.conn().QueryRow(ctx, `SELECT `+projectCols+` FROM projects WHERE id = $1 AND user_id = $2`, id, userID).Scan(s.dest()...)
 	if err != nil {
 		return store.Project{}, notFound(err, "project")
 	}
@@ -88,7 +88,7 @@ func (ps projects) List(ctx context.Context, userID string, p store.PageRequest)
 
 func (ps projects) Update(ctx context.Context, userID, id string, patch store.ProjectPatch, now time.Time) (store.Project, error) {
 	var s projectScan
-	err := ps.db.pool.QueryRow(ctx, `UPDATE projects
+	err := ps.db.conn().QueryRow(ctx, `UPDATE projects
 		SET name = coalesce($1, name), instructions = coalesce($2, instructions), updated_at = greatest(updated_at, $3)
 		WHERE id = $4 AND user_id = $5 RETURNING `+projectCols,
 		patch.Name, patch.Instructions, ts(now), id, userID).Scan(s.dest()...)

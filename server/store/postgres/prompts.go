@@ -15,7 +15,7 @@ var _ store.Prompts = prompts{}
 
 func (s prompts) ListPrompts(ctx context.Context, userID string) ([]store.SavedPrompt, error) {
 	// The primary: a person sees the prompt it just saved.
-	rows, err := s.db.pool.Query(ctx, `SELECT id, user_id, name, text, updated_at FROM saved_prompts WHERE user_id = $1 ORDER BY name`, userID)
+	rows, err := s.db.conn().Query(ctx, `SELECT id, user_id, name, text, updated_at FROM saved_prompts WHERE user_id = $1 ORDER BY name`, userID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -30,7 +30,7 @@ func (s prompts) ListPrompts(ctx context.Context, userID string) ([]store.SavedP
 
 func (s prompts) CreatePrompt(ctx context.Context, p store.SavedPrompt) error {
 	var inserted bool
-	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.db.conn(), func(tx pgx.Tx) error {
 		// The user's lock serialises the count of one user's prompts
 		// across every gateway (as for memories).
 		if _, err := tx.Exec(ctx, lockUser, p.UserID); err != nil {

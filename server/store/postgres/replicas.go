@@ -198,8 +198,8 @@ func (rs *replicaSet) pick() *replica {
 // when ctx allows stale reads and one is usable (falling back to the
 // primary if that replica fails), else on the primary.
 func readRows[T any](ctx context.Context, db *DB, q string, args []any, fn func(pgx.Rows) (T, error)) ([]T, error) {
-	run := func(pool *pgxpool.Pool) ([]T, error) {
-		rows, err := pool.Query(ctx, q, args...)
+	run := func(conn querier) ([]T, error) {
+		rows, err := conn.Query(ctx, q, args...)
 		if err != nil {
 			return nil, mapErr(err)
 		}
@@ -207,7 +207,7 @@ func readRows[T any](ctx context.Context, db *DB, q string, args []any, fn func(
 	}
 	rs := db.replicas
 	if rs == nil || !store.StaleAllowed(ctx) {
-		return run(db.pool)
+		return run(db.conn())
 	}
 	if r := rs.pick(); r != nil {
 		out, err := run(r.pool)
@@ -224,7 +224,7 @@ func readRows[T any](ctx context.Context, db *DB, q string, args []any, fn func(
 		rs.skipped.WithLabelValues(r.name, "error").Inc()
 	}
 	rs.reads.WithLabelValues("primary").Inc()
-	return run(db.pool)
+	return run(db.conn())
 }
 
 // openReplica makes the pool of one read replica (connecting lazily: a

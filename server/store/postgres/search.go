@@ -55,7 +55,7 @@ func (s search) Search(ctx context.Context, userID string, terms []string, p sto
 		args = append(args, at, id)
 	}
 	q += fmt.Sprintf(` ORDER BY c.updated_at DESC, c.id DESC, h.rank, h.at DESC, h.message_id DESC LIMIT %d`, limit+1)
-	rows, err := s.db.pool.Query(ctx, q, args...)
+	rows, err := s.db.conn().Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,16 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/parleyhq/parley/server/store"
 )
@@ -34,232 +28,26 @@ func LedgerShard(userID string) int {
 	return int(h.Sum32() % LedgerShards)
 }
 
-// billingSet is where the ledger lives: one database, or several with the
-// logical shards spread over them.
-type billingSet struct {
-	dbs []*DB
-	// accounts holds ledger_shard_map, the shards moved from their place
-	// in the contiguous spread; nil with one database.
-	accounts *DB
-
-	mu     sync.RWMutex
-	of     [LedgerShards]int // logical shard → index in dbs
-	loaded time.Time         // when of was read from ledger_shard_map
-}
-
-// mapEvery is how often a gateway reads the shard map again on its own; a
-// write fenced by a move reads it at once.
-const mapEvery = 5 * time.Second
-
 // WithBillingShards spreads the ledger over several billing clusters: the
 // logical shards in contiguous ranges, as evenly as they go (two clusters:
 // 0–15 and 16–31). Everything WithBilling says holds for each. A
 // user's ledger rows all live on one cluster, so a hold, a settle and an
 // organisation's budgets are each one cluster's transaction, as with one.
 func (db *DB) WithBillingShards(dbs []*DB) {
-	set := &billingSet{dbs: dbs}
-	for s := range LedgerShards {
-		set.of[s] = spread(s, len(dbs))
-	}
-	if len(dbs) > 1 {
-		set.accounts = db
-	}
-	db.billing = set
+	db.billing = newShardSet("ledger", LedgerShards, LedgerShard, dbs, db)
 }
 
 // LoadLedgerMap checks the billing clusters and reads where each ledger
-// shard lives (ledger_shard_map); call it once at start with several. The
-// first start writes the contiguous spread into the map, and each
-// cluster's place in --billing-postgres-url into the cluster itself
-// (ledger_cluster): from then on the map alone places shards (a cluster
-// added at the end of the list gets shards only by MoveLedgerShard), and a
-// list whose order changed is refused rather than looking for users'
-// money in the wrong place. The map is read again every few seconds, and
-// at once when a write finds its shard gone.
+// shard lives (ledger_shard_map); call it once at start with several
+// (shardSet.load says what it checks).
 func (db *DB) LoadLedgerMap(ctx context.Context) error {
-	set := db.billingSet()
-	if set.accounts == nil {
-		return nil
-	}
-	if err := checkPlaces(ctx, set.dbs, "ledger_cluster", "--billing-postgres-url"); err != nil {
-		return err
-	}
-	if _, err := db.pool.Exec(ctx, `INSERT INTO ledger_shard_map (shard, cluster)
-		SELECT s, s * $1 / $2 FROM generate_series(0, $2 - 1) s ON CONFLICT DO NOTHING`, len(set.dbs), LedgerShards); err != nil {
-		return fmt.Errorf("postgres: the ledger's shard map: %w", err)
-	}
-	return set.reload(ctx)
-}
-
-// spread is a logical shard's cluster before any move: contiguous ranges.
-func spread(shard, clusters int) int { return placeOf(shard, LedgerShards, clusters) }
-
-// db is the database holding the user's ledger rows, by the map as last
-// read (read again when it is older than mapEvery).
-func (b *billingSet) db(userID string) *DB { return b.dbs[b.cluster(LedgerShard(userID))] }
-
-// cluster is the index in dbs of the shard's database.
-func (b *billingSet) cluster(shard int) int {
-	b.mu.RLock()
-	c, stale := b.of[shard], b.accounts != nil && time.Since(b.loaded) > mapEvery
-	b.mu.RUnlock()
-	if stale && b.mu.TryLock() {
-		// One reader refreshes in the background; the others go on with
-		// the map they have (a write it misleads is fenced and retried).
-		b.loaded = time.Now()
-		b.mu.Unlock()
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = b.reload(ctx)
-		}()
-	}
-	return c
-}
-
-// reload reads ledger_shard_map.
-func (b *billingSet) reload(ctx context.Context) error {
-	if b.accounts == nil {
-		return nil
-	}
-	rows, err := b.accounts.pool.Query(ctx, `SELECT shard, cluster FROM ledger_shard_map`)
-	if err != nil {
-		return err
-	}
-	moved, err := collectRows(rows, func(r pgx.Rows) ([2]int, error) {
-		var m [2]int
-		return m, r.Scan(&m[0], &m[1])
-	})
-	if err != nil {
-		return err
-	}
-	var of [LedgerShards]int
-	for s := range LedgerShards {
-		of[s] = spread(s, len(b.dbs))
-	}
-	for _, m := range moved {
-		if m[1] >= len(b.dbs) {
-			return fmt.Errorf("postgres: ledger shard %d is on cluster %d, and --billing-postgres-url names %d", m[0], m[1], len(b.dbs))
-		}
-		of[m[0]] = m[1]
-	}
-	b.mu.Lock()
-	b.of, b.loaded = of, time.Now()
-	b.mu.Unlock()
-	return nil
-}
-
-// errShardMoved is ledger_fence's refusal: the shard is not (or no longer)
-// on that database.
-func errShardMoved(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "PRLSH"
-}
-
-// fencePause is the longest a write waits for its shard's move.
-const fencePause = 30 * time.Second
-
-// retry runs f on the database of the shard until f does not fail with
-// errShardMoved: the shard left (or is leaving) that database, so the map
-// is read again and f runs where the shard is now, waiting (from 10 ms,
-// doubling to 500 ms) while the map still names the database the shard is
-// leaving: the write pause of a move.
-func (b *billingSet) retry(ctx context.Context, shard int, f func(db *DB) error) error {
-	wait, start := 10*time.Millisecond, time.Now()
-	for {
-		err := f(b.dbs[b.cluster(shard)])
-		if !errShardMoved(err) {
-			return err
-		}
-		if time.Since(start) > fencePause {
-			return fmt.Errorf("postgres: ledger shard %d is moving: %w", shard, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 500*time.Millisecond)
-		if err := b.reload(ctx); err != nil {
-			return err
-		}
-	}
-}
-
-// fenced runs f in a transaction on the user's database whose BEGIN fences
-// the user's shard (ledger_fence), retried where the shard moved.
-func (b *billingSet) fenced(ctx context.Context, userID string, f func(db *DB, tx pgx.Tx) error) error {
-	shard := LedgerShard(userID)
-	return b.retry(ctx, shard, func(db *DB) error {
-		return pgx.BeginTxFunc(ctx, db.pool, fencedBegin(shard), func(tx pgx.Tx) error { return f(db, tx) })
-	})
-}
-
-// fencedBegin begins a transaction and fences the shard in one round trip
-// (the simple protocol takes both; the shard is a number of ours). A fence
-// that fails fails the begin, and pgx drops that connection.
-func fencedBegin(shard int) pgx.TxOptions {
-	return pgx.TxOptions{BeginQuery: fmt.Sprintf("BEGIN; SELECT ledger_fence(%d)", shard)}
-}
-
-// fencedConn is a ledgerConn whose every statement is fenced: a statement
-// goes as a batch behind ledger_fence(shard), in one round trip and one
-// implicit transaction (a fence that fails runs nothing, and the fence's
-// lock lasts the statement), and a transaction fences in its BEGIN. So a
-// sharded hold or settle stays one round trip, as with one cluster.
-type fencedConn struct {
-	pool  *pgxpool.Pool
-	shard int
-}
-
-func (c fencedConn) batch(ctx context.Context, sql string, args []any) pgx.BatchResults {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT ledger_fence($1)`, c.shard)
-	b.Queue(sql, args...)
-	return c.pool.SendBatch(ctx, b)
-}
-
-func (c fencedConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	br := c.batch(ctx, sql, args)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return pgconn.CommandTag{}, err
-	}
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
-}
-
-func (c fencedConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return fencedRow{c.batch(ctx, sql, args)}
-}
-
-func (c fencedConn) Begin(ctx context.Context) (pgx.Tx, error) {
-	return c.pool.BeginTx(ctx, fencedBegin(c.shard))
-}
-
-// fencedRow is the row of a fencedConn's QueryRow: the fence's error, or the
-// statement's row.
-type fencedRow struct{ br pgx.BatchResults }
-
-func (r fencedRow) Scan(dest ...any) error {
-	if _, err := r.br.Exec(); err != nil {
-		_ = r.br.Close()
-		return err
-	}
-	err := r.br.QueryRow().Scan(dest...)
-	if cerr := r.br.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return db.billingSet().load(ctx, "--billing-postgres-url")
 }
 
 // shardedLedger is store.Ledger over the billing clusters, each call on the
 // cluster of its user.
 type shardedLedger struct {
-	set    *billingSet
+	set    *shardSet
 	outbox bool
 }
 
@@ -270,7 +58,7 @@ func on[T any](ctx context.Context, l shardedLedger, userID string, f func(ledge
 	shard := LedgerShard(userID)
 	err := l.set.retry(ctx, shard, func(db *DB) error {
 		var err error
-		out, err = f(ledger{db: db, outbox: l.outbox, q: fencedConn{pool: db.pool, shard: shard}})
+		out, err = f(ledger{db: db, outbox: l.outbox, q: l.set.conn(db, shard)})
 		return err
 	})
 	return out, err
@@ -344,7 +132,7 @@ func (l shardedLedger) ReleaseExpired(ctx context.Context, now time.Time) (int64
 
 // shardedUsage is store.Usage over the billing clusters' usage_records: a
 // user's on their cluster, every user's merged from all of them.
-type shardedUsage struct{ set *billingSet }
+type shardedUsage struct{ set *shardSet }
 
 func (u shardedUsage) Record(ctx context.Context, records []store.UsageRecord) error {
 	by := map[*DB][]store.UsageRecord{}
@@ -407,7 +195,7 @@ func (u shardedUsage) SummarizeKeys(ctx context.Context, userID string, from, to
 // shardedOutbox ships every cluster's outbox, a different cluster first at
 // each call so that none waits behind another's backlog.
 type shardedOutbox struct {
-	set  *billingSet
+	set  *shardSet
 	next *atomic.Uint32
 }
 

@@ -1,0 +1,188 @@
+package postgres_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/server/store"
+	"github.com/parleyhq/parley/server/store/postgres"
+)
+
+// A logical data shard moved between data clusters while two gateways
+// write its users' messages and others': no message is lost or doubled
+// (each conversation holds exactly the messages the writers were told
+// were stored), what the shard's users had before (a memory, a share, an
+// attachment, an audit event) is read through both gateways after, the
+// shard's rows end on the new cluster only, and only the shard's users
+// wait (the pause is measured; the others' slowest write is reported
+// beside it).
+func TestMoveDataShardUnderLoad(t *testing.T) {
+	if os.Getenv(EnvURL) == "" {
+		t.Skipf("%s not set", EnvURL)
+	}
+	t.Parallel()
+	names := make([]string, 2)
+	for i := range names {
+		names[i] = "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		schemaDB(t, names[i], true)
+	}
+	// A gateway: the two data schemas (the first the accounts one), its own
+	// handles, shard map and owners cache.
+	gateway := func() (*postgres.DB, store.Store) {
+		db := schemaDB(t, names[0], false)
+		db.WithDataShards([]*postgres.DB{db, schemaDB(t, names[1], false)})
+		if err := db.LoadDataShards(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return db, db.Store()
+	}
+	_, g1 := gateway()
+	_, g2 := gateway()
+	admin, _ := gateway()
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+
+	// 6 users in one shard of cluster 0, 6 elsewhere, each with a
+	// conversation; the shard's users also with a memory, a share, an
+	// attachment and an audit event.
+	var moving, others []string
+	shard := -1
+	for len(moving) < 6 || len(others) < 6 {
+		id := uuid.Must(uuid.NewV7()).String()
+		s := postgres.DataShard(id)
+		if shard < 0 && s < postgres.DataShards/2 {
+			shard = s
+		}
+		if s == shard && len(moving) < 6 {
+			moving = append(moving, id)
+		} else if s != shard && len(others) < 6 {
+			others = append(others, id)
+		}
+	}
+	conv := map[string]string{}
+	shares, files := map[string]string{}, map[string]string{}
+	for _, u := range append(slices.Clone(moving), others...) {
+		if err := g1.Accounts.CreateUser(ctx, store.User{ID: u, Email: u + "@example.com", PasswordHash: "x", Tier: store.TierFree, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: u, Title: "moving", Model: "m", CreatedAt: now, UpdatedAt: now}
+		if err := g1.Conversations.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		conv[u] = c.ID
+		if !slices.Contains(moving, u) {
+			continue
+		}
+		if err := g1.Memories.Create(ctx, store.Memory{ID: uuid.NewString(), UserID: u, Text: "likes tea", CreatedAt: now, UpdatedAt: now}, 100); err != nil {
+			t.Fatal(err)
+		}
+		sh, err := g1.Shares.Put(ctx, store.Share{ID: strings.ReplaceAll(uuid.NewString(), "-", "")[:22], UserID: u, ConversationID: c.ID, Snapshot: []byte(`{}`), CreatedAt: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shares[u] = sh.ID
+		a := store.Attachment{ID: uuid.NewString(), UserID: u, Filename: "cat.png", MimeType: "image/png", SizeBytes: 10,
+			SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Status: store.AttachmentUploading,
+			CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+		if err := g1.Attachments.Create(ctx, a, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		files[u] = a.ID
+		if err := g1.Audit.Append(ctx, store.AuditEvent{ID: uuid.NewString(), UserID: u, Kind: store.AuditLoginSuccess, At: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var (
+		mu     sync.Mutex
+		stored = map[string][]string{} // user → message IDs the writers were told were stored
+	)
+	m, slowMoving, slowRest := moveUnderLoad(t, []store.Store{g1, g2}, moving, others, func(g store.Store, u string, w, i int) error {
+		t0 := time.Now()
+		msg := store.Message{ID: uuid.Must(uuid.NewV7()).String(), ConversationID: conv[u], Role: "user",
+			Parts: []store.Part{{Text: fmt.Sprintf("message %d of writer %d", i, w)}}, CreatedAt: t0}
+		if err := g.Messages.Append(ctx, msg); err != nil {
+			return fmt.Errorf("Append: %w", err)
+		}
+		if err := g.Conversations.Touch(ctx, u, conv[u], t0, ""); err != nil {
+			return fmt.Errorf("Touch: %w", err)
+		}
+		mu.Lock()
+		stored[u] = append(stored[u], msg.ID)
+		mu.Unlock()
+		return nil
+	}, func() (postgres.ShardMove, error) { return admin.MoveDataShard(ctx, shard, 1) })
+	total := 0
+	for _, ids := range stored {
+		total += len(ids)
+	}
+	t.Logf("data shard %d moved from cluster %d to %d: %d users, %d rows; writes paused %v; slowest write of its users %v, of the others %v; %d messages in all",
+		m.Shard, m.From, m.To, m.Users, m.Rows, m.Paused.Round(time.Millisecond), slowMoving.Round(time.Millisecond), slowRest.Round(time.Millisecond), total)
+	if m.Users != len(moving) || m.From != 0 || m.To != 1 {
+		t.Fatalf("moved %d users from cluster %d to %d; want %d from 0 to 1", m.Users, m.From, m.To, len(moving))
+	}
+	for gi, g := range []store.Store{g1, g2} {
+		for _, u := range append(slices.Clone(moving), others...) {
+			var got []string
+			for cursor := ""; ; {
+				page, next, err := g.Messages.List(ctx, conv[u], store.PageRequest{Size: store.MaxPageSize, Cursor: cursor})
+				if err != nil {
+					t.Fatalf("gateway %d: List: %v", gi+1, err)
+				}
+				for _, msg := range page {
+					got = append(got, msg.ID)
+				}
+				if cursor = next; cursor == "" {
+					break
+				}
+			}
+			want := slices.Clone(stored[u])
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("gateway %d, user %s: %d messages stored, %d told stored (lost or doubled)", gi+1, u, len(got), len(want))
+			}
+			if _, err := g.Conversations.Get(ctx, u, conv[u]); err != nil {
+				t.Fatalf("gateway %d, user %s: the conversation: %v", gi+1, u, err)
+			}
+			if !slices.Contains(moving, u) {
+				continue
+			}
+			if mems, _, err := g.Memories.List(ctx, u, store.PageRequest{}); err != nil || len(mems) != 1 {
+				t.Fatalf("gateway %d, user %s: memories %v (%v)", gi+1, u, mems, err)
+			}
+			if sh, err := g.Shares.Get(ctx, shares[u]); err != nil || sh.UserID != u {
+				t.Fatalf("gateway %d, user %s: share %+v (%v)", gi+1, u, sh, err)
+			}
+			if a, err := g.Attachments.Get(ctx, u, files[u]); err != nil || a.SizeBytes != 10 {
+				t.Fatalf("gateway %d, user %s: attachment %+v (%v)", gi+1, u, a, err)
+			}
+			if evs, _, err := g.Audit.List(ctx, u, store.PageRequest{}); err != nil || len(evs) != 1 {
+				t.Fatalf("gateway %d, user %s: audit events %v (%v)", gi+1, u, evs, err)
+			}
+		}
+	}
+	// The old cluster holds nothing of the shard's users any more; the new
+	// one holds their conversations.
+	old, moved := schemaDB(t, names[0], false), schemaDB(t, names[1], false)
+	for _, u := range moving {
+		for _, table := range []string{"conversations", "memories", "shares", "attachments", "audit_log"} {
+			if n, err := old.CountWhere(ctx, table, "user_id", u); err != nil || n != 0 {
+				t.Fatalf("the old cluster's %s still holds %d rows of moved user %s (%v)", table, n, u, err)
+			}
+		}
+		if n, err := old.CountWhere(ctx, "messages", "conversation_id", conv[u]); err != nil || n != 0 {
+			t.Fatalf("the old cluster still holds %d messages of moved user %s (%v)", n, u, err)
+		}
+		if n, err := moved.CountWhere(ctx, "messages", "conversation_id", conv[u]); err != nil || n != int64(len(stored[u])) {
+			t.Fatalf("the new cluster holds %d messages of moved user %s, want %d (%v)", n, u, len(stored[u]), err)
+		}
+	}
+}
