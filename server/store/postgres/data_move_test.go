@@ -19,7 +19,8 @@ import (
 // write its users' messages and others': no message is lost or doubled
 // (each conversation holds exactly the messages the writers were told
 // were stored), what the shard's users had before (a memory, a share, an
-// attachment, an audit event) is read through both gateways after, the
+// attachment, an audit event, a vector store) is read through both
+// gateways after, the
 // shard's rows end on the new cluster only, and only the shard's users
 // wait (the pause is measured; the others' slowest write is reported
 // beside it).
@@ -67,7 +68,7 @@ func TestMoveDataShardUnderLoad(t *testing.T) {
 		}
 	}
 	conv := map[string]string{}
-	shares, files := map[string]string{}, map[string]string{}
+	shares, files, stores := map[string]string{}, map[string]string{}, map[string]string{}
 	for _, u := range append(slices.Clone(moving), others...) {
 		if err := g1.Accounts.CreateUser(ctx, store.User{ID: u, Email: u + "@example.com", PasswordHash: "x", Tier: store.TierFree, CreatedAt: now}); err != nil {
 			t.Fatal(err)
@@ -98,6 +99,11 @@ func TestMoveDataShardUnderLoad(t *testing.T) {
 		if err := g1.Audit.Append(ctx, store.AuditEvent{ID: uuid.NewString(), UserID: u, Kind: store.AuditLoginSuccess, At: now}); err != nil {
 			t.Fatal(err)
 		}
+		vs := store.VectorStore{ID: uuid.NewString(), UserID: u, Name: "docs", EmbeddingModel: "embed-1", CreatedAt: now, LastActiveAt: now}
+		if err := g1.VectorStores.CreateVectorStore(ctx, vs, []store.VectorStoreFile{{FileID: "f1", Status: store.FileInProgress, ChunkTokens: 800, OverlapTokens: 400, CreatedAt: now}}); err != nil {
+			t.Fatal(err)
+		}
+		stores[u] = vs.ID
 	}
 
 	var (
@@ -167,13 +173,16 @@ func TestMoveDataShardUnderLoad(t *testing.T) {
 			if evs, _, err := g.Audit.List(ctx, u, store.PageRequest{}); err != nil || len(evs) != 1 {
 				t.Fatalf("gateway %d, user %s: audit events %v (%v)", gi+1, u, evs, err)
 			}
+			if fs, _, err := g.VectorStores.ListVectorStoreFiles(ctx, u, stores[u], store.VectorStoreFilter{}, store.PageRequest{}); err != nil || len(fs) != 1 {
+				t.Fatalf("gateway %d, user %s: the vector store's files %v (%v)", gi+1, u, fs, err)
+			}
 		}
 	}
 	// The old cluster holds nothing of the shard's users any more; the new
 	// one holds their conversations.
 	old, moved := schemaDB(t, names[0], false), schemaDB(t, names[1], false)
 	for _, u := range moving {
-		for _, table := range []string{"conversations", "memories", "shares", "attachments", "audit_log"} {
+		for _, table := range []string{"conversations", "memories", "shares", "attachments", "audit_log", "vector_stores", "vector_store_files"} {
 			if n, err := old.CountWhere(ctx, table, "user_id", u); err != nil || n != 0 {
 				t.Fatalf("the old cluster's %s still holds %d rows of moved user %s (%v)", table, n, u, err)
 			}

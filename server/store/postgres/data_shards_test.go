@@ -45,7 +45,8 @@ func TestDataShardsStoreSuites(t *testing.T) {
 }
 
 // Each user's rows (a conversation and its messages, an attachment, a
-// share, a project, a memory, a saved prompt, a rating, an audit event)
+// share, a project, a memory, a saved prompt, a rating, an audit event, a
+// vector store and its file)
 // land on the cluster of the user's logical shard and on no other; users,
 // sessions and keys stay on the accounts cluster; and every lookup that
 // comes without a user (session, key, email, share link) finds its row.
@@ -118,13 +119,17 @@ func TestDataShardsPlaceEachUserOnOne(t *testing.T) {
 		if err := s.Audit.Append(ctx, store.AuditEvent{ID: uuid.NewString(), UserID: u.ID, Kind: store.AuditTierChanged, At: now}); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.VectorStores.CreateVectorStore(ctx, store.VectorStore{ID: uuid.NewString(), UserID: u.ID, Name: "docs", EmbeddingModel: "e", CreatedAt: now, LastActiveAt: now},
+			[]store.VectorStoreFile{{FileID: a.ID, Status: store.FileInProgress, ChunkTokens: 800, OverlapTokens: 400, CreatedAt: now}}); err != nil {
+			t.Fatal(err)
+		}
 		users = append(users, p)
 	}
 	if perCluster[0] == 0 || perCluster[1] == 0 {
 		t.Fatalf("24 users hashed to one cluster only: %v", perCluster)
 	}
 	perUser := map[string]int64{"conversations": 1, "attachments": 1, "shares": 1, "projects": 1, "memories": 1,
-		"saved_prompts": 1, "message_feedback": 1, "audit_log": 1}
+		"saved_prompts": 1, "message_feedback": 1, "audit_log": 1, "vector_stores": 1, "vector_store_files": 1}
 	for _, p := range users {
 		for table, rows := range perUser {
 			for i, db := range dbs {

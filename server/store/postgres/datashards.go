@@ -20,9 +20,10 @@ import (
 
 // DataShards is the number of logical shards of the users' data: a user's
 // conversations, messages, chat settings, attachments, shares, projects,
-// memories, ratings, saved prompts and audit events live on logical shard
-// DataShard(user), and the logical shards are spread over the data
-// clusters (WithDataShards) in contiguous ranges. Fixed (hash(user_id) % 64,
+// memories, ratings, saved prompts, audit events and vector stores live on
+// logical shard DataShard(user), and the logical shards are spread over
+// the data clusters (WithDataShards), in contiguous ranges until moved
+// (MoveDataShard). Fixed (hash(user_id) % 64,
 // as docs/scaling.md has it), so that a cluster added later takes whole
 // logical shards and never rehashes a user.
 const DataShards = 64
@@ -42,8 +43,8 @@ const shareTags = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 
 // dataSet is where the users' data lives when it is spread over several
 // clusters. dbs[0] is also the accounts cluster: users, sessions, API keys,
-// identities, organisations, invitations, batches, webhooks and vector
-// stores stay there, so every lookup that arrives without a user (session,
+// identities, organisations, invitations, batches, webhooks and the vector
+// index stay there, so every lookup that arrives without a user (session,
 // key, email, identity) is one indexed read on it, as with one cluster.
 type dataSet struct {
 	dbs []*DB
@@ -538,4 +539,104 @@ func (s shardedFeedback) RatingNotes(ctx context.Context, from, to time.Time, li
 	}
 	slices.SortStableFunc(all, func(a, b store.Rating) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	return all[:min(len(all), limit)], nil
+}
+
+// shardedVectorStores keeps a user's vector stores and their files' rows
+// on the user's cluster, beside the projects that name them; the vector
+// index (Vectors) stays on the accounts cluster, keyed by store.
+type shardedVectorStores struct{ d *dataSet }
+
+func (s shardedVectorStores) CreateVectorStore(ctx context.Context, v store.VectorStore, files []store.VectorStoreFile) error {
+	return s.d.do(ctx, v.UserID, func(db *DB) error { return vectorStores{db}.CreateVectorStore(ctx, v, files) })
+}
+
+func (s shardedVectorStores) GetVectorStore(ctx context.Context, userID, id string) (store.VectorStore, error) {
+	return onUser(ctx, s.d, userID, func(db *DB) (store.VectorStore, error) { return vectorStores{db}.GetVectorStore(ctx, userID, id) })
+}
+
+func (s shardedVectorStores) ListVectorStores(ctx context.Context, userID string, p store.PageRequest) (list []store.VectorStore, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = vectorStores{db}.ListVectorStores(ctx, userID, p)
+		return err
+	})
+	return list, next, err
+}
+
+func (s shardedVectorStores) UpdateVectorStore(ctx context.Context, userID, id string, name *string, metadata map[string]string, expiresAfter *time.Duration, now time.Time) (store.VectorStore, error) {
+	return onUser(ctx, s.d, userID, func(db *DB) (store.VectorStore, error) {
+		return vectorStores{db}.UpdateVectorStore(ctx, userID, id, name, metadata, expiresAfter, now)
+	})
+}
+
+func (s shardedVectorStores) TouchVectorStore(ctx context.Context, userID, id string, now time.Time) error {
+	return s.d.do(ctx, userID, func(db *DB) error { return vectorStores{db}.TouchVectorStore(ctx, userID, id, now) })
+}
+
+func (s shardedVectorStores) DeleteVectorStore(ctx context.Context, userID, id string) error {
+	return s.d.do(ctx, userID, func(db *DB) error { return vectorStores{db}.DeleteVectorStore(ctx, userID, id) })
+}
+
+// ExpiredVectorStores lists up to limit over all clusters (claimUpTo).
+func (s shardedVectorStores) ExpiredVectorStores(ctx context.Context, now time.Time, limit int) ([]store.VectorStore, error) {
+	return claimUpTo(s.d, limit, func(db *DB, n int) ([]store.VectorStore, error) {
+		return vectorStores{db}.ExpiredVectorStores(ctx, now, n)
+	})
+}
+
+func (s shardedVectorStores) AddVectorStoreFile(ctx context.Context, f store.VectorStoreFile) error {
+	return s.d.do(ctx, f.UserID, func(db *DB) error { return vectorStores{db}.AddVectorStoreFile(ctx, f) })
+}
+
+func (s shardedVectorStores) GetVectorStoreFile(ctx context.Context, userID, storeID, fileID string) (store.VectorStoreFile, error) {
+	return onUser(ctx, s.d, userID, func(db *DB) (store.VectorStoreFile, error) {
+		return vectorStores{db}.GetVectorStoreFile(ctx, userID, storeID, fileID)
+	})
+}
+
+func (s shardedVectorStores) ListVectorStoreFiles(ctx context.Context, userID, storeID string, filter store.VectorStoreFilter, p store.PageRequest) (list []store.VectorStoreFile, next string, err error) {
+	err = s.d.do(ctx, userID, func(db *DB) error {
+		list, next, err = vectorStores{db}.ListVectorStoreFiles(ctx, userID, storeID, filter, p)
+		return err
+	})
+	return list, next, err
+}
+
+func (s shardedVectorStores) SetVectorStoreFileAttributes(ctx context.Context, userID, storeID, fileID string, attrs map[string]any) (store.VectorStoreFile, error) {
+	return onUser(ctx, s.d, userID, func(db *DB) (store.VectorStoreFile, error) {
+		return vectorStores{db}.SetVectorStoreFileAttributes(ctx, userID, storeID, fileID, attrs)
+	})
+}
+
+func (s shardedVectorStores) RemoveVectorStoreFile(ctx context.Context, userID, storeID, fileID string) error {
+	return s.d.do(ctx, userID, func(db *DB) error { return vectorStores{db}.RemoveVectorStoreFile(ctx, userID, storeID, fileID) })
+}
+
+func (s shardedVectorStores) VectorStoresOfFile(ctx context.Context, userID, fileID string) ([]string, error) {
+	return onUser(ctx, s.d, userID, func(db *DB) ([]string, error) { return vectorStores{db}.VectorStoresOfFile(ctx, userID, fileID) })
+}
+
+func (s shardedVectorStores) CancelVectorStoreFiles(ctx context.Context, userID, storeID, batchID string) (int, error) {
+	return onUser(ctx, s.d, userID, func(db *DB) (int, error) {
+		return vectorStores{db}.CancelVectorStoreFiles(ctx, userID, storeID, batchID)
+	})
+}
+
+// ClaimIngestion claims up to limit over all clusters (claimUpTo), oldest
+// first on each.
+func (s shardedVectorStores) ClaimIngestion(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.IngestionClaim, error) {
+	return claimUpTo(s.d, limit, func(db *DB, n int) ([]store.IngestionClaim, error) {
+		return vectorStores{db}.ClaimIngestion(ctx, now, lease, n)
+	})
+}
+
+func (s shardedVectorStores) RenewIngestion(ctx context.Context, c store.IngestionClaim, now time.Time, lease time.Duration) (store.IngestionClaim, error) {
+	return onUser(ctx, s.d, c.File.UserID, func(db *DB) (store.IngestionClaim, error) {
+		return vectorStores{db}.RenewIngestion(ctx, c, now, lease)
+	})
+}
+
+func (s shardedVectorStores) FinishIngestion(ctx context.Context, c store.IngestionClaim, status, lastError string, chunks int, usageBytes int64) error {
+	return s.d.do(ctx, c.File.UserID, func(db *DB) error {
+		return vectorStores{db}.FinishIngestion(ctx, c, status, lastError, chunks, usageBytes)
+	})
 }

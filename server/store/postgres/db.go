@@ -247,7 +247,7 @@ func (db *DB) Store() store.Store {
 	if d := db.data; d != nil && len(d.dbs) > 1 {
 		s.Conversations, s.Messages, s.Attachments, s.Audit = shardedConversations{d}, shardedMessages{d}, shardedAttachments{d}, shardedAudit{d}
 		s.Search, s.Shares, s.Projects, s.Memories = shardedSearch{d}, shardedShares{d}, shardedProjects{d}, shardedMemories{d}
-		s.Feedback, s.Prompts = shardedFeedback{d}, shardedPrompts{d}
+		s.Feedback, s.Prompts, s.VectorStores = shardedFeedback{d}, shardedPrompts{d}, shardedVectorStores{d}
 	}
 	return s
 }

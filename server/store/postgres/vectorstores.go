@@ -64,7 +64,7 @@ func (s vectorStores) CreateVectorStore(ctx context.Context, v store.VectorStore
 	if err != nil {
 		return err
 	}
-	return mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+	return mapErr(pgx.BeginFunc(ctx, s.db.conn(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO vector_stores (id, user_id, name, metadata, embedding_model, expires_after, created_at, last_active_at, expires_at, web)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			v.ID, v.UserID, v.Name, meta, v.EmbeddingModel, int64(v.ExpiresAfter), ts(v.CreatedAt), ts(v.LastActiveAt), expiresAt(v.ExpiresAfter, v.LastActiveAt), v.Web); err != nil {
@@ -93,7 +93,7 @@ func insertStoreFile(ctx context.Context, tx pgx.Tx, f store.VectorStoreFile) er
 }
 
 func (s vectorStores) GetVectorStore(ctx context.Context, userID, id string) (store.VectorStore, error) {
-	v, err := scanStore(s.db.pool.QueryRow(ctx, `SELECT `+storeColumns+` FROM vector_stores v WHERE v.id = $1 AND v.user_id = $2`, id, userID))
+	v, err := scanStore(s.db.conn().QueryRow(ctx, `SELECT `+storeColumns+` FROM vector_stores v WHERE v.id = $1 AND v.user_id = $2`, id, userID))
 	if err != nil {
 		return store.VectorStore{}, notFound(err, "vector store")
 	}
@@ -110,7 +110,7 @@ func (s vectorStores) ListVectorStores(ctx context.Context, userID string, p sto
 		}
 		q, args = q+` AND (v.created_at, v.id) < ($2, $3)`, append(args, at, id)
 	}
-	rows, err := s.db.pool.Query(ctx, q+fmt.Sprintf(` ORDER BY v.created_at DESC, v.id DESC LIMIT %d`, limit+1), args...)
+	rows, err := s.db.conn().Query(ctx, q+fmt.Sprintf(` ORDER BY v.created_at DESC, v.id DESC LIMIT %d`, limit+1), args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
@@ -169,7 +169,7 @@ func (s vectorStores) DeleteVectorStore(ctx context.Context, userID, id string) 
 }
 
 func (s vectorStores) ExpiredVectorStores(ctx context.Context, now time.Time, limit int) ([]store.VectorStore, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT `+storeColumns+` FROM vector_stores v WHERE v.expires_at IS NOT NULL AND v.expires_at < $1
+	rows, err := s.db.conn().Query(ctx, `SELECT `+storeColumns+` FROM vector_stores v WHERE v.expires_at IS NOT NULL AND v.expires_at < $1
 		ORDER BY v.expires_at LIMIT $2`, ts(now), limit)
 	if err != nil {
 		return nil, mapErr(err)
@@ -178,7 +178,7 @@ func (s vectorStores) ExpiredVectorStores(ctx context.Context, now time.Time, li
 }
 
 func (s vectorStores) AddVectorStoreFile(ctx context.Context, f store.VectorStoreFile) error {
-	return mapErr(pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+	return mapErr(pgx.BeginFunc(ctx, s.db.conn(), func(tx pgx.Tx) error {
 		// The store's row is locked, so a delete racing the add either
 		// comes first (not found) or waits and takes the file with it.
 		var one int
@@ -209,7 +209,7 @@ func scanFile(row pgx.Row, extra ...any) (store.VectorStoreFile, error) {
 }
 
 func (s vectorStores) GetVectorStoreFile(ctx context.Context, userID, storeID, fileID string) (store.VectorStoreFile, error) {
-	f, err := scanFile(s.db.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM vector_store_files WHERE store_id = $1 AND file_id = $2 AND user_id = $3`,
+	f, err := scanFile(s.db.conn().QueryRow(ctx, `SELECT `+fileColumns+` FROM vector_store_files WHERE store_id = $1 AND file_id = $2 AND user_id = $3`,
 		storeID, fileID, userID))
 	if err != nil {
 		return store.VectorStoreFile{}, notFound(err, "vector store file")
@@ -234,7 +234,7 @@ func (s vectorStores) ListVectorStoreFiles(ctx context.Context, userID, storeID 
 		}
 		q += ` AND (created_at, file_id) < (` + arg(at) + `, ` + arg(id) + `)`
 	}
-	rows, err := s.db.pool.Query(ctx, q+fmt.Sprintf(` ORDER BY created_at DESC, file_id DESC LIMIT %d`, limit+1), args...)
+	rows, err := s.db.conn().Query(ctx, q+fmt.Sprintf(` ORDER BY created_at DESC, file_id DESC LIMIT %d`, limit+1), args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
@@ -254,7 +254,7 @@ func (s vectorStores) SetVectorStoreFileAttributes(ctx context.Context, userID, 
 	if err != nil {
 		return store.VectorStoreFile{}, err
 	}
-	f, err := scanFile(s.db.pool.QueryRow(ctx, `UPDATE vector_store_files SET attributes = $4 WHERE store_id = $1 AND file_id = $2 AND user_id = $3
+	f, err := scanFile(s.db.conn().QueryRow(ctx, `UPDATE vector_store_files SET attributes = $4 WHERE store_id = $1 AND file_id = $2 AND user_id = $3
 		RETURNING `+fileColumns, storeID, fileID, userID, data))
 	if err != nil {
 		return store.VectorStoreFile{}, notFound(err, "vector store file")
@@ -271,7 +271,7 @@ func (s vectorStores) RemoveVectorStoreFile(ctx context.Context, userID, storeID
 }
 
 func (s vectorStores) VectorStoresOfFile(ctx context.Context, userID, fileID string) ([]string, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT store_id FROM vector_store_files WHERE user_id = $1 AND file_id = $2 ORDER BY store_id`, userID, fileID)
+	rows, err := s.db.conn().Query(ctx, `SELECT store_id FROM vector_store_files WHERE user_id = $1 AND file_id = $2 ORDER BY store_id`, userID, fileID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -285,7 +285,7 @@ func (s vectorStores) CancelVectorStoreFiles(ctx context.Context, userID, storeI
 	// One statement: the batch's rows (any status) say whether it exists,
 	// and those in progress are cancelled.
 	var total, cancelled int
-	err := s.db.pool.QueryRow(ctx, `WITH b AS (
+	err := s.db.conn().QueryRow(ctx, `WITH b AS (
 			SELECT file_id, status FROM vector_store_files WHERE store_id = $1 AND user_id = $2 AND batch_id = $3
 		), c AS (
 			UPDATE vector_store_files f SET status = 'cancelled', claim_token = '', claim_until = 0
@@ -304,7 +304,7 @@ func (s vectorStores) CancelVectorStoreFiles(ctx context.Context, userID, storeI
 
 func (s vectorStores) ClaimIngestion(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.IngestionClaim, error) {
 	until := now.Add(lease)
-	rows, err := s.db.pool.Query(ctx, `WITH c AS (
+	rows, err := s.db.conn().Query(ctx, `WITH c AS (
 			SELECT store_id, file_id, claim_until AS old_until FROM vector_store_files
 			WHERE status = 'in_progress' AND claim_until <= $1
 			ORDER BY claim_until, created_at LIMIT $2 FOR UPDATE SKIP LOCKED
@@ -357,7 +357,7 @@ func compare(a, b int64) int {
 
 func (s vectorStores) RenewIngestion(ctx context.Context, c store.IngestionClaim, now time.Time, lease time.Duration) (store.IngestionClaim, error) {
 	var got int64
-	err := s.db.pool.QueryRow(ctx, `UPDATE vector_store_files SET claim_until = greatest(claim_until, $4)
+	err := s.db.conn().QueryRow(ctx, `UPDATE vector_store_files SET claim_until = greatest(claim_until, $4)
 		WHERE store_id = $1 AND file_id = $2 AND claim_token = $3 AND status = 'in_progress' RETURNING claim_until`,
 		c.File.StoreID, c.File.FileID, c.Token, ts(now.Add(lease))).Scan(&got)
 	if err != nil {
