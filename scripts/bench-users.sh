@@ -53,12 +53,13 @@ fi
 export PARLEY_SECRET=${PARLEY_SECRET:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
-wait_port() { # wait_port PORT
+wait_port() { # wait_port PORT LOG
   for _ in $(seq 300); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
     sleep 0.1
   done
-  echo "nothing listening on :$1" >&2
+  echo "nothing listening on :$1; the end of its log:" >&2
+  tail -n 20 "$2" >&2
   return 1
 }
 
@@ -70,15 +71,15 @@ for users in "${counts[@]}"; do
       >"$tmp/worker$i.log" 2>&1 &
     pids+=($!)
   done
-  wait_port 18931
-  wait_port 18932
+  wait_port 18931 "$tmp/worker1.log"
+  wait_port 18932 "$tmp/worker2.log"
   for i in 1 2; do
     "$bin" serve --listen "127.0.0.1:1892$i" --data-dir "$tmp/gw$i" --workers 127.0.0.1:18931,127.0.0.1:18932 --worker-token "$token" \
       --insecure-cookies --login-rate 1000000 --signup-rate-global 1000000 --auto-titles=false >"$tmp/gateway$i.log" 2>&1 &
     pids+=($!)
   done
-  wait_port 18921
-  wait_port 18922
+  wait_port 18921 "$tmp/gateway1.log"
+  wait_port 18922 "$tmp/gateway2.log"
   echo "== $users users (think $THINK, $DURATION, ramp $RAMP, sim time scale $TIME_SCALE, $DATA_CLUSTERS data clusters)" | tee "$out/$users.txt" >&2
   rc=0
   "$bin" bench users --url http://127.0.0.1:18921,http://127.0.0.1:18922 --users "$users" --ramp "$RAMP" --duration "$DURATION" \

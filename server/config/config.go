@@ -263,7 +263,7 @@ func (s *Stores) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.DataDir, "data-dir", "parley-data", "directory of the embedded store")
 	fs.StringVar(&s.PostgresURL, "postgres-url", "", "PostgreSQL URL for the relational stores (empty: embedded SQLite); several URLs separated by spaces spread the users' data (conversations, messages, attachments…) in 64 shards by user over as many clusters, the first keeping the accounts")
 	fs.BoolVar(&s.PostgresPgBouncer, "postgres-pgbouncer", false, "--postgres-url (and --postgres-read-urls) name PgBouncer in transaction mode: no named prepared statements")
-	fs.Func("postgres-read-urls", "comma-separated PostgreSQL read replica URLs: conversation, message, usage and key listings go to them round-robin (none: all reads on --postgres-url)", listSetter(&s.PostgresReadURLs))
+	fs.Func("postgres-read-urls", "comma-separated PostgreSQL read replica URLs: conversation, message, usage and key listings go to them round-robin (none: all reads on --postgres-url); with several --postgres-url clusters, K=URL is a replica of cluster K (from 0), a bare URL one of the first", listSetter(&s.PostgresReadURLs))
 	fs.StringVar(&s.BillingPostgresURL, "billing-postgres-url", "", "PostgreSQL URL of a cluster of the ledger's own: balances, holds, budgets and usage records (or their outbox); several URLs separated by spaces spread its 32 shards by user over as many clusters; empty: --postgres-url keeps them")
 	fs.DurationVar(&s.PostgresReplicaMaxLag, "postgres-replica-max-lag", 2*time.Second, "a read replica further behind the primary than this is skipped")
 	fs.StringVar(&s.RedisURL, "redis-url", "", "Redis URL for the shared rate limiter (empty: in process); redis+cluster://host:port,host:port,… for a Redis Cluster")

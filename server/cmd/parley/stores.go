@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,28 +92,41 @@ func openStores(ctx context.Context, cfg *config.Stores) (st *stores, err error)
 	var saver store.LimiterSaver // the embedded database keeps the in-process limiter
 	if cfg.PostgresURL != "" {
 		urls := strings.Fields(cfg.PostgresURL)
+		reads, err := readURLsByCluster(cfg.PostgresReadURLs, len(urls))
+		if err != nil {
+			return nil, err
+		}
 		pg, err := postgres.Open(ctx, urls[0], postgres.Options{
-			PgBouncer: cfg.PostgresPgBouncer, ReadURLs: cfg.PostgresReadURLs, MaxReplicaLag: cfg.PostgresReplicaMaxLag,
+			PgBouncer: cfg.PostgresPgBouncer, ReadURLs: reads[0], MaxReplicaLag: cfg.PostgresReplicaMaxLag,
 		})
 		if err != nil {
 			return nil, err
 		}
 		s.closers = append(s.closers, pg.Close)
 		s.Collectors = append(s.Collectors, pg.Collectors()...)
+		metricsOf := pg // whose replica metrics the other clusters' share
+
 		if err := pg.Migrate(ctx); err != nil {
 			return nil, err
 		}
 		if len(urls) > 1 {
 			// The users' data clusters: the first URL keeps the accounts
 			// and the first range of logical shards; each other one its own
-			// pool, migrated alike, no read replicas.
+			// pool and read replicas, migrated alike.
 			data := []*postgres.DB{pg}
 			for i, u := range urls[1:] {
-				d, err := postgres.Open(ctx, u, postgres.Options{PgBouncer: cfg.PostgresPgBouncer})
+				d, err := postgres.Open(ctx, u, postgres.Options{
+					PgBouncer: cfg.PostgresPgBouncer, ReadURLs: reads[i+1], MaxReplicaLag: cfg.PostgresReplicaMaxLag,
+					ReplicaMetricsOf: metricsOf,
+				})
 				if err != nil {
 					return nil, fmt.Errorf("--postgres-url %d: %w", i+2, err)
 				}
 				s.closers = append(s.closers, d.Close)
+				if len(metricsOf.Collectors()) == 0 {
+					metricsOf = d
+					s.Collectors = append(s.Collectors, d.Collectors()...)
+				}
 				if err := d.Migrate(ctx); err != nil {
 					return nil, fmt.Errorf("--postgres-url %d: %w", i+2, err)
 				}
@@ -286,4 +300,24 @@ func (s *stores) Secret(secret, dataDir string) ([]byte, error) {
 		return nil, fmt.Errorf("secret: %w", err)
 	}
 	return k, nil
+}
+
+// readURLsByCluster splits --postgres-read-urls over the clusters of
+// --postgres-url: an entry K=URL (K a number) is a replica of cluster K
+// (its place in the list, from 0), any other (a URL, a key=value DSN) one
+// of the first.
+func readURLsByCluster(urls []string, clusters int) ([][]string, error) {
+	out := make([][]string, clusters)
+	for _, u := range urls {
+		k := 0
+		if at, rest, ok := strings.Cut(u, "="); ok && at != "" && strings.Trim(at, "0123456789") == "" {
+			n, err := strconv.Atoi(at)
+			if err != nil || n >= clusters {
+				return nil, fmt.Errorf("--postgres-read-urls: %q names cluster %q; --postgres-url has clusters 0–%d", u, at, clusters-1)
+			}
+			k, u = n, rest
+		}
+		out[k] = append(out[k], u)
+	}
+	return out, nil
 }

@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -10,7 +12,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parleyhq/parley/server/internal/wait"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/server/store/postgres"
 )
@@ -193,5 +197,94 @@ func TestMoveDataShardUnderLoad(t *testing.T) {
 		if n, err := moved.CountWhere(ctx, "messages", "conversation_id", conv[u]); err != nil || n != int64(len(stored[u])) {
 			t.Fatalf("the new cluster holds %d messages of moved user %s, want %d (%v)", n, u, len(stored[u]), err)
 		}
+	}
+}
+
+// A data cluster's read replica serves its users' listings that tolerate
+// lag, fenced there too: when the user's shard moves to another cluster, a
+// gateway whose map still names the old one never reads the old replica's
+// emptied copy. Its replica either still has the rows (it has not replayed
+// the move's fence, which comes before the rows' deletion) or refuses the
+// shard, and the gateway reads the map again. Cluster 0 is a schema of the
+// test PostgreSQL, cluster 1 one of the HA primary with its streaming
+// replica (PARLEY_SERVICES_PGHA=1).
+func TestDataShardReplicaFollowsAMove(t *testing.T) {
+	env := needEnv(t, EnvURL, EnvHAPrimaryURL, EnvReplicaURL)
+	ctx := t.Context()
+	names := []string{"t_" + strings.ReplaceAll(uuid.NewString(), "-", ""), "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")}
+	schemaDB(t, names[0], true)
+	open := func(replicas bool) *postgres.DB {
+		opts := postgres.Options{Schema: names[1], MaxConns: 4}
+		if replicas {
+			opts.ReadURLs, opts.MaxReplicaLag, opts.ReplicaCheckEvery = []string{env[2]}, 3*time.Second, 50*time.Millisecond
+		}
+		db, err := postgres.Open(ctx, env[1], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	ha := open(false)
+	t.Cleanup(func() { _ = ha.DropSchema(context.Background(), names[1]) })
+	if err := ha.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gateway := func(replicas bool) *postgres.DB {
+		db := schemaDB(t, names[0], false)
+		db.WithDataShards([]*postgres.DB{db, open(replicas)})
+		if err := db.LoadDataShards(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	g, admin := gateway(true), gateway(false)
+	reg := prometheus.NewRegistry()
+	replica := g.DataCluster(1)
+	reg.MustRegister(replica.Collectors()...)
+	ru, err := url.Parse(env[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicaName := ru.Host
+	reads := func() float64 {
+		return metric(t, reg, "parley_postgres_stale_reads_total", map[string]string{"server": replicaName})
+	}
+
+	user := ""
+	for user == "" || postgres.DataShard(user) < postgres.DataShards/2 {
+		user = uuid.Must(uuid.NewV7()).String()
+	}
+	now := time.Now().UTC()
+	s := g.Store()
+	c := store.Conversation{ID: uuid.Must(uuid.NewV7()).String(), UserID: user, Title: "on a replica", Model: "m", CreatedAt: now, UpdatedAt: now}
+	if err := s.Conversations.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	stale := store.AllowStale(ctx)
+	list := func(ctx context.Context) ([]store.Conversation, error) {
+		cs, _, err := s.Conversations.List(ctx, user, store.ConversationFilter{}, store.PageRequest{})
+		return cs, err
+	}
+	wait.For(t, 10*time.Second, "the data cluster's replica to serve the listing", func() bool {
+		before := reads()
+		cs, err := list(stale)
+		return err == nil && len(cs) == 1 && reads() == before+1
+	})
+
+	m, err := admin.MoveDataShard(ctx, postgres.DataShard(user), 0)
+	if err != nil || m.From != 1 || m.Users != 1 {
+		t.Fatalf("MoveDataShard: %+v, %v", m, err)
+	}
+	// The gateway's map names cluster 1 for up to 5 s more: every stale
+	// listing in that time still finds the conversation.
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		cs, err := list(stale)
+		if err != nil || len(cs) != 1 || cs[0].ID != c.ID {
+			t.Fatalf("a stale listing after the move: %v (%v), want the conversation", cs, err)
+		}
+	}
+	if n, err := ha.CountWhere(ctx, "conversations", "user_id", user); err != nil || n != 0 {
+		t.Fatalf("the old cluster holds %d of the moved user's conversations (%v)", n, err)
 	}
 }

@@ -2,7 +2,10 @@ package postgres_test
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,5 +210,44 @@ func TestDataShardsRefuseAReorderedList(t *testing.T) {
 	other.WithDataShards([]*postgres.DB{other, accounts})
 	if err := other.LoadDataShards(t.Context()); err == nil || !strings.Contains(err.Error(), "keep the list's order") {
 		t.Fatalf("a reordered list: %v", err)
+	}
+}
+
+// Gateways starting at once on fresh clusters all start: each records the
+// clusters' places and the shard maps, whichever writes them first.
+func TestShardedClustersStartTogether(t *testing.T) {
+	if os.Getenv(EnvURL) == "" {
+		t.Skipf("%s not set", EnvURL)
+	}
+	t.Parallel()
+	for round := range 3 {
+		names := make([]string, 3)
+		for i := range names {
+			names[i] = "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+			schemaDB(t, names[i], true)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		start := make(chan struct{}) // as gateways leave the migration lock together
+		for range 8 {
+			db, data, billing := schemaDB(t, names[0], false), schemaDB(t, names[1], false), schemaDB(t, names[2], false)
+			wg.Go(func() {
+				<-start
+				db.WithDataShards([]*postgres.DB{db, data})
+				db.WithBillingShards([]*postgres.DB{data, billing})
+				if err := db.LoadDataShards(t.Context()); err != nil {
+					errs <- fmt.Errorf("round %d: LoadDataShards: %w", round, err)
+				}
+				if err := db.LoadLedgerMap(t.Context()); err != nil {
+					errs <- fmt.Errorf("round %d: LoadLedgerMap: %w", round, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 }

@@ -87,12 +87,13 @@ func (db *DB) LoadDataShards(ctx context.Context) error {
 }
 
 // onShard runs f with the database of the logical shard, every statement
-// fenced, where the shard is now (a move's pause waited out).
+// fenced, where the shard is now (a move's pause waited out); listings
+// that tolerate lag go to the cluster's read replicas, fenced there too.
 func onShard[T any](ctx context.Context, d *dataSet, shard int, f func(db *DB) (T, error)) (T, error) {
 	var out T
 	err := d.set.retry(ctx, shard, func(db *DB) error {
 		var err error
-		out, err = f(&DB{pool: db.pool, q: d.set.conn(db, shard)})
+		out, err = f(&DB{pool: db.pool, replicas: db.replicas, q: d.set.conn(db, shard)})
 		return err
 	})
 	return out, err

@@ -93,6 +93,10 @@ type Options struct {
 	// still serve (DefaultMaxReplicaLag when zero); ReplicaCheckEvery is how
 	// often each is checked (DefaultReplicaCheckEvery when zero).
 	MaxReplicaLag, ReplicaCheckEvery time.Duration
+	// ReplicaMetricsOf, when it has read replicas, is the store whose
+	// replica metric families this one's count in too (several data
+	// clusters with replicas, one registry: Collectors of the first only).
+	ReplicaMetricsOf *DB
 }
 
 // poolConfig parses url with the options that apply to every pool (the
@@ -151,6 +155,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	}
 	if len(opts.ReadURLs) > 0 {
 		db.replicas = newReplicaSet(pool, opts.MaxReplicaLag, opts.ReplicaCheckEvery)
+		if m := opts.ReplicaMetricsOf; m != nil && m.replicas != nil {
+			r, f := db.replicas, m.replicas
+			r.reads, r.skipped, r.upGauge, r.lagGauge = f.reads, f.skipped, f.upGauge, f.lagGauge
+		}
 		for _, u := range opts.ReadURLs {
 			r, err := openReplica(u, opts)
 			if err != nil {

@@ -35,3 +35,6 @@ func (db *DB) CountWhere(ctx context.Context, table, column, value string) (n in
 	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE `+column+` = $1`, value).Scan(&n)
 	return n, err
 }
+
+// DataCluster is the data cluster at place i (tests).
+func (db *DB) DataCluster(i int) *DB { return db.data.dbs[i] }

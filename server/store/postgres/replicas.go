@@ -210,13 +210,17 @@ func readRows[T any](ctx context.Context, db *DB, q string, args []any, fn func(
 		return run(db.conn())
 	}
 	if r := rs.pick(); r != nil {
-		out, err := run(r.pool)
+		var conn querier = r.pool
+		if fc, ok := db.q.(fencedConn); ok {
+			conn = fc.onReplica(r.pool) // a data shard's: fenced there too
+		}
+		out, err := run(conn)
 		if err == nil {
 			rs.reads.WithLabelValues(r.name).Inc()
 			return out, nil
 		}
-		if ctx.Err() != nil {
-			return nil, err
+		if ctx.Err() != nil || errShardMoved(err) {
+			return nil, err // a moved shard: the caller reads the map again
 		}
 		// Down, or a query canceled by a recovery conflict: the primary
 		// answers this one, and the checker decides when to come back.

@@ -76,12 +76,17 @@ func (b *shardSet) load(ctx context.Context, flag string) error {
 }
 
 // checkPlaces writes each cluster's place in the list flag into table at
-// its first start and refuses a list in another order.
+// its first start and refuses a list in another order. Gateways starting
+// at once may race to write it: the one whose insert waited on another's
+// finds nothing in its statement's snapshot and asks again.
 func checkPlaces(ctx context.Context, dbs []*DB, table, flag string) error {
 	for i, b := range dbs {
 		var at int
-		err := b.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO `+table+` (place) VALUES ($1) ON CONFLICT DO NOTHING RETURNING place)
-			SELECT place FROM ins UNION ALL SELECT place FROM `+table+` LIMIT 1`, i).Scan(&at)
+		err := pgx.ErrNoRows
+		for try := 0; try < 3 && errors.Is(err, pgx.ErrNoRows); try++ {
+			err = b.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO `+table+` (place) VALUES ($1) ON CONFLICT DO NOTHING RETURNING place)
+				SELECT place FROM ins UNION ALL SELECT place FROM `+table+` LIMIT 1`, i).Scan(&at)
+		}
 		if err != nil {
 			return fmt.Errorf("postgres: cluster %d of %s: %w", i, flag, err)
 		}
@@ -207,11 +212,24 @@ type fencedConn struct {
 	pool  *pgxpool.Pool
 	kind  string
 	shard int
+	// read fences without the row lock, on a read replica
+	// (<kind>_fence_read): a standby takes no locks.
+	read bool
+}
+
+// onReplica is c for a read replica's pool.
+func (c fencedConn) onReplica(pool *pgxpool.Pool) fencedConn {
+	c.pool, c.read = pool, true
+	return c
 }
 
 func (c fencedConn) batch(ctx context.Context, sql string, args []any) pgx.BatchResults {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+c.kind+`_fence($1)`, c.shard)
+	fence := `SELECT ` + c.kind + `_fence($1)`
+	if c.read {
+		fence = `SELECT ` + c.kind + `_fence_read($1)`
+	}
+	b.Queue(fence, c.shard)
 	b.Queue(sql, args...)
 	return c.pool.SendBatch(ctx, b)
 }
