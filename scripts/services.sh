@@ -505,6 +505,9 @@ pgbr_up() {
   pg_start "$d/data" "$PGBR_PORT" "$d/run" "-c max_connections=100 -c shared_buffers=64MB -c wal_level=replica -c max_wal_senders=5 -c archive_mode=on -c archive_timeout=30 -c synchronous_standby_names=pg_receivewal -c archive_command='pgbackrest --config=$d/pgbackrest.conf --stanza=parley archive-push %p'"
   pgbr_env
   if [ ! -f "$d/stanza-made" ]; then
+    # No stanza made here: a repository left in the bucket (by a data
+    # directory since removed) belongs to no database, and would refuse it.
+    rm -rf "$DIR/s3/data/parley-backups/pgbackrest-$(basename "$DIR")"
     pg_run pgbackrest stanza-create >"$d/stanza.log" 2>&1 || { cat "$d/stanza.log" >&2; return 1; }
     touch "$d/stanza-made"
   fi

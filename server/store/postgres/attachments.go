@@ -110,7 +110,7 @@ func (at attachments) Delete(ctx context.Context, userID, id string) error {
 func (at attachments) ExpireUploads(ctx context.Context, now time.Time) ([]store.Attachment, error) {
 	rows, err := at.db.conn().Query(ctx, `UPDATE attachments
 		SET status = 'failed', failure_reason = $1
-		WHERE status = 'uploading' AND expires_at IS NOT NULL AND expires_at <= $2 RETURNING `+attCols,
+		WHERE status = 'uploading' AND expires_at IS NOT NULL AND expires_at <= $2`+at.db.owned("user_id", true)+` RETURNING `+attCols,
 		store.UploadExpiredReason, ts(now))
 	return scanAttachments(rows, err)
 }
@@ -165,7 +165,7 @@ func (at attachments) ClaimUnreferenced(ctx context.Context, now, createdBefore,
 	rows, err := at.db.conn().Query(ctx, `UPDATE attachments SET claimed_at = $1
 		WHERE id IN (SELECT id FROM attachments
 		             WHERE referenced_at IS NULL AND purpose = '' AND created_at <= $2 AND status <> 'uploading'
-		               AND (claimed_at IS NULL OR claimed_at <= $3)
+		               AND (claimed_at IS NULL OR claimed_at <= $3)`+at.db.owned("user_id", true)+`
 		             ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 		RETURNING `+attCols, ts(now), ts(createdBefore), ts(reclaimBefore), limit)
 	return scanAttachments(rows, err)
@@ -192,7 +192,7 @@ func (at attachments) ClaimExpired(ctx context.Context, now, reclaimBefore time.
 	rows, err := at.db.conn().Query(ctx, `UPDATE attachments SET claimed_at = $1
 		WHERE id IN (SELECT id FROM attachments
 		             WHERE delete_at IS NOT NULL AND delete_at <= $1
-		               AND (claimed_at IS NULL OR claimed_at <= $2)
+		               AND (claimed_at IS NULL OR claimed_at <= $2)`+at.db.owned("user_id", true)+`
 		             ORDER BY delete_at LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING `+attCols, ts(now), ts(reclaimBefore), limit)
 	return scanAttachments(rows, err)

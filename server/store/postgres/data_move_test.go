@@ -198,6 +198,30 @@ func TestMoveDataShardUnderLoad(t *testing.T) {
 			t.Fatalf("the new cluster holds %d messages of moved user %s, want %d (%v)", n, u, len(stored[u]), err)
 		}
 	}
+
+	// What a move that stopped after its map change leaves on the old
+	// cluster (here: a moved user's upload, put back and made to look
+	// expired) is not swept there, and the move run again deletes it.
+	u := moving[0]
+	if err := old.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO %s.attachments SELECT * FROM %s.attachments WHERE user_id = $1`, names[0], names[1]), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ExecRaw(ctx, `UPDATE attachments SET expires_at = 1 WHERE user_id = $1`, u); err != nil {
+		t.Fatal(err)
+	}
+	if expired, err := g1.Attachments.ExpireUploads(ctx, time.Now()); err != nil || len(expired) != 0 {
+		t.Fatalf("swept %v (%v) of a shard the cluster gave up", expired, err)
+	}
+	again, err := admin.MoveDataShard(ctx, shard, 1)
+	if err != nil || again.From != 1 || again.To != 1 {
+		t.Fatalf("the move again: %+v, %v", again, err)
+	}
+	if n, err := old.CountWhere(ctx, "attachments", "user_id", u); err != nil || n != 0 {
+		t.Fatalf("the move again left %d of the moved user's uploads on the old cluster (%v)", n, err)
+	}
+	if a, err := g2.Attachments.Get(ctx, u, files[u]); err != nil || a.Status != store.AttachmentUploading {
+		t.Fatalf("the moved upload after the move again: %+v (%v)", a, err)
+	}
 }
 
 // A data cluster's read replica serves its users' listings that tolerate

@@ -251,3 +251,19 @@ func TestShardedClustersStartTogether(t *testing.T) {
 		}
 	}
 }
+
+// data_shard in SQL (the sweeps' filter) places every ID where DataShard
+// does: UUIDs, the empty ID, and IDs beyond ASCII.
+func TestDataShardSQLMatchesGo(t *testing.T) {
+	db := open(t)
+	ids := []string{"", "a", "ü-user", "用户", strings.Repeat("x", 300)}
+	for range 500 {
+		ids = append(ids, uuid.NewString())
+	}
+	for _, id := range ids {
+		got, err := db.DataShardSQL(t.Context(), id)
+		if err != nil || got != postgres.DataShard(id) {
+			t.Fatalf("data_shard(%q) = %d (%v), DataShard = %d", id, got, err, postgres.DataShard(id))
+		}
+	}
+}

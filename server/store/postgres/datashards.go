@@ -71,6 +71,9 @@ const ownersKept = 1 << 16
 // use.
 func (db *DB) WithDataShards(dbs []*DB) {
 	owners, _ := lru.New[string, int](ownersKept)
+	for _, d := range dbs {
+		d.sharded = len(dbs) > 1
+	}
 	db.data = &dataSet{dbs: dbs, set: newShardSet("data", DataShards, DataShard, dbs, db), owners: owners}
 }
 

@@ -52,9 +52,28 @@ type DB struct {
 	vec      vectorscan.Cache // the vectors of searched stores (Vectors)
 	billing  *shardSet        // the ledger's databases when apart (WithBilling, WithBillingShards), else nil
 	data     *dataSet         // the users' data's clusters when spread (WithDataShards), else nil
+	// sharded says db is one of several data clusters: its sweeps keep to
+	// the shards it holds (owned).
+	sharded bool
 	// q, when set, is what the users' data's statements run on instead of
 	// pool: a data shard's fencedConn (onShard).
 	q querier
+}
+
+// owned is the condition that keeps a sweep over every user of a data
+// cluster to the logical shards the cluster holds (col: the user column),
+// empty with one cluster. With lock, the cluster's data_shards rows are
+// held FOR SHARE to the statement's end, so a move's fence waits for the
+// sweep and its copy sees what the sweep claimed (not on a replica).
+func (db *DB) owned(col string, lock bool) string {
+	if !db.sharded {
+		return ""
+	}
+	held := ""
+	if lock {
+		held = " FOR SHARE"
+	}
+	return ` AND data_shard(` + col + `) IN (SELECT shard FROM data_shards` + held + `)`
 }
 
 // conn is what the users' data's statements run on: the pool, or a data

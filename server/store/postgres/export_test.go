@@ -38,3 +38,9 @@ func (db *DB) CountWhere(ctx context.Context, table, column, value string) (n in
 
 // DataCluster is the data cluster at place i (tests).
 func (db *DB) DataCluster(i int) *DB { return db.data.dbs[i] }
+
+// DataShardSQL is data_shard(id) as the database computes it (tests).
+func (db *DB) DataShardSQL(ctx context.Context, id string) (n int, err error) {
+	err = db.pool.QueryRow(ctx, `SELECT data_shard($1)`, id).Scan(&n)
+	return n, err
+}

@@ -47,7 +47,7 @@ func (f feedback) ListRatings(ctx context.Context, userID, conversationID string
 
 func (f feedback) CountRatings(ctx context.Context, from, to time.Time) ([]store.FeedbackCount, error) {
 	return readRows(ctx, f.db, `SELECT model, count(*) FILTER (WHERE good), count(*) FILTER (WHERE NOT good) FROM message_feedback
-		WHERE updated_at >= $1 AND updated_at < $2 GROUP BY model ORDER BY count(*) DESC, model`, []any{ts(from), ts(to)},
+		WHERE updated_at >= $1 AND updated_at < $2`+f.db.owned("user_id", false)+` GROUP BY model ORDER BY count(*) DESC, model`, []any{ts(from), ts(to)},
 		func(r pgx.Rows) (store.FeedbackCount, error) {
 			var c store.FeedbackCount
 			return c, r.Scan(&c.Model, &c.Good, &c.Bad)
@@ -56,5 +56,5 @@ func (f feedback) CountRatings(ctx context.Context, from, to time.Time) ([]store
 
 func (f feedback) RatingNotes(ctx context.Context, from, to time.Time, limit int) ([]store.Rating, error) {
 	return readRows(ctx, f.db, `SELECT `+ratingCols+` FROM message_feedback
-		WHERE note <> '' AND updated_at >= $1 AND updated_at < $2 ORDER BY updated_at DESC LIMIT $3`, []any{ts(from), ts(to), limit}, scanRating)
+		WHERE note <> '' AND updated_at >= $1 AND updated_at < $2`+f.db.owned("user_id", false)+` ORDER BY updated_at DESC LIMIT $3`, []any{ts(from), ts(to), limit}, scanRating)
 }

@@ -107,12 +107,31 @@ func moveShard(ctx context.Context, set *shardSet, shard, to int, tables []moved
 	if shard < 0 || shard >= set.shards || to < 0 || to >= len(set.dbs) {
 		return ShardMove{}, fmt.Errorf("postgres: %s shard %d to cluster %d: shards are 0–%d, clusters 0–%d", set.kind, shard, to, set.shards-1, len(set.dbs)-1)
 	}
+	var m ShardMove
+	// One move of a shard at a time: a transaction-scoped advisory lock on
+	// the accounts database, held while the shard moves (safe through
+	// PgBouncer in transaction mode).
+	err := pgx.BeginFunc(ctx, set.accounts.pool, func(lock pgx.Tx) error {
+		if _, err := lock.Exec(ctx, `SELECT pg_advisory_xact_lock(1972, hashtext($1))`, fmt.Sprintf("%s/%d", set.kind, shard)); err != nil {
+			return fmt.Errorf("postgres: lock %s shard %d: %w", set.kind, shard, err)
+		}
+		var err error
+		m, err = moveLocked(ctx, set, shard, to, tables, members)
+		return err
+	})
+	return m, err
+}
+
+// moveLocked is moveShard under its lock.
+func moveLocked(ctx context.Context, set *shardSet, shard, to int, tables []movedTable, members func(src *DB) (users, orgs []string, err error)) (ShardMove, error) {
 	if err := set.reload(ctx); err != nil {
 		return ShardMove{}, err
 	}
 	m := ShardMove{Shard: shard, From: set.cluster(shard), To: to}
 	if m.From == to {
-		return m, nil
+		// There already; an earlier move may have stopped before deleting
+		// the old rows: delete them wherever the shard is not held.
+		return m, deleteLeftovers(ctx, set, shard, tables, members)
 	}
 	src, dst := set.dbs[m.From], set.dbs[to]
 	start := time.Now()
@@ -124,16 +143,17 @@ func moveShard(ctx context.Context, set *shardSet, shard, to int, tables []moved
 		return m, err
 	}
 	m.Users = len(users)
-	idsOf := func(t movedTable) []string {
-		if t.byOrg {
-			return orgs
-		}
-		return users
+	// What the new cluster holds of the shard (an earlier attempt's, or
+	// rows left from when the shard last lived there) is replaced.
+	staleUsers, staleOrgs, err := members(dst)
+	if err != nil {
+		return m, err
 	}
+	all := movedIDs(union(users, staleUsers), union(orgs, staleOrgs))
 	err = pgx.BeginTxFunc(ctx, src.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(read pgx.Tx) error {
 		return pgx.BeginFunc(ctx, dst.pool, func(write pgx.Tx) error {
 			for _, t := range tables {
-				n, err := copyRows(ctx, read, write, t, idsOf(t))
+				n, err := copyRows(ctx, read, write, t, all(t))
 				if err != nil {
 					return fmt.Errorf("copy %s: %w", t.name, err)
 				}
@@ -152,19 +172,64 @@ func moveShard(ctx context.Context, set *shardSet, shard, to int, tables []moved
 	}
 	m.Paused = time.Since(start)
 	_ = set.reload(ctx)
-	// The old copy: deleted in the reverse order (keys last).
-	err = pgx.BeginFunc(ctx, src.pool, func(tx pgx.Tx) error {
+	if err := deleteRows(ctx, src, tables, movedIDs(users, orgs)); err != nil {
+		return m, fmt.Errorf("postgres: %s shard %d moved; deleting its old rows on cluster %d (run the move again to finish): %w", set.kind, shard, m.From, err)
+	}
+	return m, nil
+}
+
+// movedIDs gives each table the IDs its condition takes: the users, or
+// the organisations.
+func movedIDs(users, orgs []string) func(movedTable) []string {
+	return func(t movedTable) []string {
+		if t.byOrg {
+			return orgs
+		}
+		return users
+	}
+}
+
+func union(a, b []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(slices.Concat(a, b))))
+}
+
+// deleteRows deletes the rows of tables that ids picks on db, in one
+// transaction, in the reverse order (keys last).
+func deleteRows(ctx context.Context, db *DB, tables []movedTable, ids func(movedTable) []string) error {
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		for _, t := range slices.Backward(tables) {
-			if _, err := tx.Exec(ctx, `DELETE FROM `+t.name+` WHERE `+t.where, idsOf(t)); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+t.name+` WHERE `+t.where, ids(t)); err != nil {
 				return fmt.Errorf("delete %s: %w", t.name, err)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return m, fmt.Errorf("postgres: %s shard %d moved; deleting its old rows on cluster %d: %w", set.kind, shard, m.From, err)
+}
+
+// deleteLeftovers deletes the shard's rows on every cluster that does not
+// hold the shard (its <kind>_shards row gone): what a move that stopped
+// after its map change left behind.
+func deleteLeftovers(ctx context.Context, set *shardSet, shard int, tables []movedTable, members func(src *DB) ([]string, []string, error)) error {
+	for i, db := range set.dbs {
+		var held bool
+		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+set.kind+`_shards WHERE shard = $1)`, shard).Scan(&held); err != nil {
+			return fmt.Errorf("postgres: cluster %d: %w", i, err)
+		}
+		if held || i == set.cluster(shard) {
+			continue
+		}
+		users, orgs, err := members(db)
+		if err != nil {
+			return err
+		}
+		if len(users)+len(orgs) == 0 {
+			continue
+		}
+		if err := deleteRows(ctx, db, tables, movedIDs(users, orgs)); err != nil {
+			return fmt.Errorf("postgres: %s shard %d's old rows on cluster %d: %w", set.kind, shard, i, err)
+		}
 	}
-	return m, nil
+	return nil
 }
 
 // dataMembers returns the users with rows on src in data shard shard.

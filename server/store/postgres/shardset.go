@@ -68,9 +68,21 @@ func (b *shardSet) load(ctx context.Context, flag string) error {
 	if err := checkPlaces(ctx, b.dbs, b.kind+"_cluster", flag); err != nil {
 		return err
 	}
-	if _, err := b.accounts.pool.Exec(ctx, `INSERT INTO `+b.kind+`_shard_map (shard, cluster)
-		SELECT s, s * $1 / $2 FROM generate_series(0, $2 - 1) s ON CONFLICT DO NOTHING`, len(b.dbs), b.shards); err != nil {
+	tag, err := b.accounts.pool.Exec(ctx, `INSERT INTO `+b.kind+`_shard_map (shard, cluster)
+		SELECT s, s * $1 / $2 FROM generate_series(0, $2 - 1) s ON CONFLICT DO NOTHING`, len(b.dbs), b.shards)
+	if err != nil {
 		return fmt.Errorf("postgres: the %s shard map: %w", b.kind, err)
+	}
+	if tag.RowsAffected() > 0 {
+		// The first start: each cluster gives up the shards placed
+		// elsewhere, so that a shard's <kind>_shards row appears on a
+		// cluster only in the commit that brings its rows (a move's), and
+		// a replica that has the row has the rows.
+		for i, db := range b.dbs {
+			if _, err := db.pool.Exec(ctx, `DELETE FROM `+b.kind+`_shards WHERE shard * $1 / $2 <> $3`, len(b.dbs), b.shards, i); err != nil {
+				return fmt.Errorf("postgres: cluster %d's %s shards: %w", i, b.kind, err)
+			}
+		}
 	}
 	return b.reload(ctx)
 }
@@ -225,18 +237,37 @@ func (c fencedConn) onReplica(pool *pgxpool.Pool) fencedConn {
 
 func (c fencedConn) batch(ctx context.Context, sql string, args []any) pgx.BatchResults {
 	b := &pgx.Batch{}
-	fence := `SELECT ` + c.kind + `_fence($1)`
 	if c.read {
-		fence = `SELECT ` + c.kind + `_fence_read($1)`
+		// On a replica the fence takes no lock: the fence and the
+		// statement share one snapshot instead, so replay between them
+		// (a move's fence, then its deletion of the rows) cannot show the
+		// statement an emptied shard that the fence let through.
+		b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+		b.Queue(`SELECT `+c.kind+`_fence_read($1)`, c.shard)
+		b.Queue(sql, args...)
+		b.Queue(`COMMIT`)
+		return c.pool.SendBatch(ctx, b)
 	}
-	b.Queue(fence, c.shard)
+	b.Queue(`SELECT `+c.kind+`_fence($1)`, c.shard)
 	b.Queue(sql, args...)
 	return c.pool.SendBatch(ctx, b)
 }
 
+// fenced reads the results before the statement's: the fence's (and, on
+// a replica, the transaction's BEGIN).
+func (c fencedConn) fenced(br pgx.BatchResults) error {
+	if c.read {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	_, err := br.Exec()
+	return err
+}
+
 func (c fencedConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	br := c.batch(ctx, sql, args)
-	if _, err := br.Exec(); err != nil {
+	if err := c.fenced(br); err != nil {
 		_ = br.Close()
 		return pgconn.CommandTag{}, err
 	}
@@ -248,12 +279,12 @@ func (c fencedConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 }
 
 func (c fencedConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return fencedRow{c.batch(ctx, sql, args)}
+	return fencedRow{c, c.batch(ctx, sql, args)}
 }
 
 func (c fencedConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	br := c.batch(ctx, sql, args)
-	if _, err := br.Exec(); err != nil {
+	if err := c.fenced(br); err != nil {
 		_ = br.Close()
 		return nil, err
 	}
@@ -278,10 +309,13 @@ func (c fencedConn) begin() pgx.TxOptions {
 
 // fencedRow is the row of a fencedConn's QueryRow: the fence's error, or the
 // statement's row.
-type fencedRow struct{ br pgx.BatchResults }
+type fencedRow struct {
+	c  fencedConn
+	br pgx.BatchResults
+}
 
 func (r fencedRow) Scan(dest ...any) error {
-	if _, err := r.br.Exec(); err != nil {
+	if err := r.c.fenced(r.br); err != nil {
 		_ = r.br.Close()
 		return err
 	}

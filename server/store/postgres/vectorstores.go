@@ -169,7 +169,7 @@ func (s vectorStores) DeleteVectorStore(ctx context.Context, userID, id string) 
 }
 
 func (s vectorStores) ExpiredVectorStores(ctx context.Context, now time.Time, limit int) ([]store.VectorStore, error) {
-	rows, err := s.db.conn().Query(ctx, `SELECT `+storeColumns+` FROM vector_stores v WHERE v.expires_at IS NOT NULL AND v.expires_at < $1
+	rows, err := s.db.conn().Query(ctx, `SELECT `+storeColumns+` FROM vector_stores v WHERE v.expires_at IS NOT NULL AND v.expires_at < $1`+s.db.owned("v.user_id", false)+`
 		ORDER BY v.expires_at LIMIT $2`, ts(now), limit)
 	if err != nil {
 		return nil, mapErr(err)
@@ -306,7 +306,7 @@ func (s vectorStores) ClaimIngestion(ctx context.Context, now time.Time, lease t
 	until := now.Add(lease)
 	rows, err := s.db.conn().Query(ctx, `WITH c AS (
 			SELECT store_id, file_id, claim_until AS old_until FROM vector_store_files
-			WHERE status = 'in_progress' AND claim_until <= $1
+			WHERE status = 'in_progress' AND claim_until <= $1`+s.db.owned("user_id", true)+`
 			ORDER BY claim_until, created_at LIMIT $2 FOR UPDATE SKIP LOCKED
 		)
 		UPDATE vector_store_files f SET claim_token = gen_random_uuid()::text, claim_until = $3
