@@ -83,8 +83,20 @@ func testVectorStoreCreate(t *testing.T, newStore NewStore) {
 	}
 
 	// An ID taken is a conflict, and nothing of the second store is kept.
-	dup := store.VectorStore{ID: v.ID, UserID: bob.ID, EmbeddingModel: "embed-1", CreatedAt: t0, LastActiveAt: t0}
+	dup := store.VectorStore{ID: v.ID, UserID: alice.ID, EmbeddingModel: "embed-1", CreatedAt: t0, LastActiveAt: t0}
 	wantErr(t, s.VectorStores.CreateVectorStore(ctx, dup, []store.VectorStoreFile{{FileID: "fb", CreatedAt: t0}}), store.ErrConflict, "a taken store ID")
+	// Another user's store with a taken ID: a conflict where both users'
+	// rows share a database; a store spread over clusters may keep it
+	// (store IDs are random, never reused), and the first stays alice's.
+	dup.UserID = bob.ID
+	if err := s.VectorStores.CreateVectorStore(ctx, dup, []store.VectorStoreFile{{FileID: "fb", CreatedAt: t0}}); err != nil {
+		wantErr(t, err, store.ErrConflict, "another user's taken store ID")
+	} else {
+		if got, err := s.VectorStores.GetVectorStore(ctx, alice.ID, v.ID); err != nil || got.UserID != alice.ID {
+			t.Fatalf("alice's store after bob took its ID elsewhere: %+v, %v", got, err)
+		}
+		noErr(t, s.VectorStores.DeleteVectorStore(ctx, bob.ID, v.ID), "bob deletes his store")
+	}
 	// A file named twice in one create is a conflict, and no store is left.
 	twice := store.VectorStore{ID: newID(), UserID: bob.ID, EmbeddingModel: "embed-1", CreatedAt: t0, LastActiveAt: t0}
 	err = s.VectorStores.CreateVectorStore(ctx, twice, []store.VectorStoreFile{{FileID: "fb", CreatedAt: t0}, {FileID: "fb", CreatedAt: t0}})
