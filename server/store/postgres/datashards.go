@@ -109,7 +109,12 @@ func onUser[T any](ctx context.Context, d *dataSet, userID string, f func(db *DB
 
 // do is onUser for a call that returns only an error.
 func (d *dataSet) do(ctx context.Context, userID string, f func(db *DB) error) error {
-	_, err := onUser(ctx, d, userID, func(db *DB) (struct{}, error) { return struct{}{}, f(db) })
+	return d.doShard(ctx, DataShard(userID), f)
+}
+
+// doShard is onShard for a call that returns only an error.
+func (d *dataSet) doShard(ctx context.Context, shard int, f func(db *DB) error) error {
+	_, err := onShard(ctx, d, shard, func(db *DB) (struct{}, error) { return struct{}{}, f(db) })
 	return err
 }
 
@@ -238,8 +243,7 @@ func (s shardedMessages) on(ctx context.Context, conversationID string, all bool
 	case err != nil:
 		return err
 	case shard >= 0:
-		_, err := onShard(ctx, s.d, shard, func(db *DB) (struct{}, error) { return struct{}{}, f(messages{db}) })
-		return err
+		return s.d.doShard(ctx, shard, func(db *DB) error { return f(messages{db}) })
 	case all:
 		return eachErr(s.d, func(db *DB) error { return f(messages{db}) })
 	default:
@@ -365,8 +369,7 @@ func (s shardedAttachments) Purge(ctx context.Context, id string) error {
 	case shard < 0:
 		return nil // purged already
 	}
-	_, err = onShard(ctx, s.d, shard, func(db *DB) (struct{}, error) { return struct{}{}, attachments{db}.Purge(ctx, id) })
-	if err != nil {
+	if err := s.d.doShard(ctx, shard, func(db *DB) error { return attachments{db}.Purge(ctx, id) }); err != nil {
 		return err
 	}
 	s.d.owners.Remove("a" + id)
