@@ -167,48 +167,88 @@ type Emit func(*parleyv1.GenerationEvent) error
 // once started, the generation always ends with a finished event (unless the
 // client is gone) and is settled, whatever happens to ctx.
 func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, error) {
+	call, out, err := c.admitAPI(ctx, &req, emit)
+	if call == nil {
+		return out, err
+	}
+	var used int64
+	defer func() { call.giveBack(used) }()
+	out, err = c.stream(ctx, &call.job, call.ev, false)
+	if err != nil {
+		// Nothing was generated: release the whole hold.
+		_, _ = c.Billing.Settle(ctx, call.hold, 0, nil)
+		return nil, err
+	}
+	used = int64(out.Usage.PromptTokens + out.Usage.CompletionTokens)
+	c.settleAPI(ctx, call, &req, out)
+	return out, nil
+}
+
+// apiCall is what Complete keeps of an admitted request while it streams.
+// Admitting and settling are functions of their own, so that their locals
+// stay out of Complete's frame, which an open stream keeps on its stack.
+type apiCall struct {
+	p        auth.Principal
+	terms    apiTerms
+	m        *models.Model
+	giveBack func(used int64)
+	cached   *cacheTurn
+	hold     billing.Hold
+	job      llm.Job
+	ev       *events
+}
+
+// admitAPI authenticates, validates, limits and holds req. A nil call
+// comes with the answer instead: an error, or the response cache's outcome.
+//
+//go:noinline
+func (c *Core) admitAPI(ctx context.Context, req *Request, emit Emit) (*apiCall, *Outcome, error) {
 	// Authenticate: the interceptor or middleware has put the principal in ctx.
 	p, ok := auth.FromContext(ctx)
 	if !ok {
-		return nil, apierr.Unauthenticated("no credentials")
+		return nil, nil, apierr.Unauthenticated("no credentials")
 	}
 	terms := c.apiTerms(ctx)
 	// The user's request rate, tightened while the workers are loaded (a
 	// batch's lines are paced by the batch runner instead).
 	if !terms.batch {
 		if err := c.Limits.Rate(ctx, p.UserID, p.Tier); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
 	// Validate against the model, counting what the request asks for —
 	// parts, attachments, their declared sizes — before doing any of it.
-	m, maxOut, promptTokens, err := c.validate(req)
+	m, maxOut, promptTokens, err := c.validate(*req)
 	if err == nil && len(req.Deferred) > 0 {
-		if err = c.checkDeferred(ctx, p.UserID, m, &req); err == nil {
-			bound, _ := c.promptBound(&req) // tighter, with the attachments' records
+		if err = c.checkDeferred(ctx, p.UserID, m, req); err == nil {
+			bound, _ := c.promptBound(req) // tighter, with the attachments' records
 			promptTokens = int(min(int64(bound), m.ContextWindow-maxOut))
 		}
 	}
 	if err != nil {
-		return nil, req.renamed(err)
+		return nil, nil, req.renamed(err)
 	}
 	// An organisation's key: its models, then its own rates (the prompt and
 	// the most output taken up front, what was not used given back).
 	if !c.keyAllows(p, req.Model, m) {
-		return nil, req.renamed(keyRefuses(p, req.Model))
+		return nil, nil, req.renamed(keyRefuses(p, req.Model))
 	}
 	giveBack, err := c.Limits.KeyRate(ctx, p.KeyID, keyRates(p), int64(promptTokens)+maxOut*int64(max(req.N, 1)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var used int64
-	defer func() { giveBack(used) }()
+	admitted := false
+	defer func() {
+		if !admitted {
+			giveBack(0)
+		}
+	}()
 	// Answer from the response cache when the request opts in and is
 	// deterministic: before any hold at the full price, and any GPU work.
-	cached, err := c.consultCache(ctx, p, m, &req, maxOut, emit)
+	cached, err := c.consultCache(ctx, p, m, req, maxOut, emit)
 	if out := cached.outcome(); err != nil || out != nil {
-		return out, err
+		return nil, out, err
 	}
 	emit = cached.record(emit)
 
@@ -217,13 +257,13 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	// each choice.
 	hold, err := c.Billing.ReserveScoped(ctx, terms.holdID(), p.UserID, p.Budgets(), terms.cost(m, int64(promptTokens), maxOut*int64(max(req.N, 1))))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if !c.countsExactly(&req) {
+	if !c.countsExactly(req) {
 		// Paid for: now decode, extract, load, and count exactly.
-		if promptTokens, err = c.prepareAndCount(ctx, p, &req, m, maxOut, promptTokens); err != nil {
+		if promptTokens, err = c.prepareAndCount(ctx, p, req, m, maxOut, promptTokens); err != nil {
 			_, _ = c.Billing.Settle(ctx, hold, 0, nil)
-			return nil, req.renamed(err)
+			return nil, nil, req.renamed(err)
 		}
 	}
 
@@ -234,30 +274,32 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 	if !m.Can(models.CapReasoning) {
 		gen.ReasoningEffort = "" // a hint for a model that does not reason
 	}
-	job := llm.Job{Request: gen, Priority: terms.priority, AffinityKey: promptAffinity(req.Messages)}
-	ev := &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID, PromptTokens: int64(promptTokens)}, choices: make([]llm.FinishReason, max(req.N, 1))}
-	out, err := c.stream(ctx, job, ev, false)
-	if err != nil {
-		// Nothing was generated: release the whole hold.
-		_, _ = c.Billing.Settle(ctx, hold, 0, nil)
-		return nil, err
-	}
+	admitted = true
+	return &apiCall{
+		p: p, terms: terms, m: m, giveBack: giveBack, cached: cached, hold: hold,
+		job: llm.Job{Request: gen, Priority: terms.priority, AffinityKey: promptAffinity(req.Messages)},
+		ev:  &events{emit: emit, started: &parleyv1.GenerationStarted{RequestId: requestID, Model: m.ID, PromptTokens: int64(promptTokens)}, choices: make([]llm.FinishReason, max(req.N, 1))},
+	}, nil, nil
+}
 
-	// Settle: charge what was used, return the rest, and record the usage
-	// with the charge, in one write.
-	used = int64(out.Usage.PromptTokens + out.Usage.CompletionTokens)
-	out.CostNanos = terms.cost(m, int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
-	if s, err := c.Billing.Settle(ctx, hold, out.CostNanos, &store.UsageRecord{
-		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: terms.channel(), Model: m.ID,
+// settleAPI charges what out used, returns the rest of the hold, and
+// records the usage with the charge, in one write; then it sends the
+// finished event and offers out to the response cache.
+//
+//go:noinline
+func (c *Core) settleAPI(ctx context.Context, call *apiCall, req *Request, out *Outcome) {
+	p, m, requestID := call.p, call.m, call.job.Request.ID
+	out.CostNanos = call.terms.cost(m, int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens))
+	if s, err := c.Billing.Settle(ctx, call.hold, out.CostNanos, &store.UsageRecord{
+		RequestID: requestID, UserID: p.UserID, APIKeyID: p.KeyID, Channel: call.terms.channel(), Model: m.ID,
 		PromptTokens: int64(out.Usage.PromptTokens), CompletionTokens: int64(out.Usage.CompletionTokens),
 		CachedTokens: int64(out.Usage.CachedTokens), Estimated: out.Usage.Estimated,
 		FinishReason: string(out.FinishReason), CreatedAt: c.Now(), EndUser: req.User, RequestedModel: requestedAs(req.Model, m),
 	}); err == nil {
 		out.CostNanos = s.ChargedNanos
 	}
-	_ = ev.finish(out)
-	cached.store(ctx, out)
-	return out, nil
+	_ = call.ev.finish(out)
+	call.cached.store(ctx, out)
 }
 
 // validate checks a request against its model, counts its parts, and
@@ -474,13 +516,13 @@ func (c *Core) prepareAndCount(ctx context.Context, p auth.Principal, req *Reque
 // scheduler (overload, no worker) is still a plain error the surface can
 // answer with a status. An error is returned only when nothing was started
 // (nothing to charge).
-func (c *Core) stream(ctx context.Context, job llm.Job, ev *events, eager bool) (*Outcome, error) {
+func (c *Core) stream(ctx context.Context, job *llm.Job, ev *events, eager bool) (*Outcome, error) {
 	if eager {
 		if err := ev.start(); err != nil {
 			return nil, err
 		}
 	}
-	res, err := c.Router.Generate(ctx, job, c.Metrics.timed(job.Request.Model, ev.delta))
+	res, err := c.Router.Generate(ctx, *job, c.Metrics.timed(job.Request.Model, ev.delta))
 	c.Metrics.count(job.Request.Model, res.Usage)
 	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
 	switch {

@@ -638,7 +638,7 @@ func (c *Core) runWeb(ctx context.Context, p auth.Principal, conv store.Conversa
 		}
 		return err
 	}
-	out, err := c.stream(ctx, job, ev, true)
+	out, err := c.stream(ctx, &job, ev, true)
 	if err != nil { // only if the started event could not be sent: not possible here
 		out = &Outcome{RequestID: job.Request.ID, Model: m.ID, FinishReason: llm.FinishError, Err: err}
 	}

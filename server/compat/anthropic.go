@@ -645,12 +645,7 @@ func (h *anthropicHandler) tools(r *http.Request, req *anthropicRequest, cr *cha
 // Messages serves POST /v1/messages.
 func (h *anthropicHandler) Messages(w http.ResponseWriter, r *http.Request) {
 	setAnthropicRequestID(w)
-	req, err := h.parse(r, false)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	creq, err := h.toChat(r, req)
+	req, creq, err := h.parseMessages(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -659,7 +654,27 @@ func (h *anthropicHandler) Messages(w http.ResponseWriter, r *http.Request) {
 		h.stream(w, r, creq, req.showsThinking())
 		return
 	}
-	out, all, err := h.collect(r, creq)
+	h.complete(w, r, req, creq)
+}
+
+// parseMessages reads a Messages request and maps it to the core's. It
+// and complete are functions of their own, so that their locals stay out
+// of Messages' frame, which a stream keeps on its stack while it is open.
+func (h *anthropicHandler) parseMessages(r *http.Request) (*anthropicRequest, *chat.Request, error) {
+	req, err := h.parse(r, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	creq, err := h.toChat(r, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return req, &creq, nil
+}
+
+// complete answers a Messages request that is not streamed.
+func (h *anthropicHandler) complete(w http.ResponseWriter, r *http.Request, req *anthropicRequest, creq *chat.Request) {
+	out, all, err := h.collect(r, *creq)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -796,9 +811,9 @@ func toolInput(args string) json.RawMessage {
 // open, and a failure after the start is an error event. Headers are held
 // back until the first event, so a request refused before it starts
 // (overload, balance) still gets its HTTP status.
-func (h *anthropicHandler) stream(w http.ResponseWriter, r *http.Request, creq chat.Request, thinking bool) {
+func (h *anthropicHandler) stream(w http.ResponseWriter, r *http.Request, creq *chat.Request, thinking bool) {
 	enc := &anthropicStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, callBlock: map[int32]int{}, cur: -1, thinking: thinking}
-	h.runStream(r, enc, []chat.Request{creq}, func(err error) { h.fail(w, r, err) })
+	h.runStream(r, enc, []chat.Request{*creq}, func(err error) { h.fail(w, r, err) })
 }
 
 func (s *anthropicStream) start(_ int, st *parleyv1.GenerationStarted) error {

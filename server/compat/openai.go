@@ -31,12 +31,7 @@ func (h *openAIHandler) fail(w http.ResponseWriter, r *http.Request, err error) 
 
 // ChatCompletions serves POST /v1/chat/completions.
 func (h *openAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) {
-	req, err := h.parse(r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	creq, err := req.toChat(h.Core.Attachments.Inline())
+	req, creq, err := h.parseChat(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -45,7 +40,27 @@ func (h *openAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) 
 		h.stream(w, r, req, creq)
 		return
 	}
-	out, all, err := h.collect(r, creq)
+	h.complete(w, r, creq)
+}
+
+// parseChat reads a chat completion request and maps it to the core's.
+func (h *openAIHandler) parseChat(r *http.Request) (*openAIRequest, *chat.Request, error) {
+	req, err := h.parse(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	creq, err := req.toChat(h.Core.Attachments.Inline())
+	if err != nil {
+		return nil, nil, err
+	}
+	return req, &creq, nil
+}
+
+// complete answers a chat completion that is not streamed. It is a
+// function of its own so that its locals stay out of ChatCompletions'
+// frame, which a stream keeps on its stack for as long as it is open.
+func (h *openAIHandler) complete(w http.ResponseWriter, r *http.Request, creq *chat.Request) {
+	out, all, err := h.collect(r, *creq)
 	if err != nil {
 		// A cut answer is not passed off as a whole one: the caller gets an
 		// error, and the usage record says how it ended.
@@ -79,10 +94,10 @@ func (h *openAIHandler) ChatCompletions(w http.ResponseWriter, r *http.Request) 
 }
 
 // stream answers with chat.completion.chunk events.
-func (h *openAIHandler) stream(w http.ResponseWriter, r *http.Request, req *openAIRequest, creq chat.Request) {
+func (h *openAIHandler) stream(w http.ResponseWriter, r *http.Request, req *openAIRequest, creq *chat.Request) {
 	enc := &openAIStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, n: max(creq.N, 1), logprobs: creq.Logprobs,
 		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-	h.runStream(r, enc, []chat.Request{creq}, func(err error) { h.fail(w, r, err) })
+	h.runStream(r, enc, []chat.Request{*creq}, func(err error) { h.fail(w, r, err) })
 }
 
 // openAIStream is the encoder of a streamed chat completion.

@@ -289,7 +289,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 	if len(req.Messages) == 0 || req.MaxTokens < 0 {
 		return llm.Result{}, fmt.Errorf("%w: no messages or a negative max_tokens", llm.ErrInvalidRequest)
 	}
-	body, err := json.Marshal(e.chatRequest(req))
+	body, err := e.chatBody(&req)
 	if err != nil {
 		return llm.Result{}, fmt.Errorf("%w: %v", llm.ErrInvalidRequest, err)
 	}
@@ -319,14 +319,9 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 	})
 	watchdog.Reset(e.cfg.FirstByteTimeout)
 	defer watchdog.Stop()
-	httpReq, err := e.post(callCtx, "/chat/completions", body)
+	resp, err := e.open(ctx, callCtx, body)
 	if err != nil {
 		return llm.Result{}, err
-	}
-	httpReq.Header.Set("Accept", "text/event-stream")
-	resp, err := e.cfg.HTTPClient.Do(httpReq)
-	if err != nil {
-		return llm.Result{}, e.failure(ctx, callCtx, err)
 	}
 	defer resp.Body.Close() // also what closes the upstream request on an early return
 	if resp.StatusCode != http.StatusOK {
@@ -351,7 +346,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 	)
 	stopped := func(err error) (llm.Result, error) {
 		cancel(err)
-		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(req, completion), Err: err}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(&req, completion), Err: err}, nil
 	}
 	release := func() error {
 		if !holding {
@@ -446,7 +441,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 	}
 	finish := finishes[0]
 	if ctx.Err() != nil {
-		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(req, completion), Err: context.Cause(ctx)}, nil
+		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(&req, completion), Err: context.Cause(ctx)}, nil
 	}
 	if streamErr == nil && finish == "" {
 		streamErr = errors.New("openai: the upstream stream ended without a finish reason")
@@ -457,7 +452,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 			return llm.Result{}, err
 		}
 		e.cfg.Logger.Warn("upstream failed mid-stream", "request", req.ID, "err", err)
-		return llm.Result{FinishReason: llm.FinishError, Usage: e.estimate(req, completion), Err: err}, nil
+		return llm.Result{FinishReason: llm.FinishError, Usage: e.estimate(&req, completion), Err: err}, nil
 	}
 	res := llm.Result{FinishReason: finishReason(finish)}
 	if usage != nil {
@@ -466,9 +461,35 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 			res.Usage.CachedTokens = usage.PromptTokensDetails.CachedTokens
 		}
 	} else {
-		res.Usage = e.estimate(req, completion)
+		res.Usage = e.estimate(&req, completion)
 	}
 	return res, nil
+}
+
+// chatBody is req's upstream request body. It and open are functions of
+// their own, kept out of Generate: their locals would otherwise sit in
+// Generate's frame, which every open stream keeps on its stack.
+//
+//go:noinline
+func (e *Engine) chatBody(req *llm.Request) ([]byte, error) {
+	return json.Marshal(e.chatRequest(*req))
+}
+
+// open sends a chat completion request with body and returns the
+// response, streaming.
+//
+//go:noinline
+func (e *Engine) open(ctx, callCtx context.Context, body []byte) (*http.Response, error) {
+	httpReq, err := e.post(callCtx, "/chat/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	httpReq.Header.Set("Accept", "text/event-stream")
+	resp, err := e.cfg.HTTPClient.Do(httpReq)
+	if err != nil {
+		return nil, e.failure(ctx, callCtx, err)
+	}
+	return resp, nil
 }
 
 // delta maps one choice of an upstream chunk to the engine's delta: its
@@ -576,8 +597,10 @@ func (e *Engine) failure(ctx, callCtx context.Context, err error) error {
 
 // estimate is the usage when the upstream reports none: the prompt counted by
 // the tokenizer, the completion as streamed.
-func (e *Engine) estimate(req llm.Request, completion int) llm.Usage {
-	return llm.Usage{PromptTokens: worker.EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
+//
+//go:noinline
+func (e *Engine) estimate(req *llm.Request, completion int) llm.Usage {
+	return llm.Usage{PromptTokens: worker.EstimatePromptTokens(*req), CompletionTokens: completion, Estimated: true}
 }
 
 // upstreamError reads a refusal's status, message and Retry-After.

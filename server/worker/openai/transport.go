@@ -146,7 +146,7 @@ func (t *streamTransport) conn(ctx context.Context, addr string) (*streamConn, b
 		c.Close()
 	}
 	t.mu.Unlock()
-	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	nc, err := t.dial(ctx, addr)
 	if err != nil {
 		if cerr := context.Cause(ctx); cerr != nil {
 			return nil, false, cerr
@@ -154,6 +154,24 @@ func (t *streamTransport) conn(ctx context.Context, addr string) (*streamConn, b
 		return nil, false, err
 	}
 	return &streamConn{Conn: nc, addr: addr, br: bufio.NewReaderSize(nc, streamReadBuffer)}, false, nil
+}
+
+// dial connects to addr on a goroutine of its own. net's dial path runs
+// deep: on the caller's goroutine it doubled the stack of every request
+// that opened a connection (16 to 32 KiB), and that request then keeps the
+// stack while it streams. The dial honours ctx, so the wait ends with it.
+func (t *streamTransport) dial(ctx context.Context, addr string) (net.Conn, error) {
+	type dialed struct {
+		c   net.Conn
+		err error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		c, err := t.dialer.DialContext(ctx, "tcp", addr)
+		done <- dialed{c, err}
+	}()
+	d := <-done
+	return d.c, d.err
 }
 
 // put pools c, dropping those that have been idle too long.
