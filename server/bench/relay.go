@@ -73,6 +73,11 @@ type RelayConfig struct {
 	// variant, pacing and streams (relay-direct-20ms-c50-gateway.pprof).
 	ProfileDir     string
 	ProfileSeconds int
+	// LearnedAdmission gives the workers and direct upstreams no slot
+	// count (no --max-batch): they are admitted to as an upstream without
+	// load metrics is by default, by the limit learned from its queueing.
+	// Streams refused (503) are then counted as failures, and reported.
+	LearnedAdmission bool
 	// MaxErrorRate is the share of requests that may fail before RunRelay
 	// fails (0: none may).
 	MaxErrorRate float64
@@ -184,7 +189,11 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "; %d tokens per answer, %d answers per run, medians of %d trials; %d CPUs; pinned servers %q load %q\n",
 		cfg.Tokens, cfg.Answers, cfg.Trials, cpuCount(), cfg.CPUsServers, cfg.CPUsLoad)
-	fmt.Fprintf(out, "workers started with --max-batch %d, direct upstreams given max-batch=%[1]d (the mock reports no slots: the relay is measured, not the admission of an engine of unknown size)", r.maxStreams())
+	if cfg.LearnedAdmission {
+		fmt.Fprint(out, "workers and direct upstreams given no max-batch (default admission: a limit learned from the upstream's queueing, since the mock reports no slots)")
+	} else {
+		fmt.Fprintf(out, "workers started with --max-batch %d, direct upstreams given max-batch=%[1]d (the mock reports no slots: the relay is measured, not the admission of an engine of unknown size)", r.maxStreams())
+	}
 	if len(cfg.WorkerArgs) > 0 {
 		fmt.Fprintf(out, " then %s", strings.Join(cfg.WorkerArgs, " "))
 	}
@@ -318,14 +327,17 @@ func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
 		wargs, gargs = r.cfg.BaselineWorkerArgs, r.cfg.BaselineGatewayArgs
 	}
 	// The gateway's --workers: the worker, or the mock itself.
-	workers := "openai+" + mock.url + "/v1?model=mock&max-batch=" + strconv.Itoa(r.maxStreams())
+	workers := "openai+" + mock.url + "/v1?model=mock"
+	if !r.cfg.LearnedAdmission {
+		workers += "&max-batch=" + strconv.Itoa(r.maxStreams())
+	}
 	if !v.direct {
 		args := []string{"worker", "--listen", "127.0.0.1:0", "--engine", "openai", "--upstream", mock.url + "/v1", "--models", "mock"}
 		if r.cfg.ProfileDir != "" && !base {
 			v.wDebug = freeAddr()
 			args = append(args, "--debug-listen", v.wDebug)
 		}
-		if knowsFlag(ctx, v.bin, "worker", "max-batch") {
+		if !r.cfg.LearnedAdmission && knowsFlag(ctx, v.bin, "worker", "max-batch") {
 			args = append(args, "--max-batch", strconv.Itoa(r.maxStreams()))
 		}
 		var err error

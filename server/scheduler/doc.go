@@ -35,5 +35,7 @@
 // A worker that reports no batch size is not capped at a guess: it is
 // admitted to freely, held at what it runs while it reports requests
 // waiting, and capped by an AIMD limit on its measured time to first token
-// once that rises over its baseline (limit.go).
+// once that rises over its baseline and a one-token probe confirms that the
+// worker queues rather than that the requests are slow by themselves
+// (limit.go, member.go).
 package scheduler

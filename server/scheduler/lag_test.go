@@ -30,14 +30,14 @@ func TestLimiterSetsAsideLaggedSamples(t *testing.T) {
 	cut := false
 	for range 20 {
 		now += int64(ms(10))
-		cut = cut || l.sample(now, ms(400), 100, 500*time.Microsecond) == limitCut
+		cut = cut || l.sampleProbed(now, ms(400), 100, 500*time.Microsecond, ms(400)) == limitCut
 	}
 	if !cut || l.cap() != 70 {
 		t.Fatalf("400 ms TTFTs with no lag: cut %v to %d, want 70", cut, l.cap())
 	}
 	// Queueing beyond the lag's share still cuts while the gateway lags.
 	now += int64(time.Second)
-	if ev := l.sample(now, 2*time.Second, 70, ms(60)); ev != limitCut || l.cap() != 49 {
+	if ev := l.sampleProbed(now, 2*time.Second, 70, ms(60), 2*time.Second); ev != limitCut || l.cap() != 49 {
 		t.Fatalf("a 2 s TTFT with 60 ms of lag: %v to %d, want a cut to 49", ev, l.cap())
 	}
 }

@@ -14,8 +14,16 @@ import (
 //   - Until TTFT rises the worker has no cap (limit 0): nothing measured
 //     says it queues.
 //   - When the smoothed TTFT exceeds the baseline by limitFactor and by
-//     limitSlack, the limit is cut to limitBeta of what is running (at most
-//     once per cutEvery, so one burst is one cut).
+//     limitSlack, that is a suspicion, not yet a cut: a request's TTFT also
+//     holds its own prefill (a long prompt takes longer) and whatever else
+//     makes the upstream slow to start it, none of which is queueing. The
+//     scheduler sends the worker a probe — the most trivial request there
+//     is, one token of "Hi" — and only a probe that is slow too (over the
+//     same bound, or refused as overloaded) confirms queueing: the limit is
+//     cut to limitBeta of what is running (at most once per cutEvery, so one
+//     burst is one cut). A probe that comes back fast clears the current
+//     level: the requests are slow by themselves, and the next suspicion
+//     needs limitFactor times that level, until the baseline window turns.
 //   - A TTFT sample under that bound, while the limit binds (the load is
 //     within a tenth of it), raises it by max(1, limit/16) per limit samples:
 //     a round of generations adds one slot, or a sixteenth at large limits.
@@ -37,6 +45,12 @@ type limiter struct {
 	win      [2]float64
 	winStart int64 // Unix nanoseconds the current window began
 	lastCut  int64
+	// cleared is the smoothed TTFT a probe last showed not to be queueing
+	// (0: none this window); probing is set while a probe is out, and
+	// lastProbe is when the last one went.
+	cleared   float64
+	probing   bool
+	lastProbe int64
 }
 
 const (
@@ -63,6 +77,12 @@ const (
 	// limitLagged: the sample was set aside, the gateway's own lag
 	// explaining its rise.
 	limitLagged
+	// limitSuspect: the TTFT suggests queueing; the caller sends a probe
+	// and reports its TTFT to probed.
+	limitSuspect
+	// limitCleared: the probe came back fast; the requests are slow by
+	// themselves.
+	limitCleared
 )
 
 // cap returns the admission limit, 0 when there is none.
@@ -95,6 +115,7 @@ func (l *limiter) sample(now int64, ttft time.Duration, load int, lag time.Durat
 	}
 	if now-l.winStart >= limitWindow {
 		l.win[1], l.win[0], l.winStart = l.win[0], 0, now
+		l.cleared = 0
 	}
 	if l.win[0] <= 0 || x < l.win[0] {
 		l.win[0] = x
@@ -104,27 +125,62 @@ func (l *limiter) sample(now int64, ttft time.Duration, load int, lag time.Durat
 	} else {
 		l.ewma += limitAlpha * (x - l.ewma)
 	}
-	b := l.base()
-	bound := max(b*limitFactor, b+limitSlack)
-	cutEvery := max(minCutEvery, int64(2*l.ewma*float64(time.Second)))
+	suspect := max(l.bound(), l.cleared*limitFactor)
 	switch {
-	case l.ewma > bound:
-		if now-l.lastCut < cutEvery {
+	case l.ewma > suspect:
+		cutEvery := l.cutEvery()
+		if l.probing || now-l.lastCut < cutEvery || now-l.lastProbe < cutEvery {
 			return limitKept
 		}
-		running := float64(load)
-		if l.limit > 0 {
-			running = min(running, l.limit)
-		}
-		l.limit = max(1, math.Floor(running*limitBeta))
-		l.lastCut = now
-		// The queue drains at the lower limit: the smoothed TTFT starts
-		// again from the bound, not from the burst's peak.
-		l.ewma = bound
-		return limitCut
-	case x <= bound && l.limit > 0 && float64(load) >= 0.9*l.limit:
+		l.probing, l.lastProbe = true, now
+		return limitSuspect
+	case x <= suspect && l.limit > 0 && float64(load) >= 0.9*l.limit:
 		l.limit += max(1, l.limit/16) / l.limit
 		return limitRaised
 	}
 	return limitKept
+}
+
+// probed takes the TTFT of the probe a limitSuspect sent, at now, with load
+// generations on the worker, while the gateway ran up to lag late;
+// overloaded reports that the worker refused it as full. A slow probe (or
+// a refused one) confirms queueing and cuts the limit; a fast one clears
+// the smoothed TTFT's level.
+func (l *limiter) probed(now int64, ttft time.Duration, load int, lag time.Duration, overloaded bool) limitEvent {
+	l.probing = false
+	bound := l.bound()
+	if !overloaded {
+		x := ttft.Seconds()
+		if lag > lagFloor && x-l.base() <= lagFactor*lag.Seconds() {
+			return limitLagged
+		}
+		if x <= bound {
+			l.cleared = l.ewma
+			return limitCleared
+		}
+	}
+	running := float64(load)
+	if l.limit > 0 {
+		running = min(running, l.limit)
+	}
+	l.limit = max(1, math.Floor(running*limitBeta))
+	l.lastCut = now
+	l.cleared = 0
+	// The queue drains at the lower limit: the smoothed TTFT starts again
+	// from the bound, not from the burst's peak.
+	l.ewma = bound
+	return limitCut
+}
+
+// bound is the TTFT over which the worker is suspected of queueing: the
+// baseline by limitFactor and by limitSlack.
+func (l *limiter) bound() float64 {
+	b := l.base()
+	return max(b*limitFactor, b+limitSlack)
+}
+
+// cutEvery is the least time between cuts (and probes): two smoothed TTFTs,
+// so a cut is seen in the TTFTs before the next.
+func (l *limiter) cutEvery() int64 {
+	return max(minCutEvery, int64(2*l.ewma*float64(time.Second)))
 }

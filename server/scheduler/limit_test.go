@@ -11,8 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/parleyhq/parley/server/llm"
 )
+
+// sampleProbed feeds l a sample and, when it raises a suspicion, the TTFT
+// of the probe sent for it (the probe answering at once).
+func (l *limiter) sampleProbed(now int64, ttft time.Duration, load int, lag, probe time.Duration) limitEvent {
+	ev := l.sample(now, ttft, load, lag)
+	if ev == limitSuspect {
+		return l.probed(now, probe, load, lag, false)
+	}
+	return ev
+}
 
 func TestLimiterRules(t *testing.T) {
 	var l limiter
@@ -32,7 +45,7 @@ func TestLimiterRules(t *testing.T) {
 	cuts := 0
 	for range 20 {
 		now += int64(ms(1))
-		if l.sample(now, ms(400), 300, 0) == limitCut {
+		if l.sampleProbed(now, ms(400), 300, 0, ms(400)) == limitCut {
 			cuts++
 		}
 	}
@@ -41,7 +54,7 @@ func TestLimiterRules(t *testing.T) {
 	}
 	// Still high a cut interval later: cut again, from the limit.
 	now += int64(time.Second)
-	if l.sample(now, ms(400), 300, 0) != limitCut || l.cap() != 147 {
+	if l.sampleProbed(now, ms(400), 300, 0, ms(400)) != limitCut || l.cap() != 147 {
 		t.Fatalf("second cut to %d, want 147", l.cap())
 	}
 	// TTFT back to its baseline while the limit binds: it grows, by about
@@ -152,4 +165,117 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// Requests slow to start by themselves (a long prompt's prefill, here
+// 100 ms) are not queueing: the limiter suspects it, and the probe — one
+// token of "Hi", answered at once — clears it; the same level is no longer
+// suspect for the window. A rise well over that level, with a probe as
+// slow, is queueing and cuts.
+func TestLimiterProbeTellsSlowRequestsFromQueueing(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	var l limiter
+	now := int64(0)
+	for range 5 { // short prompts first: a 1 ms baseline
+		now += int64(ms(10))
+		l.sample(now, ms(1), 1, 0)
+	}
+	suspects, clears := 0, 0
+	for range 500 {
+		now += int64(ms(2))
+		switch l.sampleProbed(now, ms(100), 300, 0, ms(1)) {
+		case limitCleared:
+			clears++
+		case limitCut:
+			t.Fatal("cut for requests slow by themselves, the probe fast")
+		}
+		if l.probing {
+			suspects++
+		}
+	}
+	if clears != 1 || l.cap() != 0 {
+		t.Fatalf("%d clears, cap %d; want one probe that cleared and no cap", clears, l.cap())
+	}
+	// Queueing on top of that level: the probe waits too.
+	cut := false
+	for range 50 {
+		now += int64(ms(2))
+		cut = cut || l.sampleProbed(now, ms(600), 300, 0, ms(400)) == limitCut
+	}
+	if !cut || l.cap() != 210 {
+		t.Fatalf("600 ms TTFTs with a 400 ms probe: cut %v to %d, want 210", cut, l.cap())
+	}
+	// A worker that refuses the probe as full is queueing whatever its TTFT.
+	now += int64(5 * time.Second)
+	if ev := l.sample(now+int64(ms(1)), ms(2000), 210, 0); ev != limitSuspect {
+		t.Fatalf("a 2 s TTFT: %v, want a suspicion", ev)
+	}
+	if ev := l.probed(now+int64(ms(2)), 0, 210, 0, true); ev != limitCut || l.cap() != 147 {
+		t.Fatalf("a probe refused as overloaded: %v to %d, want a cut to 147", ev, l.cap())
+	}
+}
+
+// A worker that reports no batch size and never queues, whose requests
+// take 100 ms to their first token (long prompts) after short ones set a
+// 1 ms baseline: a burst of 300 is admitted whole, no limit is set, and
+// the probes it sent came back clear.
+func TestUnknownCapacitySlowRequestsNotCut(t *testing.T) {
+	w := newFake(0)
+	var probes atomic.Int32
+	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+		text := req.Messages[0].Parts[0].Text
+		switch {
+		case strings.HasPrefix(req.ID, "probe-"):
+			probes.Add(1)
+		case text == "long":
+			time.Sleep(100 * time.Millisecond) // prefill
+		}
+		if err := emit(llm.Delta{Text: "ok", Tokens: 1}); err != nil {
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
+		}
+		return llm.Result{FinishReason: llm.FinishStop}, nil
+	})
+	reg := prometheus.NewRegistry()
+	s, err := New(Config{QueueLimit: 1000, Registerer: reg}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.AddWorker("w", w)
+	gen := func(text string) error {
+		j := llm.Job{Request: llm.Request{Model: "m", MaxTokens: 10, Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: text}}}}}}
+		_, err := s.Generate(context.Background(), j, discard)
+		return err
+	}
+	for range 5 {
+		if err := gen("short"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range 300 {
+		wg.Go(func() {
+			if gen("long") != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Fatalf("%d of 300 refused", n)
+	}
+	if l := s.Workers()[0].AdmissionLimit; l != 0 {
+		t.Errorf("admission limit %d for a worker that never queued", l)
+	}
+	if probes.Load() == 0 {
+		t.Error("no probe was sent")
+	}
+	eventually(t, "a probe counted clear", func() bool {
+		var m dto.Metric
+		return s.metrics.probes.WithLabelValues("clear").Write(&m) == nil && m.GetCounter().GetValue() >= 1
+	})
+	if l := s.Workers()[0].AdmissionLimit; l != 0 {
+		t.Errorf("admission limit %d after the probes", l)
+	}
 }

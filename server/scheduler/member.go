@@ -1,9 +1,13 @@
 package scheduler
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -231,8 +235,9 @@ func (s *Scheduler) capacityLocked(m *member) {
 	m.capacity += s.cfg.WorkerQueue
 }
 
-// firstToken feeds a generation's time to first token on m to m's limiter.
-func (s *Scheduler) firstToken(m *member, ttft time.Duration) {
+// firstToken feeds a generation's time to first token on m to m's limiter;
+// model is the generation's (a probe asks for it).
+func (s *Scheduler) firstToken(m *member, model string, ttft time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !m.adaptive {
@@ -242,14 +247,62 @@ func (s *Scheduler) firstToken(m *member, ttft time.Duration) {
 	switch m.limit.sample(s.cfg.Now().UnixNano(), ttft, m.load(), s.cfg.Lag()) {
 	case limitLagged:
 		s.metrics.lagged.Inc()
-	case limitCut:
-		s.logger.Info("worker queueing measured: admission limit lowered", "worker", m.name, "pool", m.pool.name,
-			"limit", m.limit.cap(), "ttft", ttft.String(), "baseline", m.limit.baseline().String())
+	case limitSuspect:
+		go s.probe(m, model, ttft)
 	}
 	s.capacityLocked(m)
 	if m.capacity > before {
 		s.dispatchLocked()
 	}
+}
+
+// probeTimeout bounds a probe's wait for its token: one that has none by
+// then has waited behind others, which is queueing.
+const probeTimeout = 10 * time.Second
+
+// errProbed ends a probe at its first token.
+var errProbed = errors.New("scheduler: probe answered")
+
+// probe sends m the most trivial generation there is — one token of "Hi",
+// outside the queue and the accounting — and reports its time to first
+// token to m's limiter: slow as the requests that raised the suspicion
+// (sample, at ttft), it confirms that m queues; fast, it shows the requests
+// are slow by themselves.
+func (s *Scheduler) probe(m *member, model string, ttft time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	req := llm.Request{ID: "probe-" + strconv.FormatInt(time.Now().UnixNano(), 36), Model: model, MaxTokens: 1,
+		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "Hi"}}}}}
+	sent := time.Now()
+	var took time.Duration
+	_, err := m.engine.Generate(ctx, req, func(llm.Delta) error {
+		took = time.Since(sent)
+		return errProbed
+	})
+	overloaded := errors.Is(err, llm.ErrOverloaded)
+	if took == 0 && !overloaded && ctx.Err() != nil {
+		took = probeTimeout
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if took == 0 && !overloaded {
+		m.limit.probing = false
+		s.metrics.probes.WithLabelValues("failed").Inc()
+		s.logger.Debug("admission probe told nothing", "worker", m.name, "err", err)
+		return
+	}
+	switch m.limit.probed(s.cfg.Now().UnixNano(), took, m.load(), s.cfg.Lag(), overloaded) {
+	case limitLagged:
+		s.metrics.probes.WithLabelValues("lagged").Inc()
+	case limitCleared:
+		s.metrics.probes.WithLabelValues("clear").Inc()
+	case limitCut:
+		s.metrics.probes.WithLabelValues("queueing").Inc()
+		s.logger.Info("worker queueing measured: admission limit lowered", "worker", m.name, "pool", m.pool.name,
+			"limit", m.limit.cap(), "ttft", ttft.String(), "probe_ttft", took.String(), "overloaded", overloaded,
+			"baseline", m.limit.baseline().String())
+	}
+	s.capacityLocked(m)
 }
 
 // unknownCapacity is the admission cap of a worker whose batch size is not

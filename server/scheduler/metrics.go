@@ -11,6 +11,7 @@ type metrics struct {
 	rejections *prometheus.CounterVec
 	retries    prometheus.Counter
 	lagged     prometheus.Counter
+	probes     *prometheus.CounterVec
 
 	poolPicks     *prometheus.CounterVec
 	poolQueueWait *prometheus.HistogramVec
@@ -48,6 +49,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "parley_scheduler_ttft_samples_lagged_total",
 			Help: "Times to first token not taken as a worker's queueing by the admission limit, the gateway's own lag (parley_gateway_lag_seconds) explaining their rise.",
 		}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_scheduler_admission_probes_total",
+			Help: "One-token probes sent to a worker without a known batch size whose time to first token rose, by what they showed: queueing (the limit was cut), clear (the requests are slow by themselves), lagged (the gateway's own lag explains it), failed (no answer to read).",
+		}, []string{"result"}),
 	}
 	m.poolPicks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "parley_scheduler_pool_picks_total",
@@ -66,7 +71,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.picks[r] = picks.WithLabelValues(reasonNames[r])
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries, m.lagged,
+		for _, c := range []prometheus.Collector{picks, m.queueDepth, m.queueWait, m.ejections, m.rejections, m.retries, m.lagged, m.probes,
 			m.poolPicks, m.poolQueueWait, m.poolSpills} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

@@ -363,7 +363,7 @@ func (s *Scheduler) Generate(ctx context.Context, job llm.Job, emit llm.Emit) (l
 		res, err := m.engine.Generate(ctx, job.Request, func(d llm.Delta) error {
 			if !started {
 				started = true
-				s.firstToken(m, time.Since(sent))
+				s.firstToken(m, job.Request.Model, time.Since(sent))
 			}
 			return emit(d)
 		})

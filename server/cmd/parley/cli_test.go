@@ -47,7 +47,7 @@ var helpCases = []struct {
 	{[]string{"bench"}, []string{"api-key", "concurrency", "config", "duration", "max-error-rate", "max-tokens", "model", "prompt",
 		"protocol", "quiet", "requests", "stream", "target", "url"}},
 	{[]string{"bench", "relay"}, []string{"answers", "baseline-bin", "baseline-gateway-args", "baseline-worker-args", "bin", "burst", "burst-busy", "burst-delay", "burst-rate", "config",
-		"cpus-load", "cpus-servers", "gateway-args", "hold", "hold-delay", "hold-for", "hold-opening", "max-error-rate", "paths", "profile",
+		"cpus-load", "cpus-servers", "gateway-args", "hold", "hold-delay", "hold-for", "hold-opening", "learned-admission", "max-error-rate", "paths", "profile",
 		"profile-seconds", "quiet", "streams", "token-delay", "tokens", "trials", "worker-args"}},
 	{[]string{"bench", "mock"}, []string{"config", "listen", "model", "token-delay", "tokens"}},
 	{[]string{"bench", "users"}, []string{"attach-every", "config", "domain", "duration", "max-error-rate", "max-tokens", "model", "new-chat-every",
