@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,5 +65,31 @@ func TestLagProbe(t *testing.T) {
 	p.mu.Unlock()
 	if lag := p.Lag(); lag >= 80*time.Millisecond {
 		t.Errorf("lag %v three seconds later", lag)
+	}
+}
+
+// A goroutine the network wakes waits behind every runnable goroutine,
+// where one a timer wakes runs next: with 50 goroutines spinning on one
+// processor, the probe's datagram is read far later than its timer fires,
+// and Lag reports that.
+func TestLagProbeSeesTheRunQueue(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := startLagProbe()
+	defer p.close()
+	if p.tx == nil {
+		t.Skip("no loopback UDP socket here")
+	}
+	time.Sleep(50 * time.Millisecond)
+	stop := time.Now().Add(400 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			for x := 0; time.Now().Before(stop); x++ {
+			}
+		})
+	}
+	wg.Wait()
+	if lag := p.Lag(); lag < 50*time.Millisecond {
+		t.Errorf("lag %v behind 50 spinning goroutines on one processor, want 50 ms or more", lag)
 	}
 }

@@ -291,7 +291,8 @@ func (s *Scheduler) probe(m *member, model string, ttft time.Duration) {
 		s.logger.Debug("admission probe told nothing", "worker", m.name, "err", err)
 		return
 	}
-	switch m.limit.probed(s.cfg.Now().UnixNano(), took, m.load(), s.cfg.Lag(), overloaded) {
+	lag := s.cfg.Lag()
+	switch m.limit.probed(s.cfg.Now().UnixNano(), took, m.load(), lag, overloaded) {
 	case limitLagged:
 		s.metrics.probes.WithLabelValues("lagged").Inc()
 	case limitCleared:
@@ -300,7 +301,7 @@ func (s *Scheduler) probe(m *member, model string, ttft time.Duration) {
 		s.metrics.probes.WithLabelValues("queueing").Inc()
 		s.logger.Info("worker queueing measured: admission limit lowered", "worker", m.name, "pool", m.pool.name,
 			"limit", m.limit.cap(), "ttft", ttft.String(), "probe_ttft", took.String(), "overloaded", overloaded,
-			"baseline", m.limit.baseline().String())
+			"baseline", m.limit.baseline().String(), "gateway_lag", lag.String())
 	}
 	s.capacityLocked(m)
 }
