@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/parleyhq/parley/server/llm"
+	"github.com/parleyhq/parley/server/worker"
 )
 
 // sampleProbed feeds l a sample and, when it raises a suspicion, the TTFT
@@ -277,5 +278,51 @@ func TestUnknownCapacitySlowRequestsNotCut(t *testing.T) {
 	})
 	if l := s.Workers()[0].AdmissionLimit; l != 0 {
 		t.Errorf("admission limit %d after the probes", l)
+	}
+}
+
+// A worker on a box short of CPU reports its own lag with its load: the
+// rise it adds to every TTFT, the probe's included, is set aside — the
+// gateway itself not lagging — and the limit stays off.
+func TestUnknownCapacityWorkersOwnLag(t *testing.T) {
+	w := newFake(0)
+	var slow atomic.Bool
+	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+		if slow.Load() {
+			time.Sleep(80 * time.Millisecond) // the worker's CPUs saturated: everything waits
+		}
+		if err := emit(llm.Delta{Text: "ok", Tokens: 1}); err != nil {
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
+		}
+		return llm.Result{FinishReason: llm.FinishStop}, nil
+	})
+	s := newScheduler(t, Config{QueueLimit: 1000, Lag: func() time.Duration { return 0 }}, w)
+	for range 5 {
+		if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.update(func(l *worker.LoadReport) { l.Lag = 40 * time.Millisecond })
+	eventually(t, "the worker's lag seen", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.members) == 1 && s.members[0].report.Lag == 40*time.Millisecond
+	})
+	slow.Store(true)
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if l := s.Workers()[0].AdmissionLimit; l != 0 {
+		t.Errorf("admission limit %d for a worker whose own lag explains its TTFT", l)
+	}
+	var m dto.Metric
+	if s.metrics.lagged.Write(&m); m.GetCounter().GetValue() == 0 {
+		t.Error("no sample set aside as lag")
 	}
 }

@@ -244,7 +244,7 @@ func (s *Scheduler) firstToken(m *member, model string, ttft time.Duration) {
 		return
 	}
 	before := m.capacity
-	switch m.limit.sample(s.cfg.Now().UnixNano(), ttft, m.load(), s.cfg.Lag()) {
+	switch m.limit.sample(s.cfg.Now().UnixNano(), ttft, m.load(), s.lagFor(m)) {
 	case limitLagged:
 		s.metrics.lagged.Inc()
 	case limitSuspect:
@@ -254,6 +254,13 @@ func (s *Scheduler) firstToken(m *member, model string, ttft time.Duration) {
 	if m.capacity > before {
 		s.dispatchLocked()
 	}
+}
+
+// lagFor is the delay that this gateway's lag, and the lag m reports of
+// its own process (a worker relaying many streams on a busy box), add to a
+// time to first token measured on m: the larger.
+func (s *Scheduler) lagFor(m *member) time.Duration {
+	return max(s.cfg.Lag(), m.report.Lag)
 }
 
 // probeTimeout bounds a probe's wait for its token: one that has none by
@@ -291,7 +298,7 @@ func (s *Scheduler) probe(m *member, model string, ttft time.Duration) {
 		s.logger.Debug("admission probe told nothing", "worker", m.name, "err", err)
 		return
 	}
-	lag := s.cfg.Lag()
+	lag := s.lagFor(m)
 	switch m.limit.probed(s.cfg.Now().UnixNano(), took, m.load(), lag, overloaded) {
 	case limitLagged:
 		s.metrics.probes.WithLabelValues("lagged").Inc()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/server/apierr"
+	"github.com/parleyhq/parley/server/lag"
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
@@ -206,7 +207,7 @@ type Scheduler struct {
 	seq     uint64
 	waits   map[scaleKey]*waitWindow // recent queue waits, for the scaling signal
 
-	lag *lagProbe // nil when Config.Lag was given
+	lag *lag.Probe // nil when Config.Lag was given
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -275,15 +276,15 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 		s.poolLocked(p.Name) // fixes the order before any worker connects
 	}
 	if s.cfg.Lag == nil {
-		s.lag = startLagProbe()
+		s.lag = lag.Start()
 		s.cfg.Lag = s.lag.Lag
 	}
 	if cfg.Registerer != nil {
-		lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		lagGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "parley_gateway_lag_seconds",
-			Help: "How late this gateway ran a timer due every 10 ms, the most over the last two seconds: over a few milliseconds, its CPUs are saturated.",
+			Help: "How late this gateway ran a timer due every 10 ms, or a read of a loopback datagram sent with it, the most over the last two seconds: over a few milliseconds, its CPUs are saturated.",
 		}, func() float64 { return s.cfg.Lag().Seconds() })
-		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s), lag} {
+		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s), lagGauge} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				stop()
 				s.closeLag()
@@ -316,7 +317,7 @@ func (s *Scheduler) Close() {
 
 func (s *Scheduler) closeLag() {
 	if s.lag != nil {
-		s.lag.close()
+		s.lag.Close()
 		s.lag = nil
 	}
 }

@@ -6,6 +6,7 @@ package worker
 
 import (
 	"context"
+	"time"
 
 	"github.com/parleyhq/parley/server/llm"
 )
@@ -18,6 +19,9 @@ type LoadReport struct {
 	Running, Waiting, MaxBatch     int
 	InFlight                       int
 	KVUsedTokens, KVCapacityTokens int64
+	// Lag is how late the worker process lately ran what was ready to run
+	// (0: not reported).
+	Lag time.Duration
 }
 
 // ModelInfo describes a model an engine serves. Simulated models say so in

@@ -34,6 +34,10 @@ type Service struct {
 	MinInterval time.Duration
 	// Logger receives the stream lifecycle lines (default: discarded).
 	Logger *slog.Logger
+	// Lag, when set, is how late this process lately ran what was ready to
+	// run (lag.Probe): sent with every load report, so that gateways do not
+	// read the worker's own delays as its upstream's queueing.
+	Lag func() time.Duration
 	// Token, when set, is the worker token every call must carry
 	// (Authorization: Bearer); calls without it get unauthenticated (see
 	// RequireToken).
@@ -104,7 +108,11 @@ func (s *Service) Load(ctx context.Context, req *connect.Request[workerv1.LoadRe
 	defer heartbeat.Stop()
 	for {
 		changed := s.Engine.LoadChanged()
-		report := loadToProto(s.ID, s.Engine.Load(), time.Now())
+		load := s.Engine.Load()
+		if s.Lag != nil {
+			load.Lag = s.Lag()
+		}
+		report := loadToProto(s.ID, load, time.Now())
 		if err := stream.Send(&workerv1.LoadResponse{Report: report}); err != nil {
 			return err
 		}

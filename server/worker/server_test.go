@@ -70,8 +70,14 @@ func (f *fakeEngine) setRunning(n int) {
 // serveWorker serves engine over h2c and dials it.
 func serveWorker(t *testing.T, engine worker.Engine) (*httptest.Server, *worker.Remote) {
 	t.Helper()
+	return serveService(t, &worker.Service{Engine: engine, EngineName: "fake", ID: "w1", Heartbeat: 50 * time.Millisecond})
+}
+
+// serveService serves svc over h2c and dials it.
+func serveService(t *testing.T, svc *worker.Service) (*httptest.Server, *worker.Remote) {
+	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle((&worker.Service{Engine: engine, EngineName: "fake", ID: "w1", Heartbeat: 50 * time.Millisecond}).Handler())
+	mux.Handle(svc.Handler())
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
@@ -227,6 +233,13 @@ func TestLoadStreamFollowsAndReconnects(t *testing.T) {
 	}
 	// The server still listens: the client reconnects on its own.
 	waitFor(t, "live again", remote.Live)
+}
+
+// The worker's lag, when it measures one, goes with every load report.
+func TestLoadReportCarriesTheWorkersLag(t *testing.T) {
+	_, remote := serveService(t, &worker.Service{Engine: newFakeEngine(), ID: "w1", Heartbeat: 50 * time.Millisecond,
+		Lag: func() time.Duration { return 70 * time.Millisecond }})
+	waitFor(t, "the worker's lag", func() bool { return remote.Load().Lag == 70*time.Millisecond })
 }
 
 // Embed crosses the wire both ways: vectors in order, usage, and the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	workerv1 "github.com/parleyhq/parley/gen/parley/worker/v1"
@@ -210,7 +211,7 @@ func finishFromProto(r workerv1.FinishReason) llm.FinishReason {
 }
 
 func loadToProto(id string, r LoadReport, at time.Time) *workerv1.LoadReport {
-	return &workerv1.LoadReport{
+	p := &workerv1.LoadReport{
 		WorkerId:         id,
 		Models:           r.Models,
 		Running:          int32(r.Running),
@@ -221,6 +222,10 @@ func loadToProto(id string, r LoadReport, at time.Time) *workerv1.LoadReport {
 		InFlight:         int32(r.InFlight),
 		At:               timestamppb.New(at),
 	}
+	if r.Lag > 0 {
+		p.Lag = durationpb.New(r.Lag)
+	}
+	return p
 }
 
 func loadFromProto(r *workerv1.LoadReport) LoadReport {
@@ -232,6 +237,7 @@ func loadFromProto(r *workerv1.LoadReport) LoadReport {
 		InFlight:         int(r.GetInFlight()),
 		KVUsedTokens:     r.GetKvUsedTokens(),
 		KVCapacityTokens: r.GetKvCapacityTokens(),
+		Lag:              r.GetLag().AsDuration(),
 	}
 }
 

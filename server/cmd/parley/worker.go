@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/gen/parley/worker/v1/workerv1connect"
 	"github.com/parleyhq/parley/server/config"
 	"github.com/parleyhq/parley/server/gateway"
+	"github.com/parleyhq/parley/server/lag"
 	"github.com/parleyhq/parley/server/obs"
 	"github.com/parleyhq/parley/server/worker"
 	"github.com/parleyhq/parley/server/worker/openai"
@@ -95,7 +96,9 @@ func runWorker(ctx context.Context, args []string, stdout, logOut io.Writer) err
 	}
 
 	mux := http.NewServeMux()
-	service := &worker.Service{Engine: engine, EngineName: engineName, Logger: logger, Token: token}
+	probe := lag.Start() // reported with the load: the gateways set the worker's own delays aside
+	defer probe.Close()
+	service := &worker.Service{Engine: engine, EngineName: engineName, Logger: logger, Token: token, Lag: probe.Lag}
 	// Deltas are a few bytes: compressing each one costs far more than it saves.
 	mux.Handle(service.Handler(connect.WithReadMaxBytes(64<<20), connect.WithCompressMinBytes(4096)))
 	health := grpchealth.NewStaticChecker(workerv1connect.WorkerServiceName)

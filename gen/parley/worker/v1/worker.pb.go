@@ -13,6 +13,7 @@ package workerv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -1691,7 +1692,12 @@ type LoadReport struct {
 	// Generate calls open on this worker (from every gateway).
 	InFlight int32 `protobuf:"varint,8,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	// When the report was made.
-	At            *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=at,proto3" json:"at,omitempty"`
+	At *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=at,proto3" json:"at,omitempty"`
+	// How late the worker has lately run what was ready to run (a timer, a
+	// network read): over a few milliseconds its CPUs are saturated, and a
+	// gateway does not read the delays this adds to a time to first token as
+	// its upstream's queueing.
+	Lag           *durationpb.Duration `protobuf:"bytes,10,opt,name=lag,proto3" json:"lag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1785,6 +1791,13 @@ func (x *LoadReport) GetInFlight() int32 {
 func (x *LoadReport) GetAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.At
+	}
+	return nil
+}
+
+func (x *LoadReport) GetLag() *durationpb.Duration {
+	if x != nil {
+		return x.Lag
 	}
 	return nil
 }
@@ -1985,7 +1998,7 @@ var File_parley_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1dparley/worker/v1/worker.proto\x12\x10parley.worker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"{\n" +
+	"\x1dparley/worker/v1/worker.proto\x12\x10parley.worker.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"{\n" +
 	"\fEmbedRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x14\n" +
@@ -2106,7 +2119,7 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
 	"gateway_id\x18\x01 \x01(\tR\tgatewayId\"D\n" +
 	"\fLoadResponse\x124\n" +
-	"\x06report\x18\x01 \x01(\v2\x1c.parley.worker.v1.LoadReportR\x06report\"\xaf\x02\n" +
+	"\x06report\x18\x01 \x01(\v2\x1c.parley.worker.v1.LoadReportR\x06report\"\xdc\x02\n" +
 	"\n" +
 	"LoadReport\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
@@ -2117,7 +2130,9 @@ const file_parley_worker_v1_worker_proto_rawDesc = "" +
 	"\x0ekv_used_tokens\x18\x06 \x01(\x03R\fkvUsedTokens\x12,\n" +
 	"\x12kv_capacity_tokens\x18\a \x01(\x03R\x10kvCapacityTokens\x12\x1b\n" +
 	"\tin_flight\x18\b \x01(\x05R\binFlight\x12*\n" +
-	"\x02at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\r\n" +
+	"\x02at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12+\n" +
+	"\x03lag\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x03lag\"\r\n" +
 	"\vInfoRequest\"x\n" +
 	"\fInfoResponse\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
@@ -2185,6 +2200,7 @@ var file_parley_worker_v1_worker_proto_goTypes = []any{
 	(*InfoResponse)(nil),          // 24: parley.worker.v1.InfoResponse
 	(*ModelInfo)(nil),             // 25: parley.worker.v1.ModelInfo
 	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
 }
 var file_parley_worker_v1_worker_proto_depIdxs = []int32{
 	3,  // 0: parley.worker.v1.EmbedResponse.vectors:type_name -> parley.worker.v1.Vector
@@ -2207,20 +2223,21 @@ var file_parley_worker_v1_worker_proto_depIdxs = []int32{
 	19, // 17: parley.worker.v1.Finished.usage:type_name -> parley.worker.v1.Usage
 	22, // 18: parley.worker.v1.LoadResponse.report:type_name -> parley.worker.v1.LoadReport
 	26, // 19: parley.worker.v1.LoadReport.at:type_name -> google.protobuf.Timestamp
-	25, // 20: parley.worker.v1.InfoResponse.models:type_name -> parley.worker.v1.ModelInfo
-	4,  // 21: parley.worker.v1.WorkerService.Generate:input_type -> parley.worker.v1.GenerateRequest
-	20, // 22: parley.worker.v1.WorkerService.Load:input_type -> parley.worker.v1.LoadRequest
-	23, // 23: parley.worker.v1.WorkerService.Info:input_type -> parley.worker.v1.InfoRequest
-	1,  // 24: parley.worker.v1.WorkerService.Embed:input_type -> parley.worker.v1.EmbedRequest
-	13, // 25: parley.worker.v1.WorkerService.Generate:output_type -> parley.worker.v1.GenerateResponse
-	21, // 26: parley.worker.v1.WorkerService.Load:output_type -> parley.worker.v1.LoadResponse
-	24, // 27: parley.worker.v1.WorkerService.Info:output_type -> parley.worker.v1.InfoResponse
-	2,  // 28: parley.worker.v1.WorkerService.Embed:output_type -> parley.worker.v1.EmbedResponse
-	25, // [25:29] is the sub-list for method output_type
-	21, // [21:25] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	27, // 20: parley.worker.v1.LoadReport.lag:type_name -> google.protobuf.Duration
+	25, // 21: parley.worker.v1.InfoResponse.models:type_name -> parley.worker.v1.ModelInfo
+	4,  // 22: parley.worker.v1.WorkerService.Generate:input_type -> parley.worker.v1.GenerateRequest
+	20, // 23: parley.worker.v1.WorkerService.Load:input_type -> parley.worker.v1.LoadRequest
+	23, // 24: parley.worker.v1.WorkerService.Info:input_type -> parley.worker.v1.InfoRequest
+	1,  // 25: parley.worker.v1.WorkerService.Embed:input_type -> parley.worker.v1.EmbedRequest
+	13, // 26: parley.worker.v1.WorkerService.Generate:output_type -> parley.worker.v1.GenerateResponse
+	21, // 27: parley.worker.v1.WorkerService.Load:output_type -> parley.worker.v1.LoadResponse
+	24, // 28: parley.worker.v1.WorkerService.Info:output_type -> parley.worker.v1.InfoResponse
+	2,  // 29: parley.worker.v1.WorkerService.Embed:output_type -> parley.worker.v1.EmbedResponse
+	26, // [26:30] is the sub-list for method output_type
+	22, // [22:26] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_parley_worker_v1_worker_proto_init() }

@@ -1,4 +1,7 @@
-package scheduler
+// Package lag measures how late a process runs what is ready to run: the
+// gateway's scheduler reads it so as not to take its own delays for a
+// worker's queueing, and a worker reports its own with its load.
+package lag
 
 import (
 	"net"
@@ -7,29 +10,30 @@ import (
 	"time"
 )
 
-// lagProbe measures how late this process runs what is ready to run: a
-// timer due every lagTick, and how much later than due it fires; and a
+// Probe measures how late this process runs what is ready to run: a
+// timer due every tick, and how much later than due it fires; and a
 // datagram sent to itself on loopback at each tick, and how long after it
 // was sent the goroutine reading it runs. The second is the one that
 // counts on a busy gateway: a goroutine a timer wakes runs next on its
 // processor, ahead of everything waiting, while one the network wakes (a
 // generation reading its upstream's answer) waits its turn behind every
 // other runnable goroutine — measured in a burst of 2,000 streams, timers
-// ran 15 ms late while reads waited 150 ms and more. A gateway
-// whose CPUs are saturated — by its own work, or by other processes on the
-// box — runs everything late, its generations' reads of their first token
-// included, so a time to first token it measures then says as much about
-// the gateway as about the worker. The limiter does not count such a sample
-// as the worker's queueing (limiter.sample).
+// ran 15 ms late while reads waited 150 ms and more.
 //
-// It keeps the most late of each lagBucket over the last lagBuckets; Lag is
+// A process whose CPUs are saturated — by its own work, or by other
+// processes on the box — runs everything late, its generations' reads of
+// their first token included, so a time to first token measured then says
+// as much about the process as about the upstream: the scheduler's
+// admission limit does not count such a sample as queueing.
+//
+// It keeps the most late of each bucket over the last nBuckets; Lag is
 // the most of them. The probe costs a timer wakeup and a datagram every
-// lagTick (a few ms of CPU a second). Where no loopback socket can be
+// tick (a few ms of CPU a second). Where no loopback socket can be
 // opened it measures the timer alone.
-type lagProbe struct {
+type Probe struct {
 	mu      sync.Mutex
-	buckets [lagBuckets]time.Duration
-	start   [lagBuckets]int64 // Unix nanoseconds each bucket began
+	buckets [nBuckets]time.Duration
+	start   [nBuckets]int64 // Unix nanoseconds each bucket began
 	stop    chan struct{}
 	done    chan struct{}
 
@@ -39,13 +43,14 @@ type lagProbe struct {
 }
 
 const (
-	lagTick    = 10 * time.Millisecond
-	lagBucket  = 250 * time.Millisecond
-	lagBuckets = 8 // two seconds
+	tick     = 10 * time.Millisecond
+	bucket   = 250 * time.Millisecond
+	nBuckets = 8 // two seconds
 )
 
-func startLagProbe() *lagProbe {
-	p := &lagProbe{stop: make(chan struct{}), done: make(chan struct{})}
+// Start starts a probe; Close stops it.
+func Start() *Probe {
+	p := &Probe{stop: make(chan struct{}), done: make(chan struct{})}
 	if rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err == nil {
 		if tx, err := net.DialUDP("udp", nil, rx.LocalAddr().(*net.UDPAddr)); err == nil {
 			p.rx, p.tx, p.read = rx, tx, make(chan struct{})
@@ -60,7 +65,7 @@ func startLagProbe() *lagProbe {
 
 // receive reads the datagrams, recording how long after its sending each
 // was read: how long a goroutine the network woke waited to run.
-func (p *lagProbe) receive() {
+func (p *Probe) receive() {
 	defer close(p.read)
 	var buf [1]byte
 	for {
@@ -76,7 +81,7 @@ func (p *lagProbe) receive() {
 
 // ping sends the datagram, unless the last is still unread (that wait is
 // then what the next reading records).
-func (p *lagProbe) ping(now time.Time) {
+func (p *Probe) ping(now time.Time) {
 	if p.tx == nil || !p.sent.CompareAndSwap(0, now.UnixNano()) {
 		return
 	}
@@ -85,11 +90,11 @@ func (p *lagProbe) ping(now time.Time) {
 	}
 }
 
-func (p *lagProbe) run() {
+func (p *Probe) run() {
 	defer close(p.done)
-	t := time.NewTimer(lagTick)
+	t := time.NewTimer(tick)
 	defer t.Stop()
-	due := time.Now().Add(lagTick)
+	due := time.Now().Add(tick)
 	for {
 		select {
 		case <-p.stop:
@@ -100,39 +105,40 @@ func (p *lagProbe) run() {
 			now := time.Now()
 			p.record(now.UnixNano(), now.Sub(due))
 			p.ping(now)
-			due = time.Now().Add(lagTick)
-			t.Reset(lagTick)
+			due = time.Now().Add(tick)
+			t.Reset(tick)
 		}
 	}
 }
 
 // record notes a timer that fired late by late at now.
-func (p *lagProbe) record(now int64, late time.Duration) {
+func (p *Probe) record(now int64, late time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i := (now / int64(lagBucket)) % lagBuckets
-	if b := now - now%int64(lagBucket); p.start[i] != b {
+	i := (now / int64(bucket)) % nBuckets
+	if b := now - now%int64(bucket); p.start[i] != b {
 		p.start[i], p.buckets[i] = b, 0
 	}
 	p.buckets[i] = max(p.buckets[i], late)
 }
 
-// Lag is how late the process has run a timer over the last two seconds,
-// at most.
-func (p *lagProbe) Lag() time.Duration {
+// Lag is how late the process has run a timer or a network read over the
+// last two seconds, at most.
+func (p *Probe) Lag() time.Duration {
 	now := time.Now().UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var lag time.Duration
 	for i, b := range p.buckets {
-		if now-p.start[i] < lagBuckets*int64(lagBucket) {
+		if now-p.start[i] < nBuckets*int64(bucket) {
 			lag = max(lag, b)
 		}
 	}
 	return lag
 }
 
-func (p *lagProbe) close() {
+// Close stops the probe.
+func (p *Probe) Close() {
 	close(p.stop)
 	<-p.done
 	if p.rx != nil {
