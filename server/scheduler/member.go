@@ -258,9 +258,10 @@ func (s *Scheduler) firstToken(m *member, model string, ttft time.Duration) {
 
 // lagFor is the delay that this gateway's lag, and the lag m reports of
 // its own process (a worker relaying many streams on a busy box), add to a
-// time to first token measured on m: the larger.
+// time to first token measured on m: the two together, since the first
+// token passes through both.
 func (s *Scheduler) lagFor(m *member) time.Duration {
-	return max(s.cfg.Lag(), m.report.Lag)
+	return s.cfg.Lag() + m.report.Lag
 }
 
 // probeTimeout bounds a probe's wait for its token: one that has none by
