@@ -30,8 +30,9 @@ import (
 //
 // A TTFT is measured by this gateway, so a gateway short of CPU measures
 // its own delays too: a sample whose rise over the baseline is within
-// lagFactor times the gateway's own lag (lagProbe: how late it runs a
-// timer) is not evidence of the worker's queueing and is set aside — it
+// lagFactor times the lag of the processes it crossed (server/lag: how late
+// the gateway, and a worker that reports it, ran a timer or a network read)
+// is not evidence of the worker's queueing and is set aside — it
 // neither cuts the limit nor moves the smoothed TTFT or the baseline. A
 // gateway starved of CPU thus does not refuse work its worker keeps up
 // with; a worker that queues while the gateway is busy still shows, once its

@@ -309,7 +309,7 @@ func (s *Scheduler) probe(m *member, model string, ttft time.Duration) {
 		s.metrics.probes.WithLabelValues("queueing").Inc()
 		s.logger.Info("worker queueing measured: admission limit lowered", "worker", m.name, "pool", m.pool.name,
 			"limit", m.limit.cap(), "ttft", ttft.String(), "probe_ttft", took.String(), "overloaded", overloaded,
-			"baseline", m.limit.baseline().String(), "gateway_lag", lag.String())
+			"baseline", m.limit.baseline().String(), "lag", lag.String())
 	}
 	s.capacityLocked(m)
 }

@@ -47,11 +47,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		lagged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_scheduler_ttft_samples_lagged_total",
-			Help: "Times to first token not taken as a worker's queueing by the admission limit, the gateway's own lag (parley_gateway_lag_seconds) explaining their rise.",
+			Help: "Times to first token not taken as a worker's queueing by the admission limit, the gateway's own lag (parley_gateway_lag_seconds), with the worker's where it reports one, explaining their rise.",
 		}),
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_scheduler_admission_probes_total",
-			Help: "One-token probes sent to a worker without a known batch size whose time to first token rose, by what they showed: queueing (the limit was cut), clear (the requests are slow by themselves), lagged (the gateway's own lag explains it), failed (no answer to read).",
+			Help: "One-token probes sent to a worker without a known batch size whose time to first token rose, by what they showed: queueing (the limit was cut), clear (the requests are slow by themselves), lagged (the gateway's lag, with the worker's where it reports one, explains it), failed (no answer to read).",
 		}, []string{"result"}),
 	}
 	m.poolPicks = prometheus.NewCounterVec(prometheus.CounterOpts{
