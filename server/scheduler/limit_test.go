@@ -108,7 +108,9 @@ func TestUnknownCapacityAIMD(t *testing.T) {
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
-	s, err := New(Config{QueueLimit: 1000}, logger)
+	// No lag: on a loaded box the real probe would set the samples aside
+	// (TestLimiterSetsAsideLaggedSamples) and the cap would come later.
+	s, err := New(Config{QueueLimit: 1000, Lag: func() time.Duration { return 0 }}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,9 @@ func TestUnknownCapacitySlowRequestsNotCut(t *testing.T) {
 		return llm.Result{FinishReason: llm.FinishStop}, nil
 	})
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{QueueLimit: 1000, Registerer: reg}, slog.New(slog.DiscardHandler))
+	// No lag: on a loaded box the real probe would set the samples aside
+	// (TestLimiterSetsAsideLaggedSamples), and no probe would be sent.
+	s, err := New(Config{QueueLimit: 1000, Registerer: reg, Lag: func() time.Duration { return 0 }}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
