@@ -31,7 +31,7 @@ func (h *ChatHandler) Complete(ctx context.Context, req *connect.Request[parleyv
 		return nil, err
 	}
 	var all chat.Collector
-	out, err := h.Core.Complete(ctx, r, all.Emit)
+	out, err := h.Core.Complete(ctx, &r, all.Emit)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (h *ChatHandler) CompleteStream(ctx context.Context, req *connect.Request[p
 	if err != nil {
 		return err
 	}
-	_, err = h.Core.Complete(ctx, r, citingStream(found, func(ev *parleyv1.GenerationEvent) error {
+	_, err = h.Core.Complete(ctx, &r, citingStream(found, func(ev *parleyv1.GenerationEvent) error {
 		return stream.Send(&parleyv1.CompleteStreamResponse{Event: ev})
 	}))
 	return err

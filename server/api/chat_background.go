@@ -59,7 +59,7 @@ func (h *ChatHandler) StartBackground(ctx context.Context, req *connect.Request[
 	id := chat.StoredID("gen_", conv.ID, out.ID)
 	err = h.Core.Detach(chat.WithPriority(ctx, h.Core.BackgroundPriority), id, func(ctx context.Context, publish chat.Emit) {
 		var all chat.Collector
-		res, err := h.Core.Complete(ctx, r, func(ev *parleyv1.GenerationEvent) error {
+		res, err := h.Core.Complete(ctx, &r, func(ev *parleyv1.GenerationEvent) error {
 			_ = all.Emit(ev)
 			return publish(ev)
 		})

@@ -46,12 +46,12 @@ func TestTheHoldComesBeforeTheWork(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			broke := newRig(t, 0).withInline()
-			_, err := broke.core.Complete(broke.ctx(), tc.req, func(*parleyv1.GenerationEvent) error { return nil })
+			_, err := broke.core.Complete(broke.ctx(), &tc.req, func(*parleyv1.GenerationEvent) error { return nil })
 			if !apierr.Detail(err, &parleyv1.InsufficientBalance{}) {
 				t.Fatalf("no balance: %v, want insufficient balance before the work", err)
 			}
 			funded := newRig(t, 1e9).withInline()
-			_, err = funded.core.Complete(funded.ctx(), tc.req, func(*parleyv1.GenerationEvent) error { return nil })
+			_, err = funded.core.Complete(funded.ctx(), &tc.req, func(*parleyv1.GenerationEvent) error { return nil })
 			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("funded: %v, want invalid_argument about %s", err, tc.want)
 			}
@@ -106,7 +106,7 @@ func TestPartBudgets(t *testing.T) {
 		{"attachments", files, "3 images, documents and attachments, over the limit of 2"},
 		{"attachment bytes", big, "over 100 bytes in all"},
 	} {
-		_, err := r.core.Complete(r.ctx(), tc.req, func(*parleyv1.GenerationEvent) error { return nil })
+		_, err := r.core.Complete(r.ctx(), &tc.req, func(*parleyv1.GenerationEvent) error { return nil })
 		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}

@@ -166,8 +166,8 @@ type Emit func(*parleyv1.GenerationEvent) error
 // finished. An error returned before any event means nothing was charged;
 // once started, the generation always ends with a finished event (unless the
 // client is gone) and is settled, whatever happens to ctx.
-func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, error) {
-	call, out, err := c.admitAPI(ctx, &req, emit)
+func (c *Core) Complete(ctx context.Context, req *Request, emit Emit) (*Outcome, error) {
+	call, out, err := c.admitAPI(ctx, req, emit)
 	if call == nil {
 		return out, err
 	}
@@ -180,7 +180,7 @@ func (c *Core) Complete(ctx context.Context, req Request, emit Emit) (*Outcome, 
 		return nil, err
 	}
 	used = int64(out.Usage.PromptTokens + out.Usage.CompletionTokens)
-	c.settleAPI(ctx, call, &req, out)
+	c.settleAPI(ctx, call, req, out)
 	return out, nil
 }
 
@@ -219,7 +219,7 @@ func (c *Core) admitAPI(ctx context.Context, req *Request, emit Emit) (*apiCall,
 
 	// Validate against the model, counting what the request asks for —
 	// parts, attachments, their declared sizes — before doing any of it.
-	m, maxOut, promptTokens, err := c.validate(*req)
+	m, maxOut, promptTokens, err := c.validate(req)
 	if err == nil && len(req.Deferred) > 0 {
 		if err = c.checkDeferred(ctx, p.UserID, m, req); err == nil {
 			bound, _ := c.promptBound(req) // tighter, with the attachments' records
@@ -306,7 +306,7 @@ func (c *Core) settleAPI(ctx context.Context, call *apiCall, req *Request, out *
 // counts its prompt's tokens — exactly, or where that costs (see
 // countsExactly) a bound of them, at most the model's window less the
 // output.
-func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
+func (c *Core) validate(req *Request) (*models.Model, int64, int, error) {
 	m, ok := c.Models.Lookup(req.Model)
 	if req.Model == "" {
 		return nil, 0, 0, apierr.InvalidArgument("model", "is required")
@@ -328,10 +328,10 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	case maxOut > m.MaxOutputTokens:
 		return nil, 0, 0, apierr.InvalidArgument("max_output_tokens", fmt.Sprintf("%d is over %s's maximum of %d", maxOut, m.ID, m.MaxOutputTokens))
 	}
-	if err := validateOptions(&req, maxOut); err != nil {
+	if err := validateOptions(req, maxOut); err != nil {
 		return nil, 0, 0, err
 	}
-	if err := checkCapabilities(&req, m); err != nil {
+	if err := checkCapabilities(req, m); err != nil {
 		return nil, 0, 0, err
 	}
 	if len(req.Messages) == 0 {
@@ -443,7 +443,7 @@ func (c *Core) validate(req Request) (*models.Model, int64, int, error) {
 	if size > limit {
 		return nil, 0, 0, apierr.InvalidArgument("stop", fmt.Sprintf("the prompt with its stop sequences is %d bytes, over %s's limit of %d", size, m.ID, limit))
 	}
-	promptTokens, exact := c.promptBound(&req)
+	promptTokens, exact := c.promptBound(req)
 	if !exact {
 		return m, maxOut, int(min(int64(promptTokens), m.ContextWindow-maxOut)), nil
 	}

@@ -78,7 +78,7 @@ func userMsg(text string) []llm.ChatMessage {
 func TestCompleteEventsUsageAndCharge(t *testing.T) {
 	r := newRig(t, 1e9)
 	var got []*parleyv1.GenerationEvent
-	out, err := r.core.Complete(r.ctx(), Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello there, rabbit.")}, MaxOutputTokens: 40}, func(ev *parleyv1.GenerationEvent) error {
+	out, err := r.core.Complete(r.ctx(), &Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello there, rabbit.")}, MaxOutputTokens: 40}, func(ev *parleyv1.GenerationEvent) error {
 		got = append(got, ev)
 		return nil
 	})
@@ -131,7 +131,7 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		{"temperature", Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi"), Temperature: ptr(3.0)}}, "temperature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := r.core.Complete(r.ctx(), tc.req, func(*parleyv1.GenerationEvent) error { return nil })
+			_, err := r.core.Complete(r.ctx(), &tc.req, func(*parleyv1.GenerationEvent) error { return nil })
 			var fv parleyv1.FieldViolation
 			if connect.CodeOf(err) != connect.CodeInvalidArgument || !apierr.Detail(err, &fv) || fv.GetField() != tc.field {
 				t.Fatalf("err %v (field %q), want invalid_argument naming %q", err, fv.GetField(), tc.field)
@@ -162,7 +162,7 @@ func TestConcurrentRequestsCannotOverdraw(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := r.core.Complete(r.ctx(), Request{Request: llm.Request{Model: "sim-small", Messages: msgs}, MaxOutputTokens: maxOut}, func(*parleyv1.GenerationEvent) error { return nil })
+			out, err := r.core.Complete(r.ctx(), &Request{Request: llm.Request{Model: "sim-small", Messages: msgs}, MaxOutputTokens: maxOut}, func(*parleyv1.GenerationEvent) error { return nil })
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -202,7 +202,7 @@ func TestDisconnectChargesWhatWasGenerated(t *testing.T) {
 	r := newRig(t, 1e9)
 	ctx, cancel := context.WithCancel(r.ctx())
 	deltas := 0
-	out, err := r.core.Complete(ctx, Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello")}, MaxOutputTokens: 500}, func(ev *parleyv1.GenerationEvent) error {
+	out, err := r.core.Complete(ctx, &Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello")}, MaxOutputTokens: 500}, func(ev *parleyv1.GenerationEvent) error {
 		if ev.GetDelta() != nil {
 			if deltas++; deltas == 5 {
 				cancel()
@@ -227,7 +227,7 @@ func TestDisconnectChargesWhatWasGenerated(t *testing.T) {
 
 func TestUnauthenticated(t *testing.T) {
 	r := newRig(t, 0)
-	_, err := r.core.Complete(context.Background(), Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi")}}, func(*parleyv1.GenerationEvent) error { return nil })
+	_, err := r.core.Complete(context.Background(), &Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("hi")}}, func(*parleyv1.GenerationEvent) error { return nil })
 	if connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("err %v", err)
 	}

@@ -39,14 +39,14 @@ func user(parts ...llm.Part) llm.ChatMessage {
 // calls only (no text part at all) is fine.
 func TestEmptyTextPartRefused(t *testing.T) {
 	c := validationCore(t, 0)
-	_, _, _, err := c.validate(Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{
+	_, _, _, err := c.validate(&Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{
 		user(llm.Part{Text: "Hello"}),
 		{Role: "assistant", Parts: []llm.Part{{Text: "Hi"}}},
 		user(llm.Part{Text: "a"}, llm.Part{Text: ""}),
 	}}})
 	wantField(t, "empty text part", err, "messages[2].parts[1].text")
 
-	_, _, _, err = c.validate(Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{
+	_, _, _, err = c.validate(&Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{
 		user(llm.Part{Text: "What is the weather in Paris?"}),
 		{Role: "assistant", Parts: []llm.Part{{ToolCall: &llm.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"location":"Paris"}`}}}},
 		{Role: "tool", Parts: []llm.Part{{ToolResult: &llm.ToolResult{ToolCallID: "call_1", Content: "sunny"}}}},
@@ -61,10 +61,10 @@ func TestStopStringsCountTowardThePromptSize(t *testing.T) {
 	c := validationCore(t, 300)
 	prompt := strings.Repeat("a", 250)
 	stop := []string{strings.Repeat("x", 64), strings.Repeat("y", 64)}
-	if _, _, _, err := c.validate(Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{user(llm.Part{Text: prompt})}, Stop: stop[:0]}}); err != nil {
+	if _, _, _, err := c.validate(&Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{user(llm.Part{Text: prompt})}, Stop: stop[:0]}}); err != nil {
 		t.Fatalf("prompt alone, under the bound: %v", err)
 	}
-	_, _, _, err := c.validate(Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{user(llm.Part{Text: prompt})}, Stop: stop}})
+	_, _, _, err := c.validate(&Request{Request: llm.Request{Model: "sim-small", Messages: []llm.ChatMessage{user(llm.Part{Text: prompt})}, Stop: stop}})
 	wantField(t, "prompt and stop sequences over the bound", err, "stop")
 }
 
@@ -75,7 +75,7 @@ func TestSchemaBudgetNamesTheKeyword(t *testing.T) {
 	c := validationCore(t, 0)
 	schema := []byte(`{"type":"object","properties":{"items":{"type":"array","minItems":1000000000}},"required":["items"]}`)
 	msgs := []llm.ChatMessage{user(llm.Part{Text: "list"})}
-	_, _, _, err := c.validate(Request{Request: llm.Request{Model: "sim-small", Messages: msgs,
+	_, _, _, err := c.validate(&Request{Request: llm.Request{Model: "sim-small", Messages: msgs,
 		ResponseFormat: llm.ResponseFormat{Type: llm.FormatJSONSchema, Name: "out", Schema: schema}}})
 	wantField(t, "response format", err, "response_format.schema.properties.items.minItems")
 
@@ -87,15 +87,15 @@ func TestSchemaBudgetNamesTheKeyword(t *testing.T) {
 			}
 			return f
 		}}
-	_, _, _, err = c.validate(req)
+	_, _, _, err = c.validate(&req)
 	wantField(t, "tool parameters", req.renamed(err), "tools[1].input_schema.properties.items.minItems")
 
 	small := []byte(`{"type":"string","minLength":2000}`)
 	ok := Request{Request: llm.Request{Model: "sim-small", Messages: msgs, ResponseFormat: llm.ResponseFormat{Type: llm.FormatJSONSchema, Name: "s", Schema: small}}}
-	if _, _, _, err := c.validate(ok); err != nil {
+	if _, _, _, err := c.validate(&ok); err != nil {
 		t.Errorf("minLength 2000 at the model's maximum output: %v", err)
 	}
 	ok.MaxOutputTokens = 100
-	_, _, _, err = c.validate(ok)
+	_, _, _, err = c.validate(&ok)
 	wantField(t, "minLength 2000 in 100 tokens", err, "response_format.schema.minLength")
 }

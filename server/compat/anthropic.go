@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/attach"
 	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/detach"
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/sse"
 )
@@ -812,8 +813,11 @@ func toolInput(args string) json.RawMessage {
 // back until the first event, so a request refused before it starts
 // (overload, balance) still gets its HTTP status.
 func (h *anthropicHandler) stream(w http.ResponseWriter, r *http.Request, creq *chat.Request, thinking bool) {
-	enc := &anthropicStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, callBlock: map[int32]int{}, cur: -1, thinking: thinking}
-	h.runStream(r, enc, []chat.Request{*creq}, func(err error) { h.fail(w, r, err) })
+	creqs := []chat.Request{*creq} // on the heap, not in the stream's frame
+	detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+		enc := &anthropicStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, callBlock: map[int32]int{}, cur: -1, thinking: thinking}
+		h.runStream(r, enc, creqs, func(err error) { h.fail(w, r, err) })
+	})
 }
 
 func (s *anthropicStream) start(_ int, st *parleyv1.GenerationStarted) error {

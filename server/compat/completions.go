@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/compat/openaiwire"
+	"github.com/parleyhq/parley/server/detach"
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/sse"
 )
@@ -270,11 +271,13 @@ func addUsage(sum *llm.Usage, u llm.Usage) {
 // streamCompletions answers with text_completion chunks, the prompts one
 // after the other, then the usage (when asked for) and [DONE].
 func (h *openAIHandler) streamCompletions(w http.ResponseWriter, r *http.Request, req *completionsRequest, creqs []chat.Request) {
-	n := max(creqs[0].N, 1)
-	enc := &completionsStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, creqs: creqs, n: n, offsets: make([]int, n),
-		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		chunk:        textCompletion{Object: "text_completion", Choices: []textChoice{}}}
-	h.runStream(r, enc, creqs, func(err error) { h.fail(w, r, err) })
+	detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+		n := max(creqs[0].N, 1)
+		enc := &completionsStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, creqs: creqs, n: n, offsets: make([]int, n),
+			includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+			chunk:        textCompletion{Object: "text_completion", Choices: []textChoice{}}}
+		h.runStream(r, enc, creqs, func(err error) { h.fail(w, r, err) })
+	})
 }
 
 // completionsStream is the encoder of a streamed legacy completion: its

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/chat"
 	"github.com/parleyhq/parley/server/compat/openaiwire"
+	"github.com/parleyhq/parley/server/detach"
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/sse"
 )
@@ -95,9 +96,12 @@ func (h *openAIHandler) complete(w http.ResponseWriter, r *http.Request, creq *c
 
 // stream answers with chat.completion.chunk events.
 func (h *openAIHandler) stream(w http.ResponseWriter, r *http.Request, req *openAIRequest, creq *chat.Request) {
-	enc := &openAIStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, n: max(creq.N, 1), logprobs: creq.Logprobs,
-		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
-	h.runStream(r, enc, []chat.Request{*creq}, func(err error) { h.fail(w, r, err) })
+	creqs := []chat.Request{*creq} // on the heap, not in the stream's frame
+	detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+		enc := &openAIStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, n: max(creq.N, 1), logprobs: creq.Logprobs,
+			includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+		h.runStream(r, enc, creqs, func(err error) { h.fail(w, r, err) })
+	})
 }
 
 // openAIStream is the encoder of a streamed chat completion.

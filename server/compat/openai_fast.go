@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"sync"
 
 	"github.com/parleyhq/parley/server/compat/openaiwire"
 )
@@ -71,9 +72,19 @@ func (c *chunkWriter) deltaChunk(chunk *openaiwire.ChatCompletionChunk, index in
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.open()
-	c.fast = appendDeltaChunk(c.fast[:0], chunk, index, role, content)
-	return c.enc.WriteData(c.fast, flush)
+	b := deltaBufs.Get().(*[]byte)
+	*b = appendDeltaChunk((*b)[:0], chunk, index, role, content)
+	err := c.enc.WriteData(*b, flush)
+	deltaBufs.Put(b)
+	return err
 }
+
+// deltaBufs are deltaChunk's buffers: taken for a write, not kept by each
+// open stream between its tokens.
+var deltaBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 512)
+	return &b
+}}
 
 // writeBuffered writes v as an event without flushing it.
 func (c *chunkWriter) writeBuffered(v any) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/server/apierr"
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/chat"
+	"github.com/parleyhq/parley/server/detach"
 	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/store"
 	"github.com/parleyhq/parley/sse"
@@ -375,7 +376,7 @@ func (h *openAIHandler) CreateResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var all chat.Collector
-	out, err := h.Core.Complete(r.Context(), plan.chat, all.Emit)
+	out, err := h.Core.Complete(r.Context(), &plan.chat, all.Emit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -515,11 +516,14 @@ func (h *openAIHandler) ListResponseInputItems(w http.ResponseWriter, r *http.Re
 
 // streamResponse answers with the Responses API's typed events.
 func (h *openAIHandler) streamResponse(w http.ResponseWriter, r *http.Request, userID string, p *responsePlan) {
-	s := &responseStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, plan: p, calls: map[int32]*streamItem{},
-		save: func(out *chat.Outcome, parts []store.Part) error {
-			return h.finishResponse(r.Context(), userID, p, out, parts)
-		}}
-	h.runStream(r, s, []chat.Request{p.chat}, func(err error) { h.fail(w, r, err) })
+	creqs := []chat.Request{p.chat} // on the heap, not in the stream's frame
+	detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+		s := &responseStream{chunkWriter: chunkWriter{w: w, enc: sse.NewEncoder(w)}, plan: p, calls: map[int32]*streamItem{},
+			save: func(out *chat.Outcome, parts []store.Part) error {
+				return h.finishResponse(r.Context(), userID, p, out, parts)
+			}}
+		h.runStream(r, s, creqs, func(err error) { h.fail(w, r, err) })
+	})
 }
 
 // finish stores the response (when asked to) and ends each item, then the

@@ -53,7 +53,7 @@ func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, 
 	ctx := chat.WithPriority(r.Context(), h.Core.BackgroundPriority)
 	err = h.Core.Detach(ctx, id, func(ctx context.Context, publish chat.Emit) {
 		var all chat.Collector
-		res, err := h.Core.Complete(ctx, plan.chat, func(ev *parleyv1.GenerationEvent) error {
+		res, err := h.Core.Complete(ctx, &plan.chat, func(ev *parleyv1.GenerationEvent) error {
 			_ = all.Emit(ev)
 			return publish(ev)
 		})

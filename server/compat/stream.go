@@ -36,8 +36,10 @@ type encoder interface {
 func (h *deps) runStream(r *http.Request, enc encoder, creqs []chat.Request, refuse func(error)) {
 	stop := keepAlive(h.PingInterval, enc.ping)
 	defer stop()
-	for gen, creq := range creqs {
-		out, err := h.Core.Complete(r.Context(), creq, func(ev *parleyv1.GenerationEvent) error {
+	for gen := range creqs {
+		// Indexed, not ranged over: a copy of the request would sit in
+		// this frame, which every open stream keeps on its stack.
+		out, err := h.Core.Complete(r.Context(), &creqs[gen], func(ev *parleyv1.GenerationEvent) error {
 			switch k := ev.GetKind().(type) {
 			case *parleyv1.GenerationEvent_Started:
 				return enc.start(gen, k.Started)

@@ -78,7 +78,7 @@ func (h *deps) fix(r *http.Request, err error) error {
 // itself is an error (interrupted).
 func (h *deps) collect(r *http.Request, creq chat.Request) (*chat.Outcome, *chat.Collector, error) {
 	all := new(chat.Collector)
-	out, err := h.Core.Complete(r.Context(), creq, all.Emit)
+	out, err := h.Core.Complete(r.Context(), &creq, all.Emit)
 	if err == nil {
 		err = interrupted(out)
 	}
@@ -306,7 +306,6 @@ type chunkWriter struct {
 	enc     *sse.Encoder
 	opened  bool
 	scratch bytes.Buffer
-	fast    []byte // deltaChunk's buffer
 }
 
 func (c *chunkWriter) open() {

@@ -8,7 +8,12 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/parleyhq/parley/server/detach"
 )
+
+// idleTimeout is how long a connection waits for its client's next request.
+const idleTimeout = 2 * time.Minute
 
 // Server serves one handler over HTTP/1.1 and cleartext HTTP/2 (h2c, as gRPC
 // clients speak it) on one listener.
@@ -42,17 +47,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	// Token streams leave net/http's goroutine and buffers once they
+	// start (detach.Go); their connections come back through the listener.
+	detached := detach.New(baseCtx, idleTimeout, s.Logger)
 	srv := &http.Server{
-		Handler:           s.Handler,
+		Handler:           detached.Handler(s.Handler),
 		Protocols:         &protocols,
 		ReadHeaderTimeout: cmp.Or(s.ReadHeaderTimeout, 10*time.Second),
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(detached.Listener(ln)) }()
 	s.Logger.Info("listening on http://" + ln.Addr().String())
 	if s.OnListen != nil {
 		s.OnListen(ln.Addr())
@@ -70,6 +78,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.Grace)
 	defer cancel()
 	err := srv.Shutdown(drainCtx)
+	if err == nil {
+		err = detached.Wait(drainCtx)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.Logger.Warn("grace period over: cancelling open streams")
 		cancelAll()
@@ -77,6 +88,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancelFinal()
 		if err = srv.Shutdown(finalCtx); err != nil {
 			err = srv.Close()
+		}
+		if detached.Wait(finalCtx) != nil {
+			detached.CloseAll()
 		}
 	}
 	if err == nil || errors.Is(err, http.ErrServerClosed) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/parleyhq/parley/server/detach"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -112,8 +113,10 @@ func (m *Metrics) HTTP(route string, next http.Handler) http.Handler {
 		NoteRoute(r.Context(), route)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		requests.WithLabelValues(strconv.Itoa(sw.status)).Inc()
-		duration.Observe(time.Since(start).Seconds())
+		detach.Done(r, func() { // a detached stream's when it ends
+			requests.WithLabelValues(strconv.Itoa(sw.status)).Inc()
+			duration.Observe(time.Since(start).Seconds())
+		})
 	})
 }
 

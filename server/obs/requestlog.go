@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/parleyhq/parley/server/detach"
 )
 
 // RequestLogConfig is the request log's settings (serve's observability
@@ -141,20 +142,23 @@ func (l *RequestLog) Middleware(next http.Handler) http.Handler {
 				l.write(ctx, r, sw.status, info, start)
 				panic(p)
 			}
-			l.write(ctx, r, sw.status, info, start)
 		}()
 		next.ServeHTTP(sw, r.WithContext(ctx))
-		// A gRPC call refused before its handler (the auth gate) answers
-		// trailers-only: its code is in the headers.
-		if g := w.Header().Get("Grpc-Status"); g != "" {
-			if n, err := strconv.Atoi(g); err == nil {
-				info.mu.Lock()
-				if info.code == "" {
-					info.code = connectCode(n)
+		// A detached stream's line is written when it ends.
+		detach.Done(r, func() {
+			// A gRPC call refused before its handler (the auth gate)
+			// answers trailers-only: its code is in the headers.
+			if g := w.Header().Get("Grpc-Status"); g != "" {
+				if n, err := strconv.Atoi(g); err == nil {
+					info.mu.Lock()
+					if info.code == "" {
+						info.code = connectCode(n)
+					}
+					info.mu.Unlock()
 				}
-				info.mu.Unlock()
 			}
-		}
+			l.write(ctx, r, sw.status, info, start)
+		})
 	})
 }
 

@@ -489,6 +489,9 @@ func (e *Engine) open(ctx, callCtx context.Context, body []byte) (*http.Response
 	if err != nil {
 		return nil, e.failure(ctx, callCtx, err)
 	}
+	// The request, with its body (the whole prompt), would otherwise stay
+	// with the response for as long as the answer streams.
+	resp.Request = nil
 	return resp, nil
 }
 

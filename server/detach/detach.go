@@ -1,0 +1,446 @@
+// Package detach lets a long HTTP/1.1 response leave the goroutine and the
+// buffers net/http gave its request.
+//
+// net/http keeps, for every request in progress, the handler's goroutine
+// (with however deep a stack it reached), a background goroutine reading
+// the connection to notice the client leaving, and the connection's 4 KiB
+// reader, 4 KiB writer and 2 KiB chunking buffer. A token stream that waits
+// on its inference server for most of its life pays all of that while it
+// waits. Go takes the connection from net/http (Hijack) and runs the rest of
+// the response on a fresh goroutine: the handler returns, its stack and
+// net/http's buffers are freed, the response is written chunked straight to
+// the connection from a pooled buffer, and a goroutine with a 1-byte read
+// notices the client leaving. When the response ends, the connection goes
+// back to the server through the listener (Conns.Listener), so keep-alive
+// works as before.
+//
+// Middleware that acts after its handler returns (request logs, metrics)
+// registers that work with Done, which runs it when the response has really
+// ended. The server waits for detached responses on shutdown (Conns.Wait).
+package detach
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Conns is one server's detached responses: the listener that takes their
+// connections back, and what shutdown waits for.
+type Conns struct {
+	logger *slog.Logger
+	base   context.Context // cancelled when the server's grace is over
+
+	returned chan net.Conn // connections whose detached response ended, to serve again
+	closed   chan struct{} // the listener is closed: connections are closed, not returned
+	close    sync.Once
+
+	idleTimeout time.Duration // how long a connection waits for its next request
+
+	mu        sync.Mutex
+	open      map[*response]struct{} // detached responses under way
+	idleConns map[*response]struct{} // connections of ended ones, waiting for a next request
+	drain     chan struct{}          // closed when open empties, if Wait is waiting
+}
+
+// New returns the detached responses of a server whose requests' contexts
+// all derive from base: a detached response's context is cancelled with it.
+// idle is how long the connection of an ended response waits for the
+// client's next request (the server's IdleTimeout).
+func New(base context.Context, idle time.Duration, logger *slog.Logger) *Conns {
+	return &Conns{
+		logger:      logger,
+		base:        base,
+		idleTimeout: idle,
+		returned:    make(chan net.Conn, 256),
+		closed:      make(chan struct{}),
+		open:        map[*response]struct{}{},
+		idleConns:   map[*response]struct{}{},
+	}
+}
+
+// Handler is the outermost middleware: it lets the handlers under it
+// detach (Go) and their middleware defer work to the response's end (Done).
+func (c *Conns) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 1 {
+			next.ServeHTTP(w, r) // HTTP/2 streams cannot be taken from net/http
+			return
+		}
+		rs := &response{conns: c}
+		rs.w = writer{ResponseWriter: w, rs: rs}
+		next.ServeHTTP(&rs.w, r.WithContext(context.WithValue(r.Context(), key{}, rs)))
+	})
+}
+
+// Listener wraps ln so that connections whose detached response ended are
+// accepted again, to be served their next request.
+func (c *Conns) Listener(ln net.Listener) net.Listener {
+	l := &listener{Listener: ln, conns: c, accepted: make(chan accepted)}
+	go l.acceptLoop()
+	return l
+}
+
+// Wait waits for the detached responses under way to end, or for ctx.
+func (c *Conns) Wait(ctx context.Context) error {
+	c.mu.Lock()
+	if len(c.open) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	if c.drain == nil {
+		c.drain = make(chan struct{})
+	}
+	drain := c.drain
+	c.mu.Unlock()
+	select {
+	case <-drain:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CloseAll closes the connections of the detached responses still under
+// way: the last step of a shutdown whose streams did not end when asked.
+func (c *Conns) CloseAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for rs := range c.open {
+		_ = rs.conn.Close()
+	}
+}
+
+// Len is the number of detached responses under way.
+func (c *Conns) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.open)
+}
+
+type key struct{}
+
+// Go runs fn(w, r) with the rest of r's response. Where r's connection can
+// be taken from net/http (HTTP/1.1 under Conns.Handler, the request's body
+// read to its end, the client still there), fn runs on a fresh goroutine
+// and Go returns at once: the caller should return too, and must not touch
+// w or r after. fn's request has a context of its own, cancelled when the
+// client leaves, when the server's grace is over, or when fn returns.
+// Anywhere else fn runs here, before Go returns.
+func Go(w http.ResponseWriter, r *http.Request, fn func(w http.ResponseWriter, r *http.Request)) {
+	rs, _ := r.Context().Value(key{}).(*response)
+	if rs == nil || rs.detached || rs.w.started || r.Close || r.ProtoMinor == 0 || r.Context().Err() != nil || !drained(r) {
+		fn(w, r)
+		return
+	}
+	conn, brw, err := http.NewResponseController(rs.w.ResponseWriter).Hijack()
+	if err != nil {
+		fn(w, r)
+		return
+	}
+	rs.detached = true
+	rs.conn = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		// A client that sent its next request early (pipelining): kept
+		// for when the connection is served again.
+		b, _ := brw.Reader.Peek(n)
+		rs.pending = append([]byte(nil), b...)
+	}
+	// The reader is ours now, and its 4 KiB buffer would stay with the
+	// request's body, which the stream keeps (drained: nothing reads it).
+	*brw.Reader = bufio.Reader{}
+	rs.w.hijacked()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	rs.cancel = cancel
+	stop := context.AfterFunc(rs.conns.base, cancel)
+	r = r.WithContext(ctx)
+
+	rs.conns.mu.Lock()
+	rs.conns.open[rs] = struct{}{}
+	rs.conns.mu.Unlock()
+
+	go rs.watch()
+	go func() {
+		defer func() {
+			stop()
+			if p := recover(); p != nil {
+				rs.w.err = errPanic // the response is cut: the connection is closed
+				if p != http.ErrAbortHandler {
+					rs.conns.logger.Error("panic in a detached response", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				}
+			}
+			rs.finish()
+		}()
+		fn(w, r)
+	}()
+}
+
+// Done runs fn when r's response has ended: when its handler has returned,
+// or, for a response the handler detached (Go), when that has ended. It is
+// for middleware whose work follows its handler (a request's log line, its
+// duration); fns run in the order they were registered.
+func Done(r *http.Request, fn func()) {
+	rs, _ := r.Context().Value(key{}).(*response)
+	if rs == nil || !rs.detached {
+		fn()
+		return
+	}
+	rs.mu.Lock()
+	if rs.finished {
+		rs.mu.Unlock()
+		fn()
+		return
+	}
+	rs.done = append(rs.done, fn)
+	rs.mu.Unlock()
+}
+
+// maxDrain is how much of a request body Go reads past what its handler
+// read, as net/http does before reusing a connection (256 KiB there).
+const maxDrain = 256 << 10
+
+// drained reads what is left of r's body; false if it was too much or
+// failed, and the connection is then left to net/http.
+func drained(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	n, err := io.CopyN(io.Discard, r.Body, maxDrain+1)
+	return n <= maxDrain && (err == nil || errors.Is(err, io.EOF))
+}
+
+var errPanic = errors.New("detach: the response's goroutine panicked")
+
+// response is one request's state under Conns.Handler.
+type response struct {
+	conns    *Conns
+	w        writer
+	detached bool // set by Go, on the handler's goroutine before it returns
+
+	// Set when detached.
+	conn    net.Conn
+	pending []byte // bytes of the next request, read early
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	done     []func() // Done's work, run by finish
+	finished bool     // finish has run; the connection waits for its next request
+	keep     bool     // finish found the connection fit to serve again
+	read     bool     // watch's read has returned
+	stopping bool     // finish stopped watch's read
+	gone     bool     // the client left (or the read failed)
+}
+
+// watch reads the connection from the moment the response is detached: a
+// client that leaves (EOF, reset) cancels the response's context. After
+// the response, the same read waits, up to the server's idle timeout, for
+// the client's next request, whose first byte hands the connection back to
+// the server; net/http's idle connections wait the same way.
+func (rs *response) watch() {
+	var b [1]byte
+	n, _ := rs.conn.Read(b[:])
+	rs.mu.Lock()
+	rs.read = true
+	switch {
+	case n == 1:
+		// The next request's first byte: early (pipelining) or, once the
+		// response has ended, on time.
+		rs.pending = append(rs.pending, b[0])
+	case rs.stopping:
+		// finish stopped the read: the next request is already here.
+	default:
+		rs.gone = true // EOF, a reset, or the idle timeout
+	}
+	finished, keep, gone := rs.finished, rs.keep, rs.gone
+	rs.mu.Unlock()
+	if gone {
+		rs.cancel()
+	}
+	if finished {
+		rs.next(keep)
+	}
+}
+
+// finish ends a detached response: the last chunk written, the Done work
+// run, and the connection left to watch for its next request (or closed).
+func (rs *response) finish() {
+	rs.cancel()
+	err := rs.w.end()
+	rs.mu.Lock()
+	rs.finished = true
+	rs.keep = err == nil && !rs.w.close && !rs.gone
+	keep, read := rs.keep, rs.read
+	switch {
+	case keep && !read && len(rs.pending) > 0:
+		// The next request came early: stop the watch, which then hands
+		// the connection back.
+		rs.stopping = true
+		_ = rs.conn.SetReadDeadline(time.Unix(1, 0))
+	case keep && !read:
+		// The watch's read goes on as the idle connection's.
+		rs.conns.idle(rs, true)
+		_ = rs.conn.SetReadDeadline(time.Now().Add(rs.conns.idleTimeout))
+	}
+	done := rs.done
+	rs.done = nil
+	rs.mu.Unlock()
+	switch {
+	case read:
+		rs.next(keep)
+	case !keep:
+		_ = rs.conn.Close() // wakes watch, which closes it again
+	}
+	rs.conns.ended(rs)
+	for _, fn := range done {
+		fn()
+	}
+}
+
+// next hands the connection of an ended response back to the server if
+// its next request has begun, or closes it; once both watch's read and
+// finish are done.
+func (rs *response) next(keep bool) {
+	rs.conns.idle(rs, false)
+	if keep && !rs.gone && len(rs.pending) > 0 {
+		_ = rs.conn.SetReadDeadline(time.Time{})
+		rs.conns.give(rs.conn, rs.pending)
+		return
+	}
+	_ = rs.conn.Close()
+}
+
+// ended forgets a detached response that has ended.
+func (c *Conns) ended(rs *response) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.open, rs)
+	if len(c.open) == 0 && c.drain != nil {
+		close(c.drain)
+		c.drain = nil
+	}
+}
+
+// idle notes (or forgets) a connection waiting for its next request, to
+// be closed when the server stops listening.
+func (c *Conns) idle(rs *response, waiting bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !waiting {
+		delete(c.idleConns, rs)
+		return
+	}
+	select {
+	case <-c.closed:
+		_ = rs.conn.Close()
+	default:
+		c.idleConns[rs] = struct{}{}
+	}
+}
+
+// give hands conn back to be served again, or closes it if the server has
+// stopped listening.
+func (c *Conns) give(conn net.Conn, pending []byte) {
+	if len(pending) > 0 {
+		conn = &prefixConn{Conn: conn, pending: pending}
+	}
+	select {
+	case <-c.closed:
+		_ = conn.Close()
+		return
+	default:
+	}
+	select {
+	case c.returned <- conn:
+	case <-c.closed:
+		_ = conn.Close()
+	default:
+		_ = conn.Close() // the accept loop is far behind: the client reconnects
+	}
+}
+
+// prefixConn is a connection with bytes already read from it.
+type prefixConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pending) > 0 {
+		n := copy(b, p.pending)
+		p.pending = p.pending[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// listener accepts new connections and those given back.
+type listener struct {
+	net.Listener
+	conns    *Conns
+	accepted chan accepted
+}
+
+type accepted struct {
+	conn net.Conn
+	err  error
+}
+
+func (l *listener) acceptLoop() {
+	for {
+		conn, err := l.Listener.Accept()
+		select {
+		case l.accepted <- accepted{conn, err}:
+		case <-l.conns.closed:
+			if conn != nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // net/http retries these
+			}
+			return
+		}
+	}
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	select {
+	case conn := <-l.conns.returned:
+		return conn, nil
+	case a := <-l.accepted:
+		return a.conn, a.err
+	case <-l.conns.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *listener) Close() error {
+	l.conns.close.Do(func() { close(l.conns.closed) })
+	err := l.Listener.Close()
+	// Connections waiting for a next request are closed, as net/http
+	// closes its idle ones.
+	l.conns.mu.Lock()
+	for rs := range l.conns.idleConns {
+		_ = rs.conn.Close()
+	}
+	l.conns.mu.Unlock()
+	// Connections given back and not yet served again are closed.
+	for {
+		select {
+		case conn := <-l.conns.returned:
+			_ = conn.Close()
+		default:
+			return err
+		}
+	}
+}

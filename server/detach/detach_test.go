@@ -1,0 +1,390 @@
+package detach_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/server/detach"
+)
+
+// serve runs h under Conns on a real loopback listener, as gateway.Server
+// does, and returns its URL and Conns.
+func serve(t *testing.T, h http.Handler) (string, *detach.Conns) {
+	return serveIdle(t, h, time.Minute)
+}
+
+// serveIdle is serve with idle as the idle timeout, and a read header
+// timeout far shorter, as a server has.
+func serveIdle(t *testing.T, h http.Handler, idle time.Duration) (string, *detach.Conns) {
+	t.Helper()
+	base, cancel := context.WithCancel(context.Background())
+	conns := detach.New(base, idle, slog.New(slog.DiscardHandler))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: conns.Handler(h), BaseContext: func(net.Listener) context.Context { return base },
+		ReadHeaderTimeout: 100 * time.Millisecond, IdleTimeout: idle}
+	go func() { _ = srv.Serve(conns.Listener(ln)) }()
+	t.Cleanup(func() {
+		cancel()
+		_ = srv.Close()
+		ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		if err := conns.Wait(ctx); err != nil {
+			t.Errorf("detached responses still open after the test: %d", conns.Len())
+		}
+	})
+	return "http://" + ln.Addr().String(), conns
+}
+
+// events is a handler that detaches and writes "data: i" events, flushed,
+// each after next has a value; returned says whether the handler had
+// returned by then.
+func events(n int, next chan struct{}, returned *atomic.Bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("X-Before", "set before detaching")
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			for i := range n {
+				if next != nil {
+					select {
+					case <-next:
+					case <-r.Context().Done():
+						return
+					}
+				}
+				fmt.Fprintf(w, "data: %d returned=%v\n\n", i, returned.Load())
+				w.(http.Flusher).Flush()
+			}
+		})
+		returned.Store(true)
+	}
+}
+
+func TestDetachedResponseStreamsAsNetHTTPWould(t *testing.T) {
+	var returned atomic.Bool
+	next := make(chan struct{}, 1)
+	url, _ := serve(t, events(3, next, &returned))
+	next <- struct{}{}
+	res, err := http.Post(url, "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("X-Before") == "" || res.Header.Get("Date") == "" {
+		t.Fatalf("status %d, header %v", res.StatusCode, res.Header)
+	}
+	if len(res.TransferEncoding) != 1 || res.TransferEncoding[0] != "chunked" {
+		t.Fatalf("transfer encoding %v, want chunked", res.TransferEncoding)
+	}
+	// Each event arrives while the stream is open (flushed, not held
+	// back), and after the handler itself has returned.
+	br := bufio.NewReader(res.Body)
+	for i := range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("data: %d returned=true\n", i); line != want {
+			t.Fatalf("event %d: %q, want %q", i, line, want)
+		}
+		_, _ = br.ReadString('\n')
+		next <- struct{}{}
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+		t.Fatalf("after the events: %q, %v", rest, err)
+	}
+}
+
+func TestConnectionIsServedAgainAfterADetachedResponse(t *testing.T) {
+	var returned atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/stream", events(2, nil, &returned))
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "plain") })
+	url, _ := serve(t, mux)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	var reused []bool
+	for _, path := range []string{"/stream", "/stream", "/plain", "/stream"} {
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", url+path, strings.NewReader("{}"))
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s: %d %q %v", path, res.StatusCode, body, err)
+		}
+	}
+	if fmt.Sprint(reused) != "[false true true true]" {
+		t.Fatalf("connection reused: %v, want [false true true true]", reused)
+	}
+}
+
+func TestClientLeavingCancelsTheDetachedContext(t *testing.T) {
+	cancelled := make(chan time.Time, 1)
+	url, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "data: open\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			cancelled <- time.Now()
+		})
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader("{}"))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(res.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Now()
+	cancel() // closes the connection
+	select {
+	case at := <-cancelled:
+		t.Logf("context cancelled %v after the client left", at.Sub(left))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the detached response's context was not cancelled when the client left")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for conns.Len() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if conns.Len() != 0 {
+		t.Fatal("the detached response did not end")
+	}
+}
+
+// Middleware work registered with Done runs once the detached response
+// has ended, and sees what it wrote.
+func TestDoneRunsWhenTheDetachedResponseEnds(t *testing.T) {
+	release := make(chan struct{})
+	type seen struct {
+		status int
+		after  bool // after the detached function returned
+	}
+	got := make(chan seen, 1)
+	var fnReturned atomic.Bool
+	recorder := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sw := &statusWriter{ResponseWriter: w}
+			next.ServeHTTP(sw, r)
+			detach.Done(r, func() { got <- seen{sw.status, fnReturned.Load()} })
+		})
+	}
+	url, _ := serve(t, recorder(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, "done")
+			fnReturned.Store(true)
+		})
+	})))
+	resc := make(chan *http.Response, 1)
+	go func() {
+		res, err := http.Post(url, "text/plain", nil)
+		if err != nil {
+			t.Error(err)
+			close(resc)
+			return
+		}
+		resc <- res
+	}()
+	select {
+	case s := <-got:
+		t.Fatalf("Done's work ran before the response ended: %+v", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	s := <-got
+	if s.status != http.StatusAccepted || !s.after {
+		t.Fatalf("Done saw %+v, want status 202 after the response", s)
+	}
+	if res := <-resc; res != nil {
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusAccepted || string(body) != "done" {
+			t.Fatalf("response %d %q", res.StatusCode, body)
+		}
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// A client that sends its next request before the stream has ended
+// (pipelining) has it answered after the stream, on the same connection.
+func TestPipelinedRequestIsServedAfterTheStream(t *testing.T) {
+	var returned atomic.Bool
+	url, _ := serve(t, events(2, nil, &returned))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+	if _, err := io.WriteString(conn, req+req); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	for i := range 2 {
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, err := io.ReadAll(res.Body)
+		if err != nil || !strings.Contains(string(body), "data: 1") {
+			t.Fatalf("response %d: %q, %v", i, body, err)
+		}
+	}
+}
+
+// A panic in a detached response closes its connection; the server goes
+// on, and Done's work still runs.
+func TestPanicInADetachedResponse(t *testing.T) {
+	done := make(chan struct{}, 1)
+	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "data: a\n\n")
+			w.(http.Flusher).Flush()
+			panic("boom")
+		})
+		detach.Done(r, func() { done <- struct{}{} })
+	}))
+	res, err := http.Post(url, "text/plain", nil)
+	if err == nil {
+		_, err = io.ReadAll(res.Body)
+		res.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a response cut by a panic read as whole")
+	}
+	<-done
+	res, err = http.Get(url + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+}
+
+// After a detached response the connection waits for the client's next
+// request for the idle timeout (not the shorter time a new connection has
+// to send its headers), and is closed after it.
+func TestConnectionWaitsIdleForTheNextRequest(t *testing.T) {
+	var returned atomic.Bool
+	url, _ := serveIdle(t, events(1, nil, &returned), 700*time.Millisecond)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	ask := func() {
+		t.Helper()
+		if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body, err := io.ReadAll(res.Body); err != nil || !strings.Contains(string(body), "data: 0") {
+			t.Fatalf("%q, %v", body, err)
+		}
+	}
+	ask()
+	time.Sleep(300 * time.Millisecond) // past the header timeout, within the idle one
+	ask()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if n, err := br.ReadByte(); err == nil {
+		t.Fatalf("read %q from an idle connection", n)
+	}
+	if waited := time.Since(start); waited < 500*time.Millisecond || waited > 3*time.Second {
+		t.Fatalf("the idle connection was closed after %v, want about 700ms", waited)
+	}
+}
+
+// Wait waits for the detached responses under way.
+func TestWaitWaitsForDetachedResponses(t *testing.T) {
+	release := make(chan struct{})
+	url, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			w.(http.Flusher).Flush()
+			<-release
+		})
+	}))
+	go func() {
+		if res, err := http.Post(url, "text/plain", nil); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for conns.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := conns.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with a response open: %v, want the deadline", err)
+	}
+	close(release)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := conns.Wait(ctx2); err != nil {
+		t.Fatalf("Wait after the response ended: %v", err)
+	}
+}
+
+// Without Conns (a test recorder, HTTP/2) Go runs the function in place.
+func TestGoRunsInPlaceWithoutConns(t *testing.T) {
+	rec := httptest.NewRecorder()
+	ran := false
+	detach.Go(rec, httptest.NewRequest("POST", "/", nil), func(w http.ResponseWriter, r *http.Request) {
+		ran = true
+		_, _ = io.WriteString(w, "x")
+	})
+	if !ran || rec.Body.String() != "x" {
+		t.Fatalf("ran %v, body %q", ran, rec.Body.String())
+	}
+}
