@@ -8,11 +8,12 @@
 // on its inference server for most of its life pays all of that while it
 // waits. Go takes the connection from net/http (Hijack) and runs the rest of
 // the response on a fresh goroutine: the handler returns, its stack and
-// net/http's buffers are freed, the response is written chunked straight to
-// the connection from a pooled buffer, and a goroutine with a 1-byte read
-// notices the client leaving. When the response ends, the connection goes
-// back to the server through the listener (Conns.Listener), so keep-alive
-// works as before.
+// net/http's buffers are freed, and the response is written chunked
+// straight to the connection from a pooled buffer. One epoll instance
+// watches every detached connection for its client leaving (watch.go).
+// When the response has ended and the client's next request begins, the
+// connection goes back to the server through the listener
+// (Conns.Listener), so keep-alive works as before.
 //
 // Middleware that acts after its handler returns (request logs, metrics)
 // registers that work with Done, which runs it when the response has really
@@ -43,6 +44,7 @@ type Conns struct {
 	close    sync.Once
 
 	idleTimeout time.Duration // how long a connection waits for its next request
+	poller      *poller       // watches the connections (nil: a goroutine each)
 
 	mu        sync.Mutex
 	open      map[*response]struct{} // detached responses under way
@@ -63,6 +65,7 @@ func New(base context.Context, idle time.Duration, logger *slog.Logger) *Conns {
 		closed:      make(chan struct{}),
 		open:        map[*response]struct{}{},
 		idleConns:   map[*response]struct{}{},
+		poller:      newPoller(logger),
 	}
 }
 
@@ -112,8 +115,13 @@ func (c *Conns) Wait(ctx context.Context) error {
 // way: the last step of a shutdown whose streams did not end when asked.
 func (c *Conns) CloseAll() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	open := make([]*response, 0, len(c.open))
 	for rs := range c.open {
+		open = append(open, rs)
+	}
+	c.mu.Unlock()
+	for _, rs := range open {
+		rs.unwatch(false, false)
 		_ = rs.conn.Close()
 	}
 }
@@ -166,7 +174,8 @@ func Go(w http.ResponseWriter, r *http.Request, fn func(w http.ResponseWriter, r
 	rs.conns.open[rs] = struct{}{}
 	rs.conns.mu.Unlock()
 
-	go rs.watch()
+	rs.nextHere = len(rs.pending) > 0
+	rs.conns.watch(rs)
 	go func() {
 		defer func() {
 			stop()
@@ -218,104 +227,6 @@ func drained(r *http.Request) bool {
 
 var errPanic = errors.New("detach: the response's goroutine panicked")
 
-// response is one request's state under Conns.Handler.
-type response struct {
-	conns    *Conns
-	w        writer
-	detached bool // set by Go, on the handler's goroutine before it returns
-
-	// Set when detached.
-	conn    net.Conn
-	pending []byte // bytes of the next request, read early
-	cancel  context.CancelFunc
-
-	mu       sync.Mutex
-	done     []func() // Done's work, run by finish
-	finished bool     // finish has run; the connection waits for its next request
-	keep     bool     // finish found the connection fit to serve again
-	read     bool     // watch's read has returned
-	stopping bool     // finish stopped watch's read
-	gone     bool     // the client left (or the read failed)
-}
-
-// watch reads the connection from the moment the response is detached: a
-// client that leaves (EOF, reset) cancels the response's context. After
-// the response, the same read waits, up to the server's idle timeout, for
-// the client's next request, whose first byte hands the connection back to
-// the server; net/http's idle connections wait the same way.
-func (rs *response) watch() {
-	var b [1]byte
-	n, _ := rs.conn.Read(b[:])
-	rs.mu.Lock()
-	rs.read = true
-	switch {
-	case n == 1:
-		// The next request's first byte: early (pipelining) or, once the
-		// response has ended, on time.
-		rs.pending = append(rs.pending, b[0])
-	case rs.stopping:
-		// finish stopped the read: the next request is already here.
-	default:
-		rs.gone = true // EOF, a reset, or the idle timeout
-	}
-	finished, keep, gone := rs.finished, rs.keep, rs.gone
-	rs.mu.Unlock()
-	if gone {
-		rs.cancel()
-	}
-	if finished {
-		rs.next(keep)
-	}
-}
-
-// finish ends a detached response: the last chunk written, the Done work
-// run, and the connection left to watch for its next request (or closed).
-func (rs *response) finish() {
-	rs.cancel()
-	err := rs.w.end()
-	rs.mu.Lock()
-	rs.finished = true
-	rs.keep = err == nil && !rs.w.close && !rs.gone
-	keep, read := rs.keep, rs.read
-	switch {
-	case keep && !read && len(rs.pending) > 0:
-		// The next request came early: stop the watch, which then hands
-		// the connection back.
-		rs.stopping = true
-		_ = rs.conn.SetReadDeadline(time.Unix(1, 0))
-	case keep && !read:
-		// The watch's read goes on as the idle connection's.
-		rs.conns.idle(rs, true)
-		_ = rs.conn.SetReadDeadline(time.Now().Add(rs.conns.idleTimeout))
-	}
-	done := rs.done
-	rs.done = nil
-	rs.mu.Unlock()
-	switch {
-	case read:
-		rs.next(keep)
-	case !keep:
-		_ = rs.conn.Close() // wakes watch, which closes it again
-	}
-	rs.conns.ended(rs)
-	for _, fn := range done {
-		fn()
-	}
-}
-
-// next hands the connection of an ended response back to the server if
-// its next request has begun, or closes it; once both watch's read and
-// finish are done.
-func (rs *response) next(keep bool) {
-	rs.conns.idle(rs, false)
-	if keep && !rs.gone && len(rs.pending) > 0 {
-		_ = rs.conn.SetReadDeadline(time.Time{})
-		rs.conns.give(rs.conn, rs.pending)
-		return
-	}
-	_ = rs.conn.Close()
-}
-
 // ended forgets a detached response that has ended.
 func (c *Conns) ended(rs *response) {
 	c.mu.Lock()
@@ -328,19 +239,20 @@ func (c *Conns) ended(rs *response) {
 }
 
 // idle notes (or forgets) a connection waiting for its next request, to
-// be closed when the server stops listening.
-func (c *Conns) idle(rs *response, waiting bool) {
+// be closed when the server stops listening; false if it has stopped.
+func (c *Conns) idle(rs *response, waiting bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !waiting {
 		delete(c.idleConns, rs)
-		return
+		return true
 	}
 	select {
 	case <-c.closed:
-		_ = rs.conn.Close()
+		return false
 	default:
 		c.idleConns[rs] = struct{}{}
+		return true
 	}
 }
 
@@ -403,13 +315,11 @@ func (l *listener) acceptLoop() {
 			}
 			return
 		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue // net/http retries these
-			}
+		if errors.Is(err, net.ErrClosed) {
 			return
 		}
+		// Other errors (too many open files) net/http waits out and
+		// accepts again, as this loop does.
 	}
 }
 
@@ -430,10 +340,14 @@ func (l *listener) Close() error {
 	// Connections waiting for a next request are closed, as net/http
 	// closes its idle ones.
 	l.conns.mu.Lock()
+	idle := make([]*response, 0, len(l.conns.idleConns))
 	for rs := range l.conns.idleConns {
-		_ = rs.conn.Close()
+		idle = append(idle, rs)
 	}
 	l.conns.mu.Unlock()
+	for _, rs := range idle {
+		rs.sawGone(false)
+	}
 	// Connections given back and not yet served again are closed.
 	for {
 		select {

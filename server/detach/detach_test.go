@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,19 @@ import (
 	"github.com/parleyhq/parley/server/detach"
 )
 
+// byGoroutine: serve's connections are watched by a goroutine each, not
+// the poller.
+var byGoroutine bool
+
+// both runs test with the connections watched by the poller (where there
+// is one) and by a goroutine each.
+func both(t *testing.T, test func(*testing.T)) {
+	t.Run("poller", test)
+	byGoroutine = true
+	defer func() { byGoroutine = false }()
+	t.Run("goroutine", test)
+}
+
 // serve runs h under Conns on a real loopback listener, as gateway.Server
 // does, and returns its URL and Conns.
 func serve(t *testing.T, h http.Handler) (string, *detach.Conns) {
@@ -31,6 +45,9 @@ func serveIdle(t *testing.T, h http.Handler, idle time.Duration) (string, *detac
 	t.Helper()
 	base, cancel := context.WithCancel(context.Background())
 	conns := detach.New(base, idle, slog.New(slog.DiscardHandler))
+	if byGoroutine {
+		detach.WithoutPoller(conns)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +92,10 @@ func events(n int, next chan struct{}, returned *atomic.Bool) http.HandlerFunc {
 }
 
 func TestDetachedResponseStreamsAsNetHTTPWould(t *testing.T) {
+	both(t, testDetachedResponseStreamsAsNetHTTPWould)
+}
+
+func testDetachedResponseStreamsAsNetHTTPWould(t *testing.T) {
 	var returned atomic.Bool
 	next := make(chan struct{}, 1)
 	url, _ := serve(t, events(3, next, &returned))
@@ -110,6 +131,10 @@ func TestDetachedResponseStreamsAsNetHTTPWould(t *testing.T) {
 }
 
 func TestConnectionIsServedAgainAfterADetachedResponse(t *testing.T) {
+	both(t, testConnectionIsServedAgainAfterADetachedResponse)
+}
+
+func testConnectionIsServedAgainAfterADetachedResponse(t *testing.T) {
 	var returned atomic.Bool
 	mux := http.NewServeMux()
 	mux.Handle("/stream", events(2, nil, &returned))
@@ -136,6 +161,10 @@ func TestConnectionIsServedAgainAfterADetachedResponse(t *testing.T) {
 }
 
 func TestClientLeavingCancelsTheDetachedContext(t *testing.T) {
+	both(t, testClientLeavingCancelsTheDetachedContext)
+}
+
+func testClientLeavingCancelsTheDetachedContext(t *testing.T) {
 	cancelled := make(chan time.Time, 1)
 	url, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +203,10 @@ func TestClientLeavingCancelsTheDetachedContext(t *testing.T) {
 // Middleware work registered with Done runs once the detached response
 // has ended, and sees what it wrote.
 func TestDoneRunsWhenTheDetachedResponseEnds(t *testing.T) {
+	both(t, testDoneRunsWhenTheDetachedResponseEnds)
+}
+
+func testDoneRunsWhenTheDetachedResponseEnds(t *testing.T) {
 	release := make(chan struct{})
 	type seen struct {
 		status int
@@ -249,6 +282,10 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // A client that sends its next request before the stream has ended
 // (pipelining) has it answered after the stream, on the same connection.
 func TestPipelinedRequestIsServedAfterTheStream(t *testing.T) {
+	both(t, testPipelinedRequestIsServedAfterTheStream)
+}
+
+func testPipelinedRequestIsServedAfterTheStream(t *testing.T) {
 	var returned atomic.Bool
 	url, _ := serve(t, events(2, nil, &returned))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
@@ -276,7 +313,9 @@ func TestPipelinedRequestIsServedAfterTheStream(t *testing.T) {
 
 // A panic in a detached response closes its connection; the server goes
 // on, and Done's work still runs.
-func TestPanicInADetachedResponse(t *testing.T) {
+func TestPanicInADetachedResponse(t *testing.T) { both(t, testPanicInADetachedResponse) }
+
+func testPanicInADetachedResponse(t *testing.T) {
 	done := make(chan struct{}, 1)
 	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ok" {
@@ -310,6 +349,10 @@ func TestPanicInADetachedResponse(t *testing.T) {
 // request for the idle timeout (not the shorter time a new connection has
 // to send its headers), and is closed after it.
 func TestConnectionWaitsIdleForTheNextRequest(t *testing.T) {
+	both(t, testConnectionWaitsIdleForTheNextRequest)
+}
+
+func testConnectionWaitsIdleForTheNextRequest(t *testing.T) {
 	var returned atomic.Bool
 	url, _ := serveIdle(t, events(1, nil, &returned), 700*time.Millisecond)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
@@ -345,7 +388,9 @@ func TestConnectionWaitsIdleForTheNextRequest(t *testing.T) {
 }
 
 // Wait waits for the detached responses under way.
-func TestWaitWaitsForDetachedResponses(t *testing.T) {
+func TestWaitWaitsForDetachedResponses(t *testing.T) { both(t, testWaitWaitsForDetachedResponses) }
+
+func testWaitWaitsForDetachedResponses(t *testing.T) {
 	release := make(chan struct{})
 	url, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
@@ -388,3 +433,45 @@ func TestGoRunsInPlaceWithoutConns(t *testing.T) {
 		t.Fatalf("ran %v, body %q", ran, rec.Body.String())
 	}
 }
+
+// An accept that fails for a while (too many open files) does not stop the
+// server accepting once it passes, as net/http's own loop does not.
+func TestAcceptGoesOnAfterTemporaryErrors(t *testing.T) {
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conns := detach.New(base, time.Minute, slog.New(slog.DiscardHandler))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: conns.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})), ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = srv.Serve(conns.Listener(&flakyListener{Listener: ln, failures: 3})) }()
+	defer srv.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	res, err := client.Get("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatalf("after failed accepts: %v", err)
+	}
+	res.Body.Close()
+}
+
+type flakyListener struct {
+	net.Listener
+	failures int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures > 0 {
+		l.failures--
+		return nil, tooManyFiles{}
+	}
+	return l.Listener.Accept()
+}
+
+type tooManyFiles struct{}
+
+func (tooManyFiles) Error() string   { return "accept: too many open files" }
+func (tooManyFiles) Timeout() bool   { return false }
+func (tooManyFiles) Temporary() bool { return true }

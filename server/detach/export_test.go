@@ -1,0 +1,5 @@
+package detach
+
+// WithoutPoller makes c watch each connection with a goroutine, as it does
+// where there is no epoll, so that the tests run both ways.
+func WithoutPoller(c *Conns) { c.poller = nil }

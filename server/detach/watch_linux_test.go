@@ -1,0 +1,69 @@
+//go:build linux
+
+package detach_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/server/detach"
+)
+
+// On Linux an open stream costs one goroutine (its own), not two: the
+// poller notices its client leave.
+func TestPollerWatchesWithoutAGoroutineEach(t *testing.T) {
+	release := make(chan struct{})
+	url, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "data: open\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		})
+	}))
+	const streams = 50
+	before := runtime.NumGoroutine()
+	var clients []net.Conn
+	for range streams {
+		c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for conns.Len() < streams && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the handlers' goroutines end
+	if added := runtime.NumGoroutine() - before; added > streams+5 {
+		t.Errorf("%d streams open added %d goroutines, want about %d", streams, added, streams)
+	}
+	// They still notice their clients leave.
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for conns.Len() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if conns.Len() != 0 {
+		t.Fatalf("%d streams still open after their clients left", conns.Len())
+	}
+	close(release)
+}
