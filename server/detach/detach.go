@@ -170,12 +170,11 @@ func Go(w http.ResponseWriter, r *http.Request, fn func(w http.ResponseWriter, r
 	stop := context.AfterFunc(rs.conns.base, cancel)
 	r = r.WithContext(ctx)
 
+	rs.nextHere = len(rs.pending) > 0
+	rs.conns.watch(rs)
 	rs.conns.mu.Lock()
 	rs.conns.open[rs] = struct{}{}
 	rs.conns.mu.Unlock()
-
-	rs.nextHere = len(rs.pending) > 0
-	rs.conns.watch(rs)
 	go func() {
 		defer func() {
 			stop()
@@ -262,6 +261,10 @@ func (c *Conns) give(conn net.Conn, pending []byte) {
 	if len(pending) > 0 {
 		conn = &prefixConn{Conn: conn, pending: pending}
 	}
+	// Under c.mu, as the listener's Close: a connection is either queued
+	// before Close drains the queue, or closed here.
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	select {
 	case <-c.closed:
 		_ = conn.Close()
@@ -270,8 +273,6 @@ func (c *Conns) give(conn net.Conn, pending []byte) {
 	}
 	select {
 	case c.returned <- conn:
-	case <-c.closed:
-		_ = conn.Close()
 	default:
 		_ = conn.Close() // the accept loop is far behind: the client reconnects
 	}
@@ -335,7 +336,9 @@ func (l *listener) Accept() (net.Conn, error) {
 }
 
 func (l *listener) Close() error {
+	l.conns.mu.Lock()
 	l.conns.close.Do(func() { close(l.conns.closed) })
+	l.conns.mu.Unlock()
 	err := l.Listener.Close()
 	// Connections waiting for a next request are closed, as net/http
 	// closes its idle ones.

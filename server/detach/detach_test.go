@@ -74,7 +74,15 @@ func events(n int, next chan struct{}, returned *atomic.Bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("X-Before", "set before detaching")
+		handlerReturned := make(chan struct{})
 		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			// A detached stream goes on after its handler returns: wait
+			// for that (for at most 5 s, which it never takes unless Go
+			// ran the stream in place).
+			select {
+			case <-handlerReturned:
+			case <-time.After(5 * time.Second):
+			}
 			for i := range n {
 				if next != nil {
 					select {
@@ -88,6 +96,7 @@ func events(n int, next chan struct{}, returned *atomic.Bool) http.HandlerFunc {
 			}
 		})
 		returned.Store(true)
+		close(handlerReturned)
 	}
 }
 
@@ -475,3 +484,31 @@ type tooManyFiles struct{}
 func (tooManyFiles) Error() string   { return "accept: too many open files" }
 func (tooManyFiles) Timeout() bool   { return false }
 func (tooManyFiles) Temporary() bool { return true }
+
+// A client that sends its next request the moment a stream ends, or
+// leaves then, leaves no connection noted as waiting for one.
+func TestNoIdleConnectionOutlivesItsClient(t *testing.T) {
+	both(t, testNoIdleConnectionOutlivesItsClient)
+}
+
+func testNoIdleConnectionOutlivesItsClient(t *testing.T) {
+	var returned atomic.Bool
+	url, conns := serve(t, events(1, nil, &returned))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	for range 100 {
+		res, err := client.Post(url, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	client.CloseIdleConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for detach.Idle(conns) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := detach.Idle(conns); n != 0 {
+		t.Fatalf("%d connections still noted as waiting after their clients left", n)
+	}
+}

@@ -3,3 +3,10 @@ package detach
 // WithoutPoller makes c watch each connection with a goroutine, as it does
 // where there is no epoll, so that the tests run both ways.
 func WithoutPoller(c *Conns) { c.poller = nil }
+
+// Idle is how many connections wait for their next request.
+func Idle(c *Conns) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.idleConns)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -17,10 +18,10 @@ type response struct {
 	conn     net.Conn
 	pending  []byte // bytes of the next request, read early
 	cancel   context.CancelFunc
-	polled   bool          // the poller watches the connection
-	pollID   uint64        // its registration with the poller
-	fd       int           // the connection's descriptor, while polled
-	readDone chan struct{} // not polled: closed when the watching goroutine returns
+	polled   bool            // the poller watches the connection
+	pollID   uint64          // its registration with the poller
+	raw      syscall.RawConn // the connection's descriptor, while polled
+	readDone chan struct{}   // not polled: closed when the watching goroutine returns
 
 	mu        sync.Mutex
 	done      []func()    // Done's work, run by finish
@@ -105,10 +106,10 @@ func (rs *response) finish() {
 	rs.done = nil
 	rs.mu.Unlock()
 	rs.act(a, false)
-	rs.conns.ended(rs)
 	for _, fn := range done {
 		fn()
 	}
+	rs.conns.ended(rs) // after the Done work: shutdown waits for its log lines
 }
 
 type action int
@@ -149,18 +150,23 @@ func (rs *response) act(a action, fromRead bool) {
 		_ = rs.conn.SetReadDeadline(time.Time{})
 		rs.conns.give(rs.conn, rs.pending)
 	case waitIdle:
+		// Under rs.mu: the next request or the client's leaving may have
+		// settled the connection since decide, and then it is not idle.
+		rs.mu.Lock()
+		if rs.settled {
+			rs.mu.Unlock()
+			return
+		}
 		if !rs.conns.idle(rs, true) {
+			rs.mu.Unlock()
 			rs.sawGone(false) // the server has stopped listening
 			return
 		}
 		d := rs.conns.idleTimeout
-		if !rs.polled {
-			_ = rs.conn.SetReadDeadline(time.Now().Add(d)) // the read goes on as the idle wait
-			return
-		}
-		rs.mu.Lock()
-		if !rs.settled {
+		if rs.polled {
 			rs.idleTimer = time.AfterFunc(d, func() { rs.sawGone(false) })
+		} else {
+			_ = rs.conn.SetReadDeadline(time.Now().Add(d)) // the read goes on as the idle wait
 		}
 		rs.mu.Unlock()
 	}

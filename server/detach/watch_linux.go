@@ -58,11 +58,11 @@ func (p *poller) add(rs *response) bool {
 	p.byID[id] = rs
 	rs.polled, rs.pollID = true, id
 	p.mu.Unlock()
+	rs.raw = raw
 	var addErr error
 	err = raw.Control(func(fd uintptr) {
-		rs.fd = int(fd)
 		ev := syscall.EpollEvent{Events: epollWatch, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
-		addErr = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, rs.fd, &ev)
+		addErr = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
 	})
 	if err = errors.Join(err, addErr); err != nil {
 		p.mu.Lock()
@@ -74,15 +74,18 @@ func (p *poller) add(rs *response) bool {
 	return true
 }
 
-// remove forgets rs's connection; it must still be open (its descriptor
-// not yet another's).
+// remove forgets rs's connection. The descriptor is taken through the
+// connection, which refuses once it is closed: a closed connection's
+// registration went with its descriptor, and the number may be another's.
 func (p *poller) remove(rs *response) {
 	p.mu.Lock()
 	_, ok := p.byID[rs.pollID]
 	delete(p.byID, rs.pollID)
 	p.mu.Unlock()
 	if ok {
-		_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, rs.fd, nil)
+		_ = rs.raw.Control(func(fd uintptr) {
+			_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
+		})
 	}
 }
 

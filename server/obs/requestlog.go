@@ -157,7 +157,9 @@ func (l *RequestLog) Middleware(next http.Handler) http.Handler {
 					info.mu.Unlock()
 				}
 			}
-			l.write(ctx, r, sw.status, info, start)
+			// net/http has cancelled ctx by the time a detached stream
+			// ends; its values are what the line needs.
+			l.write(context.WithoutCancel(ctx), r, sw.status, info, start)
 		})
 	})
 }
