@@ -73,8 +73,10 @@ func New(base context.Context, idle time.Duration, logger *slog.Logger) *Conns {
 // detach (Go) and their middleware defer work to the response's end (Done).
 func (c *Conns) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor != 1 {
-			next.ServeHTTP(w, r) // HTTP/2 streams cannot be taken from net/http
+		if r.ProtoMajor != 1 || r.Method != http.MethodPost {
+			// HTTP/2 streams cannot be taken from net/http, and every
+			// stream is a POST: the rest pay nothing here.
+			next.ServeHTTP(w, r)
 			return
 		}
 		rs := &response{conns: c}
@@ -126,17 +128,10 @@ func (c *Conns) CloseAll() {
 	}
 }
 
-// Len is the number of detached responses under way.
-func (c *Conns) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.open)
-}
-
 type key struct{}
 
 // Go runs fn(w, r) with the rest of r's response. Where r's connection can
-// be taken from net/http (HTTP/1.1 under Conns.Handler, the request's body
+// be taken from net/http (an HTTP/1.1 POST under Conns.Handler, its body
 // read to its end, the client still there), fn runs on a fresh goroutine
 // and Go returns at once: the caller should return too, and must not touch
 // w or r after. fn's request has a context of its own, cancelled when the

@@ -61,7 +61,7 @@ func serveIdle(t *testing.T, h http.Handler, idle time.Duration) (string, *detac
 		ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 		defer stop()
 		if err := conns.Wait(ctx); err != nil {
-			t.Errorf("detached responses still open after the test: %d", conns.Len())
+			t.Errorf("detached responses still open after the test: %d", detach.Len(conns))
 		}
 	})
 	return "http://" + ln.Addr().String(), conns
@@ -201,10 +201,10 @@ func testClientLeavingCancelsTheDetachedContext(t *testing.T) {
 		t.Fatal("the detached response's context was not cancelled when the client left")
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for conns.Len() > 0 && time.Now().Before(deadline) {
+	for detach.Len(conns) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if conns.Len() != 0 {
+	if detach.Len(conns) != 0 {
 		t.Fatal("the detached response did not end")
 	}
 }
@@ -414,7 +414,7 @@ func testWaitWaitsForDetachedResponses(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for conns.Len() == 0 && time.Now().Before(deadline) {
+	for detach.Len(conns) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -10,3 +10,10 @@ func Idle(c *Conns) int {
 	defer c.mu.Unlock()
 	return len(c.idleConns)
 }
+
+// Len is the number of detached responses under way.
+func Len(c *Conns) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.open)
+}

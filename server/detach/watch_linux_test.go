@@ -47,7 +47,7 @@ func TestPollerWatchesWithoutAGoroutineEach(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for conns.Len() < streams && time.Now().Before(deadline) {
+	for detach.Len(conns) < streams && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // the handlers' goroutines end
@@ -59,11 +59,11 @@ func TestPollerWatchesWithoutAGoroutineEach(t *testing.T) {
 		_ = c.Close()
 	}
 	deadline = time.Now().Add(5 * time.Second)
-	for conns.Len() > 0 && time.Now().Before(deadline) {
+	for detach.Len(conns) > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if conns.Len() != 0 {
-		t.Fatalf("%d streams still open after their clients left", conns.Len())
+	if detach.Len(conns) != 0 {
+		t.Fatalf("%d streams still open after their clients left", detach.Len(conns))
 	}
 	close(release)
 }
