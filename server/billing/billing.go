@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -94,6 +95,12 @@ func (b *Billing) ReserveScoped(ctx context.Context, id, userID string, scopes s
 	var short *store.InsufficientFundsError
 	if errors.As(err, &short) {
 		return Hold{}, apierr.InsufficientBalance(short.AvailableNanos, short.RequiredNanos)
+	}
+	if err != nil && ctx.Err() != nil {
+		// The request was cancelled (its client left, or a background
+		// response was cancelled) while the hold was being taken: that is
+		// the error, not the store's health.
+		return Hold{}, connect.NewError(connect.CodeCanceled, context.Cause(ctx))
 	}
 	if err != nil {
 		b.logger.ErrorContext(ctx, "holding money", "err", err)

@@ -78,6 +78,7 @@ func (h *openAIHandler) startBackground(w http.ResponseWriter, r *http.Request, 
 
 // endBackground rewrites the stored response with how it ended.
 func (h *openAIHandler) endBackground(ctx context.Context, userID string, plan *responsePlan, out *chat.Outcome, choice *chat.CollectedChoice, err error) {
+	cancelled := ctx.Err() != nil    // (Core.Cancel, from any gateway)
 	ctx = context.WithoutCancel(ctx) // a cancelled response is still stored as such
 	s, lerr := h.loadResponse(ctx, userID, plan.resp.ID)
 	if lerr != nil {
@@ -92,6 +93,10 @@ func (h *openAIHandler) endBackground(ctx context.Context, userID string, plan *
 		r.Model, r.Usage, r.CompletedAt = out.Model, usageOf(out), nowPtr(h.Core.Now())
 	}
 	switch {
+	case err != nil && cancelled:
+		// Cancelled before it ran (while admitted or queued): nothing
+		// was generated, nothing is charged.
+		r.Status, r.Usage, r.CompletedAt = "cancelled", &responseUsage{}, nowPtr(h.Core.Now())
 	case err != nil:
 		r.Status, r.Error = "failed", &responseError{Code: "server_error", Message: err.Error()}
 	case out.FinishReason == llm.FinishCancelled:
