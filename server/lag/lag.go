@@ -28,15 +28,22 @@ import (
 //
 // It keeps the most late of each bucket over the last nBuckets; Lag is
 // the most of them. The probe costs a timer wakeup, a datagram's write and
-// its read every tick: about 30 ms of CPU a second in an idle worker on a
-// 2-core VM, 6 ms of that the datagram (docs/perf.md). Where no loopback
-// socket can be opened it measures the timer alone.
+// its read every tick: about 30 ms of CPU a second on a 2-core VM, 6 ms of
+// that the datagram (docs/perf.md). So it ticks only while the process
+// works: Wake (called as each generation starts) keeps it ticking for the
+// next two seconds, the window Lag reads, and an idle process pays
+// nothing. Where no loopback socket can be opened it measures the timer
+// alone.
 type Probe struct {
 	mu      sync.Mutex
 	buckets [nBuckets]time.Duration
 	start   [nBuckets]int64 // Unix nanoseconds each bucket began
 	stop    chan struct{}
 	done    chan struct{}
+
+	woken  atomic.Int64  // Unix nanoseconds of the last Wake
+	asleep atomic.Bool   // run waits on wake
+	wake   chan struct{} // (capacity 1) ends the sleep
 
 	rx, tx *net.UDPConn  // the datagram's two ends; nil without them
 	sent   atomic.Int64  // Unix nanoseconds the datagram in flight was sent; 0: none
@@ -51,7 +58,8 @@ const (
 
 // Start starts a probe; Close stops it.
 func Start() *Probe {
-	p := &Probe{stop: make(chan struct{}), done: make(chan struct{})}
+	p := &Probe{stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	p.woken.Store(time.Now().UnixNano()) // a process starting is about to work
 	if rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err == nil {
 		if tx, err := net.DialUDP("udp", nil, rx.LocalAddr().(*net.UDPAddr)); err == nil {
 			p.rx, p.tx, p.read = rx, tx, make(chan struct{})
@@ -91,6 +99,22 @@ func (p *Probe) ping(now time.Time) {
 	}
 }
 
+// Wake keeps the probe ticking for the next two seconds (the window Lag
+// reads): called as work starts, it costs a clock read and an atomic
+// store, and a channel send when the probe was asleep.
+func (p *Probe) Wake() {
+	p.woken.Store(time.Now().UnixNano())
+	if p.asleep.Load() && p.asleep.CompareAndSwap(true, false) {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// idle is how long after the last Wake the probe goes on ticking.
+const idle = nBuckets * bucket
+
 func (p *Probe) run() {
 	defer close(p.done)
 	t := time.NewTimer(tick)
@@ -106,9 +130,28 @@ func (p *Probe) run() {
 			now := time.Now()
 			p.record(now.UnixNano(), now.Sub(due))
 			p.ping(now)
+			if now.UnixNano()-p.woken.Load() > int64(idle) && !p.sleep() {
+				return
+			}
 			due = time.Now().Add(tick)
 			t.Reset(tick)
 		}
+	}
+}
+
+// sleep waits for a Wake; false when the probe was closed meanwhile.
+func (p *Probe) sleep() bool {
+	p.asleep.Store(true)
+	// A Wake between the check and the flag saw the probe awake and sent
+	// nothing: look again.
+	if time.Now().UnixNano()-p.woken.Load() <= int64(idle) && p.asleep.CompareAndSwap(true, false) {
+		return true
+	}
+	select {
+	case <-p.stop:
+		return false
+	case <-p.wake:
+		return true
 	}
 }
 

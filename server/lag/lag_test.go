@@ -1,6 +1,7 @@
 package lag
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
@@ -54,5 +55,60 @@ func TestProbeSeesTheRunQueue(t *testing.T) {
 	wg.Wait()
 	if lag := p.Lag(); lag < 50*time.Millisecond {
 		t.Errorf("lag %v behind 50 spinning goroutines on one processor, want 50 ms or more", lag)
+	}
+}
+
+// An idle process's probe sleeps (no timer, no datagram) and Wake starts
+// it again.
+func TestProbeSleepsWhenIdle(t *testing.T) {
+	p := Start()
+	defer p.Close()
+	p.woken.Store(time.Now().Add(-time.Hour).UnixNano()) // idle since long ago
+	deadline := time.Now().Add(time.Second)
+	for !p.asleep.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the probe of an idle process still ticks after a second")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ticks := func() (n int64) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, s := range p.start {
+			n += s
+		}
+		return n
+	}
+	before := ticks()
+	time.Sleep(3 * bucket) // ticking, it would have opened new buckets
+	if ticks() != before || !p.asleep.Load() {
+		t.Fatal("the probe recorded while asleep")
+	}
+	p.Wake()
+	deadline = time.Now().Add(time.Second)
+	for ticks() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no tick a second after Wake")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.asleep.Load() {
+		t.Error("asleep after Wake")
+	}
+}
+
+// Wake racing the probe's falling asleep never leaves it asleep while
+// woken.
+func TestProbeWakeRace(t *testing.T) {
+	p := Start()
+	defer p.Close()
+	for range 100 {
+		p.woken.Store(time.Now().Add(-time.Hour).UnixNano())
+		time.Sleep(time.Duration(rand.IntN(int(2 * tick))))
+		p.Wake()
+		time.Sleep(2 * tick)
+		if p.asleep.Load() {
+			t.Fatal("asleep right after a Wake")
+		}
 	}
 }

@@ -207,7 +207,8 @@ type Scheduler struct {
 	seq     uint64
 	waits   map[scaleKey]*waitWindow // recent queue waits, for the scaling signal
 
-	lag *lag.Probe // nil when Config.Lag was given
+	lag     *lag.Probe // nil when Config.Lag was given
+	wakeLag func()     // keeps the probe ticking: a generation starts
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -275,14 +276,15 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	for _, p := range pools {
 		s.poolLocked(p.Name) // fixes the order before any worker connects
 	}
+	s.wakeLag = func() {}
 	if s.cfg.Lag == nil {
 		s.lag = lag.Start()
-		s.cfg.Lag = s.lag.Lag
+		s.cfg.Lag, s.wakeLag = s.lag.Lag, s.lag.Wake
 	}
 	if cfg.Registerer != nil {
 		lagGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "parley_gateway_lag_seconds",
-			Help: "How late this gateway ran a timer due every 10 ms, or a read of a loopback datagram sent with it, the most over the last two seconds: over a few milliseconds, its CPUs are saturated.",
+			Help: "How late this gateway ran a timer due every 10 ms, or a read of a loopback datagram sent with it, the most over the last two seconds (measured while generations start, 0 when idle): over a few milliseconds, its CPUs are saturated.",
 		}, func() float64 { return s.cfg.Lag().Seconds() })
 		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s), lagGauge} {
 			if err := cfg.Registerer.Register(c); err != nil {
@@ -346,6 +348,7 @@ func (s *Scheduler) AddPoolWorker(poolName, name string, e worker.Engine) {
 // started, how the generation ended is in the Result: a worker failing midway
 // gives FinishError and the usage so far.
 func (s *Scheduler) Generate(ctx context.Context, job llm.Job, emit llm.Emit) (llm.Result, error) {
+	s.wakeLag()
 	j := &pickJob{model: job.Request.Model}
 	if job.AffinityKey != "" {
 		j.key, j.hasKey = hashString(job.AffinityKey), true

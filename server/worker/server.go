@@ -38,6 +38,9 @@ type Service struct {
 	// run (lag.Probe): sent with every load report, so that gateways do not
 	// read the worker's own delays as its upstream's queueing.
 	Lag func() time.Duration
+	// Wake, when set, is called as each generation starts (lag.Probe's
+	// Wake: the probe ticks only while the worker works).
+	Wake func()
 	// Token, when set, is the worker token every call must carry
 	// (Authorization: Bearer); calls without it get unauthenticated (see
 	// RequireToken).
@@ -85,6 +88,9 @@ func NewWorkerID() string {
 func (s *Service) Generate(ctx context.Context, req *connect.Request[workerv1.GenerateRequest], stream *connect.ServerStream[workerv1.GenerateResponse]) error {
 	if req.Msg.GetMaxTokens() < 0 {
 		return connect.NewError(connect.CodeInvalidArgument, llm.ErrInvalidRequest)
+	}
+	if s.Wake != nil {
+		s.Wake()
 	}
 	res, err := s.Engine.Generate(ctx, requestFromProto(req.Msg), func(d llm.Delta) error {
 		return stream.Send(&workerv1.GenerateResponse{Kind: &workerv1.GenerateResponse_Delta{Delta: deltaToProto(d)}})

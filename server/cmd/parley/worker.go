@@ -98,7 +98,7 @@ func runWorker(ctx context.Context, args []string, stdout, logOut io.Writer) err
 	mux := http.NewServeMux()
 	probe := lag.Start() // reported with the load: the gateways set the worker's own delays aside
 	defer probe.Close()
-	service := &worker.Service{Engine: engine, EngineName: engineName, Logger: logger, Token: token, Lag: probe.Lag}
+	service := &worker.Service{Engine: engine, EngineName: engineName, Logger: logger, Token: token, Lag: probe.Lag, Wake: probe.Wake}
 	// Deltas are a few bytes: compressing each one costs far more than it saves.
 	mux.Handle(service.Handler(connect.WithReadMaxBytes(64<<20), connect.WithCompressMinBytes(4096)))
 	health := grpchealth.NewStaticChecker(workerv1connect.WorkerServiceName)
