@@ -128,7 +128,7 @@ func (r *relay) burstRun(ctx context.Context, n int) error {
 						}
 						path := filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("burst%d-%s-busy%d-%s.pprof", n, profileName(v.name), b, dp.name))
 						profiles.Go(func() {
-							if err := fetchProfile(ctx, dp.addr, r.cfg.ProfileSeconds, path); err != nil {
+							if err := fetchProfile(ctx, dp.addr, "profile", r.cfg.ProfileSeconds, path); err != nil {
 								r.progress("profile of the %s: %v", dp.name, err)
 							}
 						})

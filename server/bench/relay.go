@@ -70,7 +70,8 @@ type RelayConfig struct {
 	BaselineWorkerArgs, BaselineGatewayArgs []string
 	// ProfileDir, when set, receives CPU profiles of the gateway and worker
 	// (ProfileSeconds long) taken in each load run's first trial, named by
-	// variant, pacing and streams (relay-direct-20ms-c50-gateway.pprof).
+	// variant, pacing and streams (relay-direct-20ms-c50-gateway.pprof),
+	// and what each allocated over the same seconds (…-allocs.pprof).
 	ProfileDir     string
 	ProfileSeconds int
 	// LearnedAdmission gives the workers and direct upstreams no slot
@@ -495,11 +496,13 @@ func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget,
 			if dp.addr == "" {
 				continue
 			}
-			profiles.Go(func() {
-				if err := fetchProfile(ctx, dp.addr, r.cfg.ProfileSeconds, filepath.Join(r.cfg.ProfileDir, profile+"-"+dp.name+".pprof")); err != nil {
-					r.progress("profile of the %s: %v", dp.name, err)
-				}
-			})
+			for _, kind := range []struct{ path, suffix string }{{"profile", ".pprof"}, {"allocs", "-allocs.pprof"}} {
+				profiles.Go(func() {
+					if err := fetchProfile(ctx, dp.addr, kind.path, r.cfg.ProfileSeconds, filepath.Join(r.cfg.ProfileDir, profile+"-"+dp.name+kind.suffix)); err != nil {
+						r.progress("%s profile of the %s: %v", kind.path, dp.name, err)
+					}
+				})
+			}
 		}
 	}
 	st := r.count(client.load(ctx, t, body, streams, r.cfg.Answers))
@@ -515,11 +518,13 @@ func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget,
 	return s
 }
 
-func fetchProfile(ctx context.Context, addr string, seconds int, path string) error {
+// fetchProfile writes a pprof profile of kind ("profile": CPU; "allocs":
+// what was allocated over the same seconds, a delta) to path.
+func fetchProfile(ctx context.Context, addr, kind string, seconds int, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, seconds), nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

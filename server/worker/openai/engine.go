@@ -397,7 +397,9 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 			if ch.Index < 0 || ch.Index >= len(finishes) {
 				continue
 			}
-			for _, d := range e.splitReasoning(e.delta(ch, req.Logprobs)) {
+			rest := e.delta(ch, req.Logprobs)
+			r := e.splitReasoning(&rest)
+			for _, d := range [2]*llm.Delta{&r, &rest} { // (r is empty, and skipped, unless split)
 				if d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 {
 					continue
 				}
@@ -413,12 +415,12 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 					if err := release(); err != nil {
 						return stopped(err)
 					}
-					held, holding = d, true
+					held, holding = *d, true
 				default:
 					if err := release(); err != nil {
 						return stopped(err)
 					}
-					if err := emit(d); err != nil {
+					if err := emit(*d); err != nil {
 						return stopped(err)
 					}
 				}
@@ -548,15 +550,17 @@ func upstreamEffort(effort string) string {
 	return effort
 }
 
-// splitReasoning is d as the deltas it is sent as: reasoning apart from
-// the answer's text and calls, reasoning first (a chunk rarely has both).
-func (e *Engine) splitReasoning(d llm.Delta) []llm.Delta {
+// splitReasoning takes d's reasoning apart from its answer's text and
+// calls, to be sent first, when it has both (a chunk rarely does): it
+// returns the reasoning's delta, leaving the rest in d, or an empty delta.
+// (No slice of the two: nothing is allocated per token.)
+func (e *Engine) splitReasoning(d *llm.Delta) llm.Delta {
 	if d.Reasoning == "" || (d.Text == "" && len(d.ToolCalls) == 0) {
-		return []llm.Delta{d}
+		return llm.Delta{}
 	}
 	r := llm.Delta{Choice: d.Choice, Reasoning: d.Reasoning, Tokens: e.tok.Count(d.Reasoning)}
 	d.Reasoning, d.Tokens = "", d.Tokens-r.Tokens
-	return []llm.Delta{r, d}
+	return r
 }
 
 func intBytes(in []int) []byte {
