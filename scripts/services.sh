@@ -229,7 +229,7 @@ ch_up() {
   cp /etc/clickhouse-server/users.xml "$d/users.xml"
   (cd "$d" && exec clickhouse-server --config-file="$d/config.xml") </dev/null >"$d/log/stdout.log" 2>&1 &
   echo $! >"$d/clickhouse.pid"
-  wait_for clickhouse 60 ch_ready || { tail -20 "$d/log/"*.log >&2; return 1; }
+  wait_for clickhouse 120 ch_ready || { tail -n 20 "$d/log/"*.log >&2; return 1; }
 }
 
 ch_down() {
