@@ -1,6 +1,9 @@
 package llm
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Delta is one step of one choice's output: text, pieces of tool calls, and
 // the log probabilities of the tokens it holds.
@@ -128,6 +131,19 @@ var (
 // is the request's fault (retrying it anywhere would fail the same way).
 func CallerFault(err error) bool {
 	return errors.Is(err, ErrInvalidRequest)
+}
+
+// LocalFault reports whether err is this process running out of what a
+// call needs — file descriptors (EMFILE, ENFILE), socket buffers, memory —
+// before the other end was reached: the upstream is not to blame, and
+// another would fail the same way until some are freed.
+func LocalFault(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Priorities of the web tiers, higher first; the API channel's is configured

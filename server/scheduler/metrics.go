@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"worker"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_scheduler_rejections_total",
-			Help: "Generations refused with unavailable, by reason: queue_full, queue_timeout, no_worker (none serves the model), no_healthy_worker (none for it is up), failed.",
+			Help: "Generations refused with unavailable, by reason: queue_full, queue_timeout, no_worker (none serves the model), no_healthy_worker (none for it is up), failed, exhausted (this gateway out of descriptors or memory).",
 		}, []string{"reason"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_scheduler_retries_total",

@@ -388,6 +388,12 @@ func (s *Scheduler) Generate(ctx context.Context, job llm.Job, emit llm.Emit) (l
 		case llm.CallerFault(err):
 			s.release(m, true, nil)
 			return llm.Result{}, err
+		case llm.LocalFault(err):
+			// This process is out of descriptors or memory: the worker is not
+			// to blame (no ejection), and another would fail the same way.
+			s.release(m, true, nil)
+			s.metrics.rejections.WithLabelValues("exhausted").Inc()
+			return llm.Result{}, apierr.Unavailable("the gateway is short of resources to reach a worker ("+err.Error()+"); try again shortly", s.cfg.RetryAfter)
 		case errors.Is(err, llm.ErrOverloaded), errors.Is(err, llm.ErrUnknownModel):
 			// Busy or stale about its models: try another, but it is not broken.
 			s.release(m, true, nil)

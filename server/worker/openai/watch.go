@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/parleyhq/parley/server/llm"
 	"github.com/parleyhq/parley/server/worker"
 )
 
@@ -113,11 +114,17 @@ func (e *Engine) watch(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if e.direct {
-			if answered {
-				failures = 0
-				e.setLive(true, nil)
-			} else if failures++; failures >= deadAfter || refused(lastErr) {
+		switch {
+		case !e.direct:
+		case answered:
+			failures = 0
+			e.setLive(true, nil)
+		case llm.LocalFault(lastErr):
+			// This process could not make the poll (out of descriptors):
+			// nothing was learnt about the upstream.
+			e.cfg.Logger.Warn("upstream not polled: this process is short of resources", "err", lastErr)
+		default:
+			if failures++; failures >= deadAfter || refused(lastErr) {
 				e.setLive(false, lastErr)
 			}
 		}
