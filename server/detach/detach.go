@@ -301,8 +301,25 @@ type accepted struct {
 }
 
 func (l *listener) acceptLoop() {
+	var delay time.Duration
 	for {
 		conn, err := l.Listener.Accept()
+		if ne, ok := err.(net.Error); ok && ne.Temporary() { // (as net/http reads it)
+			// Too many open files: waited out here, not by net/http,
+			// whose back-off (up to a second) would start again on an
+			// error taken before the descriptors were freed.
+			if delay == 0 {
+				l.conns.logger.Warn("accepting connections failed; retrying", "err", err)
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), 100*time.Millisecond)
+			select {
+			case <-time.After(delay):
+				continue
+			case <-l.conns.closed:
+				return
+			}
+		}
+		delay = 0
 		select {
 		case l.accepted <- accepted{conn, err}:
 		case <-l.conns.closed:
@@ -311,11 +328,9 @@ func (l *listener) acceptLoop() {
 			}
 			return
 		}
-		if errors.Is(err, net.ErrClosed) {
-			return
+		if err != nil {
+			return // closed, or an error net/http's Serve returns with
 		}
-		// Other errors (too many open files) net/http waits out and
-		// accepts again, as this loop does.
 	}
 }
 
