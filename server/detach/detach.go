@@ -39,14 +39,15 @@ type Conns struct {
 	logger *slog.Logger
 	base   context.Context // cancelled when the server's grace is over
 
-	returned chan net.Conn // connections whose detached response ended, to serve again
-	closed   chan struct{} // the listener is closed: connections are closed, not returned
+	ready  chan struct{} // (capacity 1) signalled when returned gains a connection
+	closed chan struct{} // the listener is closed: connections are closed, not returned
 	close    sync.Once
 
 	idleTimeout time.Duration // how long a connection waits for its next request
 	poller      *poller       // watches the connections (nil: a goroutine each)
 
 	mu        sync.Mutex
+	returned  []net.Conn             // connections whose detached response ended, to serve again
 	open      map[*response]struct{} // detached responses under way
 	idleConns map[*response]struct{} // connections of ended ones, waiting for a next request
 	drain     chan struct{}          // closed when open empties, if Wait is waiting
@@ -61,7 +62,7 @@ func New(base context.Context, idle time.Duration, logger *slog.Logger) *Conns {
 		logger:      logger,
 		base:        base,
 		idleTimeout: idle,
-		returned:    make(chan net.Conn, 256),
+		ready:       make(chan struct{}, 1),
 		closed:      make(chan struct{}),
 		open:        map[*response]struct{}{},
 		idleConns:   map[*response]struct{}{},
@@ -266,11 +267,35 @@ func (c *Conns) give(conn net.Conn, pending []byte) {
 		return
 	default:
 	}
+	// Its client has sent its next request: however many are queued, none
+	// is closed on it.
+	c.returned = append(c.returned, conn)
+	c.signal()
+}
+
+// signal wakes an Accept waiting for a returned connection; c.mu is held.
+func (c *Conns) signal() {
 	select {
-	case c.returned <- conn:
+	case c.ready <- struct{}{}:
 	default:
-		_ = conn.Close() // the accept loop is far behind: the client reconnects
 	}
+}
+
+// take is the first connection given back, or nil.
+func (c *Conns) take() net.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.returned) == 0 {
+		return nil
+	}
+	conn := c.returned[0]
+	c.returned[0] = nil
+	if c.returned = c.returned[1:]; len(c.returned) > 0 {
+		c.signal() // more for the next Accept
+	} else {
+		c.returned = nil // (lets the backing array go)
+	}
+	return conn
 }
 
 // prefixConn is a connection with bytes already read from it.
@@ -335,13 +360,18 @@ func (l *listener) acceptLoop() {
 }
 
 func (l *listener) Accept() (net.Conn, error) {
-	select {
-	case conn := <-l.conns.returned:
-		return conn, nil
-	case a := <-l.accepted:
-		return a.conn, a.err
-	case <-l.conns.closed:
-		return nil, net.ErrClosed
+	for {
+		// A connection given back first: its client has a request waiting.
+		if conn := l.conns.take(); conn != nil {
+			return conn, nil
+		}
+		select {
+		case <-l.conns.ready:
+		case a := <-l.accepted:
+			return a.conn, a.err
+		case <-l.conns.closed:
+			return nil, net.ErrClosed
+		}
 	}
 }
 
@@ -362,12 +392,12 @@ func (l *listener) Close() error {
 		rs.sawGone(false)
 	}
 	// Connections given back and not yet served again are closed.
-	for {
-		select {
-		case conn := <-l.conns.returned:
-			_ = conn.Close()
-		default:
-			return err
-		}
+	l.conns.mu.Lock()
+	returned := l.conns.returned
+	l.conns.returned = nil
+	l.conns.mu.Unlock()
+	for _, conn := range returned {
+		_ = conn.Close()
 	}
+	return err
 }

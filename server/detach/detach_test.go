@@ -512,3 +512,60 @@ func testNoIdleConnectionOutlivesItsClient(t *testing.T) {
 		t.Fatalf("%d connections still noted as waiting after their clients left", n)
 	}
 }
+
+// However many connections are given back before net/http accepts again
+// (thousands of streams ending at once, each client's next request sent),
+// none is closed on its client: each is served, in order.
+func TestEveryConnectionGivenBackIsServed(t *testing.T) {
+	conns := detach.New(context.Background(), time.Minute, slog.New(slog.DiscardHandler))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := conns.Listener(ln)
+	defer l.Close()
+	const n = 1000
+	clients := make([]net.Conn, n)
+	for i := range n {
+		a, b := net.Pipe()
+		clients[i] = b
+		detach.Give(conns, a)
+	}
+	accept := func() (net.Conn, error) {
+		type result struct {
+			c   net.Conn
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() { c, err := l.Accept(); ch <- result{c, err} }()
+		select {
+		case r := <-ch:
+			return r.c, r.err
+		case <-time.After(5 * time.Second):
+			return nil, errors.New("nothing to accept after 5 s: the connection was not given back")
+		}
+	}
+	for i := range n {
+		got, err := accept()
+		if err != nil {
+			t.Fatalf("accept %d: %v", i, err)
+		}
+		go func() { _, _ = got.Write([]byte{byte(i)}) }()
+		var b [1]byte
+		if _, err := io.ReadFull(clients[i], b[:]); err != nil || b[0] != byte(i) {
+			t.Fatalf("connection %d: %v %v (closed, or out of order)", i, b[0], err)
+		}
+	}
+	// And a new connection is still accepted after them.
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			time.Sleep(time.Second)
+		}
+	}()
+	if c, err := accept(); err != nil {
+		t.Fatalf("a new connection after those given back: %v", err)
+	} else {
+		c.Close()
+	}
+}

@@ -1,5 +1,7 @@
 package detach
 
+import "net"
+
 // WithoutPoller makes c watch each connection with a goroutine, as it does
 // where there is no epoll, so that the tests run both ways.
 func WithoutPoller(c *Conns) { c.poller = nil }
@@ -17,3 +19,6 @@ func Len(c *Conns) int {
 	defer c.mu.Unlock()
 	return len(c.open)
 }
+
+// Give hands conn back as a connection whose client sent its next request.
+func Give(c *Conns, conn net.Conn) { c.give(conn, nil) }
