@@ -41,7 +41,7 @@ type Conns struct {
 
 	ready  chan struct{} // (capacity 1) signalled when returned gains a connection
 	closed chan struct{} // the listener is closed: connections are closed, not returned
-	close    sync.Once
+	close  sync.Once
 
 	idleTimeout time.Duration // how long a connection waits for its next request
 	poller      *poller       // watches the connections (nil: a goroutine each)
