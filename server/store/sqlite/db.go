@@ -70,6 +70,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		wq[k] = v
 	}
 	wq.Set("_txlock", "immediate")
+	// The writer's statement journals in memory: a group commit's
+	// transaction holds many requests' statements, and once its journal
+	// outgrew SQLite's 64 KiB it went to a file, a write syscall for every
+	// page each later statement touched. (The readers, whose sorts may be
+	// large, keep temporary files on disk.)
+	wq.Add("_pragma", "temp_store(memory)")
 	w, err := sql.Open("sqlite", path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open writer: %w", err)

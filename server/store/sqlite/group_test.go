@@ -154,3 +154,23 @@ func TestSettleGroupCommit(t *testing.T) {
 		t.Errorf("%d usage records summing %d, want %d summing %d", records, sum, n, charged)
 	}
 }
+
+// The writer keeps its statement journals in memory (a group commit's
+// journal would otherwise spill to a file); the readers keep the default.
+func TestWriterStatementJournalInMemory(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "parley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var w, r int
+	if err := db.w.QueryRowContext(t.Context(), "PRAGMA temp_store").Scan(&w); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.r.QueryRowContext(t.Context(), "PRAGMA temp_store").Scan(&r); err != nil {
+		t.Fatal(err)
+	}
+	if w != 2 || r != 0 {
+		t.Fatalf("temp_store: writer %d, readers %d; want 2 (memory) and 0 (default)", w, r)
+	}
+}
