@@ -569,3 +569,24 @@ func TestEveryConnectionGivenBackIsServed(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A status with no standard text gets net/http's words for it, not an
+// empty reason phrase.
+func TestUnknownStatusLine(t *testing.T) {
+	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		detach.Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(599)
+			_, _ = io.WriteString(w, "x")
+		})
+	}))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || line != "HTTP/1.1 599 status code 599\r\n" {
+		t.Fatalf("status line %q, %v", line, err)
+	}
+}

@@ -243,7 +243,11 @@ func (w *writer) head(body []byte, chunked bool) []byte {
 	b.WriteString("HTTP/1.1 ")
 	b.WriteString(strconv.Itoa(w.status))
 	b.WriteByte(' ')
-	b.WriteString(http.StatusText(w.status))
+	if text := http.StatusText(w.status); text != "" {
+		b.WriteString(text)
+	} else {
+		b.WriteString("status code " + strconv.Itoa(w.status)) // as net/http words it
+	}
 	b.WriteString("\r\n")
 	_ = h.Write(&b)
 	b.WriteString("\r\n")
