@@ -86,7 +86,6 @@ func (r *relay) burstRun(ctx context.Context, n int) error {
 	if r.cfg.BurstBusy > 0 {
 		busy = append(busy, r.cfg.BurstBusy)
 	}
-	body := streamTarget{model: "mock"}.body(pace(delay, r.cfg.Tokens), r.cfg.Tokens)
 	type cell struct{ samples []loadSample }
 	variants := r.variants(ctx)
 	names := append([]string{"direct"}, names(variants)...)
@@ -134,7 +133,7 @@ func (r *relay) burstRun(ctx context.Context, n int) error {
 						})
 					}
 				}
-				st := r.count(client.burst(ctx, t, body, n, rate))
+				st := r.count(client.burst(ctx, t, t.body(pace(delay, r.cfg.Tokens), r.cfg.Tokens), n, rate))
 				profiles.Wait()
 				var gw1 float64
 				if v != nil {

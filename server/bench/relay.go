@@ -74,6 +74,11 @@ type RelayConfig struct {
 	// and what each allocated over the same seconds (…-allocs.pprof).
 	ProfileDir     string
 	ProfileSeconds int
+	// API is what the load client streams from a gateway: "openai"
+	// (/v1/chat/completions, the default) or "connect" (the gateway's own
+	// ChatService.CompleteStream over the Connect protocol, as the web app
+	// and the SDKs stream).
+	API string
 	// LearnedAdmission gives the workers and direct upstreams no slot
 	// count (no --max-batch): they are admitted to as an upstream without
 	// load metrics is by default, by the limit learned from its queueing.
@@ -153,6 +158,13 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 			return fmt.Errorf("bench relay: path %q: want %s or %s", p, PathWorker, PathDirect)
 		}
 	}
+	switch cfg.API {
+	case "":
+		cfg.API = "openai"
+	case "openai", "connect":
+	default:
+		return fmt.Errorf("bench relay: --api %q: want openai or connect", cfg.API)
+	}
 	if cfg.Tokens <= 0 {
 		cfg.Tokens = 50
 	}
@@ -182,8 +194,12 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	}
 	r.tmp = tmp
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(out, "parley bench relay: client over /v1/chat/completions (SSE) → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock)\n",
-		strings.Join(cfg.Paths, ", "))
+	client := "/v1/chat/completions (SSE)"
+	if cfg.API == "connect" {
+		client = "ChatService.CompleteStream (Connect) to the gateways, /v1/chat/completions (SSE) to the mock"
+	}
+	fmt.Fprintf(out, "parley bench relay: client over %s → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock)\n",
+		client, strings.Join(cfg.Paths, ", "))
 	fmt.Fprintf(out, "binary %s", cfg.Bin)
 	if cfg.BaselineBin != "" {
 		fmt.Fprintf(out, ", baseline %s", cfg.BaselineBin)
@@ -304,7 +320,12 @@ func (r *relay) startPath(ctx context.Context, v *variant) (mock *proc, t stream
 		mock.stop()
 		return nil, t, err
 	}
-	return mock, streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}, nil
+	return mock, r.gatewayTarget(v), nil
+}
+
+// gatewayTarget is where the client connects on v's gateway.
+func (r *relay) gatewayTarget(v *variant) streamTarget {
+	return streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock", connect: r.cfg.API == "connect"}
 }
 
 func (r *relay) startMock(ctx context.Context) (*proc, error) {
@@ -563,7 +584,7 @@ func (r *relay) loadRuns(ctx context.Context) error {
 	direct := streamTarget{url: mock.url, model: "mock"}
 	// Warm up every path: connections, caches, the heap.
 	r.progress("warming up")
-	for _, t := range append([]streamTarget{direct}, targets(vs)...) {
+	for _, t := range append([]streamTarget{direct}, r.targets(vs)...) {
 		r.count(client.load(ctx, t, t.body(pace(0, r.cfg.Tokens), r.cfg.Tokens+16), maxStreams, 4*maxStreams))
 	}
 	for _, delay := range r.cfg.TokenDelays {
@@ -582,8 +603,8 @@ func (r *relay) loadRuns(ctx context.Context) error {
 						profile = fmt.Sprintf("%s-%v-c%d", profileName(v.name), delay, streams)
 					}
 					r.progress("tokens %v apart, %d streams, trial %d: %s", delay, streams, trial+1, v.name)
-					t := streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"}
-					rows[v.name] = append(rows[v.name], r.measure(ctx, client, t, body, streams, mock, v, profile))
+					t := r.gatewayTarget(v)
+					rows[v.name] = append(rows[v.name], r.measure(ctx, client, t, t.body(pace(delay, r.cfg.Tokens), r.cfg.Tokens+16), streams, mock, v, profile))
 				}
 			}
 			r.loadTable(delay, streams, vs, rows)
@@ -592,10 +613,10 @@ func (r *relay) loadRuns(ctx context.Context) error {
 	return nil
 }
 
-func targets(vs []*variant) []streamTarget {
+func (r *relay) targets(vs []*variant) []streamTarget {
 	var out []streamTarget
 	for _, v := range vs {
-		out = append(out, streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock"})
+		out = append(out, r.gatewayTarget(v))
 	}
 	return out
 }

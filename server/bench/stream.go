@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,10 @@ type streamTarget struct {
 	url    string // base URL, without /v1
 	apiKey string
 	model  string
+	// connect: the gateway's own API (ChatService.CompleteStream over the
+	// Connect protocol, as the web app's and the SDKs' streams) instead of
+	// /v1/chat/completions.
+	connect bool
 }
 
 // streamStats are the client's measurements of a set of streamed answers.
@@ -84,6 +89,14 @@ func (c *loadClient) close() { c.http.CloseIdleConnections() }
 // body is a streamed chat completion request for t; prompt may carry a
 // mock-pace directive.
 func (t streamTarget) body(prompt string, maxTokens int) []byte {
+	if t.connect {
+		b, _ := json.Marshal(map[string]any{
+			"model": t.model, "maxOutputTokens": maxTokens,
+			"messages": []map[string]any{{"role": "ROLE_USER", "parts": []map[string]string{{"text": prompt}}}},
+		})
+		// One Connect envelope: no flags, the length, the message.
+		return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(len(b))), b...)
+	}
 	b, _ := json.Marshal(map[string]any{
 		"model": t.model, "stream": true, "max_tokens": maxTokens,
 		"stream_options": map[string]bool{"include_usage": true},
@@ -95,6 +108,7 @@ func (t streamTarget) body(prompt string, maxTokens int) []byte {
 var (
 	dataPrefix   = []byte("data: ")
 	contentKey   = []byte(`"content":"`)
+	textKey      = []byte(`"text":"`)
 	donePayload  = []byte("[DONE]")
 	errorPayload = []byte(`{"error"`)
 )
@@ -113,12 +127,16 @@ type answer struct {
 // the steady state).
 func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, onFirst func(), record func() bool) answer {
 	var a answer
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/chat/completions", bytes.NewReader(body))
+	path, contentType := "/v1/chat/completions", "application/json"
+	if t.connect {
+		path, contentType = "/parley.v1.ChatService/CompleteStream", "application/connect+json"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+path, bytes.NewReader(body))
 	if err != nil {
 		a.err = err
 		return a
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if t.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+t.apiKey)
 	}
@@ -136,18 +154,67 @@ func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, on
 	}
 	r := bufio.NewReaderSize(res.Body, 4096)
 	last := start
+	token := func() {
+		now := time.Now()
+		if a.tokens == 0 {
+			a.ttft = now.Sub(start)
+			if onFirst != nil {
+				onFirst()
+			}
+		} else if record == nil || record() {
+			a.gaps = append(a.gaps, now.Sub(last))
+		}
+		last = now
+		a.tokens++
+	}
+	cut := func(err error) answer {
+		if ctx.Err() != nil {
+			a.err = ctx.Err()
+		} else {
+			a.err = fmt.Errorf("stream cut after %d tokens: %w", a.tokens, err)
+		}
+		return a
+	}
+	if t.connect {
+		var frame []byte
+		for {
+			var head [5]byte
+			if _, err := io.ReadFull(r, head[:]); err != nil {
+				return cut(err)
+			}
+			n := binary.BigEndian.Uint32(head[1:])
+			if n > 1<<20 {
+				a.err = fmt.Errorf("a Connect message of %d bytes", n)
+				return a
+			}
+			if uint32(cap(frame)) < n {
+				frame = make([]byte, n)
+			}
+			frame = frame[:n]
+			if _, err := io.ReadFull(r, frame); err != nil {
+				return cut(err)
+			}
+			if head[0]&0x02 != 0 { // the end of the stream
+				switch {
+				case bytes.Contains(frame, []byte(`"error"`)):
+					a.err = fmt.Errorf("error: %s", frame)
+				case a.tokens == 0:
+					a.err = errors.New("an answer without content")
+				}
+				return a
+			}
+			if i := bytes.Index(frame, textKey); i >= 0 && i+len(textKey) < len(frame) && frame[i+len(textKey)] != '"' {
+				token()
+			}
+		}
+	}
 	for {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
 				continue // a long line: only its start matters
 			}
-			if ctx.Err() != nil {
-				a.err = ctx.Err()
-			} else {
-				a.err = fmt.Errorf("stream cut after %d tokens: %w", a.tokens, err)
-			}
-			return a
+			return cut(err)
 		}
 		payload, ok := bytes.CutPrefix(line, dataPrefix)
 		if !ok {
@@ -168,17 +235,7 @@ func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, on
 		if i < 0 || i+len(contentKey) >= len(payload) || payload[i+len(contentKey)] == '"' {
 			continue
 		}
-		now := time.Now()
-		if a.tokens == 0 {
-			a.ttft = now.Sub(start)
-			if onFirst != nil {
-				onFirst()
-			}
-		} else if record == nil || record() {
-			a.gaps = append(a.gaps, now.Sub(last))
-		}
-		last = now
-		a.tokens++
+		token()
 	}
 }
 

@@ -22,6 +22,7 @@ package detach
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -140,7 +141,8 @@ type key struct{}
 // Anywhere else fn runs here, before Go returns.
 func Go(w http.ResponseWriter, r *http.Request, fn func(w http.ResponseWriter, r *http.Request)) {
 	rs, _ := r.Context().Value(key{}).(*response)
-	if rs == nil || rs.detached || rs.w.started || r.Close || r.ProtoMinor == 0 || r.Context().Err() != nil || !drained(r) {
+	if rs == nil || rs.detached || rs.w.started || r.Close || r.ProtoMinor == 0 || r.Context().Err() != nil ||
+		!writesTo(w, &rs.w) || !drained(r) {
 		fn(w, r)
 		return
 	}
@@ -212,6 +214,58 @@ const maxDrain = 256 << 10
 
 // drained reads what is left of r's body; false if it was too much or
 // failed, and the connection is then left to net/http.
+// writesTo reports whether w is own, or a middleware's writer around it:
+// a handler called in-process with a writer of its own (the SSE adapter's
+// pipe) has its caller's context, and must not take its caller's
+// connection.
+func writesTo(w http.ResponseWriter, own *writer) bool {
+	for {
+		if w == http.ResponseWriter(own) {
+			return true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
+	}
+}
+
+// Streams lets h's server-streaming procedures (Connect, gRPC-Web), named by
+// path, leave net/http as the compatible surfaces' streams do: their one
+// request message is the whole body, so it is read first (at most limit
+// bytes), then h runs under Go. Other calls, and a body over limit or
+// broken, run in place, h reading what is left as it would have.
+func Streams(h http.Handler, limit int64, procedures ...string) http.Handler {
+	streaming := make(map[string]bool, len(procedures))
+	for _, p := range procedures {
+		streaming[p] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.ProtoMajor != 1 || !streaming[r.URL.Path] {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		if err != nil || int64(len(body)) > limit {
+			r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			h.ServeHTTP(w, r)
+			return
+		}
+		Go(w, r, func(w http.ResponseWriter, r *http.Request) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+		})
+	})
+}
+
+// readCloser reads what was read ahead, then the rest; Close closes the
+// original body.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
 func drained(r *http.Request) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return true

@@ -590,3 +590,79 @@ func TestUnknownStatusLine(t *testing.T) {
 		t.Fatalf("status line %q, %v", line, err)
 	}
 }
+
+// A handler called in-process with a writer of its own (as the SSE adapter
+// calls the Connect handlers) runs in place: its caller's connection is
+// not taken.
+func TestGoWithAnotherWriterRunsInPlace(t *testing.T) {
+	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		inPlace := false
+		detach.Go(rec, r, func(w http.ResponseWriter, r *http.Request) {
+			inPlace = true
+			_, _ = io.WriteString(w, "inner")
+		})
+		_, _ = fmt.Fprintf(w, "%s in place=%v", rec.Body.String(), inPlace)
+	}))
+	res, err := http.Post(url, "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if string(b) != "inner in place=true" {
+		t.Fatalf("got %q", b)
+	}
+}
+
+// Streams reads a streaming procedure's body, then detaches its handler,
+// which reads the body as if it had not been; a body over the limit, or
+// another path, runs in place with all of its body.
+func TestStreams(t *testing.T) {
+	both(t, testStreams)
+}
+
+func testStreams(t *testing.T) {
+	var outerReturned chan struct{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		detached := false
+		select {
+		case <-outerReturned: // only a detached handler sees its caller return
+			detached = true
+		case <-time.After(300 * time.Millisecond):
+		}
+		_, _ = fmt.Fprintf(w, "got %s", body)
+		w.(http.Flusher).Flush()
+		_, _ = fmt.Fprintf(w, ", detached=%v", detached)
+	})
+	streams := detach.Streams(h, 8, "/stream")
+	url, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		streams.ServeHTTP(w, r)
+		close(outerReturned)
+	}))
+	post := func(path, body string) string {
+		t.Helper()
+		outerReturned = make(chan struct{})
+		res, err := http.Post(url+path, "application/connect+json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	for _, c := range []struct{ path, body, want string }{
+		{"/stream", "hello", "got hello, detached=true"},
+		{"/stream", "a body longer than eight", "got a body longer than eight, detached=false"},
+		{"/other", "hello", "got hello, detached=false"},
+	} {
+		if got := post(c.path, c.body); got != c.want {
+			t.Errorf("POST %s %q: %q, want %q", c.path, c.body, got, c.want)
+		}
+	}
+}

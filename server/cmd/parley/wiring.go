@@ -23,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/server/auth"
 	"github.com/parleyhq/parley/server/blob"
 	"github.com/parleyhq/parley/server/config"
+	"github.com/parleyhq/parley/server/detach"
 	"github.com/parleyhq/parley/server/gateway"
 	"github.com/parleyhq/parley/server/limits"
 	"github.com/parleyhq/parley/server/models"
@@ -221,13 +222,25 @@ var serviceNames = []string{
 // mountServices mounts the Connect services on mux, and gRPC health and
 // reflection over them. The procedures open to anyone (AuthService, reading
 // a share link, health, reflection) take publicOpts: small messages only.
+// streamRequestMax is the largest streaming call read whole before it is
+// detached; a larger one (a long pasted prompt) runs in place.
+const streamRequestMax = 1 << 20
+
 func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption, s services) healthChecker {
 	mux.Handle(parleyv1connect.NewAuthServiceHandler(s.auth, publicOpts...))
 	mux.Handle(parleyv1connect.NewApiKeyServiceHandler(s.apiKeys, opts...))
 	mux.Handle(parleyv1connect.NewModelServiceHandler(s.models, opts...))
-	mux.Handle(parleyv1connect.NewChatServiceHandler(s.chat, opts...))
+	// Their token streams leave net/http once the request is read, as the
+	// compatible surfaces' do (over HTTP/1.1: the web app's gRPC-Web, and
+	// Connect clients).
+	path, chat := parleyv1connect.NewChatServiceHandler(s.chat, opts...)
+	mux.Handle(path, detach.Streams(chat, streamRequestMax,
+		parleyv1connect.ChatServiceCompleteStreamProcedure, parleyv1connect.ChatServiceFollowBackgroundProcedure))
 	mux.Handle(parleyv1connect.NewEmbeddingServiceHandler(s.embeddings, opts...))
-	mux.Handle(parleyv1connect.NewConversationServiceHandler(s.conversations, opts...))
+	path, conversations := parleyv1connect.NewConversationServiceHandler(s.conversations, opts...)
+	mux.Handle(path, detach.Streams(conversations, streamRequestMax,
+		parleyv1connect.ConversationServiceSendMessageProcedure, parleyv1connect.ConversationServiceStreamGenerationProcedure,
+		parleyv1connect.ConversationServiceRegenerateMessageProcedure, parleyv1connect.ConversationServiceContinueMessageProcedure))
 	_, shared := parleyv1connect.NewConversationServiceHandler(s.conversations, publicOpts...)
 	mux.Handle(parleyv1connect.ConversationServiceGetSharedConversationProcedure, shared)
 	mux.Handle(parleyv1connect.NewAttachmentServiceHandler(s.attachments, opts...))
