@@ -71,7 +71,9 @@ type RelayConfig struct {
 	// ProfileDir, when set, receives CPU profiles of the gateway and worker
 	// (ProfileSeconds long) taken in each load run's first trial, named by
 	// variant, pacing and streams (relay-direct-20ms-c50-gateway.pprof),
-	// and what each allocated over the same seconds (…-allocs.pprof).
+	// and what each allocated over the same seconds (…-allocs.pprof); and
+	// in hold runs the gateway's heap and goroutines while the streams are
+	// held (hold-relay-direct-2000-gateway-heap.pprof).
 	ProfileDir     string
 	ProfileSeconds int
 	// API is what the load client streams from a gateway: "openai"
@@ -540,12 +542,17 @@ func (r *relay) measure(ctx context.Context, client *loadClient, t streamTarget,
 }
 
 // fetchProfile writes a pprof profile of kind ("profile": CPU; "allocs":
-// what was allocated over the same seconds, a delta) to path.
+// what was allocated over the same seconds, a delta; with seconds 0, a
+// snapshot: "heap", "goroutine") to path.
 func fetchProfile(ctx context.Context, addr, kind string, seconds int, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, seconds), nil)
+	url := fmt.Sprintf("http://%s/debug/pprof/%s", addr, kind)
+	if seconds > 0 {
+		url += fmt.Sprintf("?seconds=%d", seconds)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -791,6 +798,20 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			}
 			if v != nil && v.worker != nil {
 				rw.thrWorker = threads(v.worker.pid())
+			}
+			if v != nil && v.gDebug != "" {
+				// What the held streams keep: the live heap and the
+				// goroutines, while they are open.
+				for _, kind := range []string{"heap", "goroutine"} {
+					path := filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("hold-%s-%d-gateway-%s.pprof", profileName(name), n, kind))
+					query := kind
+					if kind == "heap" {
+						query += "?gc=1" // what is live now, not at the last collection
+					}
+					if err := fetchProfile(ctx, v.gDebug, query, 0, path); err != nil {
+						r.progress("%s profile of the gateway: %v", kind, err)
+					}
+				}
 			}
 		})
 		client.close()
