@@ -46,7 +46,7 @@ var helpCases = []struct {
 	{[]string{"admin", "revoke-invite"}, append([]string{"id"}, storeFlags...)},
 	{[]string{"bench"}, []string{"api-key", "concurrency", "config", "duration", "max-error-rate", "max-tokens", "model", "prompt",
 		"protocol", "quiet", "requests", "stream", "target", "url"}},
-	{[]string{"bench", "relay"}, []string{"answers", "baseline-bin", "baseline-gateway-args", "baseline-worker-args", "bin", "burst", "burst-busy", "burst-delay", "burst-rate", "config",
+	{[]string{"bench", "relay"}, []string{"answers", "api", "baseline-bin", "baseline-gateway-args", "baseline-worker-args", "bin", "burst", "burst-busy", "burst-delay", "burst-rate", "config",
 		"cpus-load", "cpus-servers", "gateway-args", "hold", "hold-delay", "hold-for", "hold-opening", "learned-admission", "max-error-rate", "paths", "profile",
 		"profile-seconds", "quiet", "streams", "token-delay", "tokens", "trials", "worker-args"}},
 	{[]string{"bench", "mock"}, []string{"config", "listen", "model", "token-delay", "tokens"}},
