@@ -616,8 +616,9 @@ func TestGoWithAnotherWriterRunsInPlace(t *testing.T) {
 }
 
 // Streams reads a streaming procedure's body, then detaches its handler,
-// which reads the body as if it had not been; a body over the limit, or
-// another path, runs in place with all of its body.
+// which reads the body as if it had not been; a body over the limit,
+// another path, or a gRPC-Web or unary call, runs in place with all of its
+// body.
 func TestStreams(t *testing.T) {
 	both(t, testStreams)
 }
@@ -645,10 +646,10 @@ func testStreams(t *testing.T) {
 		streams.ServeHTTP(w, r)
 		close(outerReturned)
 	}))
-	post := func(path, body string) string {
+	post := func(path, contentType, body string) string {
 		t.Helper()
 		outerReturned = make(chan struct{})
-		res, err := http.Post(url+path, "application/connect+json", strings.NewReader(body))
+		res, err := http.Post(url+path, contentType, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -656,13 +657,60 @@ func testStreams(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return string(b)
 	}
-	for _, c := range []struct{ path, body, want string }{
-		{"/stream", "hello", "got hello, detached=true"},
-		{"/stream", "a body longer than eight", "got a body longer than eight, detached=false"},
-		{"/other", "hello", "got hello, detached=false"},
+	for _, c := range []struct{ path, contentType, body, want string }{
+		{"/stream", "application/connect+json", "hello", "got hello, detached=true"},
+		{"/stream", "application/connect+proto", "hello", "got hello, detached=true"},
+		{"/stream", "application/grpc", "hello", "got hello, detached=true"},
+		{"/stream", "application/grpc+proto", "hello", "got hello, detached=true"},
+		{"/stream", "application/grpc-web+proto", "hello", "got hello, detached=false"},
+		{"/stream", "application/json", "hello", "got hello, detached=false"},
+		{"/stream", "application/connect+json", "a body longer than eight", "got a body longer than eight, detached=false"},
+		{"/other", "application/connect+json", "hello", "got hello, detached=false"},
 	} {
-		if got := post(c.path, c.body); got != c.want {
-			t.Errorf("POST %s %q: %q, want %q", c.path, c.body, got, c.want)
+		if got := post(c.path, c.contentType, c.body); got != c.want {
+			t.Errorf("POST %s (%s) %q: %q, want %q", c.path, c.contentType, c.body, got, c.want)
 		}
+	}
+}
+
+// A detached response's trailers (declared in the Trailer header, or set
+// under http.TrailerPrefix, as gRPC over HTTP/1.1 sends its status) reach
+// the client as net/http's would, and are not sent in the head.
+func TestDetachedResponseSendsTrailers(t *testing.T) {
+	both(t, testDetachedResponseSendsTrailers)
+}
+
+func testDetachedResponseSendsTrailers(t *testing.T) {
+	trailing := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "Grpc-Status")
+		w.Header().Set("Content-Type", "application/grpc")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "message")
+		w.(http.Flusher).Flush()
+		w.Header().Set("Grpc-Status", "0")
+		w.Header().Set(http.TrailerPrefix+"Grpc-Message", "all well")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/in-place", trailing)
+	mux.HandleFunc("/detached", func(w http.ResponseWriter, r *http.Request) { detach.Go(w, r, trailing) })
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "plain") })
+	url, _ := serve(t, mux)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	got := map[string]string{}
+	for _, path := range []string{"/in-place", "/detached", "/plain"} {
+		res, err := client.Post(url+path, "application/grpc", strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s: %d %q %v", path, res.StatusCode, body, err)
+		}
+		got[path] = fmt.Sprintf("body %q, head %q %q, trailer %v", body, res.Header.Get("Grpc-Status"), res.Header.Get("Grpc-Message"), res.Trailer)
+	}
+	want := `body "message", head "" "", trailer map[Grpc-Message:[all well] Grpc-Status:[0]]`
+	if got["/in-place"] != want || got["/detached"] != want {
+		t.Fatalf("net/http: %s\ndetached: %s\nwant:     %s", got["/in-place"], got["/detached"], want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,9 +27,10 @@ type writer struct {
 	wroteHeader bool
 	status      int
 	headSent    bool
-	buf         *[]byte // body bytes not yet sent, after chunkRoom; nil when none
-	err         error   // the first write error: every later write fails with it
-	close       bool    // the connection is not to be served again
+	trailers    []string // the keys the head's Trailer header declared
+	buf         *[]byte  // body bytes not yet sent, after chunkRoom; nil when none
+	err         error    // the first write error: every later write fails with it
+	close       bool     // the connection is not to be served again
 }
 
 // chunkRoom is the room kept at the start of a buffer for the chunk's size
@@ -191,7 +193,7 @@ func (w *writer) send(final bool) error {
 			out = append(out, "\r\n"...)
 		}
 		if final && chunked {
-			out = append(out, "0\r\n\r\n"...)
+			out = w.lastChunk(out)
 		}
 	case len(body) > 0:
 		// The size line goes in the room kept before the body.
@@ -201,11 +203,11 @@ func (w *writer) send(final bool) error {
 		copy((*w.buf)[start:], line)
 		*w.buf = append(*w.buf, "\r\n"...)
 		if final {
-			*w.buf = append(*w.buf, "0\r\n\r\n"...)
+			*w.buf = w.lastChunk(*w.buf)
 		}
 		out = (*w.buf)[start:]
 	case final && chunked:
-		out = []byte("0\r\n\r\n")
+		out = w.lastChunk(nil)
 	}
 	if len(out) > 0 {
 		if _, err := w.rs.conn.Write(out); err != nil {
@@ -239,6 +241,26 @@ func (w *writer) head(body []byte, chunked bool) []byte {
 	if h.Get("Connection") == "close" {
 		w.close = true
 	}
+	// Trailers, as net/http takes them: the keys the Trailer header
+	// declares, and any key under http.TrailerPrefix (not sent in the head).
+	var exclude map[string]bool
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			if exclude == nil {
+				exclude = make(map[string]bool)
+			}
+			exclude[k] = true
+		}
+	}
+	for _, v := range h["Trailer"] {
+		for _, k := range strings.Split(v, ",") {
+			switch k = http.CanonicalHeaderKey(strings.TrimSpace(k)); k {
+			case "", "Transfer-Encoding", "Trailer", "Content-Length":
+			default:
+				w.trailers = append(w.trailers, k)
+			}
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 ")
 	b.WriteString(strconv.Itoa(w.status))
@@ -249,10 +271,39 @@ func (w *writer) head(body []byte, chunked bool) []byte {
 		b.WriteString("status code " + strconv.Itoa(w.status)) // as net/http words it
 	}
 	b.WriteString("\r\n")
-	_ = h.Write(&b)
+	_ = h.WriteSubset(&b, exclude)
 	b.WriteString("\r\n")
 	w.headSent = true
 	return b.Bytes()
+}
+
+// lastChunk appends the chunked body's end to out: the last chunk and the
+// trailers, if the response has any.
+func (w *writer) lastChunk(out []byte) []byte {
+	out = append(out, "0\r\n"...)
+	var t http.Header
+	for k, vv := range w.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			if t == nil {
+				t = make(http.Header)
+			}
+			t[name] = vv
+		}
+	}
+	for _, k := range w.trailers {
+		if vv := w.header[k]; len(vv) > 0 {
+			if t == nil {
+				t = make(http.Header)
+			}
+			t[k] = vv
+		}
+	}
+	if t != nil {
+		var b bytes.Buffer
+		_ = t.Write(&b)
+		out = append(out, b.Bytes()...)
+	}
+	return append(out, "\r\n"...)
 }
 
 // bodyAllowed reports whether a response of status may have a body.

@@ -231,8 +231,8 @@ func mountServices(mux *http.ServeMux, opts, publicOpts []connect.HandlerOption,
 	mux.Handle(parleyv1connect.NewApiKeyServiceHandler(s.apiKeys, opts...))
 	mux.Handle(parleyv1connect.NewModelServiceHandler(s.models, opts...))
 	// Their token streams leave net/http once the request is read, as the
-	// compatible surfaces' do (over HTTP/1.1: the web app's gRPC-Web, and
-	// Connect clients).
+	// compatible surfaces' do (over HTTP/1.1, by the Connect or gRPC
+	// protocol: the SDKs; the web app's gRPC-Web runs in place).
 	path, chat := parleyv1connect.NewChatServiceHandler(s.chat, opts...)
 	mux.Handle(path, detach.Streams(chat, streamRequestMax,
 		parleyv1connect.ChatServiceCompleteStreamProcedure, parleyv1connect.ChatServiceFollowBackgroundProcedure))
