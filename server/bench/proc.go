@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -14,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // proc is one process the relay benchmark started: the mock upstream, the
@@ -159,6 +163,34 @@ func rssBytes(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: no VmRSS", path)
+}
+
+// stackBytes is what a Parley process's goroutine stacks hold, read from
+// its /metrics (the heap's own figure there counts garbage not yet
+// collected, so it says little of what a stream keeps).
+func stackBytes(ctx context.Context, baseURL string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s/metrics: %s", baseURL, res.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return 0, fmt.Errorf("%s/metrics: %w", baseURL, err)
+	}
+	const name = "go_memstats_stack_inuse_bytes"
+	if f := families[name]; f != nil && len(f.GetMetric()) == 1 {
+		return f.GetMetric()[0].GetGauge().GetValue(), nil
+	}
+	return 0, fmt.Errorf("%s/metrics: no %s", baseURL, name)
 }
 
 // threads is the number of threads of process pid.

@@ -748,6 +748,7 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		openTime                  time.Duration
 		gap50, gap99, gapMax      time.Duration
 		rssMock, rssWorker, rssGw float64 // bytes per stream
+		stacksGw                  float64 // of rssGw, the goroutine stacks' bytes per stream (NaN: unread)
 		noWorker                  bool
 		thrWorker, thrGw          int
 		errs                      errorTally
@@ -773,7 +774,7 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			base int64
 			dst  *float64
 		}
-		rw := row{name: name, noWorker: v == nil || v.worker == nil}
+		rw := row{name: name, noWorker: v == nil || v.worker == nil, stacksGw: math.NaN()}
 		ps := []*pr{{pid: mock.pid(), dst: &rw.rssMock}}
 		if v != nil {
 			ps = append(ps, &pr{pid: v.gateway.pid(), dst: &rw.rssGw})
@@ -785,6 +786,11 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		for _, p := range ps {
 			p.base, _ = rssBytes(p.pid)
 		}
+		var stacksBase float64
+		stacksErr := errors.New("no gateway")
+		if v != nil {
+			stacksBase, stacksErr = stackBytes(ctx, v.gateway.url)
+		}
 		body := t.body(pace(delay, tokens), tokens)
 		res := client.hold(ctx, t, body, n, r.cfg.HoldOpening, func(open int) {
 			r.progress("hold %d streams: %s: %d open; holding %v", n, name, open, holdFor)
@@ -795,6 +801,13 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 			}
 			if v != nil {
 				rw.thrGw = threads(v.gateway.pid())
+			}
+			if stacksErr == nil {
+				if b, err := stackBytes(ctx, v.gateway.url); err == nil {
+					rw.stacksGw = (b - stacksBase) / float64(max(open, 1))
+				} else {
+					r.progress("the gateway's stacks: %v", err)
+				}
 			}
 			if v != nil && v.worker != nil {
 				rw.thrWorker = threads(v.worker.pid())
@@ -834,23 +847,28 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 		writeKinds(r.out, "  "+rw.name+": ", rw.errs.list(), rw.errs.total, n)
 	}
 	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\topen\terrors\topening took\tgap p50\tgap p99\tgap max\tgap p99 added\tRSS/stream gateway\tworker\tmock\tthreads gw/worker\t")
-	kb := func(b float64) string { return fmt.Sprintf("%.1f KB", b/1024) }
+	fmt.Fprintln(tw, "path\topen\terrors\topening took\tgap p50\tgap p99\tgap max\tgap p99 added\tRSS/stream gateway\tof it stacks\tworker\tmock\tthreads gw/worker\t")
+	kb := func(b float64) string {
+		if math.IsNaN(b) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f KB", b/1024)
+	}
 	for _, rw := range rows {
 		if rw.opened == 0 { // no figure without an open stream behind it
-			fmt.Fprintf(tw, "%s\t0\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", rw.name, rw.errors)
+			fmt.Fprintf(tw, "%s\t0\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", rw.name, rw.errors)
 			continue
 		}
-		added, gw, wk, thr := "", "-", "-", "-"
+		added, gw, stacks, wk, thr := "", "-", "-", "-", "-"
 		if rw.name != "direct" {
 			added = fmt.Sprintf("%+.1fms", float64(rw.gap99-rows[0].gap99)/1e6)
-			gw, wk, thr = kb(rw.rssGw), kb(rw.rssWorker), fmt.Sprintf("%d/%d", rw.thrGw, rw.thrWorker)
+			gw, stacks, wk, thr = kb(rw.rssGw), kb(rw.stacksGw), kb(rw.rssWorker), fmt.Sprintf("%d/%d", rw.thrGw, rw.thrWorker)
 			if rw.noWorker {
 				wk, thr = "-", fmt.Sprintf("%d/-", rw.thrGw)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%.1fms\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%s\t\n", rw.name, rw.opened, rw.errors, rw.openTime.Seconds(),
-			float64(rw.gap50)/1e6, float64(rw.gap99)/1e6, float64(rw.gapMax)/1e6, added, gw, wk, kb(rw.rssMock), thr)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1fs\t%.1fms\t%.1fms\t%.1fms\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.name, rw.opened, rw.errors, rw.openTime.Seconds(),
+			float64(rw.gap50)/1e6, float64(rw.gap99)/1e6, float64(rw.gapMax)/1e6, added, gw, stacks, wk, kb(rw.rssMock), thr)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(r.out)

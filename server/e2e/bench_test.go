@@ -75,6 +75,11 @@ func TestBenchRelayNoErrors(t *testing.T) {
 	if !regexp.MustCompile(`relay\s+60\s+0\s`).Match(out) {
 		t.Errorf("the load run's relay row is not 60 ok, 0 errors:\n%s", out)
 	}
+	// The hold's worker-path row gives the gateway's RSS a stream, the
+	// stacks' share of it, the worker's and the mock's.
+	if row := regexp.MustCompile(`(?m)^\s*relay\s+30\s+0\s.*$`).Find(out); len(regexp.MustCompile(`-?\d+\.\d KB`).FindAll(row, -1)) != 4 {
+		t.Errorf("the hold's relay row has not four figures in KB (%q):\n%s", row, out)
+	}
 }
 
 // parley bench users against two gateways sharing one database: simulated

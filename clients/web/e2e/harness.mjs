@@ -77,19 +77,43 @@ export async function startServer(extra = [], opts = {}) {
 
 /**
  * test() that saves a screenshot of each open page to test-artifacts/web/fail-NAME-N.png
- * when the body fails. pages() returns the pages to capture.
+ * when the body fails, and writes to stderr what each page was showing (its URL, whether
+ * it was visible, its messages, its last console lines) and the end of the server's log.
+ * pages() returns the pages to capture; serverLogs(), if given, the server's log.
  */
-export function shotOnFail(test, pages) {
+export function shotOnFail(test, pages, serverLogs) {
+  const consoles = new WeakMap();
+  const watch = (p) => {
+    if (!p || consoles.has(p)) return;
+    const lines = [];
+    consoles.set(p, lines);
+    p.on("console", (m) => { lines.push(`${m.type()}: ${m.text()}`); if (lines.length > 20) lines.shift(); });
+    p.on("crash", () => lines.push("the page crashed"));
+  };
   return (name, opts, fn) => test(name, opts, async (t) => {
+    const timer = setInterval(() => pages().forEach(watch), 100);
+    pages().forEach(watch);
     try {
       await fn(t);
     } catch (err) {
       const slug = name.replace(/[^a-z0-9]+/gi, "-").toLowerCase().slice(0, 60);
       let i = 0;
       for (const p of pages()) {
-        if (p && !p.isClosed()) await p.screenshot({ path: join(artifacts, `fail-${slug}-${i++}.png`) }).catch(() => {});
+        if (!p || p.isClosed()) continue;
+        const n = i++;
+        await p.screenshot({ path: join(artifacts, `fail-${slug}-${n}.png`), timeout: 5000 }).catch((e) => console.error(`page ${n}: no screenshot: ${e.message}`));
+        const state = await Promise.race([
+          p.evaluate(() => ({ visibility: document.visibilityState, focus: document.hasFocus(), hash: location.hash,
+            messages: [...document.querySelectorAll(".msg")].map((m) => `${m.className}: ${(m.textContent ?? "").slice(0, 40)}`),
+            queued: !document.getElementById("queued")?.hidden, bodyChars: document.body?.innerHTML.length ?? 0 })),
+          new Promise((ok) => setTimeout(() => ok("no answer in 5 s"), 5000)),
+        ]).catch((e) => e.message);
+        console.error(`page ${n} (${p.url()}):`, JSON.stringify(state, null, 1), "\nits console:", (consoles.get(p) ?? []).join("\n  "));
       }
+      if (serverLogs) console.error("the server's log, its end:\n" + serverLogs().split("\n").slice(-40).join("\n"));
       throw err;
+    } finally {
+      clearInterval(timer);
     }
   });
 }

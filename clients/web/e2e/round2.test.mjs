@@ -17,7 +17,7 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/
 const password = "correct horse battery";
 const adminEmail = "round2-admin@example.com";
 let srv, browser, context, page, tab2, extra;
-const test = shotOnFail(nodeTest, () => [page, tab2, extra]);
+const test = shotOnFail(nodeTest, () => [page, tab2, extra], () => srv?.logs() ?? "");
 
 before(async () => {
   if (skip) return;
