@@ -825,6 +825,11 @@ func (r *relay) holdRun(ctx context.Context, n int) error {
 						r.progress("%s profile of the gateway: %v", kind, err)
 					}
 				}
+				// A collection shrinks the stacks that use under a quarter
+				// of their size: what they keep after one.
+				if b, err := stackBytes(ctx, v.gateway.url); err == nil && stacksErr == nil {
+					r.progress("hold %d streams: %s: the gateway's stacks after a collection: %.1f KB a stream", n, name, (b-stacksBase)/float64(max(open, 1))/1024)
+				}
 			}
 		})
 		client.close()
