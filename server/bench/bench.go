@@ -92,6 +92,18 @@ type sample struct {
 // caller sends one request and measures it.
 type caller func(ctx context.Context) sample
 
+// runFor is ctx cancelled after d: the end of a timed run. It is not a
+// deadline, which would travel with every call (Connect's and gRPC's
+// timeout headers): the server would end a call cut by the run's end
+// itself, and its error could arrive a moment before the client's own
+// context ended, counted as a failure. Cancelled, the call ends on the
+// client, whose context is done by then.
+func runFor(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := time.AfterFunc(d, cancel)
+	return ctx, func() { t.Stop(); cancel() }
+}
+
 // Run performs the load run described by cfg.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Concurrency <= 0 {
@@ -102,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		ctx, cancel = runFor(ctx, cfg.Duration)
 		defer cancel()
 	}
 	call, err := newCaller(cfg)

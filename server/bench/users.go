@@ -134,7 +134,7 @@ func RunUsers(ctx context.Context, cfg UsersConfig) (UsersReport, error) {
 	}
 	run := &usersRun{lat: map[string][]time.Duration{}, errs: map[string]int{}}
 	transport := httpClient("connect", cfg.Users).Transport
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	ctx, cancel := runFor(ctx, cfg.Duration)
 	defer cancel()
 	start := time.Now()
 	var finished, tokens atomic.Int64
