@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"connectrpc.com/connect"
@@ -31,10 +32,25 @@ func StoreOutage(checks map[string]Check) *Outage {
 // the surfaces that are not Connect (the OpenAI-compatible endpoint).
 type Outage struct{ checks map[string]Check }
 
-// Fix rewrites err when it is internal and a store is down now.
+// Fix rewrites err when it is internal and a store is down now. A call
+// whose own context has ended (the client left, or its deadline passed)
+// and that failed as internal, unknown or unavailable is answered canceled
+// or deadline_exceeded: a store reads a context that ended mid-query as a
+// database that does not answer, and the client should not be told to
+// come back for that.
 func (o *Outage) Fix(ctx context.Context, err error) error {
 	// Unknown is a handler's raw (unmapped) error: a server fault too.
-	if code := connect.CodeOf(err); err == nil || (code != connect.CodeInternal && code != connect.CodeUnknown) {
+	code := connect.CodeOf(err)
+	if err == nil || (code != connect.CodeInternal && code != connect.CodeUnknown && code != connect.CodeUnavailable) {
+		return err
+	}
+	if ended := ctx.Err(); ended != nil {
+		if errors.Is(ended, context.DeadlineExceeded) {
+			return connect.NewError(connect.CodeDeadlineExceeded, errors.New("the call's deadline passed"))
+		}
+		return connect.NewError(connect.CodeCanceled, errors.New("the call was cancelled"))
+	}
+	if code == connect.CodeUnavailable {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 500*time.Millisecond)

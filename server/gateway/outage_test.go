@@ -43,3 +43,35 @@ func TestStoreOutage(t *testing.T) {
 		t.Fatalf("streaming: %v", err)
 	}
 }
+
+// A call whose own context ended and that failed as a server fault is
+// answered with why it ended; a client error, or a call still live, keeps
+// its own.
+func TestOutageAnswersAnEndedCallWithWhyItEnded(t *testing.T) {
+	o := StoreOutage(map[string]Check{"postgres": func(context.Context) error { return nil }})
+	storeDown := connect.NewError(connect.CodeUnavailable, errors.New("the database holding this data does not answer"))
+	internal := connect.NewError(connect.CodeInternal, errors.New("internal error"))
+	notFound := connect.NewError(connect.CodeNotFound, errors.New("no"))
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	expired, cancelExpired := context.WithTimeout(t.Context(), -1)
+	defer cancelExpired()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want connect.Code
+	}{
+		{"deadline passed, store error", expired, storeDown, connect.CodeDeadlineExceeded},
+		{"deadline passed, internal", expired, internal, connect.CodeDeadlineExceeded},
+		{"deadline passed, raw", expired, errors.New("unexpected EOF"), connect.CodeDeadlineExceeded},
+		{"client left, store error", cancelled, storeDown, connect.CodeCanceled},
+		{"client left, not found", cancelled, notFound, connect.CodeNotFound},
+		{"live, store error", t.Context(), storeDown, connect.CodeUnavailable},
+		{"live, internal", t.Context(), internal, connect.CodeInternal},
+	} {
+		if got := connect.CodeOf(o.Fix(c.ctx, c.err)); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
