@@ -170,6 +170,8 @@ interface Gen {
   view?: AssistantView;
   pendingCancel: boolean;
   finished: boolean;
+  /** Followed, not sent here: what started it (another tab's message) may have been stored after this tab read the conversation. */
+  followed?: boolean;
 }
 let gen: Gen | undefined;
 
@@ -1195,7 +1197,8 @@ async function drive(g: Gen, first: () => AsyncIterable<{ event?: GenerationEven
     convs.getConversation({ conversationId: g.convId }).then((c) => {
       upsertItem(c.conversation!);
       if (c.conversation!.conversationId === currentId && !gen) {
-        lastSeen = c.conversation!.updatedAt ? timestampMs(c.conversation!.updatedAt) : 0;
+        // After a followed answer the next poll redraws the conversation as stored.
+        if (!g.followed) lastSeen = c.conversation!.updatedAt ? timestampMs(c.conversation!.updatedAt) : 0;
         document.title = `${c.conversation!.title || t("conv.newChat")} · Parley`;
       }
     }, () => {});
@@ -1220,7 +1223,7 @@ function watchTitle(id: string, tries = 6) {
 }
 
 function follow(id: string) {
-  const g: Gen = { convId: id, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false };
+  const g: Gen = { convId: id, abort: new AbortController(), lastSeq: 0n, pendingCancel: false, finished: false, followed: true };
   drive(g, () => convs.streamGeneration({ conversationId: id, afterSeq: 0n }, { signal: g.abort.signal })).catch((err) => {
     if (ConnectError.from(err).code !== Code.NotFound) fail(err); // not_found: it just ended
   });
