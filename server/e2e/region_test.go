@@ -81,8 +81,18 @@ protocol bgp edge {
 		}
 		return f[5] + " since " + f[4]
 	}
-	waitFor(t, 20*time.Second, "the BGP session to come up", func() bool { return strings.HasPrefix(session(), "Established") })
-	established := session()
+	// Its "since" can move by a millisecond just after the session comes
+	// up (BIRD notes the channel's own state change too): it is read once
+	// it holds still, so that a later reset is told from that.
+	var established string
+	waitFor(t, 20*time.Second, "the BGP session to come up and settle", func() bool {
+		established = session()
+		if !strings.HasPrefix(established, "Established") {
+			return false
+		}
+		time.Sleep(300 * time.Millisecond)
+		return session() == established
+	})
 	if _, ok := route(); ok {
 		t.Fatal("the prefix is announced before the checker said so")
 	}
