@@ -33,7 +33,7 @@ import (
 // scheduler. The job carries the placement hints (priority, affinity key)
 // with the request.
 type Router interface {
-	Generate(ctx context.Context, job llm.Job, emit llm.Emit) (llm.Result, error)
+	Generate(ctx context.Context, job *llm.Job, emit llm.Emit) (llm.Result, error)
 	// Embed runs a batch of embeddings on a worker.
 	Embed(ctx context.Context, req llm.EmbedRequest, priority int) (llm.EmbedResult, error)
 }
@@ -522,7 +522,7 @@ func (c *Core) stream(ctx context.Context, job *llm.Job, ev *events, eager bool)
 			return nil, err
 		}
 	}
-	res, err := c.Router.Generate(ctx, *job, c.Metrics.timed(job.Request.Model, ev.delta))
+	res, err := c.Router.Generate(ctx, job, c.Metrics.timed(job.Request.Model, ev.delta))
 	c.Metrics.count(job.Request.Model, res.Usage)
 	out := &Outcome{RequestID: job.Request.ID, Model: job.Request.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: res.Err}
 	switch {

@@ -979,7 +979,7 @@ func (c *Core) autoTitle(ctx context.Context, p auth.Principal, convID string, m
 		Priority: llm.PriorityBackground, // below every tier: a title never delays an answer
 	}
 	var text strings.Builder
-	res, err := c.Router.Generate(ctx, job, func(d llm.Delta) error {
+	res, err := c.Router.Generate(ctx, &job, func(d llm.Delta) error {
 		if d.Choice == 0 {
 			text.WriteString(d.Text)
 		}

@@ -46,7 +46,7 @@ func TestWorkerProcessServesScheduler(t *testing.T) {
 		t.Errorf("worker status = %+v", ws[0])
 	}
 	var text string
-	res, err := s.Generate(ctxTimeout(t, 10*time.Second), llm.Job{Request: chat("sim-small", "Tell me about the rabbit.", 40), AffinityKey: "c1"},
+	res, err := s.Generate(ctxTimeout(t, 10*time.Second), new(llm.Job{Request: chat("sim-small", "Tell me about the rabbit.", 40), AffinityKey: "c1"}),
 		func(d llm.Delta) error { text += d.Text; return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestWorkerProcessServesScheduler(t *testing.T) {
 	if text == "" || res.Usage.CompletionTokens == 0 || res.Usage.PromptTokens == 0 || res.Usage.Estimated {
 		t.Errorf("result = %+v, text %q", res, text)
 	}
-	if _, err := s.Generate(ctxTimeout(t, 10*time.Second), llm.Job{Request: chat("nope", "hi", 5)}, func(llm.Delta) error { return nil }); err == nil {
+	if _, err := s.Generate(ctxTimeout(t, 10*time.Second), new(llm.Job{Request: chat("nope", "hi", 5)}), func(llm.Delta) error { return nil }); err == nil {
 		t.Error("a model no worker serves was accepted")
 	}
 }
@@ -87,7 +87,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 	done := make(chan outcome, 1)
 	go func() {
 		started := false
-		res, err := s.Generate(ctxTimeout(t, 30*time.Second), llm.Job{Request: chat("sim-small", "Tell me a very long story.", 2000)},
+		res, err := s.Generate(ctxTimeout(t, 30*time.Second), new(llm.Job{Request: chat("sim-small", "Tell me a very long story.", 2000)}),
 			func(llm.Delta) error {
 				if !started {
 					started = true
@@ -139,7 +139,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 
 	// The survivor serves the next requests.
 	for i := range 3 {
-		res, err := s.Generate(ctxTimeout(t, 10*time.Second), llm.Job{Request: chat("sim-small", "Hello again.", 5)}, func(llm.Delta) error { return nil })
+		res, err := s.Generate(ctxTimeout(t, 10*time.Second), new(llm.Job{Request: chat("sim-small", "Hello again.", 5)}), func(llm.Delta) error { return nil })
 		if err != nil || res.FinishReason == llm.FinishError {
 			t.Fatalf("request %d after the kill: %+v, %v", i, res, err)
 		}

@@ -17,7 +17,7 @@ import (
 func wantFastUnavailable(t *testing.T, s *Scheduler, what string) {
 	t.Helper()
 	start := time.Now()
-	_, err := s.Generate(context.Background(), job("k", 0), discard)
+	_, err := s.Generate(context.Background(), new(job("k", 0)), discard)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("%s: %v, want unavailable", what, err)
 	}
@@ -34,7 +34,7 @@ func wantFastUnavailable(t *testing.T, s *Scheduler, what string) {
 func TestFailFastWhenTheOnlyWorkerIsDown(t *testing.T) {
 	w := newFake(8)
 	s := newScheduler(t, Config{}, w)
-	if _, err := s.Generate(context.Background(), job("k", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("k", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	w.setDead(true)
@@ -45,7 +45,7 @@ func TestFailFastWhenTheOnlyWorkerIsDown(t *testing.T) {
 	}
 	w.setDead(false)
 	eventually(t, "reconnected", func() bool { return s.Workers()[0].State == StateReady })
-	if _, err := s.Generate(context.Background(), job("k", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("k", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -54,7 +54,7 @@ func TestFailFastWhenTheOnlyWorkerIsDown(t *testing.T) {
 // fails at once instead of waiting for the ejection to end.
 func TestFailFastWhenTheOnlyWorkerIsEjected(t *testing.T) {
 	w := newFake(8)
-	w.setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+	w.setGen(func(context.Context, *llm.Request, llm.Emit) (llm.Result, error) {
 		return llm.Result{}, errors.New("connection refused")
 	})
 	s := newScheduler(t, Config{EjectBase: time.Minute}, w)
@@ -76,12 +76,12 @@ func TestQueuedJobsFailWhenTheLastWorkerGoes(t *testing.T) {
 	w := newFake(1)
 	b := newBlocker(w)
 	s := newScheduler(t, Config{}, w)
-	go func() { _, _ = s.Generate(context.Background(), seeded(0, 0), discard) }()
+	go func() { _, _ = s.Generate(context.Background(), new(seeded(0, 0)), discard) }()
 	<-b.started
 	errs := make(chan error, 3)
 	for i := range 3 {
 		go func() {
-			_, err := s.Generate(context.Background(), seeded(0, int64(i+1)), discard)
+			_, err := s.Generate(context.Background(), new(seeded(0, int64(i+1))), discard)
 			errs <- err
 		}()
 	}
@@ -115,7 +115,7 @@ func TestNeverConnectedWorkerAfterGrace(t *testing.T) {
 	w.setDead(true)
 	s := newScheduler(t, Config{ConnectGrace: 200 * time.Millisecond}, w)
 	start := time.Now()
-	_, err := s.Generate(context.Background(), job("k", 0), discard)
+	_, err := s.Generate(context.Background(), new(job("k", 0)), discard)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("err = %v, want unavailable", err)
 	}
@@ -133,11 +133,11 @@ func TestBusyWorkerStillQueues(t *testing.T) {
 	s := newScheduler(t, Config{}, down, busy)
 	down.setDead(true)
 	eventually(t, "one down", func() bool { return s.Workers()[0].State == StateConnecting })
-	go func() { _, _ = s.Generate(context.Background(), seeded(0, 0), discard) }()
+	go func() { _, _ = s.Generate(context.Background(), new(seeded(0, 0)), discard) }()
 	<-b.started
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Generate(context.Background(), seeded(0, 1), discard)
+		_, err := s.Generate(context.Background(), new(seeded(0, 1)), discard)
 		done <- err
 	}()
 	eventually(t, "queued", func() bool { return s.queued("m") == 1 })

@@ -24,14 +24,14 @@ type fakeEngine struct {
 	closed  bool
 }
 
-type genFunc func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error)
+type genFunc func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error)
 
 func newFake(maxBatch int, models ...string) *fakeEngine {
 	if len(models) == 0 {
 		models = []string{"m"}
 	}
 	f := &fakeEngine{changed: make(chan struct{}), load: worker.LoadReport{Models: models, MaxBatch: maxBatch}}
-	f.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	f.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		if err := emit(llm.Delta{Text: "ok", Tokens: 1}); err != nil {
 			return llm.Result{FinishReason: llm.FinishCancelled}, nil
 		}
@@ -52,7 +52,7 @@ func (f *fakeEngine) Models() []worker.ModelInfo {
 	return out
 }
 
-func (f *fakeEngine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+func (f *fakeEngine) Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 	f.calls.Add(1)
 	return (*f.gen.Load())(ctx, req, emit)
 }

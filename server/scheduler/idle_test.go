@@ -22,7 +22,7 @@ func TestIdleWorkTakesOnlySpareSlots(t *testing.T) {
 	errs := make(chan error, 32)
 	run := func(j llm.Job) {
 		go func() {
-			_, err := s.Generate(ctx, j, discard)
+			_, err := s.Generate(ctx, &j, discard)
 			errs <- err
 		}()
 	}
@@ -31,7 +31,7 @@ func TestIdleWorkTakesOnlySpareSlots(t *testing.T) {
 		run(seeded(llm.PriorityIdle, int64(i)))
 		<-b.started
 	}
-	_, err := s.Generate(ctx, seeded(llm.PriorityIdle, 99), discard)
+	_, err := s.Generate(ctx, new(seeded(llm.PriorityIdle, 99)), discard)
 	if !errors.Is(err, llm.ErrNoIdleCapacity) || connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("idle job past the reserve: %v, want ErrNoIdleCapacity (unavailable)", err)
 	}
@@ -47,7 +47,7 @@ func TestIdleWorkTakesOnlySpareSlots(t *testing.T) {
 	// when a slot frees, since a job of its model is waiting.
 	run(seeded(llm.PriorityFree, 104))
 	eventually(t, "queued", func() bool { return s.queued("m") == 1 })
-	if _, err := s.Generate(ctx, seeded(llm.PriorityIdle, 98), discard); !errors.Is(err, llm.ErrNoIdleCapacity) {
+	if _, err := s.Generate(ctx, new(seeded(llm.PriorityIdle, 98)), discard); !errors.Is(err, llm.ErrNoIdleCapacity) {
 		t.Fatalf("idle job while one waits: %v", err)
 	}
 	close(b.release)
@@ -68,10 +68,10 @@ func TestIdleWorkNeverTakesWorkerQueuePlaces(t *testing.T) {
 	defer cancel()
 	errs := make(chan error, 16)
 	for i := range 6 { // 8 slots less the reserve of 2
-		go func() { _, err := s.Generate(ctx, seeded(llm.PriorityIdle, int64(i)), discard); errs <- err }()
+		go func() { _, err := s.Generate(ctx, new(seeded(llm.PriorityIdle, int64(i))), discard); errs <- err }()
 		<-b.started
 	}
-	if _, err := s.Generate(ctx, seeded(llm.PriorityIdle, 50), discard); !errors.Is(err, llm.ErrNoIdleCapacity) {
+	if _, err := s.Generate(ctx, new(seeded(llm.PriorityIdle, 50)), discard); !errors.Is(err, llm.ErrNoIdleCapacity) {
 		t.Fatalf("an idle job past the slots, with worker queue places free: %v", err)
 	}
 	close(b.release)
@@ -96,7 +96,7 @@ func TestIdleSlots(t *testing.T) {
 	defer cancel()
 	errs := make(chan error, 16)
 	for i := range 4 {
-		go func() { _, err := s.Generate(ctx, seeded(llm.PriorityFree, int64(i)), discard); errs <- err }()
+		go func() { _, err := s.Generate(ctx, new(seeded(llm.PriorityFree, int64(i))), discard); errs <- err }()
 		<-b.started
 	}
 	if n := s.IdleSlots("m"); n != 2 {

@@ -91,7 +91,7 @@ func TestUnknownCapacityAIMD(t *testing.T) {
 	w := newFake(0)
 	sem := make(chan struct{}, slots)
 	var running, peak atomic.Int32
-	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	w.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		sem <- struct{}{} // queued inside the worker until a slot frees
 		defer func() { <-sem }()
 		n := running.Add(1)
@@ -126,7 +126,7 @@ func TestUnknownCapacityAIMD(t *testing.T) {
 			for i := range perClient {
 				start := time.Now()
 				first := time.Duration(0)
-				_, err := s.Generate(context.Background(), job(fmt.Sprint("k", c, i), 0), func(llm.Delta) error {
+				_, err := s.Generate(context.Background(), new(job(fmt.Sprint("k", c, i), 0)), func(llm.Delta) error {
 					first = time.Since(start)
 					return nil
 				})
@@ -225,7 +225,7 @@ func TestLimiterProbeTellsSlowRequestsFromQueueing(t *testing.T) {
 func TestUnknownCapacitySlowRequestsNotCut(t *testing.T) {
 	w := newFake(0)
 	var probes atomic.Int32
-	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	w.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		text := req.Messages[0].Parts[0].Text
 		switch {
 		case strings.HasPrefix(req.ID, "probe-"):
@@ -249,7 +249,7 @@ func TestUnknownCapacitySlowRequestsNotCut(t *testing.T) {
 	s.AddWorker("w", w)
 	gen := func(text string) error {
 		j := llm.Job{Request: llm.Request{Model: "m", MaxTokens: 10, Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: text}}}}}}
-		_, err := s.Generate(context.Background(), j, discard)
+		_, err := s.Generate(context.Background(), &j, discard)
 		return err
 	}
 	for range 5 {
@@ -291,7 +291,7 @@ func TestUnknownCapacitySlowRequestsNotCut(t *testing.T) {
 func TestUnknownCapacityWorkersOwnLag(t *testing.T) {
 	w := newFake(0)
 	var slow atomic.Bool
-	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	w.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		if slow.Load() {
 			time.Sleep(80 * time.Millisecond) // the worker's CPUs saturated: everything waits
 		}
@@ -302,7 +302,7 @@ func TestUnknownCapacityWorkersOwnLag(t *testing.T) {
 	})
 	s := newScheduler(t, Config{QueueLimit: 1000, Lag: func() time.Duration { return 0 }}, w)
 	for range 5 {
-		if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +316,7 @@ func TestUnknownCapacityWorkersOwnLag(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() {
-			if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+			if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 				t.Error(err)
 			}
 		})

@@ -283,7 +283,7 @@ func (s *Scheduler) probe(m *member, model string, ttft time.Duration) {
 		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "Hi"}}}}}
 	sent := time.Now()
 	var took time.Duration
-	_, err := m.engine.Generate(ctx, req, func(llm.Delta) error {
+	_, err := m.engine.Generate(ctx, &req, func(llm.Delta) error {
 		took = time.Since(sent)
 		return errProbed
 	})

@@ -22,7 +22,7 @@ func blocking(f *fakeEngine) (started chan struct{}, release func()) {
 	started = make(chan struct{}, 100)
 	gate := make(chan struct{})
 	var once sync.Once
-	f.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	f.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		started <- struct{}{}
 		select {
 		case <-gate:
@@ -76,7 +76,7 @@ func TestPoolPrimaryFirst(t *testing.T) {
 	east, west := newFake(4), newFake(4)
 	s, reg := poolScheduler(t, Config{}, east, west)
 	for range 50 {
-		if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,10 +106,10 @@ func TestPoolSpillsWhenSaturated(t *testing.T) {
 	startedEast, releaseEast := blocking(east)
 	defer releaseEast()
 	s, reg := poolScheduler(t, Config{SpillWait: 80 * time.Millisecond, SpillHold: 400 * time.Millisecond}, east, west)
-	go s.Generate(context.Background(), job("", 0), discard)
+	go s.Generate(context.Background(), new(job("", 0)), discard)
 	<-startedEast
 	start := time.Now()
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < 80*time.Millisecond || d > time.Second {
@@ -126,7 +126,7 @@ func TestPoolSpillsWhenSaturated(t *testing.T) {
 	}
 	// Saturated: straight to the reserve.
 	start = time.Now()
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 60*time.Millisecond {
@@ -136,7 +136,7 @@ func TestPoolSpillsWhenSaturated(t *testing.T) {
 	releaseEast()
 	eventually(t, "east free", func() bool { return s.Workers()[0].InFlight == 0 })
 	east.setGen((*newFake(1).gen.Load()))
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if east.calls.Load() != 2 {
@@ -152,12 +152,12 @@ func TestPoolFailoverWhenPrimaryDown(t *testing.T) {
 	startedEast, releaseEast := blocking(east)
 	defer releaseEast()
 	s, reg := poolScheduler(t, Config{SpillWait: time.Minute}, east, west)
-	go s.Generate(context.Background(), job("", 0), discard)
+	go s.Generate(context.Background(), new(job("", 0)), discard)
 	<-startedEast
 	// Two jobs wait for the busy primary (the spill wait is a minute).
 	errs := make(chan error, 2)
 	for range 2 {
-		go func() { _, err := s.Generate(context.Background(), job("", 0), discard); errs <- err }()
+		go func() { _, err := s.Generate(context.Background(), new(job("", 0)), discard); errs <- err }()
 	}
 	eventually(t, "two queued", func() bool { return s.queued("m") == 2 })
 	if d := gauge(t, reg, "parley_scheduler_pool_queue_depth", "east"); d != 2 {
@@ -176,7 +176,7 @@ func TestPoolFailoverWhenPrimaryDown(t *testing.T) {
 	}
 	start := time.Now()
 	for range 10 {
-		if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,7 +197,7 @@ func TestPoolFailoverWhenPrimaryDown(t *testing.T) {
 	east.setDead(false)
 	eventually(t, "east back", func() bool { return s.Workers()[0].State == StateReady })
 	for range 5 {
-		if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,11 +210,11 @@ func TestPoolFailoverWhenPrimaryDown(t *testing.T) {
 // reserve.
 func TestPoolRetryGoesToReserve(t *testing.T) {
 	east, west := newFake(4), newFake(4)
-	east.setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+	east.setGen(func(context.Context, *llm.Request, llm.Emit) (llm.Result, error) {
 		return llm.Result{}, context.DeadlineExceeded
 	})
 	s, _ := poolScheduler(t, Config{}, east, west)
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if east.calls.Load() != 1 || west.calls.Load() != 1 {
@@ -246,7 +246,7 @@ func TestAllPoolsDown(t *testing.T) {
 func TestPoolServingOtherModelIsNoSpill(t *testing.T) {
 	east, west := newFake(4, "other"), newFake(4)
 	s, reg := poolScheduler(t, Config{}, east, west)
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if v := spills(reg, "east", "west", "unhealthy") + spills(reg, "east", "west", "saturated"); v != 0 {
@@ -302,7 +302,7 @@ func TestPoolWorkersFromConfig(t *testing.T) {
 	if got["127.0.0.1:1"] != "us-east" || got["127.0.0.2:1"] != "us-east" || got["127.0.0.3:1"] != "us-west" {
 		t.Errorf("pools = %v", got)
 	}
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

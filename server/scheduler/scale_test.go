@@ -95,7 +95,7 @@ func TestScaleRecommendation(t *testing.T) {
 		t.Errorf("just started: %+v, want 2 recommended, none idle yet", sig)
 	}
 	// A job at once: a zero wait.
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if sig := rec(); sig.Wait["m"] != 0 || sig.Recommended != 2 {
@@ -113,11 +113,11 @@ func TestScaleRecommendation(t *testing.T) {
 	defer releaseB()
 	done := make(chan error, 3)
 	for range 2 {
-		go func() { _, err := s.Generate(context.Background(), job("", 0), discard); done <- err }()
+		go func() { _, err := s.Generate(context.Background(), new(job("", 0)), discard); done <- err }()
 	}
 	<-startedA
 	<-startedB
-	go func() { _, err := s.Generate(context.Background(), job("", 0), discard); done <- err }()
+	go func() { _, err := s.Generate(context.Background(), new(job("", 0)), discard); done <- err }()
 	eventually(t, "a job queued", func() bool { return s.queued("m") == 1 })
 	if sig := rec(); sig.Recommended != 2 {
 		t.Errorf("busy, a job just queued: %+v, want 2", sig)
@@ -166,11 +166,11 @@ func TestScaleRefusalCountsAsLongWait(t *testing.T) {
 	started, release := blocking(a)
 	defer release()
 	s.AddPoolWorker("gpu", "a", a)
-	go s.Generate(context.Background(), job("", 0), discard)
+	go s.Generate(context.Background(), new(job("", 0)), discard)
 	<-started
-	go s.Generate(context.Background(), job("", 0), discard)
+	go s.Generate(context.Background(), new(job("", 0)), discard)
 	eventually(t, "a job queued", func() bool { return s.queued("m") == 1 })
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err == nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err == nil {
 		t.Fatal("a third job got in past a queue of one")
 	}
 	sig := s.ScaleSignals()[0]

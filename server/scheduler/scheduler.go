@@ -346,70 +346,122 @@ func (s *Scheduler) AddPoolWorker(poolName, name string, e worker.Engine) {
 // caller's error (llm.ErrInvalidRequest), the context's, or an
 // apierr.Unavailable with a retry-after when no worker could take it. Once
 // started, how the generation ended is in the Result: a worker failing midway
-// gives FinishError and the usage so far.
-func (s *Scheduler) Generate(ctx context.Context, job llm.Job, emit llm.Emit) (llm.Result, error) {
+// gives FinishError and the usage so far. job is read, never changed.
+//
+// Like the engines' Generate, its frame is kept small (the attempt's state
+// is on the heap, the work around the engine's call in calls of their own):
+// every open stream keeps it on its stack while it waits for a token.
+func (s *Scheduler) Generate(ctx context.Context, job *llm.Job, emit llm.Emit) (llm.Result, error) {
 	s.wakeLag()
-	j := &pickJob{model: job.Request.Model}
-	if job.AffinityKey != "" {
-		j.key, j.hasKey = hashString(job.AffinityKey), true
-	}
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		m, err := s.acquire(ctx, j, job.Priority)
+	a := s.newAttempt(job, emit)
+	for {
+		m, err := a.acquire(ctx)
 		if err != nil {
-			if lastErr != nil && ctx.Err() == nil {
-				s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", j.model, "err", lastErr)
-			}
 			return llm.Result{}, err
 		}
-		started := false
-		sent := time.Now()
-		res, err := m.engine.Generate(ctx, job.Request, func(d llm.Delta) error {
-			if !started {
-				started = true
-				s.firstToken(m, job.Request.Model, time.Since(sent))
-			}
-			return emit(d)
-		})
-		if err == nil && (started || res.FinishReason != llm.FinishError) {
-			s.release(m, res.FinishReason != llm.FinishError, res.Err)
-			return res, nil
+		res, err := m.engine.Generate(ctx, &job.Request, a.emit)
+		if done, err := a.ended(ctx, m, &res, err); done {
+			return res, err
 		}
-		if err == nil {
-			err = res.Err
-			if err == nil {
-				err = errors.New("worker: generation failed before its first token")
-			}
-		}
-		switch {
-		case ctx.Err() != nil:
-			s.release(m, true, nil)
-			return llm.Result{}, context.Cause(ctx)
-		case llm.CallerFault(err):
-			s.release(m, true, nil)
-			return llm.Result{}, err
-		case llm.LocalFault(err):
-			// This process is out of descriptors or memory: the worker is not
-			// to blame (no ejection), and another would fail the same way.
-			s.release(m, true, nil)
-			s.metrics.rejections.WithLabelValues("exhausted").Inc()
-			return llm.Result{}, apierr.Unavailable("the gateway is short of resources to reach a worker ("+err.Error()+"); try again shortly", s.cfg.RetryAfter)
-		case errors.Is(err, llm.ErrOverloaded), errors.Is(err, llm.ErrUnknownModel):
-			// Busy or stale about its models: try another, but it is not broken.
-			s.release(m, true, nil)
-		default:
-			s.release(m, false, err)
-		}
-		lastErr = err
-		j.tried[j.ntried] = m
-		j.ntried++
-		if attempt >= s.cfg.MaxRetries {
-			s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", j.model, "attempts", attempt+1, "err", err)
-			s.metrics.rejections.WithLabelValues("failed").Inc()
-			return llm.Result{}, apierr.Unavailable("no worker could run the generation", s.cfg.RetryAfter)
-		}
-		s.metrics.retries.Inc()
 	}
+}
+
+// attempt is one Generate call's state across its tries.
+type attempt struct {
+	s       *Scheduler
+	j       pickJob
+	job     *llm.Job
+	out     llm.Emit
+	emit    llm.Emit // a.relay, made once
+	m       *member  // the worker of the try under way
+	sent    time.Time
+	started bool
+	tries   int
+	lastErr error
+}
+
+//go:noinline
+func (s *Scheduler) newAttempt(job *llm.Job, emit llm.Emit) *attempt {
+	a := &attempt{s: s, job: job, out: emit, j: pickJob{model: job.Request.Model}}
+	if job.AffinityKey != "" {
+		a.j.key, a.j.hasKey = hashString(job.AffinityKey), true
+	}
+	a.emit = a.relay
+	return a
+}
+
+// acquire reserves a worker for the next try.
+//
+//go:noinline
+func (a *attempt) acquire(ctx context.Context) (*member, error) {
+	m, err := a.s.acquire(ctx, &a.j, a.job.Priority)
+	if err != nil {
+		if a.lastErr != nil && ctx.Err() == nil {
+			a.s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", a.j.model, "err", a.lastErr)
+		}
+		return nil, err
+	}
+	a.m, a.sent, a.started = m, time.Now(), false
+	return m, nil
+}
+
+// relay passes a delta of the try under way on, noting its first token.
+func (a *attempt) relay(d llm.Delta) error {
+	if !a.started {
+		a.started = true
+		a.s.firstToken(a.m, a.job.Request.Model, time.Since(a.sent))
+	}
+	return a.out(d)
+}
+
+// ended releases the try's worker m, given how its engine's Generate
+// returned: done when Generate returns (*res and the error it returns), or
+// not done, to try another worker.
+//
+//go:noinline
+func (a *attempt) ended(ctx context.Context, m *member, res *llm.Result, err error) (bool, error) {
+	s := a.s
+	if err == nil && (a.started || res.FinishReason != llm.FinishError) {
+		s.release(m, res.FinishReason != llm.FinishError, res.Err)
+		return true, nil
+	}
+	if err == nil {
+		err = res.Err
+		if err == nil {
+			err = errors.New("worker: generation failed before its first token")
+		}
+	}
+	*res = llm.Result{}
+	switch {
+	case ctx.Err() != nil:
+		s.release(m, true, nil)
+		return true, context.Cause(ctx)
+	case llm.CallerFault(err):
+		s.release(m, true, nil)
+		return true, err
+	case llm.LocalFault(err):
+		// This process is out of descriptors or memory: the worker is not
+		// to blame (no ejection), and another would fail the same way.
+		s.release(m, true, nil)
+		s.metrics.rejections.WithLabelValues("exhausted").Inc()
+		return true, apierr.Unavailable("the gateway is short of resources to reach a worker ("+err.Error()+"); try again shortly", s.cfg.RetryAfter)
+	case errors.Is(err, llm.ErrOverloaded), errors.Is(err, llm.ErrUnknownModel):
+		// Busy or stale about its models: try another, but it is not broken.
+		s.release(m, true, nil)
+	default:
+		s.release(m, false, err)
+	}
+	a.lastErr = err
+	a.j.tried[a.j.ntried] = m
+	a.j.ntried++
+	if a.tries >= s.cfg.MaxRetries {
+		s.logger.WarnContext(ctx, "generation failed on every worker tried", "model", a.j.model, "attempts", a.tries+1, "err", err)
+		s.metrics.rejections.WithLabelValues("failed").Inc()
+		return true, apierr.Unavailable("no worker could run the generation", s.cfg.RetryAfter)
+	}
+	a.tries++
+	s.metrics.retries.Inc()
+	return false, nil
 }
 
 // Embed runs a batch of embeddings on a worker that serves req.Model,

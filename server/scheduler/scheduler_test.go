@@ -24,7 +24,7 @@ func TestAffinityHoldsWhileLoadAllows(t *testing.T) {
 	// The target carries some load, within the bound: affinity holds.
 	ws[2].update(func(l *worker.LoadReport) { l.Running = 3 })
 	for range 20 {
-		if _, err := s.Generate(context.Background(), job(key, 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job(key, 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,7 +33,7 @@ func TestAffinityHoldsWhileLoadAllows(t *testing.T) {
 	}
 	// Different keys spread over the workers.
 	for i := range 200 {
-		if _, err := s.Generate(context.Background(), job(fmt.Sprint("k", i), 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job(fmt.Sprint("k", i), 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestAffinitySpillsWhenLoaded(t *testing.T) {
 	ws[0].update(func(l *worker.LoadReport) { l.Running = 10 })
 	eventually(t, "load seen", func() bool { return s.Workers()[0].Load.Running == 10 })
 	for range 20 {
-		if _, err := s.Generate(context.Background(), job(key, 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job(key, 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func TestAffinitySpillsWhenLoaded(t *testing.T) {
 	// Back within bounds: affinity again.
 	ws[0].update(func(l *worker.LoadReport) { l.Running = 2 })
 	eventually(t, "load seen", func() bool { return s.Workers()[0].Load.Running == 2 })
-	if _, err := s.Generate(context.Background(), job(key, 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job(key, 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if ws[0].calls.Load() != 1 {
@@ -93,7 +93,7 @@ type blocker struct {
 
 func newBlocker(f *fakeEngine) *blocker {
 	b := &blocker{release: make(chan struct{}), started: make(chan struct{}, 100)}
-	f.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	f.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		b.mu.Lock()
 		b.order = append(b.order, int(*req.Seed))
 		b.mu.Unlock()
@@ -124,7 +124,7 @@ func TestTierOrderUnderSaturation(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.Generate(context.Background(), j, discard); err != nil {
+			if _, err := s.Generate(context.Background(), &j, discard); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -154,7 +154,7 @@ func TestRejectPastQueueBound(t *testing.T) {
 	errs := make(chan error, 10)
 	run := func(j llm.Job) {
 		go func() {
-			_, err := s.Generate(ctx, j, discard)
+			_, err := s.Generate(ctx, &j, discard)
 			errs <- err
 		}()
 	}
@@ -164,7 +164,7 @@ func TestRejectPastQueueBound(t *testing.T) {
 	run(seeded(llm.PriorityPro, 2))
 	eventually(t, "queue full", func() bool { return s.queued("m") == 2 })
 
-	_, err := s.Generate(ctx, seeded(llm.PriorityFree, 3), discard)
+	_, err := s.Generate(ctx, new(seeded(llm.PriorityFree, 3)), discard)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("past the bound: %v, want unavailable", err)
 	}
@@ -194,10 +194,10 @@ func TestQueueWaitBound(t *testing.T) {
 	w := newFake(1)
 	b := newBlocker(w)
 	s := newScheduler(t, Config{MaxQueueWait: 20 * time.Millisecond}, w)
-	go func() { _, _ = s.Generate(context.Background(), seeded(0, 0), discard) }()
+	go func() { _, _ = s.Generate(context.Background(), new(seeded(0, 0)), discard) }()
 	<-b.started
 	start := time.Now()
-	_, err := s.Generate(context.Background(), seeded(0, 1), discard)
+	_, err := s.Generate(context.Background(), new(seeded(0, 1)), discard)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Fatalf("err = %v, want unavailable", err)
 	}
@@ -212,12 +212,12 @@ func TestQueueWaitBound(t *testing.T) {
 
 func TestFailoverBeforeFirstToken(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8)}
-	ws[0].setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+	ws[0].setGen(func(context.Context, *llm.Request, llm.Emit) (llm.Result, error) {
 		return llm.Result{}, errors.New("connection refused")
 	})
 	s := newScheduler(t, Config{}, ws...)
 	var text string
-	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), func(d llm.Delta) error { text += d.Text; return nil })
+	res, err := s.Generate(context.Background(), new(job(keyFor(t, s, "a"), 0)), func(d llm.Delta) error { text += d.Text; return nil })
 	if err != nil || res.FinishReason != llm.FinishStop || text != "ok" {
 		t.Fatalf("got %+v, %v, %q; want the second worker's answer", res, err, text)
 	}
@@ -230,10 +230,10 @@ func TestFailoverBeforeFirstToken(t *testing.T) {
 	}
 
 	// The caller's own fault is not retried and ejects nobody.
-	ws[1].setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+	ws[1].setGen(func(context.Context, *llm.Request, llm.Emit) (llm.Result, error) {
 		return llm.Result{}, fmt.Errorf("%w: no messages", llm.ErrInvalidRequest)
 	})
-	_, err = s.Generate(context.Background(), job("", 0), discard)
+	_, err = s.Generate(context.Background(), new(job("", 0)), discard)
 	if !errors.Is(err, llm.ErrInvalidRequest) || ws[1].calls.Load() != 2 || s.Workers()[1].State != StateReady {
 		t.Errorf("invalid request: %v after %d calls, state %s", err, ws[1].calls.Load(), s.Workers()[1].State)
 	}
@@ -242,12 +242,12 @@ func TestFailoverBeforeFirstToken(t *testing.T) {
 func TestAtMostTwoRetries(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8), newFake(8), newFake(8)}
 	for _, w := range ws {
-		w.setGen(func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+		w.setGen(func(context.Context, *llm.Request, llm.Emit) (llm.Result, error) {
 			return llm.Result{}, errors.New("boom")
 		})
 	}
 	s := newScheduler(t, Config{}, ws...)
-	_, err := s.Generate(context.Background(), job("k", 0), discard)
+	_, err := s.Generate(context.Background(), new(job("k", 0)), discard)
 	if connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Errorf("err = %v, want unavailable", err)
 	}
@@ -263,11 +263,11 @@ func TestAtMostTwoRetries(t *testing.T) {
 func TestNoRetryAfterFirstToken(t *testing.T) {
 	ws := []*fakeEngine{newFake(8), newFake(8)}
 	s := newScheduler(t, Config{}, ws...)
-	ws[0].setGen(func(ctx context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+	ws[0].setGen(func(ctx context.Context, _ *llm.Request, emit llm.Emit) (llm.Result, error) {
 		_ = emit(llm.Delta{Text: "half", Tokens: 1})
 		return llm.Result{FinishReason: llm.FinishError, Usage: llm.Usage{PromptTokens: 5, CompletionTokens: 1}, Err: errors.New("gpu fell off the bus")}, nil
 	})
-	res, err := s.Generate(context.Background(), job(keyFor(t, s, "a"), 0), discard)
+	res, err := s.Generate(context.Background(), new(job(keyFor(t, s, "a"), 0)), discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestEjectionBackoff(t *testing.T) {
 	w := newFake(8)
 	fail := true
 	var fmu sync.Mutex
-	w.setGen(func(_ context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+	w.setGen(func(_ context.Context, _ *llm.Request, emit llm.Emit) (llm.Result, error) {
 		fmu.Lock()
 		defer fmu.Unlock()
 		if fail {
@@ -302,7 +302,7 @@ func TestEjectionBackoff(t *testing.T) {
 	s := newScheduler(t, Config{Now: clock, EjectBase: time.Second, EjectMax: 3 * time.Second, MaxQueueWait: time.Millisecond}, w)
 
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second} {
-		if _, err := s.Generate(context.Background(), job("", 0), discard); err == nil {
+		if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err == nil {
 			t.Fatal("want an error")
 		}
 		st := s.Workers()[0]
@@ -311,7 +311,7 @@ func TestEjectionBackoff(t *testing.T) {
 		}
 		// While ejected, the worker is not tried.
 		calls := w.calls.Load()
-		if _, err := s.Generate(context.Background(), job("", 0), discard); connect.CodeOf(err) != connect.CodeUnavailable || w.calls.Load() != calls {
+		if _, err := s.Generate(context.Background(), new(job("", 0)), discard); connect.CodeOf(err) != connect.CodeUnavailable || w.calls.Load() != calls {
 			t.Fatalf("ejected worker was tried (%v)", err)
 		}
 		advance(want)
@@ -319,7 +319,7 @@ func TestEjectionBackoff(t *testing.T) {
 	fmu.Lock()
 	fail = false
 	fmu.Unlock()
-	if _, err := s.Generate(context.Background(), job("", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.Workers()[0]; st.State != StateReady || st.ConsecutiveFailures != 0 {
@@ -333,7 +333,7 @@ func TestDisconnectedWorkerIsSkipped(t *testing.T) {
 	ws[0].setDead(true)
 	eventually(t, "connecting", func() bool { return s.Workers()[0].State == StateConnecting })
 	for range 10 {
-		if _, err := s.Generate(context.Background(), job(fmt.Sprint(time.Now().UnixNano()), 0), discard); err != nil {
+		if _, err := s.Generate(context.Background(), new(job(fmt.Sprint(time.Now().UnixNano()), 0)), discard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -353,7 +353,7 @@ func TestQueuedJobRunsWhenWorkerConnects(t *testing.T) {
 	s := newScheduler(t, Config{}, w)
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Generate(context.Background(), job("", 0), discard)
+		_, err := s.Generate(context.Background(), new(job("", 0)), discard)
 		done <- err
 	}()
 	eventually(t, "queued", func() bool { return s.queued("m") == 1 })
@@ -361,7 +361,7 @@ func TestQueuedJobRunsWhenWorkerConnects(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Generate(context.Background(), llm.Job{Request: llm.Request{Model: "other"}}, discard); connect.CodeOf(err) != connect.CodeUnavailable {
+	if _, err := s.Generate(context.Background(), new(llm.Job{Request: llm.Request{Model: "other"}}), discard); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Errorf("unserved model: %v, want unavailable at once", err)
 	}
 }
@@ -419,7 +419,7 @@ func TestDNSReresolution(t *testing.T) {
 		defer gone.mu.Unlock()
 		return gone.closed
 	})
-	if _, err := s.Generate(context.Background(), job("x", 0), discard); err != nil {
+	if _, err := s.Generate(context.Background(), new(job("x", 0)), discard); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -440,7 +440,7 @@ func TestUnknownCapacityAdmitsByMeasuredQueueing(t *testing.T) {
 	w := newFake(0)
 	started := make(chan struct{}, 1000)
 	release := make(chan struct{})
-	w.setGen(func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	w.setGen(func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		started <- struct{}{}
 		select {
 		case <-release:
@@ -453,7 +453,7 @@ func TestUnknownCapacityAdmitsByMeasuredQueueing(t *testing.T) {
 	errs := make(chan error, n+1)
 	for i := range n {
 		go func() {
-			_, err := s.Generate(context.Background(), job(fmt.Sprint("k", i), 0), discard)
+			_, err := s.Generate(context.Background(), new(job(fmt.Sprint("k", i), 0)), discard)
 			errs <- err
 		}()
 	}
@@ -464,7 +464,7 @@ func TestUnknownCapacityAdmitsByMeasuredQueueing(t *testing.T) {
 	w.update(func(l *worker.LoadReport) { l.Running, l.Waiting = n, 5 })
 	eventually(t, "report seen", func() bool { return s.Workers()[0].Load.Waiting == 5 })
 	go func() {
-		_, err := s.Generate(context.Background(), job("more", 0), discard)
+		_, err := s.Generate(context.Background(), new(job("more", 0)), discard)
 		errs <- err
 	}()
 	eventually(t, "job queued in the gateway", func() bool { return s.queued("m") == 1 })

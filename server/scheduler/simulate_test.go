@@ -99,7 +99,7 @@ func simulate(t *testing.T, policy scheduler.Policy, conversations int) simResul
 				var answer strings.Builder
 				sent := time.Now()
 				var first time.Duration
-				res, err := s.Generate(context.Background(), llm.Job{
+				res, err := s.Generate(context.Background(), &llm.Job{
 					Request:     llm.Request{Model: "sim-small", Messages: msgs, MaxTokens: 120, Seed: ptr(int64(turn))},
 					AffinityKey: fmt.Sprint("conv-", c),
 				}, func(d llm.Delta) error {

@@ -257,7 +257,7 @@ func (r *Remote) notifyLocked() {
 // ErrOverloaded or ErrUpstreamTimeout where the worker said so); after it, the
 // Result ends in FinishError with the usage so far, the prompt estimated by the
 // tokenizer.
-func (r *Remote) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+func (r *Remote) Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := r.client.Generate(callCtx, connect.NewRequest(requestToProto(req, "")))
@@ -326,7 +326,7 @@ func (r *Remote) startError(ctx context.Context, err error) error {
 
 // partialUsage is the usage of a generation the worker never finished: the
 // completion tokens it streamed and the prompt counted here, an estimate.
-func partialUsage(req llm.Request, completion int) llm.Usage {
+func partialUsage(req *llm.Request, completion int) llm.Usage {
 	return llm.Usage{PromptTokens: EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
 }
 
@@ -334,7 +334,7 @@ func partialUsage(req llm.Request, completion int) llm.Usage {
 // process's tokenizer (documents and tool calls included, images at a flat
 // 765, OpenAI's 1024×1024 high-detail cost): the prompt's size when the engine
 // reports none.
-func EstimatePromptTokens(req llm.Request) int {
+func EstimatePromptTokens(req *llm.Request) int {
 	tok := tokenize.Default()
 	n := tok.Count(llm.ToolsPrompt(req.Tools))
 	for _, m := range req.Messages {

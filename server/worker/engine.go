@@ -41,7 +41,7 @@ type Engine interface {
 	// so far). It returns an error, wrapping llm.ErrUnknownModel or
 	// llm.ErrInvalidRequest where one applies, only when generation could not start; once started, how it
 	// ended is in the Result.
-	Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error)
+	Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error)
 	// Embed returns one unit vector per input; it fails (llm.ErrUnknownModel,
 	// llm.ErrInvalidRequest, or the backend's error) as a whole.
 	Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResult, error)

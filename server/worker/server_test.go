@@ -16,7 +16,7 @@ import (
 
 // fakeEngine is an Engine whose generations the test scripts.
 type fakeEngine struct {
-	generate func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error)
+	generate func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error)
 
 	mu      sync.Mutex
 	load    worker.LoadReport
@@ -31,7 +31,7 @@ func (f *fakeEngine) Models() []worker.ModelInfo {
 	return []worker.ModelInfo{{ID: "m1", DisplayName: "Model one", ContextWindow: 1000, MaxOutputTokens: 100}}
 }
 
-func (f *fakeEngine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+func (f *fakeEngine) Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 	return f.generate(ctx, req, emit)
 }
 
@@ -96,7 +96,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestGenerateRoundTrip(t *testing.T) {
 	eng := newFakeEngine()
-	eng.generate = func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	eng.generate = func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		if req.Model != "m1" || req.MaxTokens != 10 || len(req.Messages) != 1 || req.Messages[0].Parts[1].Document.Text != "doc text" {
 			return llm.Result{}, errors.New("request mangled on the wire")
 		}
@@ -109,7 +109,7 @@ func TestGenerateRoundTrip(t *testing.T) {
 	}
 	_, remote := serveWorker(t, eng)
 	var got string
-	res, err := remote.Generate(context.Background(), llm.Request{
+	res, err := remote.Generate(context.Background(), &llm.Request{
 		ID: "r1", Model: "m1", MaxTokens: 10,
 		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hi"}, {Document: &llm.Document{Filename: "a.pdf", Text: "doc text"}}}}},
 	}, func(d llm.Delta) error { got += d.Text; return nil })
@@ -146,7 +146,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 	eng := newFakeEngine()
 	var mu sync.Mutex
 	var next error
-	eng.generate = func(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+	eng.generate = func(context.Context, *llm.Request, llm.Emit) (llm.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return llm.Result{}, next
@@ -156,7 +156,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 		mu.Lock()
 		next = c.err
 		mu.Unlock()
-		_, err := remote.Generate(context.Background(), llm.Request{Model: "m1"}, func(llm.Delta) error { return nil })
+		_, err := remote.Generate(context.Background(), new(llm.Request{Model: "m1"}), func(llm.Delta) error { return nil })
 		if !errors.Is(err, c.sentinel) {
 			t.Errorf("%v came back as %v, want it to match %v", c.err, err, c.sentinel)
 		}
@@ -164,7 +164,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 	mu.Lock()
 	next = &worker.UpstreamError{Status: 502}
 	mu.Unlock()
-	_, err := remote.Generate(context.Background(), llm.Request{Model: "m1"}, func(llm.Delta) error { return nil })
+	_, err := remote.Generate(context.Background(), new(llm.Request{Model: "m1"}), func(llm.Delta) error { return nil })
 	if err == nil || llm.CallerFault(err) || errors.Is(err, llm.ErrOverloaded) {
 		t.Errorf("502 came back as %v, want a worker fault", err)
 	}
@@ -173,7 +173,7 @@ func TestGenerateErrorsKeepTheirMeaning(t *testing.T) {
 func TestGenerateCancelReachesEngine(t *testing.T) {
 	eng := newFakeEngine()
 	stopped := make(chan struct{})
-	eng.generate = func(ctx context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+	eng.generate = func(ctx context.Context, _ *llm.Request, emit llm.Emit) (llm.Result, error) {
 		_ = emit(llm.Delta{Text: "a", Tokens: 1})
 		<-ctx.Done()
 		close(stopped)
@@ -181,7 +181,7 @@ func TestGenerateCancelReachesEngine(t *testing.T) {
 	}
 	_, remote := serveWorker(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := remote.Generate(ctx, llm.Request{Model: "m1"}, func(llm.Delta) error { cancel(); return nil })
+	res, err := remote.Generate(ctx, new(llm.Request{Model: "m1"}), func(llm.Delta) error { cancel(); return nil })
 	if err != nil || res.FinishReason != llm.FinishCancelled {
 		t.Fatalf("got %+v, %v; want cancelled", res, err)
 	}
@@ -194,13 +194,13 @@ func TestGenerateCancelReachesEngine(t *testing.T) {
 
 func TestWorkerGoneMidStream(t *testing.T) {
 	eng := newFakeEngine()
-	eng.generate = func(ctx context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+	eng.generate = func(ctx context.Context, _ *llm.Request, emit llm.Emit) (llm.Result, error) {
 		_ = emit(llm.Delta{Text: "one two", Tokens: 2})
 		<-ctx.Done()
 		return llm.Result{FinishReason: llm.FinishCancelled}, nil
 	}
 	srv, remote := serveWorker(t, eng)
-	res, err := remote.Generate(context.Background(), llm.Request{Model: "m1", Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hello there"}}}}},
+	res, err := remote.Generate(context.Background(), new(llm.Request{Model: "m1", Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hello there"}}}}}),
 		func(llm.Delta) error { srv.CloseClientConnections(); return nil })
 	if err != nil {
 		t.Fatalf("error after the first delta: %v; want a result", err)

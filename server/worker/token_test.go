@@ -35,7 +35,7 @@ func serveWithToken(t *testing.T, engine worker.Engine, token string) *httptest.
 // serves.
 func TestWorkerTokenRequired(t *testing.T) {
 	engine := newFakeEngine()
-	engine.generate = func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	engine.generate = func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		_ = emit(llm.Delta{Text: "hi", Tokens: 1})
 		return llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
 	}
@@ -106,7 +106,7 @@ func TestWorkerTokenRequired(t *testing.T) {
 // connects and generates; with a wrong one it never becomes live.
 func TestRemoteSendsWorkerToken(t *testing.T) {
 	engine := newFakeEngine()
-	engine.generate = func(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	engine.generate = func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 		_ = emit(llm.Delta{Text: "hi", Tokens: 1})
 		return llm.Result{FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
 	}
@@ -123,7 +123,7 @@ func TestRemoteSendsWorkerToken(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	res, err := good.Generate(context.Background(), llm.Request{Model: "m1", MaxTokens: 5,
+	res, err := good.Generate(context.Background(), &llm.Request{Model: "m1", MaxTokens: 5,
 		Messages: []llm.ChatMessage{{Role: "user", Parts: []llm.Part{{Text: "hi"}}}}}, func(llm.Delta) error { return nil })
 	if err != nil || res.FinishReason != llm.FinishStop {
 		t.Fatalf("generate with the token: %+v, %v", res, err)
@@ -131,7 +131,7 @@ func TestRemoteSendsWorkerToken(t *testing.T) {
 	if bad.Live() || connect.CodeOf(bad.LastError()) != connect.CodeUnauthenticated {
 		t.Errorf("wrong token: live %v, last error %v; want not live, unauthenticated", bad.Live(), bad.LastError())
 	}
-	if _, err := bad.Generate(context.Background(), llm.Request{Model: "m1", MaxTokens: 5}, func(llm.Delta) error { return nil }); err == nil {
+	if _, err := bad.Generate(context.Background(), new(llm.Request{Model: "m1", MaxTokens: 5}), func(llm.Delta) error { return nil }); err == nil {
 		t.Error("generate with a wrong token succeeded")
 	}
 }

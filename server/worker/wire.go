@@ -20,7 +20,7 @@ import (
 // This file converts between the Engine's Go types and WorkerService's wire
 // types, both ways, so the server and the remote client agree by construction.
 
-func requestToProto(req llm.Request, affinityKey string) *workerv1.GenerateRequest {
+func requestToProto(req *llm.Request, affinityKey string) *workerv1.GenerateRequest {
 	out := &workerv1.GenerateRequest{
 		RequestId:   req.ID,
 		Model:       req.Model,
@@ -73,8 +73,8 @@ func requestToProto(req llm.Request, affinityKey string) *workerv1.GenerateReque
 	return out
 }
 
-func requestFromProto(in *workerv1.GenerateRequest) llm.Request {
-	req := llm.Request{
+func requestFromProto(in *workerv1.GenerateRequest) *llm.Request {
+	req := &llm.Request{
 		ID:          in.GetRequestId(),
 		Model:       in.GetModel(),
 		MaxTokens:   int(in.GetMaxTokens()),

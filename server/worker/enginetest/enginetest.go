@@ -108,7 +108,7 @@ func Generate(ctx context.Context, e worker.Engine, req llm.Request) (llm.Result
 	var s Stream
 	var text strings.Builder
 	start := time.Now()
-	res, err := e.Generate(ctx, req, func(d llm.Delta) error {
+	res, err := e.Generate(ctx, &req, func(d llm.Delta) error {
 		if len(s.Deltas) == 0 {
 			s.FirstByte = time.Since(start)
 		}
@@ -241,7 +241,7 @@ func testCancel(t *testing.T, tg Target) {
 	defer cancel()
 	var cancelledAt time.Time
 	deltas := 0
-	res, err := tg.Engine.Generate(ctx, Request(tg, tg.LongTokens, "Write an endless poem."), func(d llm.Delta) error {
+	res, err := tg.Engine.Generate(ctx, new(Request(tg, tg.LongTokens, "Write an endless poem.")), func(d llm.Delta) error {
 		deltas++
 		if deltas == 3 {
 			cancelledAt = time.Now()

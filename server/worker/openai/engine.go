@@ -282,188 +282,270 @@ func (e *Engine) post(ctx context.Context, path string, body []byte) (*http.Requ
 // ErrUnknownModel or ErrOverloaded by status) or ErrUpstreamTimeout; a failure
 // after the first delta ends the Result in FinishError. Cancelling ctx, or emit
 // failing, closes the upstream request at once.
-func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
-	if !e.serves(req.Model) {
-		return llm.Result{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
-	}
-	if len(req.Messages) == 0 || req.MaxTokens < 0 {
-		return llm.Result{}, fmt.Errorf("%w: no messages or a negative max_tokens", llm.ErrInvalidRequest)
-	}
-	body, err := e.chatBody(&req)
-	if err != nil {
-		return llm.Result{}, fmt.Errorf("%w: %v", llm.ErrInvalidRequest, err)
-	}
-	e.addInFlight(1)
-	defer e.addInFlight(-1)
-
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// The watchdog: the first event within FirstByteTimeout, each next one
-	// within IdleTimeout of the last. Events only note their time; the timer
-	// is moved when it fires, not on every token.
-	start := time.Now()
-	var lastEvent atomic.Int64 // since start, in nanoseconds; 0: none yet
-	var watchdog *time.Timer
-	watchdog = time.AfterFunc(time.Duration(math.MaxInt64), func() {
-		last := lastEvent.Load()
-		if last == 0 {
-			cancel(llm.ErrUpstreamTimeout)
-			return
-		}
-		idle := time.Since(start) - time.Duration(last)
-		if idle >= e.cfg.IdleTimeout {
-			cancel(llm.ErrUpstreamTimeout)
-			return
-		}
-		watchdog.Reset(e.cfg.IdleTimeout - idle)
-	})
-	watchdog.Reset(e.cfg.FirstByteTimeout)
-	defer watchdog.Stop()
-	resp, err := e.open(ctx, callCtx, body)
+//
+// Its frame stays small: an open stream spends its life parked in the loop
+// below, waiting for the upstream's next bytes, with every frame above it on
+// its stack. The stream's state is a generation on the heap, and the work
+// around each wait is in calls of their own, whose frames are gone while it
+// waits. Under about 3 KiB of stack in use there, the garbage collector
+// halves each waiting stream's stack (16 KiB to 8); docs/perf.md has the
+// figures.
+func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
+	g, dec, err := e.begin(ctx, req, emit)
 	if err != nil {
 		return llm.Result{}, err
 	}
-	defer resp.Body.Close() // also what closes the upstream request on an early return
-	if resp.StatusCode != http.StatusOK {
-		return llm.Result{}, upstreamError(resp)
-	}
-
-	var (
-		usage      *openaiwire.ChunkUsage
-		finishes   = make([]string, req.Choices()) // each choice's finish reason
-		completion int
-		started    bool
-		done       bool
-		streamErr  error
-		parser     chunkParser
-		// held is text received but not yet emitted: while more chunks
-		// have already arrived (the upstream outpaced this worker), their
-		// text joins it and goes on as one delta — one message instead of
-		// several through the rest of the relay. It is emitted as soon as
-		// nothing more is waiting, so nothing is ever delayed.
-		held    llm.Delta
-		holding bool
-	)
-	stopped := func(err error) (llm.Result, error) {
-		cancel(err)
-		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(&req, completion), Err: err}, nil
-	}
-	release := func() error {
-		if !holding {
-			return nil
-		}
-		holding = false
-		return emit(held)
-	}
-	// A chunk is a few hundred bytes: 1 KiB holds several, enough to see
-	// what is waiting, and each open stream keeps it.
-	dec := sse.NewDecoder(resp.Body, sse.WithBufferSize(1024))
-	for !done && streamErr == nil {
-		if holding && !dec.Buffered() {
-			if err := release(); err != nil {
-				return stopped(err)
+	defer g.end()
+	for !g.done && g.streamErr == nil {
+		if g.holding && !dec.Buffered() {
+			if err := g.release(); err != nil {
+				return g.stopped(err)
 			}
 		}
 		data, err := dec.NextData()
-		if err != nil {
-			if !errors.Is(err, io.EOF) || finishes[0] == "" {
-				streamErr = err
+		if err := g.event(data, err); err != nil {
+			return g.stopped(err)
+		}
+	}
+	return g.result()
+}
+
+// generation is one streamed generation's state while its answer streams.
+type generation struct {
+	e        *Engine
+	ctx      context.Context
+	callCtx  context.Context
+	cancel   context.CancelCauseFunc
+	req      *llm.Request
+	emit     llm.Emit
+	body     io.Closer
+	start    time.Time
+	watchdog *time.Timer
+	// lastEvent is the time of the last event since start, in nanoseconds;
+	// 0: none yet.
+	lastEvent atomic.Int64
+
+	usage      *openaiwire.ChunkUsage
+	finishes   []string // each choice's finish reason
+	completion int
+	started    bool
+	done       bool
+	streamErr  error
+	parser     chunkParser
+	// held is text received but not yet emitted: while more chunks have
+	// already arrived (the upstream outpaced this worker), their text joins
+	// it and goes on as one delta — one message instead of several through
+	// the rest of the relay. It is emitted as soon as nothing more is
+	// waiting, so nothing is ever delayed.
+	held    llm.Delta
+	holding bool
+}
+
+// begin checks req, opens the upstream's stream and arms its watchdog. On
+// success the caller ends the generation with g.end.
+//
+//go:noinline
+func (e *Engine) begin(ctx context.Context, req *llm.Request, emit llm.Emit) (*generation, *sse.Decoder, error) {
+	if !e.serves(req.Model) {
+		return nil, nil, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
+	}
+	if len(req.Messages) == 0 || req.MaxTokens < 0 {
+		return nil, nil, fmt.Errorf("%w: no messages or a negative max_tokens", llm.ErrInvalidRequest)
+	}
+	body, err := e.chatBody(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", llm.ErrInvalidRequest, err)
+	}
+	g := &generation{e: e, ctx: ctx, req: req, emit: emit, start: time.Now(), finishes: make([]string, req.Choices())}
+	g.callCtx, g.cancel = context.WithCancelCause(ctx)
+	// The watchdog: the first event within FirstByteTimeout, each next one
+	// within IdleTimeout of the last. Events only note their time; the timer
+	// is moved when it fires, not on every token.
+	g.watchdog = time.AfterFunc(time.Duration(math.MaxInt64), g.watch)
+	g.watchdog.Reset(e.cfg.FirstByteTimeout)
+	e.addInFlight(1)
+	resp, err := e.open(ctx, g.callCtx, body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = upstreamError(resp)
+		resp.Body.Close()
+	}
+	if err != nil {
+		g.watchdog.Stop()
+		g.cancel(nil)
+		e.addInFlight(-1)
+		return nil, nil, err
+	}
+	g.body = resp.Body
+	// A chunk is a few hundred bytes: 1 KiB holds several, enough to see
+	// what is waiting, and each open stream keeps it.
+	return g, sse.NewDecoder(resp.Body, sse.WithBufferSize(1024)), nil
+}
+
+// watch is the watchdog's timer: it ends a stream whose upstream has been
+// silent too long.
+func (g *generation) watch() {
+	last := g.lastEvent.Load()
+	if last == 0 {
+		g.cancel(llm.ErrUpstreamTimeout)
+		return
+	}
+	idle := time.Since(g.start) - time.Duration(last)
+	if idle >= g.e.cfg.IdleTimeout {
+		g.cancel(llm.ErrUpstreamTimeout)
+		return
+	}
+	g.watchdog.Reset(g.e.cfg.IdleTimeout - idle)
+}
+
+// end closes the upstream's stream (also what closes the upstream request on
+// an early return) and frees what begin took.
+func (g *generation) end() {
+	g.body.Close()
+	g.watchdog.Stop()
+	g.cancel(nil)
+	g.e.addInFlight(-1)
+}
+
+// release emits the held delta, if any.
+//
+//go:noinline
+func (g *generation) release() error {
+	if !g.holding {
+		return nil
+	}
+	g.holding = false
+	return g.emit(g.held)
+}
+
+// stopped ends a generation that emit refused (its client left): the
+// upstream request is closed, and the usage so far estimated.
+//
+//go:noinline
+func (g *generation) stopped(err error) (llm.Result, error) {
+	g.cancel(err)
+	return llm.Result{FinishReason: llm.FinishCancelled, Usage: g.e.estimate(g.req, g.completion), Err: err}, nil
+}
+
+// event takes in one event of the upstream's stream (data, or the error
+// that ended it). It returns emit's error; the stream's own end is noted in
+// g.done or g.streamErr.
+//
+//go:noinline
+func (g *generation) event(data []byte, err error) error {
+	if err != nil {
+		if !errors.Is(err, io.EOF) || g.finishes[0] == "" {
+			g.streamErr = err
+		}
+		g.done = true
+		return nil
+	}
+	if g.lastEvent.Swap(max(int64(time.Since(g.start)), 1)) == 0 {
+		g.watchdog.Reset(g.e.cfg.IdleTimeout) // from the first byte's wait to the idle one
+	}
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		g.done = true
+		return nil
+	}
+	if bytes.HasPrefix(data, []byte(`{"error"`)) {
+		var er openaiwire.ErrorResponse
+		_ = json.Unmarshal(data, &er)
+		g.streamErr = &worker.UpstreamError{Status: http.StatusInternalServerError, Message: er.Error.Message}
+		return nil
+	}
+	chunk, err := g.parser.parse(data)
+	if err != nil {
+		g.streamErr = fmt.Errorf("openai: bad chunk: %w", err)
+		return nil
+	}
+	if chunk.Usage != nil {
+		g.usage = chunk.Usage
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Index < 0 || ch.Index >= len(g.finishes) {
+			continue
+		}
+		if err := g.choice(ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// choice takes in one choice of an upstream chunk.
+func (g *generation) choice(ch openaiwire.Choice) error {
+	rest := g.e.delta(ch, g.req.Logprobs)
+	r := g.e.splitReasoning(&rest)
+	for _, d := range [2]*llm.Delta{&r, &rest} { // (r is empty, and skipped, unless split)
+		if d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 {
+			continue
+		}
+		g.completion += d.Tokens
+		g.started = true
+		switch {
+		case g.holding && len(d.ToolCalls) == 0 && d.Choice == g.held.Choice && (d.Reasoning == "") == (g.held.Reasoning == ""):
+			g.held.Text += d.Text
+			g.held.Reasoning += d.Reasoning
+			g.held.Tokens += d.Tokens
+			g.held.Logprobs = append(g.held.Logprobs, d.Logprobs...)
+		case len(d.ToolCalls) == 0:
+			if err := g.release(); err != nil {
+				return err
 			}
-			break
-		}
-		if lastEvent.Swap(max(int64(time.Since(start)), 1)) == 0 {
-			watchdog.Reset(e.cfg.IdleTimeout) // from the first byte's wait to the idle one
-		}
-		data = bytes.TrimSpace(data)
-		if string(data) == "[DONE]" {
-			done = true
-			break
-		}
-		if bytes.HasPrefix(data, []byte(`{"error"`)) {
-			var er openaiwire.ErrorResponse
-			_ = json.Unmarshal(data, &er)
-			streamErr = &worker.UpstreamError{Status: http.StatusInternalServerError, Message: er.Error.Message}
-			break
-		}
-		chunk, err := parser.parse(data)
-		if err != nil {
-			streamErr = fmt.Errorf("openai: bad chunk: %w", err)
-			break
-		}
-		if chunk.Usage != nil {
-			usage = chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index < 0 || ch.Index >= len(finishes) {
-				continue
+			g.held, g.holding = *d, true
+		default:
+			if err := g.release(); err != nil {
+				return err
 			}
-			rest := e.delta(ch, req.Logprobs)
-			r := e.splitReasoning(&rest)
-			for _, d := range [2]*llm.Delta{&r, &rest} { // (r is empty, and skipped, unless split)
-				if d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 {
-					continue
-				}
-				completion += d.Tokens
-				started = true
-				switch {
-				case holding && len(d.ToolCalls) == 0 && d.Choice == held.Choice && (d.Reasoning == "") == (held.Reasoning == ""):
-					held.Text += d.Text
-					held.Reasoning += d.Reasoning
-					held.Tokens += d.Tokens
-					held.Logprobs = append(held.Logprobs, d.Logprobs...)
-				case len(d.ToolCalls) == 0:
-					if err := release(); err != nil {
-						return stopped(err)
-					}
-					held, holding = *d, true
-				default:
-					if err := release(); err != nil {
-						return stopped(err)
-					}
-					if err := emit(*d); err != nil {
-						return stopped(err)
-					}
-				}
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" && finishes[ch.Index] == "" {
-				finishes[ch.Index] = *ch.FinishReason
-				if len(finishes) > 1 {
-					if err := release(); err != nil {
-						return stopped(err)
-					}
-					if err := emit(llm.Delta{Choice: ch.Index, Finish: finishReason(*ch.FinishReason)}); err != nil {
-						return stopped(err)
-					}
-				}
+			if err := g.emit(*d); err != nil {
+				return err
 			}
 		}
 	}
-	if err := release(); err != nil && ctx.Err() == nil {
-		return stopped(err)
+	if ch.FinishReason != nil && *ch.FinishReason != "" && g.finishes[ch.Index] == "" {
+		g.finishes[ch.Index] = *ch.FinishReason
+		if len(g.finishes) > 1 {
+			if err := g.release(); err != nil {
+				return err
+			}
+			if err := g.emit(llm.Delta{Choice: ch.Index, Finish: finishReason(*ch.FinishReason)}); err != nil {
+				return err
+			}
+		}
 	}
-	finish := finishes[0]
-	if ctx.Err() != nil {
-		return llm.Result{FinishReason: llm.FinishCancelled, Usage: e.estimate(&req, completion), Err: context.Cause(ctx)}, nil
+	return nil
+}
+
+// result is how the stream ended, once it has.
+//
+//go:noinline
+func (g *generation) result() (llm.Result, error) {
+	if err := g.release(); err != nil && g.ctx.Err() == nil {
+		return g.stopped(err)
 	}
-	if streamErr == nil && finish == "" {
-		streamErr = errors.New("openai: the upstream stream ended without a finish reason")
+	finish := g.finishes[0]
+	if g.ctx.Err() != nil {
+		return llm.Result{FinishReason: llm.FinishCancelled, Usage: g.e.estimate(g.req, g.completion), Err: context.Cause(g.ctx)}, nil
 	}
-	if streamErr != nil {
-		err := e.failure(ctx, callCtx, streamErr)
-		if !started {
+	if g.streamErr == nil && finish == "" {
+		g.streamErr = errors.New("openai: the upstream stream ended without a finish reason")
+	}
+	if g.streamErr != nil {
+		err := g.e.failure(g.ctx, g.callCtx, g.streamErr)
+		if !g.started {
 			return llm.Result{}, err
 		}
-		e.cfg.Logger.Warn("upstream failed mid-stream", "request", req.ID, "err", err)
-		return llm.Result{FinishReason: llm.FinishError, Usage: e.estimate(&req, completion), Err: err}, nil
+		g.e.cfg.Logger.Warn("upstream failed mid-stream", "request", g.req.ID, "err", err)
+		return llm.Result{FinishReason: llm.FinishError, Usage: g.e.estimate(g.req, g.completion), Err: err}, nil
 	}
 	res := llm.Result{FinishReason: finishReason(finish)}
-	if usage != nil {
-		res.Usage = llm.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens}
-		if usage.PromptTokensDetails != nil {
-			res.Usage.CachedTokens = usage.PromptTokensDetails.CachedTokens
+	if g.usage != nil {
+		res.Usage = llm.Usage{PromptTokens: g.usage.PromptTokens, CompletionTokens: g.usage.CompletionTokens}
+		if g.usage.PromptTokensDetails != nil {
+			res.Usage.CachedTokens = g.usage.PromptTokensDetails.CachedTokens
 		}
 	} else {
-		res.Usage = e.estimate(&req, completion)
+		res.Usage = g.e.estimate(g.req, g.completion)
 	}
 	return res, nil
 }
@@ -607,7 +689,7 @@ func (e *Engine) failure(ctx, callCtx context.Context, err error) error {
 //
 //go:noinline
 func (e *Engine) estimate(req *llm.Request, completion int) llm.Usage {
-	return llm.Usage{PromptTokens: worker.EstimatePromptTokens(*req), CompletionTokens: completion, Estimated: true}
+	return llm.Usage{PromptTokens: worker.EstimatePromptTokens(req), CompletionTokens: completion, Estimated: true}
 }
 
 // upstreamError reads a refusal's status, message and Retry-After.

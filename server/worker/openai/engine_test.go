@@ -137,11 +137,11 @@ func TestDeltasAndUsage(t *testing.T) {
 		t.Fatalf("models from /v1/models = %+v", ms)
 	}
 	var text strings.Builder
-	res, err := e.Generate(context.Background(), request(
+	res, err := e.Generate(context.Background(), new(request(
 		llm.Part{Text: "Describe this."},
 		llm.Part{Image: &llm.Image{Data: []byte("PNGDATA"), MimeType: "image/png"}},
 		llm.Part{Document: &llm.Document{Filename: "notes.txt", Text: "the notes"}},
-	), collect(&text))
+	)), collect(&text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestNoUsageIsEstimated(t *testing.T) {
 		stream(w, delta("Hello"), delta(" there, friend"), finish("stop"), "[DONE]")
 	})
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-	res, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
+	res, err := e.Generate(context.Background(), new(request()), func(llm.Delta) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestUpstreamRefusals(t *testing.T) {
 				fmt.Fprint(w, c.body)
 			})
 			e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-			_, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
+			_, err := e.Generate(context.Background(), new(request()), func(llm.Delta) error { return nil })
 			var ue *worker.UpstreamError
 			want := c.status
 			if c.status >= 500 && c.sentinel != nil {
@@ -238,7 +238,7 @@ func TestSlowUpstream(t *testing.T) {
 		})
 		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, FirstByteTimeout: 50 * time.Millisecond})
 		start := time.Now()
-		_, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
+		_, err := e.Generate(context.Background(), new(request()), func(llm.Delta) error { return nil })
 		if !errors.Is(err, llm.ErrUpstreamTimeout) {
 			t.Fatalf("err = %v, want ErrUpstreamTimeout", err)
 		}
@@ -252,7 +252,7 @@ func TestSlowUpstream(t *testing.T) {
 			<-r.Context().Done()
 		})
 		e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, IdleTimeout: 50 * time.Millisecond})
-		res, err := e.Generate(context.Background(), request(), func(llm.Delta) error { return nil })
+		res, err := e.Generate(context.Background(), new(request()), func(llm.Delta) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func TestCancellationClosesUpstream(t *testing.T) {
 	cancelledAt := make(chan time.Time, 1)
 	resc := make(chan llm.Result, 1)
 	go func() {
-		res, _ := e.Generate(ctx, request(), func(llm.Delta) error {
+		res, _ := e.Generate(ctx, new(request()), func(llm.Delta) error {
 			cancelledAt <- time.Now()
 			cancel()
 			return nil
@@ -294,7 +294,7 @@ func TestCancellationClosesUpstream(t *testing.T) {
 	}
 
 	// An emit failure (the client went away) closes it too.
-	_, _ = e.Generate(context.Background(), request(), func(llm.Delta) error { return io.ErrClosedPipe })
+	_, _ = e.Generate(context.Background(), new(request()), func(llm.Delta) error { return io.ErrClosedPipe })
 	select {
 	case <-upstreamDone:
 	case <-time.After(time.Second):
@@ -348,7 +348,7 @@ func TestLoadWithoutMetricsCountsInFlight(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var once sync.Once
-			_, _ = e.Generate(context.Background(), request(), func(llm.Delta) error { once.Do(func() { started <- struct{}{} }); return nil })
+			_, _ = e.Generate(context.Background(), new(request()), func(llm.Delta) error { once.Do(func() { started <- struct{}{} }); return nil })
 		}()
 	}
 	<-started
@@ -366,7 +366,7 @@ func TestLoadWithoutMetricsCountsInFlight(t *testing.T) {
 func TestUnknownModel(t *testing.T) {
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}})
-	if _, err := e.Generate(context.Background(), llm.Request{Model: "gpt-9", Messages: request().Messages}, nil); !errors.Is(err, llm.ErrUnknownModel) {
+	if _, err := e.Generate(context.Background(), new(llm.Request{Model: "gpt-9", Messages: request().Messages}), nil); !errors.Is(err, llm.ErrUnknownModel) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -427,7 +427,7 @@ func TestQueuedChunksCoalesceWithoutDelay(t *testing.T) {
 	e := newEngine(t, u, openai.Config{Models: []string{"llama-3-8b"}, MetricsURL: "-"})
 	var texts []string
 	tokens := 0
-	res, err := e.Generate(context.Background(), request(), func(d llm.Delta) error {
+	res, err := e.Generate(context.Background(), new(request()), func(d llm.Delta) error {
 		texts = append(texts, d.Text)
 		tokens += d.Tokens
 		emitted <- d.Text
@@ -473,7 +473,7 @@ func TestRetriedWhenAKeptAliveConnectionCloses(t *testing.T) {
 	e := newEngine(t, u, openai.Config{MetricsURL: "-"})
 	for i := range 4 {
 		var text strings.Builder
-		res, err := e.Generate(context.Background(), request(), collect(&text))
+		res, err := e.Generate(context.Background(), new(request()), collect(&text))
 		if err != nil || res.FinishReason != llm.FinishStop || text.String() != "Hello" {
 			t.Fatalf("request %d: %v, %+v, %q", i, err, res, text.String())
 		}
@@ -509,7 +509,7 @@ func TestReasoningDeltas(t *testing.T) {
 			var seq []string
 			req := request()
 			req.ReasoningEffort = "xhigh"
-			if _, err := e.Generate(context.Background(), req, func(d llm.Delta) error {
+			if _, err := e.Generate(context.Background(), &req, func(d llm.Delta) error {
 				switch {
 				case d.Reasoning != "" && (d.Text != "" || len(d.ToolCalls) > 0):
 					t.Errorf("a delta with reasoning and text: %+v", d)

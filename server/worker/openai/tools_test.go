@@ -47,7 +47,7 @@ func TestToolCallsFromVLLM(t *testing.T) {
 
 	var calls []llm.ToolCall
 	pieces := 0
-	res, err := e.Generate(t.Context(), req, func(d llm.Delta) error {
+	res, err := e.Generate(t.Context(), &req, func(d llm.Delta) error {
 		for _, c := range d.ToolCalls {
 			pieces++
 			for len(calls) <= c.Index {
@@ -144,7 +144,7 @@ func TestSeveralChoicesAndLogprobsFromUpstream(t *testing.T) {
 	texts := map[int]string{}
 	finishes := map[int]llm.FinishReason{}
 	lps := 0
-	res, err := e.Generate(t.Context(), req, func(d llm.Delta) error {
+	res, err := e.Generate(t.Context(), &req, func(d llm.Delta) error {
 		texts[d.Choice] += d.Text
 		lps += len(d.Logprobs)
 		if d.Finish != "" {

@@ -107,7 +107,7 @@ const MaxChoices = 8
 // choice's index; Temperature and TopP are accepted and ignored. Each of N
 // choices is its own sequence in the batch, as in a real engine, sharing the
 // prompt (the second one finds it in the prefix cache).
-func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+func (e *Engine) Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
 	if !slices.Contains(e.cfg.Models, req.Model) {
 		return llm.Result{}, fmt.Errorf("%w: %q", llm.ErrUnknownModel, req.Model)
 	}
@@ -125,7 +125,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 	if maxTokens == 0 {
 		maxTokens = MaxOutputTokens
 	}
-	prompt := llm.RequestPromptIDs(e.tok, &req)
+	prompt := llm.RequestPromptIDs(e.tok, req)
 	if len(prompt)+maxTokens > ContextWindow {
 		return llm.Result{}, fmt.Errorf("%w: messages: %d prompt tokens and max_tokens %d exceed the context window of %d",
 			llm.ErrInvalidRequest, len(prompt), maxTokens, ContextWindow)
@@ -138,7 +138,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 	composeCtx, cancelCompose := context.WithTimeoutCause(ctx, schemaWall, fmt.Errorf("making the answers took over %v", schemaWall))
 	defer cancelCompose()
 	for i := range seqs {
-		ans, err := e.compose(composeCtx, req, e.rng(req, prompt, i))
+		ans, err := e.compose(composeCtx, *req, e.rng(*req, prompt, i))
 		if err != nil && ctx.Err() != nil {
 			// The client left while the answer was being made: nothing ran.
 			return llm.Result{FinishReason: llm.FinishCancelled, Usage: llm.Usage{PromptTokens: len(prompt)}, Err: context.Cause(ctx)}, nil
@@ -171,7 +171,7 @@ func (e *Engine) Generate(ctx context.Context, req llm.Request, emit llm.Emit) (
 			finished := isClosed(s.done)
 			produced := int(s.produced.Load())
 			for next[i] < len(s.plan.deltas) && s.plan.deltas[next[i]].end <= produced {
-				d := e.delta(&req, s.plan, next[i], i, &calls[i], &lp)
+				d := e.delta(req, s.plan, next[i], i, &calls[i], &lp)
 				if err := emit(d); err != nil {
 					return e.cancel(seqs, usage, err), nil
 				}

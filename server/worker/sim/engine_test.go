@@ -29,7 +29,7 @@ func start(ctx context.Context, e *Engine, req llm.Request) <-chan outcome {
 	ch := make(chan outcome, 1)
 	go func() {
 		var o outcome
-		o.res, o.err = e.Generate(ctx, req, func(d llm.Delta) error {
+		o.res, o.err = e.Generate(ctx, &req, func(d llm.Delta) error {
 			text, tokens := d.Text, d.Tokens
 			o.deltas = append(o.deltas, text)
 			o.tokens += tokens
@@ -132,7 +132,7 @@ func TestGenerateRejects(t *testing.T) {
 		{userRequest("sim-small", strings.Repeat("word ", ContextWindow), 1), llm.ErrInvalidRequest},
 	}
 	for _, tt := range tests {
-		if _, err := e.Generate(t.Context(), tt.req, emit); !errors.Is(err, tt.want) {
+		if _, err := e.Generate(t.Context(), &tt.req, emit); !errors.Is(err, tt.want) {
 			t.Errorf("Generate = %v, want %v", err, tt.want)
 		}
 	}
@@ -216,7 +216,7 @@ func TestEmitErrorCancels(t *testing.T) {
 	e := New(Config{})
 	boom := errors.New("client went away")
 	n := 0
-	res, err := e.Generate(t.Context(), userRequest("sim-small", "Hi", 1), func(llm.Delta) error {
+	res, err := e.Generate(t.Context(), new(userRequest("sim-small", "Hi", 1)), func(llm.Delta) error {
 		if n++; n == 3 {
 			return boom
 		}

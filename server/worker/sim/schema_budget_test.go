@@ -88,7 +88,7 @@ func TestGenerateStopsMakingASchemaValueWhenCancelled(t *testing.T) {
 	boom := errors.New("client went away")
 	var cancelled time.Time
 	time.AfterFunc(30*time.Millisecond, func() { cancelled = time.Now(); cancel(boom) })
-	res, err := e.Generate(ctx, req, func(llm.Delta) error { return nil })
+	res, err := e.Generate(ctx, &req, func(llm.Delta) error { return nil })
 	if d := time.Since(cancelled); d > 100*time.Millisecond {
 		t.Errorf("returned %v after it was cancelled", d)
 	}

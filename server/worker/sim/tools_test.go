@@ -29,7 +29,7 @@ func run(t *testing.T, req llm.Request) (llm.Result, []*collected) {
 	t.Helper()
 	e := New(Config{TimeScale: 0})
 	var choices []*collected
-	res, err := e.Generate(t.Context(), req, func(d llm.Delta) error {
+	res, err := e.Generate(t.Context(), &req, func(d llm.Delta) error {
 		for len(choices) <= d.Choice {
 			choices = append(choices, &collected{})
 		}
@@ -183,7 +183,7 @@ func TestSeveralChoices(t *testing.T) {
 		t.Fatalf("usage %+v: want the prompt once (%d) and every choice's output (%d)", res.Usage, one.Usage.PromptTokens, total)
 	}
 	r.N = MaxChoices + 1
-	if _, err := New(Config{}).Generate(t.Context(), r, func(llm.Delta) error { return nil }); err == nil {
+	if _, err := New(Config{}).Generate(t.Context(), &r, func(llm.Delta) error { return nil }); err == nil {
 		t.Fatal("n over the bound was accepted")
 	}
 }
