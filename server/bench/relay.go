@@ -77,9 +77,9 @@ type RelayConfig struct {
 	ProfileDir     string
 	ProfileSeconds int
 	// API is what the load client streams from a gateway: "openai"
-	// (/v1/chat/completions, the default) or "connect" (the gateway's own
-	// ChatService.CompleteStream over the Connect protocol, as the web app
-	// and the SDKs stream).
+	// (/v1/chat/completions, the default), "connect" (the gateway's own
+	// ChatService.CompleteStream over the Connect protocol, as the SDKs
+	// stream) or "grpc-web" (the same over gRPC-Web, as the web app does).
 	API string
 	// LearnedAdmission gives the workers and direct upstreams no slot
 	// count (no --max-batch): they are admitted to as an upstream without
@@ -163,9 +163,9 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	switch cfg.API {
 	case "":
 		cfg.API = "openai"
-	case "openai", "connect":
+	case "openai", "connect", "grpc-web":
 	default:
-		return fmt.Errorf("bench relay: --api %q: want openai or connect", cfg.API)
+		return fmt.Errorf("bench relay: --api %q: want openai, connect or grpc-web", cfg.API)
 	}
 	if cfg.Tokens <= 0 {
 		cfg.Tokens = 50
@@ -197,8 +197,11 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	r.tmp = tmp
 	defer os.RemoveAll(tmp)
 	client := "/v1/chat/completions (SSE)"
-	if cfg.API == "connect" {
+	switch cfg.API {
+	case "connect":
 		client = "ChatService.CompleteStream (Connect) to the gateways, /v1/chat/completions (SSE) to the mock"
+	case "grpc-web":
+		client = "ChatService.CompleteStream (gRPC-Web) to the gateways, /v1/chat/completions (SSE) to the mock"
 	}
 	fmt.Fprintf(out, "parley bench relay: client over %s → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock)\n",
 		client, strings.Join(cfg.Paths, ", "))
@@ -327,7 +330,7 @@ func (r *relay) startPath(ctx context.Context, v *variant) (mock *proc, t stream
 
 // gatewayTarget is where the client connects on v's gateway.
 func (r *relay) gatewayTarget(v *variant) streamTarget {
-	return streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock", connect: r.cfg.API == "connect"}
+	return streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock", connect: r.cfg.API != "openai", grpcWeb: r.cfg.API == "grpc-web"}
 }
 
 func (r *relay) startMock(ctx context.Context) (*proc, error) {

@@ -23,9 +23,9 @@ type streamTarget struct {
 	apiKey string
 	model  string
 	// connect: the gateway's own API (ChatService.CompleteStream over the
-	// Connect protocol, as the web app's and the SDKs' streams) instead of
-	// /v1/chat/completions.
-	connect bool
+	// Connect protocol, as the SDKs' streams) instead of
+	// /v1/chat/completions; with grpcWeb, over gRPC-Web (as the web app's).
+	connect, grpcWeb bool
 }
 
 // streamStats are the client's measurements of a set of streamed answers.
@@ -94,7 +94,7 @@ func (t streamTarget) body(prompt string, maxTokens int) []byte {
 			"model": t.model, "maxOutputTokens": maxTokens,
 			"messages": []map[string]any{{"role": "ROLE_USER", "parts": []map[string]string{{"text": prompt}}}},
 		})
-		// One Connect envelope: no flags, the length, the message.
+		// One Connect (or gRPC-Web) envelope: no flags, the length, the message.
 		return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(len(b))), b...)
 	}
 	b, _ := json.Marshal(map[string]any{
@@ -130,6 +130,9 @@ func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, on
 	path, contentType := "/v1/chat/completions", "application/json"
 	if t.connect {
 		path, contentType = "/parley.v1.ChatService/CompleteStream", "application/connect+json"
+		if t.grpcWeb {
+			contentType = "application/grpc-web+json"
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+path, bytes.NewReader(body))
 	if err != nil {
@@ -180,6 +183,10 @@ func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, on
 		for {
 			var head [5]byte
 			if _, err := io.ReadFull(r, head[:]); err != nil {
+				if st := res.Header.Get("Grpc-Status"); t.grpcWeb && st != "" && st != "0" {
+					a.err = fmt.Errorf("error: grpc-status %s: %s", st, res.Header.Get("Grpc-Message"))
+					return a
+				}
 				return cut(err)
 			}
 			n := binary.BigEndian.Uint32(head[1:])
@@ -194,10 +201,19 @@ func (c *loadClient) stream(ctx context.Context, t streamTarget, body []byte, on
 			if _, err := io.ReadFull(r, frame); err != nil {
 				return cut(err)
 			}
-			if head[0]&0x02 != 0 { // the end of the stream
+			if head[0]&0x02 != 0 && !t.grpcWeb { // the end of a Connect stream
 				switch {
 				case bytes.Contains(frame, []byte(`"error"`)):
 					a.err = fmt.Errorf("error: %s", frame)
+				case a.tokens == 0:
+					a.err = errors.New("an answer without content")
+				}
+				return a
+			}
+			if head[0]&0x80 != 0 && t.grpcWeb { // gRPC-Web's trailers: the end
+				switch {
+				case !bytes.Contains(frame, []byte("grpc-status: 0\r\n")):
+					a.err = fmt.Errorf("error: %q", frame)
 				case a.tokens == 0:
 					a.err = errors.New("an answer without content")
 				}

@@ -234,16 +234,10 @@ func writesTo(w http.ResponseWriter, own *writer) bool {
 
 // Streams lets h's server-streaming procedures, named by path, leave
 // net/http as the compatible surfaces' streams do when called over the
-// Connect or gRPC protocol: their one request message is the whole body,
-// so it is read first (at most limit bytes), then h runs under Go. Other
-// calls, and a body over limit or broken, run in place, h reading what is
-// left as it would have.
-//
-// gRPC-Web calls (the web app's) run in place. They were taken out when a
-// browser test failed with them detached; that failure turned out to be
-// the web app's own (a tab that followed another tab's answer before its
-// question was stored), and detaching them again is to be measured and
-// tested on its own.
+// Connect, gRPC or gRPC-Web protocol (the SDKs' and the web app's streams):
+// their one request message is the whole body, so it is read first (at most
+// limit bytes), then h runs under Go. Other calls, and a body over limit or
+// broken, run in place, h reading what is left as it would have.
 func Streams(h http.Handler, limit int64, procedures ...string) http.Handler {
 	streaming := make(map[string]bool, len(procedures))
 	for _, p := range procedures {
@@ -268,12 +262,10 @@ func Streams(h http.Handler, limit int64, procedures ...string) http.Handler {
 }
 
 // detachable reports whether a streaming call of this content type is
-// detached: Connect's streaming protocol, and gRPC (its status goes in the
-// trailers, which a detached response sends), not gRPC-Web.
+// detached: Connect's streaming protocol, gRPC (its status goes in the
+// trailers, which a detached response sends) and gRPC-Web (its status goes
+// in the body).
 func detachable(contentType string) bool {
-	if strings.HasPrefix(contentType, "application/grpc-web") {
-		return false
-	}
 	return strings.HasPrefix(contentType, "application/connect+") || strings.HasPrefix(contentType, "application/grpc")
 }
 

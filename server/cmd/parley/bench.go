@@ -94,7 +94,7 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Func("baseline-gateway-args", "extra flags for the baseline's gateway (default: --gateway-args)", fieldsOf(&cfg.BaselineGatewayArgs))
 	fs.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU and allocation profiles of gateway and worker, taken in each load run's first trial, and of the gateway's heap and goroutines while streams are held")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each CPU profile")
-	fs.StringVar(&cfg.API, "api", "openai", "what the client streams from the gateways: openai (/v1/chat/completions, SSE) or connect (ChatService.CompleteStream over the Connect protocol, as the web app and the SDKs)")
+	fs.StringVar(&cfg.API, "api", "openai", "what the client streams from the gateways: openai (/v1/chat/completions, SSE), connect (ChatService.CompleteStream over the Connect protocol, as the SDKs) or grpc-web (the same over gRPC-Web, as the web app)")
 	fs.BoolVar(&cfg.LearnedAdmission, "learned-admission", false, "give workers and direct upstreams no max-batch: admission by the limit learned from queueing, the default for an upstream without load metrics")
 	fs.Float64Var(&cfg.MaxErrorRate, "max-error-rate", 0, "share of requests that may fail (0 to 1) before bench relay exits non-zero")
 	quiet := fs.Bool("quiet", false, "no progress lines")
