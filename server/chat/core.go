@@ -31,7 +31,7 @@ import (
 
 // Router places a generation on a worker and streams its deltas: the
 // scheduler. The job carries the placement hints (priority, affinity key)
-// with the request.
+// with the request; Generate reads it and never changes it.
 type Router interface {
 	Generate(ctx context.Context, job *llm.Job, emit llm.Emit) (llm.Result, error)
 	// Embed runs a batch of embeddings on a worker.

@@ -40,7 +40,9 @@ type Engine interface {
 	// is made; emit errors or ctx cancellation stop it (FinishReason cancelled, usage
 	// so far). It returns an error, wrapping llm.ErrUnknownModel or
 	// llm.ErrInvalidRequest where one applies, only when generation could not start; once started, how it
-	// ended is in the Result.
+	// ended is in the Result. req is read, never changed: the scheduler may
+	// retry it on another engine. (It is a pointer so that no copy of it sits
+	// in the frames an open stream keeps on its stack.)
 	Generate(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error)
 	// Embed returns one unit vector per input; it fails (llm.ErrUnknownModel,
 	// llm.ErrInvalidRequest, or the backend's error) as a whole.
