@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrInvalidField reports an id or event type that cannot be encoded: one holding
@@ -18,18 +19,50 @@ var ErrInvalidField = errors.New("sse: field holds a line break or NUL")
 // Encoder writes events to a text/event-stream, flushing after each one so the
 // reader sees it at once. It is not safe for concurrent use.
 type Encoder struct {
+	dst io.Writer
+	// w buffers what is written until it is flushed. It is taken from
+	// writers when an event is written and given back once flushed: an
+	// open stream that waits for its next event keeps no buffer.
 	w     *bufio.Writer
 	flush func() error
 	num   [20]byte
+}
+
+// writers are the Encoders' buffers. An event is written and flushed at
+// once, and an http.ResponseWriter buffers on its own: 512 bytes is enough
+// to make an event one write.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 512) }}
+
+// buf is e's buffer, taken from writers if e holds none.
+func (e *Encoder) buf() *bufio.Writer {
+	if e.w == nil {
+		e.w = writers.Get().(*bufio.Writer)
+		e.w.Reset(e.dst)
+	}
+	return e.w
+}
+
+// drain writes what e buffers to the underlying writer and gives the buffer
+// back (unless writing failed: the buffer then keeps the error, for every
+// later write to return).
+func (e *Encoder) drain() error {
+	if e.w == nil {
+		return nil
+	}
+	if err := e.w.Flush(); err != nil {
+		return err
+	}
+	e.w.Reset(nil)
+	writers.Put(e.w)
+	e.w = nil
+	return nil
 }
 
 // NewEncoder returns an Encoder writing to w. When w is an http.ResponseWriter
 // (or anything else with a Flush method) every event is flushed to the client as
 // it is written; the caller sets the Content-Type header.
 func NewEncoder(w io.Writer) *Encoder {
-	// A small buffer: an event is written and flushed at once, and an
-	// http.ResponseWriter buffers on its own; each open stream keeps it.
-	e := &Encoder{w: bufio.NewWriterSize(w, 512)}
+	e := &Encoder{dst: w}
 	switch f := w.(type) {
 	case http.Flusher:
 		e.flush = func() error { f.Flush(); return nil }
@@ -59,12 +92,13 @@ func (e *Encoder) WriteEvent(ev Event) error {
 		e.field("event: ", ev.Event)
 	}
 	if ev.Retry > 0 {
-		e.w.WriteString("retry: ")
-		e.w.Write(strconv.AppendInt(e.num[:0], ev.Retry.Milliseconds(), 10))
-		e.w.WriteByte('\n')
+		w := e.buf()
+		w.WriteString("retry: ")
+		w.Write(strconv.AppendInt(e.num[:0], ev.Retry.Milliseconds(), 10))
+		w.WriteByte('\n')
 	}
 	e.lines("data: ", ev.Data)
-	e.w.WriteByte('\n')
+	e.buf().WriteByte('\n')
 	return e.Flush()
 }
 
@@ -76,9 +110,10 @@ func (e *Encoder) WriteData(data []byte, flush bool) error {
 	if bytes.ContainsAny(data, "\r\n") {
 		return e.WriteEvent(Event{Data: string(data)})
 	}
-	e.w.WriteString("data: ")
-	e.w.Write(data)
-	e.w.WriteString("\n\n")
+	w := e.buf()
+	w.WriteString("data: ")
+	w.Write(data)
+	w.WriteString("\n\n")
 	if !flush {
 		return nil
 	}
@@ -89,7 +124,7 @@ func (e *Encoder) WriteData(data []byte, flush bool) error {
 // flushing that: for the last events of a response, which the HTTP server
 // sends with the response's end in one write.
 func (e *Encoder) FlushBuffer() error {
-	return e.w.Flush()
+	return e.drain()
 }
 
 // WriteComment writes a comment line (": text"), which readers ignore: the
@@ -102,7 +137,7 @@ func (e *Encoder) WriteComment(text string) error {
 // Flush sends everything written so far to the underlying writer and, where it
 // has one, flushes that too.
 func (e *Encoder) Flush() error {
-	if err := e.w.Flush(); err != nil {
+	if err := e.drain(); err != nil {
 		return err
 	}
 	if e.flush != nil {
@@ -112,9 +147,10 @@ func (e *Encoder) Flush() error {
 }
 
 func (e *Encoder) field(name, value string) {
-	e.w.WriteString(name)
-	e.w.WriteString(value)
-	e.w.WriteByte('\n')
+	w := e.buf()
+	w.WriteString(name)
+	w.WriteString(value)
+	w.WriteByte('\n')
 }
 
 // lines writes one prefixed line per line of text, splitting on LF, CRLF and CR.

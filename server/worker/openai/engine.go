@@ -376,6 +376,9 @@ func (e *Engine) begin(ctx context.Context, req *llm.Request, emit llm.Emit) (*g
 		return nil, nil, err
 	}
 	g.body = resp.Body
+	// The body keeps the response (for its trailers) as long as the answer
+	// streams; its headers are not read again.
+	resp.Header = nil
 	// A chunk is a few hundred bytes: 1 KiB holds several, enough to see
 	// what is waiting, and each open stream keeps it.
 	return g, sse.NewDecoder(resp.Body, sse.WithBufferSize(1024)), nil
