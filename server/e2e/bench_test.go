@@ -82,6 +82,35 @@ func TestBenchRelayNoErrors(t *testing.T) {
 	}
 }
 
+// parley bench relay streams from the gateways over their own API as the
+// SDKs (Connect) and the web app (gRPC-Web) do, on both paths, with no
+// error: the streams are served whole, tokens and end, detached from
+// net/http as the OpenAI-compatible ones are.
+func TestBenchRelayOverConnectAndGRPCWeb(t *testing.T) {
+	for _, api := range []string{"connect", "grpc-web"} {
+		t.Run(api, func(t *testing.T) {
+			ctx := ctxTimeout(t, 120*time.Second)
+			cmd := exec.CommandContext(ctx, parleyBin, "bench", "relay", "--api", api, "--tokens", "5", "--token-delay", "1ms",
+				"--streams", "8", "--answers", "40", "--trials", "1", "--hold", "20", "--hold-delay", "50ms", "--hold-for", "500ms", "--quiet")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("bench relay --api %s: %v\n%s", api, err, out)
+			}
+			for _, row := range []*regexp.Regexp{
+				regexp.MustCompile(`(?m)^\s*relay\s+40\s+0\s`), regexp.MustCompile(`(?m)^\s*relay\[direct\]\s+40\s+0\s`), // the load run
+				regexp.MustCompile(`(?m)^\s*relay\s+20\s+0\s`), regexp.MustCompile(`(?m)^\s*relay\[direct\]\s+20\s+0\s`), // the hold
+			} {
+				if !row.Match(out) {
+					t.Errorf("no row matching %s:\n%s", row, out)
+				}
+			}
+			if !strings.Contains(string(out), "0 failed") {
+				t.Errorf("failures:\n%s", out)
+			}
+		})
+	}
+}
+
 // parley bench users against two gateways sharing one database: simulated
 // people sign up (the first run) or in, list and open their conversations,
 // chat with think time and attach documents; every class is reported with
