@@ -370,9 +370,7 @@ func (e *Engine) begin(ctx context.Context, req *llm.Request, emit llm.Emit) (*g
 		resp.Body.Close()
 	}
 	if err != nil {
-		g.watchdog.Stop()
-		g.cancel(nil)
-		e.addInFlight(-1)
+		g.end()
 		return nil, nil, err
 	}
 	g.body = resp.Body
@@ -400,10 +398,12 @@ func (g *generation) watch() {
 	g.watchdog.Reset(g.e.cfg.IdleTimeout - idle)
 }
 
-// end closes the upstream's stream (also what closes the upstream request on
-// an early return) and frees what begin took.
+// end closes the upstream's stream, if open (also what closes the upstream
+// request on an early return), and frees what begin took.
 func (g *generation) end() {
-	g.body.Close()
+	if g.body != nil {
+		g.body.Close()
+	}
 	g.watchdog.Stop()
 	g.cancel(nil)
 	g.e.addInFlight(-1)
