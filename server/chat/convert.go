@@ -31,9 +31,11 @@ func UsageToProto(u llm.Usage) *parleyv1.Usage {
 	}
 }
 
-// DeltaToProto maps an engine delta to the API's.
-func DeltaToProto(d llm.Delta) *parleyv1.GenerationDelta {
-	out := &parleyv1.GenerationDelta{Text: d.Text, Reasoning: d.Reasoning, Choice: int32(d.Choice)}
+// fillDelta sets out to an engine delta on the wire, replacing what out
+// held (its tool calls and log probabilities are new slices: a caller may
+// keep those).
+func fillDelta(out *parleyv1.GenerationDelta, d llm.Delta) {
+	out.Text, out.Reasoning, out.Choice, out.ToolCalls, out.Logprobs = d.Text, d.Reasoning, int32(d.Choice), nil, nil
 	for _, c := range d.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, &parleyv1.ToolCallDelta{Index: int32(c.Index), Id: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
@@ -44,7 +46,6 @@ func DeltaToProto(d llm.Delta) *parleyv1.GenerationDelta {
 		}
 		out.Logprobs = append(out.Logprobs, p)
 	}
-	return out
 }
 
 // CitationToProto is a cited passage on the wire.

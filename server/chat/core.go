@@ -158,7 +158,10 @@ type Outcome struct {
 }
 
 // Emit receives a generation's events in order; an error stops the
-// generation (the client went away).
+// generation (the client went away). An event is Emit's to read until it
+// returns, not to keep: every delta goes out in the same event, filled anew
+// (nothing is allocated per token), so an Emit that keeps events keeps
+// copies of them (proto.Clone; the response cache does).
 type Emit func(*parleyv1.GenerationEvent) error
 
 // Complete runs one API-channel generation: billed by usage. The caller is
@@ -551,6 +554,8 @@ type events struct {
 	// citations are the passages the answer cites (file search), sent with
 	// the finished event.
 	citations []*parleyv1.Citation
+	// deltaEv is the event every delta is sent in, made at the first.
+	deltaEv *deltaEvent
 }
 
 func (e *events) send(ev *parleyv1.GenerationEvent) error {
@@ -582,7 +587,21 @@ func (e *events) delta(d llm.Delta) error {
 	if err := e.start(); err != nil {
 		return err
 	}
-	return e.send(&parleyv1.GenerationEvent{Kind: &parleyv1.GenerationEvent_Delta{Delta: DeltaToProto(d)}})
+	if e.deltaEv == nil {
+		e.deltaEv = new(deltaEvent)
+		e.deltaEv.kind.Delta = &e.deltaEv.delta
+		e.deltaEv.ev.Kind = &e.deltaEv.kind
+	}
+	fillDelta(&e.deltaEv.delta, d)
+	return e.send(&e.deltaEv.ev)
+}
+
+// deltaEvent is the event a generation's deltas go out in, one after the
+// other (Emit does not keep it).
+type deltaEvent struct {
+	ev    parleyv1.GenerationEvent
+	kind  parleyv1.GenerationEvent_Delta
+	delta parleyv1.GenerationDelta
 }
 
 // finish sends the last event of a generation (after started).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	parleyv1 "github.com/parleyhq/parley/gen/parley/v1"
 	"github.com/parleyhq/parley/server/apierr"
@@ -79,7 +80,7 @@ func TestCompleteEventsUsageAndCharge(t *testing.T) {
 	r := newRig(t, 1e9)
 	var got []*parleyv1.GenerationEvent
 	out, err := r.core.Complete(r.ctx(), &Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello there, rabbit.")}, MaxOutputTokens: 40}, func(ev *parleyv1.GenerationEvent) error {
-		got = append(got, ev)
+		got = append(got, proto.CloneOf(ev)) // an Emit keeps copies: the deltas come in one event, reused
 		return nil
 	})
 	if err != nil {
@@ -106,6 +107,39 @@ func TestCompleteEventsUsageAndCharge(t *testing.T) {
 	b, _ := r.store.Ledger.Account(context.Background(), r.user)
 	if b.AvailableNanos != 1e9-wantCost || b.ReservedNanos != 0 {
 		t.Fatalf("balance %+v after a charge of %d", b, wantCost)
+	}
+}
+
+// A token costs no allocation on its way through the core: every delta
+// goes out in the same event. Measured over the real path (scheduler, sim
+// worker, metrics, events) as the difference between a long answer and a
+// short one, so the request's own allocations cancel out.
+func TestDeltasAllocateNothing(t *testing.T) {
+	r := newRig(t, 1e12)
+	deltas := 0
+	run := func(tokens int64) {
+		_, err := r.core.Complete(r.ctx(), &Request{Request: llm.Request{Model: "sim-small", Messages: userMsg("Hello there, rabbit.")}, MaxOutputTokens: tokens}, func(ev *parleyv1.GenerationEvent) error {
+			if ev.GetDelta().GetText() != "" {
+				deltas++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(5) // warm: prepared statements, pools
+	deltas = 0
+	short := testing.AllocsPerRun(20, func() { run(5) })
+	shortDeltas := deltas
+	deltas = 0
+	long := testing.AllocsPerRun(20, func() { run(1024) })
+	more := float64(deltas-shortDeltas) / 21 // AllocsPerRun runs once more to warm up
+	if more < 50 {
+		t.Fatalf("the long answer had only %.0f deltas more than the short one", more)
+	}
+	if perToken := (long - short) / more; perToken > 0.25 { // the sim worker grows a few slices of its own
+		t.Errorf("%.2f allocations per delta (%.0f for the short answer, %.0f for one %.0f deltas longer), want none (one would be 1.0)", perToken, short, long, more)
 	}
 }
 

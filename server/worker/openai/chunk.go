@@ -24,6 +24,9 @@ type chunkParser struct {
 	deltas  []openaiwire.Delta
 	finish  []string
 	choices []openaiwire.Choice
+	// scan reads the chunk at hand; kept here, as the callbacks it is
+	// handed to would otherwise move it to the heap for every chunk.
+	scan scanner
 }
 
 // parse decodes data. The chunk it returns is valid until the next call.
@@ -41,7 +44,8 @@ func (p *chunkParser) parse(data []byte) (*openaiwire.ChatCompletionChunk, error
 // fast reads data when it is of the common shape, reporting whether it
 // was.
 func (p *chunkParser) fast(data []byte) bool {
-	s := scanner{b: data}
+	p.scan = scanner{b: data}
+	s := &p.scan
 	p.chunk = openaiwire.ChatCompletionChunk{}
 	p.choices, p.deltas, p.finish = p.choices[:0], p.deltas[:0], p.finish[:0]
 	sawChoices := false

@@ -61,6 +61,20 @@ func TestChunkParserMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// The common chunk costs one allocation: its text (a string of its own,
+// which the events downstream may keep).
+func TestChunkParserAllocatesOnlyTheText(t *testing.T) {
+	var p chunkParser
+	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" rabbit"},"logprobs":null,"finish_reason":null}]}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if c, err := p.parse(data); err != nil || c.Choices[0].Delta.Content != " rabbit" {
+			t.Fatal(c, err)
+		}
+	}); n > 1 {
+		t.Errorf("%.0f allocations for a chunk, want 1 (its text)", n)
+	}
+}
+
 func checkChunk(t *testing.T, p *chunkParser, data []byte) {
 	t.Helper()
 	var want openaiwire.ChatCompletionChunk
