@@ -82,6 +82,13 @@ func NewWorkerID() string {
 	return host + "-" + rand.Text()[:8]
 }
 
+// deltaMessage is the message a generation's deltas go out in.
+type deltaMessage struct {
+	msg   workerv1.GenerateResponse
+	kind  workerv1.GenerateResponse_Delta
+	delta workerv1.Delta
+}
+
 // Generate runs one generation on the engine and streams its deltas, then one
 // Finished message. Errors before the first delta carry the code the remote
 // client maps back to the engine's sentinel error.
@@ -92,8 +99,14 @@ func (s *Service) Generate(ctx context.Context, req *connect.Request[workerv1.Ge
 	if s.Wake != nil {
 		s.Wake()
 	}
+	// Every delta goes out in the same message, filled anew: Send has
+	// marshalled it when it returns, and nothing is allocated per token.
+	out := new(deltaMessage)
+	out.kind.Delta = &out.delta
+	out.msg.Kind = &out.kind
 	res, err := s.Engine.Generate(ctx, requestFromProto(req.Msg), func(d llm.Delta) error {
-		return stream.Send(&workerv1.GenerateResponse{Kind: &workerv1.GenerateResponse_Delta{Delta: deltaToProto(d)}})
+		fillDelta(&out.delta, d)
+		return stream.Send(&out.msg)
 	})
 	if err != nil {
 		return errorToConnect(err)

@@ -126,8 +126,10 @@ func requestFromProto(in *workerv1.GenerateRequest) *llm.Request {
 	return req
 }
 
-func deltaToProto(d llm.Delta) *workerv1.Delta {
-	out := &workerv1.Delta{Text: d.Text, Reasoning: d.Reasoning, Tokens: int32(d.Tokens), Choice: int32(d.Choice)}
+// fillDelta sets out to d on the wire, replacing all it held.
+func fillDelta(out *workerv1.Delta, d llm.Delta) {
+	out.Text, out.Reasoning, out.Tokens, out.Choice = d.Text, d.Reasoning, int32(d.Tokens), int32(d.Choice)
+	out.Finish, out.ToolCalls, out.Logprobs = workerv1.FinishReason_FINISH_REASON_UNSPECIFIED, nil, nil
 	if d.Finish != "" {
 		out.Finish = finishToProto(d.Finish)
 	}
@@ -141,7 +143,6 @@ func deltaToProto(d llm.Delta) *workerv1.Delta {
 		}
 		out.Logprobs = append(out.Logprobs, p)
 	}
-	return out
 }
 
 func deltaFromProto(in *workerv1.Delta) llm.Delta {
