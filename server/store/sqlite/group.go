@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"sync"
-	"time"
 )
 
 // writeGroup commits the ledger's per-request writes together (group
@@ -79,9 +78,15 @@ func (g *writeGroup) lead(db *DB) {
 
 // commitGroup writes batch in one transaction, each write under a savepoint
 // of its own when there are several, so one that fails leaves the others in.
+//
+// Its context has no deadline, on purpose: for a statement under a context
+// that can end, the SQLite driver starts a goroutine to interrupt it, so a
+// request's hold and settle started a dozen goroutines between them, and
+// their wake-ups were a tenth of the relay's CPU at 20 ms between tokens.
+// What could hang is bounded anyway: a lock held by another process by the
+// busy timeout, and the statements are the ledger's own, each a few rows.
 func (db *DB) commitGroup(batch []*groupCall) {
-	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout+10*time.Second)
-	defer cancel()
+	ctx := context.Background()
 	several := len(batch) > 1
 	err := db.write(ctx, func(tx *txn) error {
 		for _, c := range batch {

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -172,5 +174,49 @@ func TestWriterStatementJournalInMemory(t *testing.T) {
 	}
 	if w != 2 || r != 0 {
 		t.Fatalf("temp_store: writer %d, readers %d; want 2 (memory) and 0 (default)", w, r)
+	}
+}
+
+// A request's hold and settle start few goroutines: the commit's context
+// has no deadline, so the SQLite driver starts none to interrupt each
+// statement (it started about ten a request before). What is left is the
+// commit's own goroutine and database/sql's watch over each transaction
+// and query in it.
+func TestGroupCommitStartsFewGoroutines(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "parley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	s := db.Store()
+	if err := s.Accounts.CreateUser(ctx, store.User{ID: "u", Email: "u@example.com", Tier: store.TierFree, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: "u", DeltaNanos: 1 << 40, Reason: "test", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	created := func() uint64 {
+		m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+		metrics.Read(m)
+		return m[0].Value.Uint64()
+	}
+	request := func(i int) {
+		id, now := fmt.Sprintf("r%d", i), time.Now()
+		if _, err := s.Ledger.Reserve(ctx, store.Reservation{ID: id, UserID: "u", AmountNanos: 1000, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Ledger.Settle(ctx, id, 700, now, &store.UsageRecord{RequestID: id, UserID: "u", Channel: "api", Model: "m", CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	request(0) // prepares the statements
+	const n = 100
+	before := created()
+	for i := 1; i <= n; i++ {
+		request(i)
+	}
+	if per := float64(created()-before) / n; per > 8 {
+		t.Errorf("%.1f goroutines started a request, want at most 8", per)
 	}
 }
