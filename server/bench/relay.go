@@ -36,7 +36,8 @@ type RelayConfig struct {
 	// Paths are the relay paths measured for each binary: PathWorker
 	// (gateway → worker → mock) and PathDirect (gateway → mock); default
 	// both. A baseline that cannot address the mock directly is measured on
-	// the worker path alone.
+	// the worker path alone. PathProxy adds, once, the floor: a plain
+	// reverse proxy in the gateway's place (NewProxy; OpenAI API only).
 	Paths []string
 	// TokenDelays and Streams are the load runs: every pair is run.
 	TokenDelays []time.Duration
@@ -123,6 +124,7 @@ func (r *relay) maxStreams() int {
 const (
 	PathWorker = "worker"
 	PathDirect = "direct"
+	PathProxy  = "proxy"
 )
 
 // variant is a parley binary under test on one path, with its gateway and,
@@ -132,6 +134,7 @@ type variant struct {
 	bin     string
 	base    bool  // the baseline binary
 	direct  bool  // the gateway addresses the mock itself: no worker
+	proxy   bool  // a plain reverse proxy (NewProxy) stands in for the gateway
 	worker  *proc // nil in direct mode
 	gateway *proc
 	key     string
@@ -156,8 +159,8 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 		cfg.Paths = []string{PathWorker, PathDirect}
 	}
 	for _, p := range cfg.Paths {
-		if p != PathWorker && p != PathDirect {
-			return fmt.Errorf("bench relay: path %q: want %s or %s", p, PathWorker, PathDirect)
+		if p != PathWorker && p != PathDirect && p != PathProxy {
+			return fmt.Errorf("bench relay: path %q: want %s, %s or %s", p, PathWorker, PathDirect, PathProxy)
 		}
 	}
 	switch cfg.API {
@@ -203,8 +206,12 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	case "grpc-web":
 		client = "ChatService.CompleteStream (gRPC-Web) to the gateways, /v1/chat/completions (SSE) to the mock"
 	}
-	fmt.Fprintf(out, "parley bench relay: client over %s → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock)\n",
+	fmt.Fprintf(out, "parley bench relay: client over %s → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock",
 		client, strings.Join(cfg.Paths, ", "))
+	if slices.Contains(cfg.Paths, PathProxy) {
+		fmt.Fprint(out, "; proxy: net/http's reverse proxy in the gateway's place, the floor of a relay, its CPU under gateway")
+	}
+	fmt.Fprint(out, ")\n")
 	fmt.Fprintf(out, "binary %s", cfg.Bin)
 	if cfg.BaselineBin != "" {
 		fmt.Fprintf(out, ", baseline %s", cfg.BaselineBin)
@@ -281,6 +288,9 @@ func (r *relay) variants(ctx context.Context) []*variant {
 	var vs []*variant
 	add := func(bin string, base bool) {
 		for _, p := range r.cfg.Paths {
+			if p == PathProxy {
+				continue
+			}
 			v := &variant{name: "relay", bin: bin, base: base, direct: p == PathDirect}
 			var tags []string
 			if base {
@@ -302,6 +312,9 @@ func (r *relay) variants(ctx context.Context) []*variant {
 		add(r.cfg.BaselineBin, true)
 	}
 	add(r.cfg.Bin, false)
+	if slices.Contains(r.cfg.Paths, PathProxy) && r.cfg.API == "openai" {
+		vs = append(vs, &variant{name: "proxy", bin: r.cfg.Bin, proxy: true})
+	}
 	return vs
 }
 
@@ -330,6 +343,9 @@ func (r *relay) startPath(ctx context.Context, v *variant) (mock *proc, t stream
 
 // gatewayTarget is where the client connects on v's gateway.
 func (r *relay) gatewayTarget(v *variant) streamTarget {
+	if v.proxy {
+		return streamTarget{url: v.gateway.url, model: "mock"}
+	}
 	return streamTarget{url: v.gateway.url, apiKey: v.key, model: "mock", connect: r.cfg.API != "openai", grpcWeb: r.cfg.API == "grpc-web"}
 }
 
@@ -339,7 +355,11 @@ func (r *relay) startMock(ctx context.Context) (*proc, error) {
 
 // start runs v's worker (on mock) and gateway, with an account and API key
 // made with parley admin on the gateway's data directory.
-func (r *relay) start(ctx context.Context, v *variant, mock *proc) error {
+func (r *relay) start(ctx context.Context, v *variant, mock *proc) (err error) {
+	if v.proxy {
+		v.gateway, err = startProc(ctx, v.name, r.cfg.CPUsServers, v.bin, "bench", "proxy", "--listen", "127.0.0.1:0", "--upstream", mock.url)
+		return err
+	}
 	r.seq++
 	v.dir = filepath.Join(r.tmp, fmt.Sprintf("gw%d", r.seq))
 	if err := os.MkdirAll(v.dir, 0o700); err != nil {
@@ -685,7 +705,7 @@ func (r *relay) loadTable(delay time.Duration, streams int, vs []*variant, rows 
 	}
 	line("direct", d, false)
 	for _, v := range vs {
-		line(v.name, rows[v.name], v.direct)
+		line(v.name, rows[v.name], v.worker == nil)
 	}
 	okAll := func(s []loadSample) bool {
 		for _, x := range s {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,26 @@ func TestBurst(t *testing.T) {
 	// 40 streams at 200 a second: the last opens 195 ms after the first.
 	if took := time.Since(start); took < 190*time.Millisecond {
 		t.Errorf("40 streams at 200/s took %v, want at least 195 ms", took)
+	}
+}
+
+// The proxy, the relay benchmark's floor, relays every token of every
+// stream and the upstream's errors as they are.
+func TestProxy(t *testing.T) {
+	mock := httptest.NewServer(NewMock(MockConfig{Tokens: 5}))
+	defer mock.Close()
+	u, _ := url.Parse(mock.URL)
+	srv := httptest.NewServer(NewProxy(u))
+	defer srv.Close()
+	c := newLoadClient(8, 1)
+	defer c.close()
+	target := streamTarget{url: srv.URL, model: "mock"}
+	st := c.load(context.Background(), target, target.body(pace(time.Millisecond, 7), 100), 8, 200)
+	if st.answers != 200 || st.errors != 0 || len(st.gaps) != 200*6 {
+		t.Fatalf("answers %d errors %d (%s), %d gaps", st.answers, st.errors, st.firstErr, len(st.gaps))
+	}
+	other := streamTarget{url: srv.URL, model: "other"}
+	if a := c.stream(context.Background(), other, other.body("hi", 3), nil, nil); a.err == nil || !strings.Contains(a.err.Error(), "404") {
+		t.Errorf("unknown model through the proxy: %v", a.err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +15,8 @@ import (
 
 // benchCmd runs the load generator against a gateway or a worker, or
 // (bench relay) the relay benchmark, or (bench mock) its mock upstream, or
-// (bench users) the users profile.
+// (bench users) the users profile, or (bench proxy) the relay benchmark's
+// floor.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -22,6 +24,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return benchRelay(ctx, args[1:], stdout, stderr)
 		case "mock":
 			return benchMock(ctx, args[1:], stdout, stderr)
+		case "proxy":
+			return benchProxy(ctx, args[1:], stdout, stderr)
 		case "users":
 			return benchUsers(ctx, args[1:], stdout, stderr)
 		}
@@ -77,7 +81,7 @@ func benchRelay(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.BurstBusy, "burst-busy", 0, "also run each burst beside this many processes spinning on a CPU each (other work on the box)")
 	fs.StringVar(&cfg.Bin, "bin", "", "parley binary run as worker and gateway (default: this one)")
 	fs.StringVar(&cfg.BaselineBin, "baseline-bin", "", "a second parley binary measured in the same run, e.g. the previous release")
-	fs.Func("paths", "comma-separated relay paths to measure: worker (gateway → worker → mock), direct (gateway → mock) (default both)", func(v string) error {
+	fs.Func("paths", "comma-separated relay paths to measure: worker (gateway → worker → mock), direct (gateway → mock) (default both); proxy adds the floor: a plain reverse proxy → mock", func(v string) error {
 		cfg.Paths = nil
 		for _, p := range strings.Split(v, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -163,6 +167,21 @@ func benchMock(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return bench.RunMock(ctx, *listen, cfg, obs.NewLogger(stderr, "info"))
+}
+
+// benchProxy serves the relay benchmark's floor: a plain reverse proxy.
+func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench proxy")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	upstream := fs.String("upstream", "", "base URL every request is passed to (e.g. the mock's http://127.0.0.1:PORT)")
+	if err := parseFlags(fs, nil, args, stdout); err != nil {
+		return err
+	}
+	u, err := url.Parse(*upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bench proxy: --upstream %q: want an http:// or https:// URL", *upstream)
+	}
+	return bench.RunProxy(ctx, *listen, u, obs.NewLogger(stderr, "info"))
 }
 
 func durationList(dst *[]time.Duration) func(string) error {

@@ -50,6 +50,7 @@ var helpCases = []struct {
 		"cpus-load", "cpus-servers", "gateway-args", "hold", "hold-delay", "hold-for", "hold-opening", "learned-admission", "max-error-rate", "paths", "profile",
 		"profile-seconds", "quiet", "streams", "token-delay", "tokens", "trials", "worker-args"}},
 	{[]string{"bench", "mock"}, []string{"config", "listen", "model", "token-delay", "tokens"}},
+	{[]string{"bench", "proxy"}, []string{"config", "listen", "upstream"}},
 	{[]string{"bench", "users"}, []string{"attach-every", "config", "domain", "duration", "max-error-rate", "max-tokens", "model", "new-chat-every",
 		"password", "quiet", "ramp", "think", "url", "users"}},
 	{[]string{"models"}, []string{"api-key", "config", "gateway"}},
@@ -159,7 +160,7 @@ func TestTopHelp(t *testing.T) {
 				t.Errorf("%s omits the command %s", h, c.name)
 			}
 		}
-		for _, task := range []string{"create-user", "topup", "create-key", "usage", "relay", "mock"} {
+		for _, task := range []string{"create-user", "topup", "create-key", "usage", "relay", "mock", "proxy"} {
 			if !strings.Contains(out, "    "+task+" ") {
 				t.Errorf("%s omits %s", h, task)
 			}

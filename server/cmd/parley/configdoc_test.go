@@ -46,7 +46,7 @@ default is; the flags take plain numbers of bytes.
 var docCommands = [][]string{
 	{"serve"}, {"worker"}, {"migrate"},
 	{"admin", "create-user"}, {"admin", "topup"}, {"admin", "create-key"}, {"admin", "usage"},
-	{"bench"}, {"bench", "relay"}, {"bench", "mock"}, {"bench", "users"},
+	{"bench"}, {"bench", "relay"}, {"bench", "mock"}, {"bench", "proxy"}, {"bench", "users"},
 	{"models"}, {"workers"}, {"region-health"},
 }
 

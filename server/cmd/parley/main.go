@@ -43,6 +43,7 @@ var commands = []command{
 	{name: "bench", summary: "load generator against a gateway or a worker", run: benchCmd, subcommands: []subcommand{
 		{"relay", "the relay benchmark: its own mock upstream, worker and gateway"},
 		{"mock", "the relay benchmark's mock OpenAI-compatible upstream"},
+		{"proxy", "the relay benchmark's floor: a relay that only relays"},
 		{"users", "the users profile: people signing in, reading and chatting with think time"},
 	}},
 	{name: "models", summary: "a running gateway's models, with the workers and pools serving each",
