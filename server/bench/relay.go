@@ -209,7 +209,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig, out io.Writer) error {
 	fmt.Fprintf(out, "parley bench relay: client over %s → parley serve → [parley worker (openai engine) →] mock upstream; paths %s (relay: through a worker; relay[direct]: the gateway addresses the mock",
 		client, strings.Join(cfg.Paths, ", "))
 	if slices.Contains(cfg.Paths, PathProxy) {
-		fmt.Fprint(out, "; proxy: net/http's reverse proxy in the gateway's place, the floor of a relay, its CPU under gateway")
+		fmt.Fprint(out, "; proxy: a process that only relays, in the gateway's place: the floor of a relay, its CPU under gateway")
 	}
 	fmt.Fprint(out, ")\n")
 	fmt.Fprintf(out, "binary %s", cfg.Bin)
