@@ -187,16 +187,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // RunMock serves a mock upstream on listen until ctx ends, logging
 // "listening on http://ADDR" when ready, as parley serve does.
 func RunMock(ctx context.Context, listen string, cfg MockConfig, logger *slog.Logger) error {
+	return serveUntil(ctx, listen, NewMock(cfg), logger, "token_delay", cfg.TokenDelay.String(), "tokens", cfg.Tokens)
+}
+
+// serveUntil serves h on listen until ctx ends, logging "listening on
+// http://ADDR" (with attrs) when ready, which the relay benchmark waits for.
+func serveUntil(ctx context.Context, listen string, h http.Handler, logger *slog.Logger, attrs ...any) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: NewMock(cfg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
-	logger.Info("listening on http://"+ln.Addr().String(), "token_delay", cfg.TokenDelay.String(), "tokens", cfg.Tokens)
+	logger.Info("listening on http://"+ln.Addr().String(), attrs...)
 	if err := srv.Serve(ln); err != nil && ctx.Err() == nil {
 		return err
 	}

@@ -5,10 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
-	"time"
 )
 
 // Proxy is the relay benchmark's floor: a relay that does nothing but
@@ -85,18 +83,5 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // RunProxy serves NewProxy(upstream) on listen until ctx ends, logging
 // "listening on http://ADDR" when ready, as parley serve does.
 func RunProxy(ctx context.Context, listen string, upstream *url.URL, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: NewProxy(upstream), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	logger.Info("listening on http://"+ln.Addr().String(), "upstream", upstream.String())
-	if err := srv.Serve(ln); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
+	return serveUntil(ctx, listen, NewProxy(upstream), logger, "upstream", upstream.String())
 }

@@ -19,8 +19,8 @@ import (
 // The goroutine waits in Go's own netpoller, on the epoll instance itself
 // (readable when it holds events), not in a blocking epoll_wait: a thread
 // parked in a system call for good had the runtime's monitor take its
-// processor back every 10 ms and wake itself every 20 µs after, which was
-// a fifth of the gateway's context switches.
+// processor back every 10 ms and wake itself every 20 µs after: about a
+// tenth of the gateway's context switches (docs/perf.md, round six).
 type poller struct {
 	epfd   int
 	file   *os.File // epfd, registered with Go's netpoller

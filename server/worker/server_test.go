@@ -76,11 +76,11 @@ func serveWorker(t *testing.T, engine worker.Engine) (*httptest.Server, *worker.
 	return serveService(t, &worker.Service{Engine: engine, EngineName: "fake", ID: "w1", Heartbeat: 50 * time.Millisecond})
 }
 
-// serveService serves svc over h2c and dials it.
-func serveService(t *testing.T, svc *worker.Service) (*httptest.Server, *worker.Remote) {
+// serveService serves svc over h2c, with opts, and dials it.
+func serveService(t *testing.T, svc *worker.Service, opts ...connect.HandlerOption) (*httptest.Server, *worker.Remote) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle(svc.Handler())
+	mux.Handle(svc.Handler(opts...))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
@@ -311,15 +311,8 @@ func TestDeltasAllocatePerToken(t *testing.T) {
 		return llm.Result{FinishReason: llm.FinishStop}, nil
 	}
 	// Served as parley worker serves it: messages under 4 KiB not compressed.
-	mux := http.NewServeMux()
-	mux.Handle((&worker.Service{Engine: eng, EngineName: "fake", ID: "w1", Heartbeat: time.Second}).Handler(connect.WithCompressMinBytes(4096)))
-	srv := httptest.NewUnstartedServer(mux)
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	remote := worker.Dial(worker.H2CClient(), srv.URL)
-	t.Cleanup(remote.Close)
+	_, remote := serveService(t, &worker.Service{Engine: eng, EngineName: "fake", ID: "w1", Heartbeat: time.Second},
+		connect.WithCompressMinBytes(4096))
 	run := func(tokens int) {
 		n := 0
 		if _, err := remote.Generate(context.Background(), &llm.Request{ID: "r1", Model: "m1", MaxTokens: tokens,

@@ -104,19 +104,9 @@ func TestReserveGroupCommit(t *testing.T) {
 // exact: every settle charges its own cost, refunds the rest, writes its
 // usage record once, and a settle repeated reports the first.
 func TestSettleGroupCommit(t *testing.T) {
-	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "parley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
+	db := ledgerRig(t, 100_000)
 	s := db.Store()
-	if err := s.Accounts.CreateUser(ctx, store.User{ID: "u", Email: "u@example.com", Tier: store.TierFree, CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: "u", DeltaNanos: 100_000, Reason: "test", At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
 	const n = 200
 	now := time.Now()
 	var wg sync.WaitGroup
@@ -183,30 +173,14 @@ func TestWriterStatementJournalInMemory(t *testing.T) {
 // commit's own goroutine and database/sql's watch over each transaction
 // and query in it.
 func TestGroupCommitStartsFewGoroutines(t *testing.T) {
-	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "parley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	s := db.Store()
-	if err := s.Accounts.CreateUser(ctx, store.User{ID: "u", Email: "u@example.com", Tier: store.TierFree, CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Ledger.Adjust(ctx, store.Adjustment{UserID: "u", DeltaNanos: 1 << 40, Reason: "test", At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	s := ledgerRig(t, 1<<40).Store()
 	created := func() uint64 {
 		m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 		metrics.Read(m)
 		return m[0].Value.Uint64()
 	}
 	request := func(i int) {
-		id, now := fmt.Sprintf("r%d", i), time.Now()
-		if _, err := s.Ledger.Reserve(ctx, store.Reservation{ID: id, UserID: "u", AmountNanos: 1000, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Ledger.Settle(ctx, id, 700, now, &store.UsageRecord{RequestID: id, UserID: "u", Channel: "api", Model: "m", CreatedAt: now}); err != nil {
+		if err := apiRequest(s, fmt.Sprintf("r%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
