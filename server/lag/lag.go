@@ -29,11 +29,12 @@ import (
 // It keeps the most late of each bucket over the last nBuckets; Lag is
 // the most of them. The probe costs a timer wakeup, a datagram's write and
 // its read every tick: about 30 ms of CPU a second on a 2-core VM, 6 ms of
-// that the datagram (docs/perf.md). So it ticks only while the process
-// works: Wake (called as each generation starts) keeps it ticking for the
-// next two seconds, the window Lag reads, and an idle process pays
-// nothing. Where no loopback socket can be opened it measures the timer
-// alone.
+// that the datagram (docs/perf.md). So it ticks only while work that will
+// read Lag goes on: Wake (called as such work starts: a generation in a
+// worker, one placed on a worker admitted by measured queueing in a
+// gateway) keeps it ticking for the next two seconds, the window Lag
+// reads, and a process with no such work pays nothing. Where no loopback
+// socket can be opened it measures the timer alone.
 type Probe struct {
 	mu      sync.Mutex
 	buckets [nBuckets]time.Duration

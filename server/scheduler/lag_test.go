@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -39,5 +41,35 @@ func TestLimiterSetsAsideLaggedSamples(t *testing.T) {
 	now += int64(time.Second)
 	if ev := l.sampleProbed(now, 2*time.Second, 70, ms(60), 2*time.Second); ev != limitCut || l.cap() != 49 {
 		t.Fatalf("a 2 s TTFT with 60 ms of lag: %v to %d, want a cut to 49", ev, l.cap())
+	}
+}
+
+// The gateway's lag probe measures only while its figure will be read: a
+// generation placed on a worker of no known size (admitted by measured
+// queueing, whose first token is read against the lag) wakes it; one on a
+// worker that reports its batch size does not.
+func TestLagProbeWakesOnlyForAdaptiveWorkers(t *testing.T) {
+	var wakes atomic.Int32
+	sized, unsized := newFake(8, "sized"), newFake(0, "unsized")
+	s := newScheduler(t, Config{QueueLimit: 100, Lag: func() time.Duration { return 0 }, Wake: func() { wakes.Add(1) }}, sized, unsized)
+	run := func(model string) {
+		t.Helper()
+		j := job("", 0)
+		j.Request.Model = model
+		if _, err := s.Generate(context.Background(), &j, discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		run("sized")
+	}
+	if n := wakes.Load(); n != 0 {
+		t.Fatalf("%d wakes for generations on a worker of known size, want 0", n)
+	}
+	for range 3 {
+		run("unsized")
+	}
+	if n := wakes.Load(); n != 3 {
+		t.Fatalf("%d wakes for 3 generations on a worker of no known size, want 3", n)
 	}
 }

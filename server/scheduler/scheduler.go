@@ -125,8 +125,13 @@ type Config struct {
 	// Lag is how late this process runs what is ready to run, lately
 	// (default: a probe timer's lateness, the most over the last two
 	// seconds): TTFT samples it explains are not taken for a worker's
-	// queueing (limiter).
+	// queueing (limiter). Only the samples of workers admitted by
+	// measured queueing (no batch size known) are read against it.
 	Lag func() time.Duration
+	// Wake, with Lag, is called as a generation is placed on such a
+	// worker: a probe behind Lag need measure only then (the default
+	// probe ticks for two seconds after each Wake, and sleeps otherwise).
+	Wake func()
 
 	// Registerer receives the scheduler's metrics (none when nil).
 	Registerer prometheus.Registerer
@@ -208,7 +213,7 @@ type Scheduler struct {
 	waits   map[scaleKey]*waitWindow // recent queue waits, for the scaling signal
 
 	lag     *lag.Probe // nil when Config.Lag was given
-	wakeLag func()     // keeps the probe ticking: a generation starts
+	wakeLag func()     // keeps the probe ticking: a generation is placed on an adaptive worker
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -276,7 +281,10 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	for _, p := range pools {
 		s.poolLocked(p.Name) // fixes the order before any worker connects
 	}
-	s.wakeLag = func() {}
+	s.wakeLag = s.cfg.Wake
+	if s.wakeLag == nil {
+		s.wakeLag = func() {}
+	}
 	if s.cfg.Lag == nil {
 		s.lag = lag.Start()
 		s.cfg.Lag, s.wakeLag = s.lag.Lag, s.lag.Wake
@@ -284,7 +292,7 @@ func New(cfg Config, logger *slog.Logger) (*Scheduler, error) {
 	if cfg.Registerer != nil {
 		lagGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "parley_gateway_lag_seconds",
-			Help: "How late this gateway ran a timer due every 10 ms, or a read of a loopback datagram sent with it, the most over the last two seconds (measured while generations start, 0 when idle): over a few milliseconds, its CPUs are saturated.",
+			Help: "How late this gateway ran a timer due every 10 ms, or a read of a loopback datagram sent with it, the most over the last two seconds (measured while generations run on workers admitted by measured queueing, those that report no batch size; 0 otherwise): over a few milliseconds, its CPUs are saturated.",
 		}, func() float64 { return s.cfg.Lag().Seconds() })
 		for _, c := range []prometheus.Collector{newPoolCollector(s), newScaleCollector(s), lagGauge} {
 			if err := cfg.Registerer.Register(c); err != nil {
@@ -352,7 +360,6 @@ func (s *Scheduler) AddPoolWorker(poolName, name string, e worker.Engine) {
 // is on the heap, the work around the engine's call in calls of their own):
 // every open stream keeps it on its stack while it waits for a token.
 func (s *Scheduler) Generate(ctx context.Context, job *llm.Job, emit llm.Emit) (llm.Result, error) {
-	s.wakeLag()
 	a := s.newAttempt(job, emit)
 	for {
 		m, err := a.acquire(ctx)
@@ -642,6 +649,13 @@ func (s *Scheduler) pickLocked(j *pickJob) *member {
 		if m != nil {
 			m.inflight++
 			m.lastBusy = j.now
+			if m.adaptive {
+				// Its first token will be read against this process's
+				// lag: the probe measures from now. (With every worker's
+				// size known it sleeps: ticking, it was up to 45 % of a
+				// lightly loaded gateway's CPU, docs/perf.md.)
+				s.wakeLag()
+			}
 			s.metrics.picks[why].Inc()
 			p.picks.Inc()
 			if passed != nil {

@@ -38,8 +38,10 @@ type Service struct {
 	// run (lag.Probe): sent with every load report, so that gateways do not
 	// read the worker's own delays as its upstream's queueing.
 	Lag func() time.Duration
-	// Wake, when set, is called as each generation starts (lag.Probe's
-	// Wake: the probe ticks only while the worker works).
+	// Wake, when set, is called as each generation starts while the engine
+	// reports no batch size (lag.Probe's Wake: the probe ticks only then).
+	// Gateways read a worker's lag only against the time to first token of
+	// a worker they admit to by measured queueing: one of no known size.
 	Wake func()
 	// Token, when set, is the worker token every call must carry
 	// (Authorization: Bearer); calls without it get unauthenticated (see
@@ -96,7 +98,7 @@ func (s *Service) Generate(ctx context.Context, req *connect.Request[workerv1.Ge
 	if req.Msg.GetMaxTokens() < 0 {
 		return connect.NewError(connect.CodeInvalidArgument, llm.ErrInvalidRequest)
 	}
-	if s.Wake != nil {
+	if s.Wake != nil && s.Engine.Load().MaxBatch <= 0 {
 		s.Wake()
 	}
 	// Every delta goes out in the same message, filled anew: Send has

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,5 +331,39 @@ func TestDeltasAllocatePerToken(t *testing.T) {
 	}
 	if perToken := (long - short) / 500; perToken > theirs+0.5 {
 		t.Errorf("%.2f allocations per token (%.0f for 10 tokens, %.0f for 510), want at most connect-go's and HTTP/2's %.0f", perToken, short, long, theirs)
+	}
+}
+
+// A worker's lag probe ticks only while its figure will be read: gateways
+// read a worker's lag against the time to first token of a worker of no
+// known size only, so a generation wakes the probe only while the engine
+// reports no batch size.
+func TestGenerateWakesTheLagProbeOnlyWithoutABatchSize(t *testing.T) {
+	eng := newFakeEngine()
+	eng.generate = func(ctx context.Context, req *llm.Request, emit llm.Emit) (llm.Result, error) {
+		if err := emit(llm.Delta{Text: "ok", Tokens: 1}); err != nil {
+			return llm.Result{FinishReason: llm.FinishCancelled}, nil
+		}
+		return llm.Result{FinishReason: llm.FinishStop}, nil
+	}
+	var wakes atomic.Int32
+	_, remote := serveService(t, &worker.Service{Engine: eng, Wake: func() { wakes.Add(1) }})
+	generate := func() {
+		t.Helper()
+		if _, err := remote.Generate(context.Background(), &llm.Request{ID: "r", Model: "m1", MaxTokens: 1}, func(llm.Delta) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	generate() // MaxBatch 8
+	if n := wakes.Load(); n != 0 {
+		t.Fatalf("%d wakes with a batch size reported, want 0", n)
+	}
+	eng.mu.Lock()
+	eng.load.MaxBatch = 0
+	eng.mu.Unlock()
+	generate()
+	generate()
+	if n := wakes.Load(); n != 2 {
+		t.Fatalf("%d wakes for 2 generations with no batch size, want 2", n)
 	}
 }
